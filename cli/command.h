@@ -1,0 +1,26 @@
+// The subcommand table of the command line. Each subcommand lives in its own cli/<name>_command.cc
+// and only parses flags, calls the library and prints.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <string_view>
+
+namespace mosaic::cli {
+
+// Adds one subcommand (with its flags, help text and examples) to `root` and sets its callback.
+using AddCommandFn = void (*)(CLI::App& root);
+
+struct Command {
+  const char* name;
+  AddCommandFn add;
+};
+
+void AddModelCommand(CLI::App& root);
+void AddPlanCommand(CLI::App& root);
+
+// Writes `text` to stdout, or atomically to `output_path` when it is not empty.
+void EmitOutput(const std::string& output_path, std::string_view text);
+
+}  // namespace mosaic::cli

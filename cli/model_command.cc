@@ -1,0 +1,196 @@
+// mosaic model PRESET|CONFIG.toml: exact parameter and FLOP breakdown.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "mosaic/model/flops.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/model/param_count.h"
+#include "mosaic/util/number_format.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct ModelOptions {
+  std::string model;
+  std::vector<std::string> sets;
+  int64_t seq_len = 4096;
+  double tokens = 0;
+  bool json = false;
+  bool list = false;
+  std::string output;
+};
+
+nlohmann::ordered_json FlopsJson(const FlopCount& f, double tokens) {
+  nlohmann::ordered_json j;
+  j["convention"] = ToString(f.convention);
+  j["attention_span_tokens"] = f.attention_span_tokens;
+  j["global_layers"] = f.global_layers;
+  j["forward_flops_per_token"] = f.forward_flops_per_token;
+  j["mlp_flops_per_token"] = f.mlp_flops;
+  j["router_flops_per_token"] = f.router_flops;
+  j["latent_projection_flops_per_token"] = f.latent_projection_flops;
+  j["attention_projection_flops_per_token"] = f.attention_projection_flops;
+  j["attention_score_flops_per_token"] = f.attention_score_flops;
+  j["lm_head_flops_per_token"] = f.lm_head_flops;
+  j["train_flops_per_token"] = f.train_flops_per_token();
+  if (tokens > 0) j["train_flops"] = f.train_flops_per_token() * tokens;
+  return j;
+}
+
+std::string RenderJson(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
+                       const FlopCount& physical, const ModelOptions& options) {
+  nlohmann::ordered_json j;
+  j["name"] = spec.config.name;
+  j["origin"] = spec.origin;
+  j["source"] = spec.config.source;
+  j["total_params"] = p.total_params;
+  j["active_params"] = p.active_params;
+  j["active_params_no_embedding"] = p.active_params_no_embedding;
+  j["active_params_matmul_no_embedding"] = p.active_params_matmul_no_embedding;
+  j["total_params_matmul"] = p.total_params_matmul;
+  j["active_params_matmul"] = p.active_params_matmul;
+  j["embedding_params"] = p.embedding_params;
+  j["sparsity"] = p.sparsity;
+  nlohmann::ordered_json components = nlohmann::ordered_json::array();
+  for (const ParamComponent& c : p.components) {
+    components.push_back({{"name", c.name},
+                          {"category", ToString(c.category)},
+                          {"total_params", c.total_params},
+                          {"active_params", c.active_params},
+                          {"formula", c.formula}});
+  }
+  j["components"] = components;
+  j["seq_len"] = options.seq_len;
+  j["flops"] = {{"physical", FlopsJson(physical, options.tokens)},
+                {"levanter_table", FlopsJson(table, options.tokens)}};
+  j["six_n_flops_per_token"] = 6 * p.active_params_no_embedding;
+  if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
+  if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
+  return j.dump(2) + "\n";
+}
+
+std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
+                       const FlopCount& physical, const ModelOptions& options) {
+  std::string out;
+  const ModelConfig& c = spec.config;
+  out += fmt::format("{} ({})\n", c.name, spec.origin);
+  if (!c.source.empty()) out += fmt::format("source: {}\n", c.source);
+  for (const std::string& o : spec.overrides) out += fmt::format("override: {}\n", o);
+  if (!spec.derivation.empty()) {
+    out += "derived from d_model (marin-ladder family):\n";
+    for (const std::string& line : spec.derivation) out += "  " + line + "\n";
+  }
+  out += "\nParameters by component\n";
+  out += fmt::format("  {:<22} {:<9} {:>19} {:>19}  {}\n", "component", "kind", "total", "active",
+                     "formula");
+  for (const ParamComponent& component : p.components) {
+    out += fmt::format("  {:<22} {:<9} {:>19} {:>19}  {}\n", component.name,
+                       ToString(component.category), FormatThousands(component.total_params),
+                       FormatThousands(component.active_params), component.formula);
+  }
+  out += "\nTotals\n";
+  auto line = [&](std::string_view name, int64_t value, std::string_view meaning) {
+    out += fmt::format("  {:<34} {:>19}  {:>7}  {}\n", name, FormatThousands(value),
+                       FormatCount(static_cast<double>(value)), meaning);
+  };
+  line("total_params", p.total_params, "every stored parameter");
+  line("active_params", p.active_params, "touched per token, embedding and lm_head included");
+  line("active_params_no_embedding", p.active_params_no_embedding,
+       "the same without embedding and lm_head");
+  line("active_params_matmul_no_embedding", p.active_params_matmul_no_embedding,
+       "matmul weights only, router included (seed-000 ladder table)");
+  line("total_params_matmul", p.total_params_matmul, "matmul weights with embedding and lm_head");
+  out += fmt::format("  {:<34} {:>19.6f}  {:>7}  {}\n", "sparsity", p.sparsity, "",
+                     "1 − active_params / total_params (MOSAIC)");
+
+  out += fmt::format("\nForward FLOPs per token (Levanter analytic estimate, training seq_len {})\n",
+                     options.seq_len);
+  out += fmt::format("  {:<26} {:>22} {:>22}\n", "", "physical", "levanter-table");
+  auto row = [&](std::string_view name, int64_t a, int64_t b) {
+    out += fmt::format("  {:<26} {:>22} {:>22}\n", name, FormatThousands(a), FormatThousands(b));
+  };
+  row("attention span (tokens)", physical.attention_span_tokens, table.attention_span_tokens);
+  row("global layers counted", physical.global_layers, table.global_layers);
+  row("mlp", physical.mlp_flops, table.mlp_flops);
+  row("router", physical.router_flops, table.router_flops);
+  row("latent projections", physical.latent_projection_flops, table.latent_projection_flops);
+  row("attention projections", physical.attention_projection_flops,
+      table.attention_projection_flops);
+  row("attention scores", physical.attention_score_flops, table.attention_score_flops);
+  row("lm_head", physical.lm_head_flops, table.lm_head_flops);
+  row("forward total", physical.forward_flops_per_token, table.forward_flops_per_token);
+  out += fmt::format("  {:<26} {:>22} {:>22}\n", "train (3 × forward)",
+                     FormatScientific(physical.train_flops_per_token(), 4),
+                     FormatScientific(table.train_flops_per_token(), 4));
+  const int64_t six_n = 6 * p.active_params_no_embedding;
+  out += fmt::format("  {:<26} {:>22}   (6 × active_params_no_embedding)\n", "6·N estimate",
+                     FormatThousands(six_n));
+  if (options.tokens > 0) {
+    out += fmt::format("\nTraining FLOPs for {} tokens: physical {}, levanter-table {}, 6·N·D {}\n",
+                       FormatCount(options.tokens),
+                       FormatScientific(physical.train_flops_per_token() * options.tokens),
+                       FormatScientific(table.train_flops_per_token() * options.tokens),
+                       FormatScientific(static_cast<double>(six_n) * options.tokens));
+  }
+  return out;
+}
+
+void Run(const ModelOptions& options) {
+  if (options.list) {
+    std::string out;
+    for (const std::string& name : PresetNames()) {
+      ModelSpec spec = LoadModel(name);
+      ParamCount p = CountParams(spec.config);
+      out += fmt::format("{:<18} {:>8} total {:>8} active  {}\n", name,
+                         FormatCount(static_cast<double>(p.total_params)),
+                         FormatCount(static_cast<double>(p.active_params)), spec.config.source);
+    }
+    EmitOutput(options.output, out);
+    return;
+  }
+  if (options.model.empty()) {
+    throw InputError("mosaic model: name a preset or a CONFIG.toml (see --list)");
+  }
+  std::vector<FieldOverride> overrides;
+  for (const std::string& text : options.sets) overrides.push_back(ParseFieldOverride(text));
+  ModelSpec spec = LoadModel(options.model, overrides);
+  ParamCount p = CountParams(spec.config);
+  FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
+  FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, options.seq_len});
+  EmitOutput(options.output, options.json ? RenderJson(spec, p, table, physical, options)
+                                          : RenderText(spec, p, table, physical, options));
+}
+
+}  // namespace
+
+void AddModelCommand(CLI::App& root) {
+  auto options = std::make_shared<ModelOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "model",
+      "Exact parameter and FLOP breakdown of a model preset or CONFIG.toml.\n\nExamples:\n"
+      "  mosaic model mixtral-8x7b\n"
+      "  mosaic model marin-ladder --set d_model=2048\n"
+      "  mosaic model deepseek-v3 --json\n"
+      "  mosaic model my_model.toml --set experts=64 --set top_k=4 --tokens 1e12\n"
+      "  mosaic model --list");
+  cmd->add_option("model", options->model, "preset name or path to a model TOML file");
+  cmd->add_option("--set", options->sets, "override a config field: FIELD=VALUE (repeatable)")
+      ->take_all();
+  cmd->add_option("--seq", options->seq_len, "training sequence length in tokens (FLOPs)")
+      ->check(CLI::PositiveNumber)
+      ->default_val(4096);
+  cmd->add_option("--tokens", options->tokens, "also print training FLOPs for this many tokens")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", options->json, "machine-readable output");
+  cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
+  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  cmd->callback([options] { Run(*options); });
+}
+
+}  // namespace mosaic::cli

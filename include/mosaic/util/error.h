@@ -1,0 +1,39 @@
+// Errors raised for bad user input. They are caught at the CLI edge and printed on stderr; the
+// message always names where (file:line:column or the preset / flag), what (field and value) and
+// the rule that was broken, in the form used by Ceres Solver's option checks:
+//   "study.toml:12:9: top_k = 9. Violated constraint: top_k <= experts (8)".
+#pragma once
+
+#include <stdexcept>
+#include <string>
+#include <string_view>
+
+namespace mosaic {
+
+// Bad input from the user (file contents, flags, names). Exit code 1 at the CLI.
+class InputError : public std::runtime_error {
+ public:
+  explicit InputError(const std::string& message) : std::runtime_error(message) {}
+};
+
+// Where a value came from, for error messages: a file with line and column, or a label such as
+// "preset mixtral-8x7b" or "--set". Line and column are 1-based; 0 means unknown.
+struct SourceLocation {
+  std::string origin;       // file path or label
+  int line = 0;
+  int column = 0;
+  std::string source_line;  // the offending line's text, shown under the message when known
+
+  // "origin:line:column" with the unknown parts left out; empty when origin is empty.
+  std::string ToString() const;
+};
+
+// Builds "<location>: <field> = <value>. Violated constraint: <rule>" followed, when the location
+// has it, by the source line and a caret under the column.
+InputError FieldError(const SourceLocation& where, std::string_view field, std::string_view value,
+                      std::string_view rule);
+
+// Builds "<location>: <message>" with the source line and caret as above.
+InputError LocatedError(const SourceLocation& where, std::string_view message);
+
+}  // namespace mosaic

@@ -1,0 +1,23 @@
+// Number formatting shared by tables and reports.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace mosaic {
+
+// Integer with thousands separators: 9703 -> "9,703", -1234567 -> "-1,234,567".
+std::string FormatThousands(int64_t value);
+
+// Count with a K/M/B/T suffix in the style of the seed ladder table: the largest unit that keeps
+// the scaled value >= 1, two decimals below 10 and one decimal from 10 on
+// (54263808 -> "54.3M", 1060634624 -> "1.06B", 359643629568 -> "359.6B"). Below 1000: the integer.
+std::string FormatCount(double value);
+
+// Scientific notation with `significant` digits and a bare exponent: 4.8123e19 -> "4.81e19".
+std::string FormatScientific(double value, int significant = 3);
+
+// Round-trip decimal representation of a double (shortest string that parses back exactly).
+std::string FormatExact(double value);
+
+}  // namespace mosaic

@@ -1,0 +1,164 @@
+#include "mosaic/model/model_loader.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "mosaic/model/family.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/embedded_data.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_util.h"
+
+namespace mosaic {
+
+namespace {
+
+constexpr std::string_view kPresetDir = "models/";
+constexpr std::string_view kPresetSuffix = ".toml";
+
+const ModelField* FindField(std::string_view name) {
+  for (const ModelField& field : ModelFields()) {
+    if (field.name == name) return &field;
+  }
+  return nullptr;
+}
+
+std::string_view TypeWord(FieldType type) {
+  switch (type) {
+    case FieldType::kInt: return "an integer";
+    case FieldType::kBool: return "a boolean";
+    case FieldType::kDouble: return "a number";
+    case FieldType::kString: return "a string";
+  }
+  return "?";
+}
+
+// The TOML value of `node` as the text SetModelField parses, or nullopt if its type is wrong.
+std::optional<std::string> NodeText(const toml::node& node, FieldType type) {
+  switch (type) {
+    case FieldType::kInt:
+      if (auto v = node.as_integer()) return std::to_string(v->get());
+      return std::nullopt;
+    case FieldType::kBool:
+      if (auto v = node.as_boolean()) return v->get() ? "true" : "false";
+      return std::nullopt;
+    case FieldType::kDouble:
+      if (auto v = node.as_integer()) return std::to_string(v->get());
+      if (auto v = node.as_floating_point()) return fmt::format("{}", v->get());
+      return std::nullopt;
+    case FieldType::kString:
+      if (auto v = node.as_string()) return v->get();
+      return std::nullopt;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> FieldNameList() {
+  std::vector<std::string> names;
+  for (const ModelField& field : ModelFields()) names.emplace_back(field.name);
+  return names;
+}
+
+}  // namespace
+
+FieldOverride ParseFieldOverride(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0) {
+    throw InputError(fmt::format(
+        "--set {}: expected FIELD=VALUE (for example --set d_model=1024)", text));
+  }
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  for (const EmbeddedFile& file : EmbeddedFiles()) {
+    if (file.path.starts_with(kPresetDir) && file.path.ends_with(kPresetSuffix)) {
+      std::string_view name = file.path.substr(kPresetDir.size());
+      names.emplace_back(name.substr(0, name.size() - kPresetSuffix.size()));
+    }
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
+                            std::span<const FieldOverride> overrides) {
+  toml::table table = ParseToml(text, origin);
+  ModelSpec spec;
+  spec.origin = origin;
+  std::set<std::string> explicit_fields;
+  std::map<std::string, SourceLocation> locations;
+
+  for (const auto& [key, node] : table) {
+    const std::string name(key.str());
+    SourceLocation where = LocationOf(node, origin, text);
+    const ModelField* field = FindField(name);
+    if (field == nullptr) {
+      std::vector<std::string> names = FieldNameList();
+      throw LocatedError(where, fmt::format("unknown model field '{}'{}", name,
+                                            DidYouMean(name, names)));
+    }
+    std::optional<std::string> value = NodeText(node, field->type);
+    if (!value) {
+      throw FieldError(where, name, fmt::format("<{}>", TomlTypeName(node)),
+                       fmt::format("{} is {}", name, TypeWord(field->type)));
+    }
+    if (std::optional<std::string> error = SetModelField(spec.config, name, *value)) {
+      throw LocatedError(where, *error);
+    }
+    explicit_fields.insert(name);
+    locations[name] = where;
+  }
+
+  for (const FieldOverride& override_value : overrides) {
+    SourceLocation where;
+    where.origin = fmt::format("--set {}={}", override_value.field, override_value.value);
+    if (std::optional<std::string> error =
+            SetModelField(spec.config, override_value.field, override_value.value)) {
+      throw LocatedError(where, *error);
+    }
+    explicit_fields.insert(override_value.field);
+    locations[override_value.field] = where;
+    spec.overrides.push_back(override_value.field + "=" + override_value.value);
+  }
+  if (spec.config.name.empty()) spec.config.name = origin;
+
+  // A dense model has a dense FFN in every layer unless said otherwise.
+  if (spec.config.experts == 0 && !explicit_fields.contains("dense_layers")) {
+    spec.config.dense_layers = spec.config.layers;
+  }
+  if (spec.config.family == "marin-ladder") {
+    spec.derivation = DeriveMarinLadder(spec.config, explicit_fields);
+  }
+  if (std::optional<Violation> violation = Validate(spec.config)) {
+    auto it = locations.find(violation->field);
+    SourceLocation where;
+    where.origin = origin;
+    if (it != locations.end()) where = it->second;
+    throw FieldError(where, violation->field, violation->value, violation->rule);
+  }
+  return spec;
+}
+
+ModelSpec LoadModel(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
+  const std::string argument(name_or_path);
+  std::error_code ignored;
+  if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
+    return LoadModelFromToml(ReadFile(argument), argument, overrides);
+  }
+  const std::string path = std::string(kPresetDir) + argument + std::string(kPresetSuffix);
+  if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
+    return LoadModelFromToml(*text, "preset " + argument, overrides);
+  }
+  std::vector<std::string> names = PresetNames();
+  std::string list;
+  for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
+  throw InputError(fmt::format("unknown model preset '{}'{}\nPresets: {}", argument,
+                               DidYouMean(argument, names), list));
+}
+
+}  // namespace mosaic

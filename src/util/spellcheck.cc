@@ -1,0 +1,44 @@
+#include "mosaic/util/spellcheck.h"
+
+#include <algorithm>
+#include <numeric>
+#include <vector>
+
+namespace mosaic {
+
+int EditDistance(std::string_view a, std::string_view b) {
+  std::vector<int> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), 0);
+  for (size_t i = 1; i <= a.size(); ++i) {
+    int diagonal = row[0];
+    row[0] = static_cast<int>(i);
+    for (size_t j = 1; j <= b.size(); ++j) {
+      int above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::optional<std::string> ClosestMatch(std::string_view word,
+                                        std::span<const std::string> candidates) {
+  const int max_distance = std::max<int>(2, static_cast<int>(word.size()) / 3);
+  std::optional<std::string> best;
+  int best_distance = max_distance + 1;
+  for (const std::string& candidate : candidates) {
+    int distance = EditDistance(word, candidate);
+    if (distance < best_distance) {
+      best_distance = distance;
+      best = candidate;
+    }
+  }
+  return best;
+}
+
+std::string DidYouMean(std::string_view word, std::span<const std::string> candidates) {
+  std::optional<std::string> match = ClosestMatch(word, candidates);
+  return match ? " (did you mean '" + *match + "'?)" : "";
+}
+
+}  // namespace mosaic

@@ -1,0 +1,29 @@
+#include "mosaic/util/spellcheck.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace mosaic {
+namespace {
+
+TEST(EditDistance, CountsSingleEdits) {
+  EXPECT_EQ(EditDistance("", ""), 0);
+  EXPECT_EQ(EditDistance("plan", "plan"), 0);
+  EXPECT_EQ(EditDistance("plan", "pln"), 1);
+  EXPECT_EQ(EditDistance("plan", "plant"), 1);
+  EXPECT_EQ(EditDistance("kitten", "sitting"), 3);
+}
+
+TEST(ClosestMatch, SuggestsNearNamesOnly) {
+  const std::vector<std::string> names = {"model", "plan", "perf", "runs"};
+  EXPECT_EQ(ClosestMatch("modle", names), "model");
+  EXPECT_EQ(ClosestMatch("pln", names), "plan");
+  EXPECT_EQ(ClosestMatch("zzzzzzzz", names), std::nullopt);
+  EXPECT_EQ(DidYouMean("mdoel", names), " (did you mean 'model'?)");
+  EXPECT_EQ(DidYouMean("xyzxyzxyz", names), "");
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,52 @@
+#include "mosaic/util/toml_util.h"
+
+namespace mosaic {
+
+std::string LineOf(std::string_view text, int line) {
+  if (line < 1) return "";
+  size_t start = 0;
+  for (int i = 1; i < line; ++i) {
+    start = text.find('\n', start);
+    if (start == std::string_view::npos) return "";
+    ++start;
+  }
+  size_t end = text.find('\n', start);
+  std::string_view result = text.substr(start, end == std::string_view::npos ? text.npos : end - start);
+  if (!result.empty() && result.back() == '\r') result.remove_suffix(1);
+  return std::string(result);
+}
+
+toml::table ParseToml(std::string_view text, const std::string& origin) {
+  try {
+    return toml::parse(text, origin);
+  } catch (const toml::parse_error& error) {
+    SourceLocation where{origin, static_cast<int>(error.source().begin.line),
+                         static_cast<int>(error.source().begin.column),
+                         LineOf(text, static_cast<int>(error.source().begin.line))};
+    throw LocatedError(where, std::string("TOML syntax error: ") + std::string(error.description()));
+  }
+}
+
+SourceLocation LocationOf(const toml::node& node, const std::string& origin, std::string_view text) {
+  const int line = static_cast<int>(node.source().begin.line);
+  return SourceLocation{origin, line, static_cast<int>(node.source().begin.column),
+                        LineOf(text, line)};
+}
+
+std::string_view TomlTypeName(const toml::node& node) {
+  switch (node.type()) {
+    case toml::node_type::none: return "nothing";
+    case toml::node_type::table: return "table";
+    case toml::node_type::array: return "array";
+    case toml::node_type::string: return "string";
+    case toml::node_type::integer: return "integer";
+    case toml::node_type::floating_point: return "float";
+    case toml::node_type::boolean: return "boolean";
+    case toml::node_type::date: return "date";
+    case toml::node_type::time: return "time";
+    case toml::node_type::date_time: return "date-time";
+  }
+  return "?";
+}
+
+}  // namespace mosaic

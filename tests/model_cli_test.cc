@@ -1,0 +1,102 @@
+// End-to-end tests of `mosaic model` and of the command-line contract (exit codes, did-you-mean).
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+
+namespace mosaic::testing {
+namespace {
+
+TEST(Cli, UnknownSubcommandSuggestsClosest) {
+  CommandResult r = RunMosaic("modle mixtral-8x7b");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("unknown subcommand 'modle' (did you mean 'model'?)"), std::string::npos)
+      << r.err;
+}
+
+TEST(Cli, HelpShowsExamples) {
+  CommandResult r = RunMosaic("model --help");
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("mosaic model marin-ladder --set d_model=2048"), std::string::npos);
+}
+
+TEST(ModelCli, JsonHasExactTotals) {
+  CommandResult r = RunMosaic("model marin-hero-fsdp --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["total_params"].get<int64_t>(), 359'643'629'568);
+  EXPECT_EQ(j["active_params"].get<int64_t>(), 22'622'914'560);
+}
+
+TEST(ModelCli, SetOverridesAndDerives) {
+  CommandResult r = RunMosaic("model marin-ladder --set d_model=1024 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["active_params_matmul_no_embedding"].get<int64_t>(), 145'489'920);
+  EXPECT_EQ(j["derivation"][0].get<std::string>(),
+            "layers = 12 (round(1024 / (64 + 4·log2 1024 − 9)) = round(10.78) = 11, bumped to "
+            "even)");
+}
+
+TEST(ModelCli, UnknownPresetSuggestsClosest) {
+  CommandResult r = RunMosaic("model mixtral-8x7");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown model preset 'mixtral-8x7' (did you mean 'mixtral-8x7b'?)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(ModelCli, UnknownSetFieldSuggestsClosest) {
+  CommandResult r = RunMosaic("model mixtral-8x7b --set topk=3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --set topk=3: unknown model field 'topk' (did you mean 'top_k'?)\n");
+}
+
+TEST(ModelCli, TopKAboveExpertsNamesFieldValueAndRule) {
+  CommandResult r = RunMosaic("model mixtral-8x7b --set top_k=9");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --set top_k=9: top_k = 9. Violated constraint: 1 <= top_k <= experts "
+            "(8)\n");
+}
+
+TEST(ModelCli, DModelNotDivisibleByHeads) {
+  CommandResult r = RunMosaic("model mixtral-8x7b --set d_model=4100");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --set d_model=4100: d_model = 4100. Violated constraint: d_model "
+            "divisible by heads (32) when head_dim is not set\n");
+}
+
+TEST(ModelCli, NegativeCount) {
+  CommandResult r = RunMosaic("model olmoe-1b-7b --set shared_experts=-1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --set shared_experts=-1: shared_experts = -1. Violated constraint: "
+            "shared_experts >= 0\n");
+}
+
+TEST(ModelCli, TomlSyntaxErrorShowsFileLineColumnAndLine) {
+  CommandResult r = RunMosaic("model tests/fixtures/bad/syntax_error.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: tests/fixtures/bad/syntax_error.toml:3:11: TOML syntax error: "
+            "Error while parsing key-value pair: expected value, saw '\\n'\n"
+            "  d_model = \n"
+            "            ^\n");
+}
+
+TEST(ModelCli, TomlValueErrorPointsAtTheField) {
+  CommandResult r = RunMosaic("model tests/fixtures/bad/top_k_above_experts.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: tests/fixtures/bad/top_k_above_experts.toml:9:9: top_k = 12. Violated "
+            "constraint: 1 <= top_k <= experts (8)\n"
+            "  top_k = 12\n"
+            "          ^\n");
+}
+
+}  // namespace
+}  // namespace mosaic::testing
