@@ -1,6 +1,45 @@
 // mosaic plan [STUDY.toml]: the experiment ladder table.
+#include <memory>
+#include <string>
+
 #include "command.h"
+#include "mosaic/study/ladder.h"
+#include "mosaic/study/ladder_report.h"
 
 namespace mosaic::cli {
-void AddPlanCommand(CLI::App& root) { (void)root; }
+namespace {
+
+struct PlanOptions {
+  std::string study = std::string(kDefaultStudy);
+  bool json = false;
+  bool csv = false;
+  std::string output;
+};
+
+void Run(const PlanOptions& options) {
+  const LadderPlan plan = PlanLadder(LoadStudy(options.study));
+  EmitOutput(options.output, options.json  ? RenderLadderJson(plan)
+                             : options.csv ? RenderLadderCsv(plan)
+                                           : RenderLadderText(plan));
+}
+
+}  // namespace
+
+void AddPlanCommand(CLI::App& root) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "plan",
+      "Experiment ladder: per rung, depth, active params, token budget, steps, training FLOPs, "
+      "racks and estimated wall-clock, for every arm of a study.\n\nExamples:\n"
+      "  mosaic plan                          # the embedded FSDP-vs-EP study (seed 000)\n"
+      "  mosaic plan data/studies/fsdp-vs-ep.toml --csv\n"
+      "  mosaic plan my_study.toml --json --output plan.json");
+  cmd->add_option("study", options->study,
+                  "study TOML file or embedded study name (default: fsdp-vs-ep)");
+  auto* json = cmd->add_flag("--json", options->json, "rows as JSON with exact numbers");
+  cmd->add_flag("--csv", options->csv, "rows as CSV with exact numbers")->excludes(json);
+  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  cmd->callback([options] { Run(*options); });
+}
+
 }  // namespace mosaic::cli

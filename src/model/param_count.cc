@@ -119,8 +119,9 @@ ParamCount CountParams(const ModelConfig& c) {
       const int64_t projections = moe_layers * 2 * d * c.latent_dim;
       add("latent_projections", ParamCategory::kMatmul, projections, projections,
           "L_moe·2·d·ℓ (d → ℓ and ℓ → d)");
-      const int64_t latent_norm = moe_layers * NormParams(c, c.latent_dim);
-      add("latent_norm", ParamCategory::kSmall, latent_norm, latent_norm, "L_moe·norm(ℓ)");
+      // LatentMoE's latent norm is a plain RMSNorm whatever the model's other norms are.
+      const int64_t latent_norm = moe_layers * c.latent_dim;
+      add("latent_norm", ParamCategory::kSmall, latent_norm, latent_norm, "L_moe·ℓ (RMSNorm)");
     }
     const int64_t per_expert = MlpMatrices(c) * expert_io * I;
     add("routed_experts", ParamCategory::kMatmul, moe_layers * E * per_expert,

@@ -1,0 +1,111 @@
+#include "mosaic/model/flops.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mosaic/model/model_loader.h"
+#include "mosaic/model/param_count.h"
+
+namespace mosaic {
+namespace {
+
+ModelConfig Ladder(int64_t d_model) {
+  const FieldOverride d{"d_model", std::to_string(d_model)};
+  return LoadModel("marin-ladder", std::span(&d, 1)).config;
+}
+
+// Forward FLOPs per token of the seed-000 ladder, by the formula of docs/accounting.md ("Training
+// FLOPs (Levanter analytic estimate)") evaluated independently: levanter-table with S = 8192 and
+// G = L // 4; physical with S = 4096 and the real global layers.
+struct LadderFlops {
+  int64_t d_model;
+  int64_t levanter_table;
+  int64_t physical;
+};
+
+class LadderForwardFlops : public ::testing::TestWithParam<LadderFlops> {};
+
+TEST_P(LadderForwardFlops, MatchTheFormula) {
+  const LadderFlops& expected = GetParam();
+  const ModelConfig config = Ladder(expected.d_model);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kLevanterTable, 4096}).forward_flops_per_token,
+            expected.levanter_table);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kPhysical, 4096}).forward_flops_per_token,
+            expected.physical);
+}
+
+INSTANTIATE_TEST_SUITE_P(Seed000, LadderForwardFlops,
+                         ::testing::Values(LadderFlops{768, 394'125'312, 368'812'032},
+                                           LadderFlops{1024, 730'841'088, 680'214'528},
+                                           LadderFlops{1536, 1'616'609'280, 1'515'356'160},
+                                           LadderFlops{2048, 3'273'097'216, 3'119'120'384}));
+
+// The table convention counts L // 4 = 5 global layers for d2048; 6 are global (3, 7, 11, 15, 19
+// and the last, 21).
+TEST(Flops, GlobalLayerCountsDifferByConvention) {
+  const ModelConfig config = Ladder(2048);
+  EXPECT_EQ(config.global_layer_count(), 6);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kLevanterTable, 4096}).global_layers, 5);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kPhysical, 4096}).global_layers, 6);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kLevanterTable, 4096}).attention_span_tokens, 8192);
+  EXPECT_EQ(CountFlops(config, {FlopConvention::kPhysical, 4096}).attention_span_tokens, 4096);
+}
+
+// Levanter's mlp term for Mixtral 8x7B (dense attention, no window): 2·3·d·I·k + 2·d·E per layer,
+// and every layer at span S.
+TEST(Flops, MixtralComponents) {
+  const ModelConfig config = LoadModel("mixtral-8x7b").config;
+  const FlopCount f = CountFlops(config, {FlopConvention::kPhysical, 4096});
+  const int64_t d = 4096, L = 32, I = 14336, H = 32, kv = 8, hd = 128, V = 32000;
+  EXPECT_EQ(f.mlp_flops, L * 2 * 3 * d * I * 2);
+  EXPECT_EQ(f.router_flops, L * 2 * d * 8);
+  EXPECT_EQ(f.attention_projection_flops, L * (2 * d * (H * hd + 2 * kv * hd) + 2 * d * d));
+  EXPECT_EQ(f.attention_score_flops, L * 4096 * (4 * H * hd + 3 * H));
+  EXPECT_EQ(f.lm_head_flops, 2 * d * V);
+  EXPECT_EQ(f.global_layers, 32);
+}
+
+// LatentMoE: routed expert FLOPs equal the plain shape's (k·3·ℓ·d = k·3·d·d/2); each token adds the
+// two projections, 2·2·d·ℓ per MoE layer (docs/accounting.md).
+TEST(Flops, LatentMoeKeepsExpertFlopsAndAddsProjections) {
+  const FlopCount fsdp = CountFlops(LoadModel("marin-hero-fsdp").config, {});
+  const FlopCount ep = CountFlops(LoadModel("marin-hero-ep").config, {});
+  EXPECT_EQ(ep.mlp_flops, fsdp.mlp_flops);
+  EXPECT_EQ(ep.latent_projection_flops, int64_t{48} * 2 * 2 * 6144 * 3072);
+  EXPECT_EQ(ep.forward_flops_per_token - fsdp.forward_flops_per_token,
+            ep.latent_projection_flops);
+}
+
+// A looped model pays the layer stack `loops` times, the lm_head once.
+TEST(Flops, LoopsMultiplyTheLayerStack) {
+  const ModelConfig base = LoadModel("looped-moe-329m").config;  // loops = 3
+  ModelConfig one = base;
+  one.loops = 1;
+  const FlopCount f3 = CountFlops(base, {});
+  const FlopCount f1 = CountFlops(one, {});
+  EXPECT_EQ(f3.forward_flops_per_token - f3.lm_head_flops,
+            3 * (f1.forward_flops_per_token - f1.lm_head_flops));
+  EXPECT_EQ(f3.lm_head_flops, f1.lm_head_flops);
+}
+
+// For a dense model without windows the estimate is close to 2·N plus attention: Llama 3 70B at
+// 4096 tokens is within 10% of 2 × active non-embedding params + the lm_head.
+TEST(Flops, DenseModelNearTwoN) {
+  const ModelConfig config = LoadModel("llama3-70b").config;
+  const ParamCount p = CountParams(config);
+  const FlopCount f = CountFlops(config, {FlopConvention::kPhysical, 4096});
+  const double two_n = 2.0 * static_cast<double>(p.active_params_no_embedding) + f.lm_head_flops;
+  EXPECT_NEAR(static_cast<double>(f.forward_flops_per_token) / two_n, 1.0, 0.10);
+  EXPECT_EQ(f.mlp_flops, 80 * 2 * 3 * int64_t{8192} * 28672);
+}
+
+TEST(FlopConvention, RoundTripsNames) {
+  for (FlopConvention c : {FlopConvention::kLevanterTable, FlopConvention::kPhysical}) {
+    EXPECT_EQ(FlopConventionFromString(ToString(c)), c);
+  }
+  EXPECT_EQ(FlopConventionFromString("levanter"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,85 @@
+#include "mosaic/model/model_config.h"
+
+#include <gtest/gtest.h>
+
+#include "mosaic/model/model_loader.h"
+
+namespace mosaic {
+namespace {
+
+ModelConfig Mixtral() { return LoadModel("mixtral-8x7b").config; }
+
+TEST(Validate, AcceptsEveryPreset) {
+  for (const std::string& name : PresetNames()) {
+    EXPECT_EQ(Validate(LoadModel(name).config), std::nullopt) << name;
+  }
+}
+
+struct BadCase {
+  const char* field;
+  const char* value;
+  const char* expected_rule;
+};
+
+class ValidateRejects : public ::testing::TestWithParam<BadCase> {};
+
+TEST_P(ValidateRejects, NamesFieldValueAndRule) {
+  ModelConfig config = Mixtral();
+  ASSERT_EQ(SetModelField(config, GetParam().field, GetParam().value), std::nullopt);
+  std::optional<Violation> violation = Validate(config);
+  ASSERT_TRUE(violation.has_value());
+  EXPECT_EQ(violation->field, GetParam().field);
+  EXPECT_EQ(violation->value, GetParam().value);
+  EXPECT_EQ(violation->rule, GetParam().expected_rule);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Rules, ValidateRejects,
+    ::testing::Values(BadCase{"top_k", "9", "1 <= top_k <= experts (8)"},
+                      BadCase{"top_k", "0", "1 <= top_k <= experts (8)"},
+                      BadCase{"d_model", "4100",
+                              "d_model divisible by heads (32) when head_dim is not set"},
+                      BadCase{"experts", "-2", "experts >= 0"},
+                      BadCase{"kv_heads", "5", "heads (32) divisible by kv_heads"},
+                      BadCase{"kv_heads", "64", "kv_heads <= heads (32)"},
+                      BadCase{"dense_layers", "33", "dense_layers <= layers (32)"},
+                      BadCase{"latent_dim", "8192", "latent_dim <= d_model (4096)"},
+                      BadCase{"loops", "0", "loops >= 1"},
+                      BadCase{"capacity_factor", "-1", "capacity_factor >= 0"}));
+
+TEST(SetModelField, ReportsTypeErrors) {
+  ModelConfig config;
+  EXPECT_EQ(SetModelField(config, "layers", "ten"),
+            "layers = 'ten'. Violated constraint: layers is an integer");
+  EXPECT_EQ(SetModelField(config, "glu", "yes"),
+            "glu = 'yes'. Violated constraint: glu is true or false");
+  EXPECT_EQ(SetModelField(config, "norm", "batchnorm"),
+            "norm = 'batchnorm'. Violated constraint: norm is one of rmsnorm, layernorm, gatednorm");
+  EXPECT_EQ(SetModelField(config, "expert_widht", "3"),
+            "unknown model field 'expert_widht' (did you mean 'expert_width'?)");
+}
+
+TEST(SetModelField, RoundTripsThroughGet) {
+  ModelConfig config;
+  for (const ModelField& field : ModelFields()) {
+    std::optional<std::string> value = GetModelField(config, field.name);
+    ASSERT_TRUE(value.has_value()) << field.name;
+    EXPECT_EQ(SetModelField(config, field.name, *value), std::nullopt) << field.name;
+  }
+}
+
+// GPT-OSS alternates: layer 0 windowed, layer 1 global, ...
+TEST(ModelConfig, LayerPattern) {
+  const ModelConfig config = LoadModel("gpt-oss-120b").config;
+  EXPECT_FALSE(config.is_global_layer(0));
+  EXPECT_TRUE(config.is_global_layer(1));
+  EXPECT_EQ(config.global_layer_count(), 18);
+  // The hero stores 12 KV heads on every layer but uses 6 on global layers.
+  const ModelConfig hero = LoadModel("marin-hero-fsdp").config;
+  EXPECT_EQ(hero.kv_heads_of_layer(5), 6);
+  EXPECT_EQ(hero.kv_heads_stored_of_layer(5), 12);
+  EXPECT_EQ(hero.kv_heads_of_layer(0), 12);
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,115 @@
+#include "mosaic/study/ladder.h"
+
+#include <fmt/format.h>
+
+#include "mosaic/model/param_count.h"
+
+namespace mosaic {
+
+int64_t RoundDivideHalfEven(int64_t numerator, int64_t denominator) {
+  const int64_t quotient = numerator / denominator;
+  const int64_t twice_remainder = 2 * (numerator % denominator);
+  if (twice_remainder > denominator) return quotient + 1;
+  if (twice_remainder == denominator) return quotient + (quotient % 2);
+  return quotient;
+}
+
+namespace {
+
+int64_t ActiveParams(const ParamCount& p, ActiveParamsConvention convention) {
+  switch (convention) {
+    case ActiveParamsConvention::kInclusive: return p.active_params;
+    case ActiveParamsConvention::kNoEmbedding: return p.active_params_no_embedding;
+    case ActiveParamsConvention::kMatmulNoEmbedding: return p.active_params_matmul_no_embedding;
+  }
+  return 0;
+}
+
+__extension__ using Int128 = __int128;
+
+// 3 × forward × tokens, computed exactly in 128 bits and rounded once to double.
+double TrainFlops(int64_t forward_flops_per_token, int64_t tokens) {
+  const Int128 exact = static_cast<Int128>(3) * forward_flops_per_token * tokens;
+  return static_cast<double>(exact);
+}
+
+int64_t EvalEvery(const StudyConfig& study, int64_t d_model) {
+  int64_t every = 0;
+  for (const CadenceRule& rule : study.cadence) {
+    if (d_model >= rule.min_d_model) every = rule.every_steps;
+  }
+  return every;
+}
+
+}  // namespace
+
+LadderPlan PlanLadder(const StudyConfig& study) {
+  LadderPlan plan;
+  plan.study = study;
+  std::vector<int64_t> reference_budgets;
+  for (size_t a = 0; a < study.arms.size(); ++a) {
+    const Arm& arm = study.arms[a];
+    for (size_t r = 0; r < study.rungs.size(); ++r) {
+      const Rung& rung = study.rungs[r];
+      LadderRow row;
+      row.arm = arm.name;
+      row.d_model = rung.d_model;
+      row.racks = rung.racks;
+      std::vector<FieldOverride> overrides = {{"d_model", std::to_string(rung.d_model)}};
+      try {
+        for (const ArmOverride& o : rung.overrides) {
+          overrides.push_back({o.field, ResolveOverride(o, rung.d_model)});
+        }
+        for (const ArmOverride& o : arm.overrides) {
+          overrides.push_back({o.field, ResolveOverride(o, rung.d_model)});
+        }
+      } catch (const InputError& error) {
+        throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,
+                                     rung.d_model, error.what()));
+      }
+      for (size_t i = 1; i < overrides.size(); ++i) {
+        row.overrides.push_back(overrides[i].field + "=" + overrides[i].value);
+      }
+      ModelSpec spec;
+      try {
+        spec = LoadModel(study.model, overrides);
+      } catch (const InputError& error) {
+        throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,
+                                     rung.d_model, error.what()));
+      }
+      const ParamCount params = CountParams(spec.config);
+      row.layers = spec.config.layers;
+      row.active_params = ActiveParams(params, study.active_params_convention);
+      row.active_params_inclusive = params.active_params;
+      row.total_params = params.total_params;
+      if (a == 0) reference_budgets.push_back(study.tokens_per_active_param * row.active_params);
+      row.token_budget = study.budget_basis == BudgetBasis::kReference
+                             ? reference_budgets[r]
+                             : study.tokens_per_active_param * row.active_params;
+      row.tokens_per_step = study.batch_seqs_per_rack * rung.racks * study.seq_len;
+      row.steps = RoundDivideHalfEven(row.token_budget, row.tokens_per_step);
+      row.forward_flops_per_token_levanter_table =
+          CountFlops(spec.config, {FlopConvention::kLevanterTable, study.seq_len})
+              .forward_flops_per_token;
+      row.forward_flops_per_token_physical =
+          CountFlops(spec.config, {FlopConvention::kPhysical, study.seq_len})
+              .forward_flops_per_token;
+      row.forward_flops_per_token = study.flop_convention == FlopConvention::kLevanterTable
+                                        ? row.forward_flops_per_token_levanter_table
+                                        : row.forward_flops_per_token_physical;
+      row.train_flops_levanter_table =
+          TrainFlops(row.forward_flops_per_token_levanter_table, row.token_budget);
+      row.train_flops_physical = TrainFlops(row.forward_flops_per_token_physical, row.token_budget);
+      row.train_flops = TrainFlops(row.forward_flops_per_token, row.token_budget);
+      const double cluster_flops_per_s = study.assumed_mfu * study.peak_flops_per_gpu *
+                                         static_cast<double>(study.gpus_per_rack * rung.racks);
+      row.est_hours = row.train_flops / cluster_flops_per_s / 3600.0;
+      row.eval_every_steps = EvalEvery(study, rung.d_model);
+      row.evals = row.eval_every_steps > 0 ? row.steps / row.eval_every_steps : 0;
+      plan.rows.push_back(std::move(row));
+    }
+  }
+  return plan;
+}
+
+}  // namespace mosaic
