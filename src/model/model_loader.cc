@@ -139,7 +139,15 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     SourceLocation where;
     where.origin = origin;
     if (it != locations.end()) where = it->second;
-    throw FieldError(where, violation->field, violation->value, violation->rule);
+    std::string rule = violation->rule;
+    // A rule broken by a value from the file may have been broken by an override of another field.
+    const bool from_override = where.origin.starts_with("--set ");
+    if (!from_override && !spec.overrides.empty()) {
+      std::string applied;
+      for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
+      rule += " (after --set " + applied + ")";
+    }
+    throw FieldError(where, violation->field, violation->value, rule);
   }
   return spec;
 }

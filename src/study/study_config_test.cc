@@ -1,0 +1,88 @@
+#include "mosaic/study/study_config.h"
+
+#include <gtest/gtest.h>
+
+namespace mosaic {
+namespace {
+
+std::string ErrorOf(const std::string& toml) {
+  try {
+    LoadStudyFromToml(toml, "study.toml");
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+constexpr const char* kMinimal =
+    "model = \"marin-ladder\"\npeak_flops_per_gpu = 2.5e15\nassumed_mfu = 0.15\n"
+    "[[rungs]]\nd_model = 768\n";
+
+TEST(LoadStudy, EmbeddedDefaultIsTheSeedStudy) {
+  const StudyConfig study = LoadStudy(kDefaultStudy);
+  EXPECT_EQ(study.rungs.size(), 4u);
+  EXPECT_EQ(study.arms.size(), 3u);
+  EXPECT_EQ(study.tokens_per_active_param, 750);
+  EXPECT_EQ(study.flop_convention, FlopConvention::kLevanterTable);
+  EXPECT_EQ(study.rungs[3].racks, 4);
+}
+
+TEST(LoadStudy, MinimalStudyGetsAReferenceArm) {
+  const StudyConfig study = LoadStudyFromToml(kMinimal, "study.toml");
+  ASSERT_EQ(study.arms.size(), 1u);
+  EXPECT_EQ(study.arms[0].name, "base");
+}
+
+TEST(LoadStudy, UnknownKeySuggestsClosest) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[[arms]]\nname = \"a\"\nlayuot = \"ep=64\"\n"),
+            "study.toml:8:10: unknown key 'layuot' in [[arms]] (did you mean 'layout'?)\n"
+            "  layuot = \"ep=64\"\n"
+            "           ^");
+}
+
+TEST(LoadStudy, MfuIsAFraction) {
+  EXPECT_EQ(ErrorOf("model = \"marin-ladder\"\npeak_flops_per_gpu = 2.5e15\nassumed_mfu = 15\n"
+                    "[[rungs]]\nd_model = 768\n"),
+            "study.toml:3:15: assumed_mfu = 15. Violated constraint: 0 < assumed_mfu <= 1 (a "
+            "fraction: 0.15, not 15)\n"
+            "  assumed_mfu = 15\n"
+            "                ^");
+}
+
+TEST(LoadStudy, RacksArePositive) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "racks = 0\n"),
+            "study.toml:6:9: racks = 0. Violated constraint: racks >= 1\n"
+            "  racks = 0\n"
+            "          ^");
+}
+
+TEST(LoadStudy, UnknownModelFieldInSet) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "set = { expert = 3 }\n"),
+            "study.toml:6:18: unknown model field 'expert' in set (did you mean 'experts'?)\n"
+            "  set = { expert = 3 }\n"
+            "                   ^");
+}
+
+TEST(LoadStudy, NoRungs) {
+  EXPECT_EQ(ErrorOf("model = \"x\"\npeak_flops_per_gpu = 1e15\nassumed_mfu = 0.4\n"),
+            "study.toml: the study has no [[rungs]]");
+}
+
+TEST(ResolveOverride, EvaluatesExpressionsInD) {
+  EXPECT_EQ(ResolveOverride({"latent_dim", "d/2"}, 1536), "768");
+  EXPECT_EQ(ResolveOverride({"expert_width", "d"}, 1536), "1536");
+  EXPECT_EQ(ResolveOverride({"expert_width", "3*d/2"}, 1024), "1536");
+  EXPECT_EQ(ResolveOverride({"norm", "gatednorm"}, 1024), "gatednorm");
+  EXPECT_EQ(ResolveOverride({"experts", "192"}, 1024), "192");
+  try {
+    ResolveOverride({"latent_dim", "d/3"}, 1024);
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_STREQ(error.what(),
+                 "latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an exact "
+                 "integer");
+  }
+}
+
+}  // namespace
+}  // namespace mosaic

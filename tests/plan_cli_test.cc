@@ -1,0 +1,99 @@
+// End-to-end tests of `mosaic plan`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+
+#include "cli_support.h"
+
+namespace mosaic::testing {
+namespace {
+
+TEST(PlanCli, DefaultPrintsTheSeedTable) {
+  CommandResult r = RunMosaic("plan");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, ReadText(SourcePath("tests/golden/plan.txt")));
+  // The seed's table, verbatim (seeds/000).
+  EXPECT_NE(r.out.find("| size | layers | active params | token budget | racks | step budget | "
+                       "train FLOPs | est. time |\n|---|---|---|---|---|---|---|---|\n"
+                       "| d768 | 8 | 54.3M | 40.7B | 1 | 9,703 | 4.81e19 | ~0.6 h |\n"
+                       "| d1024 | 12 | 145.5M | 109.1B | 1 | 26,016 | 2.39e20 | ~2.8 h |\n"
+                       "| d1536 | 16 | 434.1M | 325.6B | 1 | 77,625 | 1.58e21 | ~18.3 h |\n"
+                       "| d2048 | 22 | 1.06B | 795.5B | 4 | 47,414 | 7.81e21 | ~22.6 h |\n"),
+            std::string::npos)
+      << r.out;
+}
+
+TEST(PlanCli, ShippedStudyFileEqualsEmbedded) {
+  CommandResult embedded = RunMosaic("plan --csv");
+  CommandResult file = RunMosaic("plan data/studies/fsdp-vs-ep.toml --csv");
+  ASSERT_EQ(file.exit_code, 0) << file.err;
+  EXPECT_EQ(file.out, embedded.out);
+  EXPECT_EQ(file.out, ReadText(SourcePath("tests/golden/plan.csv")));
+}
+
+TEST(PlanCli, JsonRowsAreExact) {
+  CommandResult r = RunMosaic("plan --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 12u);
+  EXPECT_EQ(j["rows"][3]["active_params"].get<int64_t>(), 1'060'634'624);
+  EXPECT_EQ(j["rows"][3]["steps"].get<int64_t>(), 47'414);
+  EXPECT_EQ(j["rows"][11]["arm"].get<std::string>(), "ep64");
+  EXPECT_EQ(j["study"]["flop_convention"].get<std::string>(), "levanter-table");
+}
+
+TEST(PlanCli, OutputFileIsWrittenWhole) {
+  const std::string path = ::testing::TempDir() + "/mosaic_plan_output.json";
+  std::remove(path.c_str());
+  CommandResult r = RunMosaic("plan --json --output '" + path + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(ReadText(path), RunMosaic("plan --json").out);
+  std::remove(path.c_str());
+}
+
+TEST(PlanCli, UnwritableOutputIsAnErrorAndLeavesNothing) {
+  CommandResult r = RunMosaic("plan --output /nonexistent-dir/plan.txt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: cannot write /nonexistent-dir/plan.txt: No such file or directory\n");
+  EXPECT_FALSE(std::filesystem::exists("/nonexistent-dir/plan.txt"));
+}
+
+TEST(PlanCli, UnknownStudySuggestsClosest) {
+  CommandResult r = RunMosaic("plan fsdp-vs-ap");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown study 'fsdp-vs-ap' (did you mean 'fsdp-vs-ep'?)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(PlanCli, JsonAndCsvExcludeEachOther) {
+  CommandResult r = RunMosaic("plan --json --csv");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
+TEST(PlanCli, BadArmOverrideNamesStudyArmAndRung) {
+  CommandResult r = RunMosaic("plan tests/fixtures/bad/latent_not_integer.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: tests/fixtures/bad/latent_not_integer.toml: arm 'thirds', rung d1024: "
+            "latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an exact "
+            "integer\n");
+}
+
+TEST(PlanCli, ArmWithTopKAboveExperts) {
+  CommandResult r = RunMosaic("plan tests/fixtures/bad/arm_top_k.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: tests/fixtures/bad/arm_top_k.toml: arm 'few-experts', rung d768: "
+            "preset marin-ladder:17:9: top_k = 4. Violated constraint: 1 <= top_k <= experts (2) "
+            "(after --set d_model=768, experts=2)\n"
+            "  top_k = 4\n"
+            "          ^\n");
+}
+
+}  // namespace
+}  // namespace mosaic::testing
