@@ -23,6 +23,7 @@ struct ModelOptions {
   double tokens = 0;
   bool json = false;
   bool list = false;
+  bool fields = false;
   std::string output;
 };
 
@@ -141,7 +142,27 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
   return out;
 }
 
+std::string_view TypeName(FieldType type) {
+  switch (type) {
+    case FieldType::kInt: return "integer";
+    case FieldType::kBool: return "boolean";
+    case FieldType::kDouble: return "number";
+    case FieldType::kString: return "string";
+  }
+  return "?";
+}
+
 void Run(const ModelOptions& options) {
+  if (options.fields) {
+    std::string out = "Model fields (TOML keys and --set names)\n";
+    const ModelConfig defaults;
+    for (const ModelField& field : ModelFields()) {
+      out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, TypeName(field.type),
+                         GetModelField(defaults, field.name).value_or(""), field.help);
+    }
+    EmitOutput(options.output, out);
+    return;
+  }
   if (options.list) {
     std::string out;
     for (const std::string& name : PresetNames()) {
@@ -178,7 +199,8 @@ void AddModelCommand(CLI::App& root) {
       "  mosaic model marin-ladder --set d_model=2048\n"
       "  mosaic model deepseek-v3 --json\n"
       "  mosaic model my_model.toml --set experts=64 --set top_k=4 --tokens 1e12\n"
-      "  mosaic model --list");
+      "  mosaic model --list\n"
+      "  mosaic model --fields");
   cmd->add_option("model", options->model, "preset name or path to a model TOML file");
   cmd->add_option("--set", options->sets, "override a config field: FIELD=VALUE (repeatable)")
       ->take_all();
@@ -189,6 +211,7 @@ void AddModelCommand(CLI::App& root) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--json", options->json, "machine-readable output");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
+  cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");
   cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
   cmd->callback([options] { Run(*options); });
 }
