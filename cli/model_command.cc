@@ -142,22 +142,12 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
   return out;
 }
 
-std::string_view TypeName(FieldType type) {
-  switch (type) {
-    case FieldType::kInt: return "integer";
-    case FieldType::kBool: return "boolean";
-    case FieldType::kDouble: return "number";
-    case FieldType::kString: return "string";
-  }
-  return "?";
-}
-
 void Run(const ModelOptions& options) {
   if (options.fields) {
     std::string out = "Model fields (TOML keys and --set names)\n";
     const ModelConfig defaults;
     for (const ModelField& field : ModelFields()) {
-      out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, TypeName(field.type),
+      out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, ToString(field.type),
                          GetModelField(defaults, field.name).value_or(""), field.help);
     }
     EmitOutput(options.output, out);

@@ -43,6 +43,16 @@ std::optional<QkNorm> QkNormFromString(std::string_view text) {
   return std::nullopt;
 }
 
+std::string_view ToString(FieldType type) {
+  switch (type) {
+    case FieldType::kInt: return "integer";
+    case FieldType::kBool: return "boolean";
+    case FieldType::kDouble: return "number";
+    case FieldType::kString: return "string";
+  }
+  return "?";
+}
+
 int64_t ModelConfig::resolved_head_dim() const {
   if (head_dim > 0) return head_dim;
   return heads > 0 ? d_model / heads : 0;

@@ -16,24 +16,12 @@ namespace mosaic {
 
 namespace {
 
-constexpr std::string_view kPresetDir = "models/";
-constexpr std::string_view kPresetSuffix = ".toml";
 
 const ModelField* FindField(std::string_view name) {
   for (const ModelField& field : ModelFields()) {
     if (field.name == name) return &field;
   }
   return nullptr;
-}
-
-std::string_view TypeWord(FieldType type) {
-  switch (type) {
-    case FieldType::kInt: return "an integer";
-    case FieldType::kBool: return "a boolean";
-    case FieldType::kDouble: return "a number";
-    case FieldType::kString: return "a string";
-  }
-  return "?";
 }
 
 // The TOML value of `node` as the text SetModelField parses, or nullopt if its type is wrong.
@@ -73,17 +61,7 @@ FieldOverride ParseFieldOverride(std::string_view text) {
   return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
 
-std::vector<std::string> PresetNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedFile& file : EmbeddedFiles()) {
-    if (file.path.starts_with(kPresetDir) && file.path.ends_with(kPresetSuffix)) {
-      std::string_view name = file.path.substr(kPresetDir.size());
-      names.emplace_back(name.substr(0, name.size() - kPresetSuffix.size()));
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> PresetNames() { return EmbeddedTomlNames("models"); }
 
 ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
                             std::span<const FieldOverride> overrides) {
@@ -105,7 +83,7 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     std::optional<std::string> value = NodeText(node, field->type);
     if (!value) {
       throw FieldError(where, name, fmt::format("<{}>", TomlTypeName(node)),
-                       fmt::format("{} is {}", name, TypeWord(field->type)));
+                       fmt::format("{} is of type {}", name, ToString(field->type)));
     }
     if (std::optional<std::string> error = SetModelField(spec.config, name, *value)) {
       throw LocatedError(where, *error);
@@ -158,7 +136,7 @@ ModelSpec LoadModel(std::string_view name_or_path, std::span<const FieldOverride
   if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
     return LoadModelFromToml(ReadFile(argument), argument, overrides);
   }
-  const std::string path = std::string(kPresetDir) + argument + std::string(kPresetSuffix);
+  const std::string path = "models/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
     return LoadModelFromToml(*text, "preset " + argument, overrides);
   }

@@ -49,8 +49,6 @@ std::optional<BudgetBasis> BudgetBasisFromString(std::string_view text) {
 
 namespace {
 
-constexpr std::string_view kStudyDir = "studies/";
-constexpr std::string_view kStudySuffix = ".toml";
 
 // Reads the keys of one TOML table, each with its own handler; unknown keys are errors with
 // "did you mean". Handlers receive the node and its location.
@@ -213,17 +211,7 @@ std::string ResolveOverride(const ArmOverride& o, int64_t d_model) {
   return std::to_string(value);
 }
 
-std::vector<std::string> StudyNames() {
-  std::vector<std::string> names;
-  for (const EmbeddedFile& file : EmbeddedFiles()) {
-    if (file.path.starts_with(kStudyDir) && file.path.ends_with(kStudySuffix)) {
-      std::string_view name = file.path.substr(kStudyDir.size());
-      names.emplace_back(name.substr(0, name.size() - kStudySuffix.size()));
-    }
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
+std::vector<std::string> StudyNames() { return EmbeddedTomlNames("studies"); }
 
 StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) {
   toml::table root = ParseToml(text, origin);
@@ -352,7 +340,7 @@ StudyConfig LoadStudy(std::string_view name_or_path) {
   if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
     return LoadStudyFromToml(ReadFile(argument), argument);
   }
-  const std::string path = std::string(kStudyDir) + argument + std::string(kStudySuffix);
+  const std::string path = "studies/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
     return LoadStudyFromToml(*text, "data/" + path);
   }

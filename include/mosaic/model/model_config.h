@@ -118,6 +118,7 @@ std::optional<Violation> Validate(const ModelConfig& config);
 
 // One entry of the field table: the single source of truth for names, types and help.
 enum class FieldType { kInt, kBool, kDouble, kString };
+std::string_view ToString(FieldType type);  // "integer", "boolean", "number", "string"
 struct ModelField {
   std::string_view name;
   FieldType type;

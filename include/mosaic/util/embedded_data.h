@@ -4,7 +4,9 @@
 
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace mosaic {
 
@@ -18,5 +20,8 @@ std::span<const EmbeddedFile> EmbeddedFiles();
 
 // The content of the embedded file at `path` (relative to data/), or nullopt if there is none.
 std::optional<std::string_view> FindEmbeddedFile(std::string_view path);
+
+// Names of the embedded "<folder>/<name>.toml" files of one folder (e.g. "models"), sorted.
+std::vector<std::string> EmbeddedTomlNames(std::string_view folder);
 
 }  // namespace mosaic
