@@ -82,7 +82,7 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     }
     std::optional<std::string> value = NodeText(node, field->type);
     if (!value) {
-      throw FieldError(where, name, fmt::format("<{}>", TomlTypeName(node)),
+      throw FieldError(where, name, TomlValueText(node),
                        fmt::format("{} is of type {}", name, ToString(field->type)));
     }
     if (std::optional<std::string> error = SetModelField(spec.config, name, *value)) {

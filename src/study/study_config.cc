@@ -85,14 +85,14 @@ class TableReader {
 
 std::string GetString(const toml::node& node, const SourceLocation& where, std::string_view key) {
   if (auto v = node.as_string()) return v->get();
-  throw FieldError(where, key, fmt::format("<{}>", TomlTypeName(node)), fmt::format("{} is a string", key));
+  throw FieldError(where, key, TomlValueText(node), fmt::format("{} is a string", key));
 }
 
 int64_t GetPositiveInt(const toml::node& node, const SourceLocation& where, std::string_view key,
                        int64_t minimum = 1) {
   auto v = node.as_integer();
   if (!v) {
-    throw FieldError(where, key, fmt::format("<{}>", TomlTypeName(node)),
+    throw FieldError(where, key, TomlValueText(node),
                      fmt::format("{} is an integer", key));
   }
   if (v->get() < minimum) {
@@ -104,14 +104,14 @@ int64_t GetPositiveInt(const toml::node& node, const SourceLocation& where, std:
 double GetNumber(const toml::node& node, const SourceLocation& where, std::string_view key) {
   if (auto v = node.as_floating_point()) return v->get();
   if (auto v = node.as_integer()) return static_cast<double>(v->get());
-  throw FieldError(where, key, fmt::format("<{}>", TomlTypeName(node)),
+  throw FieldError(where, key, TomlValueText(node),
                    fmt::format("{} is a number", key));
 }
 
 const toml::table& GetTable(const toml::node& node, const SourceLocation& where,
                             std::string_view key) {
   if (auto t = node.as_table()) return *t;
-  throw FieldError(where, key, fmt::format("<{}>", TomlTypeName(node)),
+  throw FieldError(where, key, TomlValueText(node),
                    fmt::format("{} is a table", key));
 }
 
@@ -120,7 +120,7 @@ const toml::array& GetTableArray(const toml::node& node, const SourceLocation& w
                                  std::string_view key) {
   auto array = node.as_array();
   if (array == nullptr || !array->is_array_of_tables()) {
-    throw FieldError(where, key, fmt::format("<{}>", TomlTypeName(node)),
+    throw FieldError(where, key, TomlValueText(node),
                      fmt::format("{} is an array of tables ([[{}]])", key, key));
   }
   return *array;
@@ -148,7 +148,7 @@ std::vector<ArmOverride> ReadOverrides(const toml::table& table, const TableRead
     } else if (auto v = node.as_string()) {
       value = v->get();
     } else {
-      throw FieldError(where, name, fmt::format("<{}>", TomlTypeName(node)),
+      throw FieldError(where, name, TomlValueText(node),
                        fmt::format("{} is a number, boolean or string", name));
     }
     overrides.push_back({name, value});

@@ -1,5 +1,9 @@
 #include "mosaic/util/toml_util.h"
 
+#include <fmt/format.h>
+
+#include <sstream>
+
 namespace mosaic {
 
 std::string LineOf(std::string_view text, int line) {
@@ -31,6 +35,13 @@ SourceLocation LocationOf(const toml::node& node, const std::string& origin, std
   const int line = static_cast<int>(node.source().begin.line);
   return SourceLocation{origin, line, static_cast<int>(node.source().begin.column),
                         LineOf(text, line)};
+}
+
+std::string TomlValueText(const toml::node& node) {
+  if (node.is_table() || node.is_array()) return fmt::format("<{}>", TomlTypeName(node));
+  std::ostringstream text;
+  node.visit([&](const auto& value) { text << value; });
+  return text.str();
 }
 
 std::string_view TomlTypeName(const toml::node& node) {

@@ -20,6 +20,10 @@ SourceLocation LocationOf(const toml::node& node, const std::string& origin, std
 // The 1-based line `line` of `text` without its newline; "" when out of range.
 std::string LineOf(std::string_view text, int line);
 
+// `node` as it would be written in TOML for scalars ("big" quoted, 12, 1.5, true), or its type in
+// angle brackets for tables and arrays ("<table>"); for error messages.
+std::string TomlValueText(const toml::node& node);
+
 // The TOML type of `node` in words ("integer", "string", ...).
 std::string_view TomlTypeName(const toml::node& node);
 
