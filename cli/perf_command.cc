@@ -271,7 +271,8 @@ void Run(const PerfOptions& o) {
     j["format"] = ToString(job.format);
     j["routing"] = ToString(job.routing);
     j["capacity_factor"] = job.capacity_factor;
-    for (auto& [k, v] : EstimateJson(layout, e).items()) j[k] = v;
+    const nlohmann::ordered_json estimate = EstimateJson(layout, e);
+    for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
     EmitOutput(o.output, j.dump(2) + "\n");
   } else {
     EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
