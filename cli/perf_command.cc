@@ -1,0 +1,377 @@
+// mosaic perf MODEL --hardware H --gpus N --layout L: step time, MFU, tokens/s, memory and
+// communication of one layout; --search ranks every layout; `perf calibrate` fits the efficiency
+// profiles to measured rows; `perf validate` prints the error on every row.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/perf/calibration.h"
+#include "mosaic/perf/search.h"
+#include "mosaic/perf/step_model.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/number_format.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct PerfOptions {
+  std::string model;
+  std::vector<std::string> sets;
+  std::string hardware;
+  int64_t gpus = 0;
+  std::string layout;
+  int64_t batch = 0;
+  int64_t seq = 4096;
+  double capacity_factor = 0;
+  std::string routing = "auto";
+  std::string format = "bf16";
+  std::string profile;
+  std::string profiles_file;
+  int64_t bp_segment = 0;
+  bool search = false;
+  int64_t top = 10;
+  bool json = false;
+  std::string output;
+};
+
+struct CalibrateOptions {
+  std::string csv;
+  std::string output;
+  bool json = false;
+};
+
+struct ValidateOptions {
+  std::string csv;
+  std::string profiles_file;
+  bool json = false;
+  bool search = false;
+  std::string output;
+};
+
+
+nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
+  nlohmann::ordered_json j;
+  j["layout"] = ToString(l);
+  j["step_seconds"] = e.step_seconds;
+  j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
+  j["mfu"] = e.mfu;
+  j["peak_memory_bytes"] = e.memory.peak_bytes;
+  j["fits"] = e.fits;
+  j["dropped_fraction"] = e.dropped_fraction;
+  j["micro_batches"] = e.micro_batches;
+  j["model_flops_per_step"] = e.model_flops_per_step;
+  const StepBreakdown& t = e.time;
+  j["time"] = {{"compute_seconds", t.compute_seconds},
+               {"dense_gemm_seconds", t.dense_gemm_seconds},
+               {"expert_gemm_seconds", t.expert_gemm_seconds},
+               {"attention_seconds", t.attention_seconds},
+               {"recompute_seconds", t.recompute_seconds},
+               {"tp_seconds", t.tp_seconds},
+               {"cp_seconds", t.cp_seconds},
+               {"ep_seconds", t.ep_seconds},
+               {"fsdp_seconds", t.fsdp_seconds},
+               {"dp_seconds", t.dp_seconds},
+               {"pp_seconds", t.pp_seconds},
+               {"exposed_comm_seconds", t.exposed_comm_seconds},
+               {"bubble_seconds", t.bubble_seconds},
+               {"overhead_seconds", t.overhead_seconds}};
+  const MemoryBreakdown& m = e.memory;
+  j["memory"] = {{"weights_bytes", m.weights_bytes},
+                 {"gradients_bytes", m.gradients_bytes},
+                 {"optimizer_bytes", m.optimizer_bytes},
+                 {"gather_buffer_bytes", m.gather_buffer_bytes},
+                 {"activation_bytes", m.activation_bytes},
+                 {"logits_bytes", m.logits_bytes},
+                 {"dispatch_bytes", m.dispatch_bytes},
+                 {"reserve_bytes", m.reserve_bytes},
+                 {"peak_bytes", m.peak_bytes},
+                 {"capacity_bytes", e.capacity_bytes}};
+  return j;
+}
+
+std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
+
+std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
+                       const PerfJob& job, const Layout& l, const StepEstimate& e) {
+  std::string out;
+  out += fmt::format("{} on {} × {} ({} profile), batch {} × seq {}, {}\n", spec.config.name,
+                     cluster.gpus, cluster.device.name, profile.name, job.global_batch,
+                     job.seq_len, ToString(job.format));
+  out += fmt::format("layout: {}\n\n", ToString(l));
+  out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
+                     e.step_seconds, e.micro_batches);
+  out += fmt::format("  tokens/s per GPU      {:>10.1f}\n", e.tokens_per_s_per_gpu);
+  out += fmt::format("  MFU                   {:>10.4f}     (model FLOPs {:.4e} per step / "
+                     "(time × {} TFLOP/s bf16 × {} GPUs))\n",
+                     e.mfu, e.model_flops_per_step, cluster.device.peak_bf16_tflops, cluster.gpus);
+  out += fmt::format("  dropped assignments   {:>10.4f}\n", e.dropped_fraction);
+  out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n\n", Gb(e.memory.peak_bytes),
+                     Gb(e.capacity_bytes), e.fits ? "fits" : "DOES NOT FIT");
+  const StepBreakdown& t = e.time;
+  out += "Time per step (s)\n";
+  auto row = [&](std::string_view name, double v, std::string_view note = "") {
+    out += fmt::format("  {:<26} {:>10.4f}  {}\n", name, v, note);
+  };
+  row("compute", t.compute_seconds, "dense GEMMs + expert GEMMs + attention");
+  row("  dense GEMMs", t.dense_gemm_seconds);
+  row("  expert GEMMs", t.expert_gemm_seconds);
+  row("  attention scores", t.attention_seconds);
+  row("  of which recompute", t.recompute_seconds);
+  row("tensor parallel", t.tp_seconds, "before overlap");
+  row("context parallel", t.cp_seconds, "before overlap");
+  row("expert all-to-all", t.ep_seconds,
+      fmt::format("before overlap; over {}", cluster.DomainForSpan(l.ep * l.etp)));
+  row("fsdp gather/scatter", t.fsdp_seconds,
+      fmt::format("before overlap; over {}", cluster.DomainForSpan(l.tp * l.cp * l.fsdp)));
+  row("data-parallel reduce", t.dp_seconds, "before overlap");
+  row("pipeline send/recv", t.pp_seconds, "before overlap");
+  row("exposed communication", t.exposed_comm_seconds);
+  row("pipeline bubble", t.bubble_seconds);
+  row("overhead", t.overhead_seconds);
+  out += "\nMemory per GPU\n";
+  const MemoryBreakdown& m = e.memory;
+  auto mrow = [&](std::string_view name, double v) {
+    out += fmt::format("  {:<26} {:>12}\n", name, Gb(v));
+  };
+  mrow("weights", m.weights_bytes);
+  mrow("gradients", m.gradients_bytes);
+  mrow("optimizer states", m.optimizer_bytes);
+  mrow("fsdp gather buffers", m.gather_buffer_bytes);
+  mrow("activations", m.activation_bytes);
+  mrow("logits", m.logits_bytes);
+  mrow("all-to-all buffers", m.dispatch_bytes);
+  mrow("reserve", m.reserve_bytes);
+  mrow("peak", m.peak_bytes);
+  return out;
+}
+
+std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster) {
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["evaluated"] = r.evaluated;
+    j["feasible"] = r.feasible();
+    j["rejected"] = {{"does_not_divide", r.rejected[0]},
+                     {"exceeds_a_domain", r.rejected[1]},
+                     {"out_of_memory", r.rejected[2]}};
+    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+    int64_t rank = 1;
+    for (const SearchCandidate& c : r.best) {
+      nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
+      cj["rank"] = rank++;
+      ranked.push_back(cj);
+    }
+    j["ranked"] = ranked;
+    nlohmann::ordered_json ex = nlohmann::ordered_json::array();
+    for (const Rejection& x : r.examples) {
+      ex.push_back({{"layout", ToString(x.layout)},
+                    {"reason", ToString(x.violation.kind)},
+                    {"rule", x.violation.rule}});
+    }
+    j["rejected_examples"] = ex;
+    return j.dump(2) + "\n";
+  }
+  std::string out = fmt::format(
+      "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
+      "domain, {} out of memory\n\n",
+      r.evaluated, cluster.gpus, cluster.device.name, r.feasible(), r.rejected[0], r.rejected[1],
+      r.rejected[2]);
+  if (r.best.empty()) out += "No feasible layout.\n";
+  out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU", "MFU",
+                     "step s", "memory GB", "dropped", "layout");
+  int64_t rank = 1;
+  for (const SearchCandidate& c : r.best) {
+    out += fmt::format("{:>4} {:>12.1f} {:>8.4f} {:>9.3f} {:>10.2f} {:>8.4f}  {}\n", rank++,
+                       c.estimate.tokens_per_s_per_gpu, c.estimate.mfu, c.estimate.step_seconds,
+                       c.estimate.memory.peak_bytes / 1e9, c.estimate.dropped_fraction,
+                       ToString(c.layout));
+  }
+  out += "\nRejected (examples)\n";
+  for (const Rejection& x : r.examples) {
+    out += fmt::format("  {:<17} {}  ({})\n", ToString(x.violation.kind), ToString(x.layout),
+                       x.violation.rule);
+  }
+  return out;
+}
+
+void Run(const PerfOptions& o) {
+  if (o.model.empty()) throw InputError("mosaic perf: name a model preset or CONFIG.toml");
+  if (o.hardware.empty()) throw InputError("mosaic perf: --hardware is required (e.g. h100)");
+  if (o.gpus < 1) throw InputError("mosaic perf: --gpus is required (e.g. --gpus 64)");
+  if (o.batch < 1) throw InputError("mosaic perf: --batch is required (sequences per step)");
+  std::vector<FieldOverride> model_sets, hw_sets;
+  for (const std::string& s : o.sets) {
+    FieldOverride f = ParseFieldOverride(s);
+    if (f.field.starts_with("hardware.")) {
+      hw_sets.push_back({f.field.substr(9), f.value});
+    } else {
+      model_sets.push_back(f);
+    }
+  }
+  ModelSpec spec = LoadModel(o.model, model_sets);
+  HardwareSpec hw = LoadHardware(o.hardware, hw_sets);
+  Cluster cluster = MakeCluster(hw, o.gpus);
+  ProfileSet profiles = LoadProfiles(o.profiles_file);
+  PerfProfile profile = o.profile.empty() ? profiles.ForHardware(hw.name) : profiles.Get(o.profile);
+  PerfJob job;
+  job.global_batch = o.batch;
+  job.seq_len = o.seq;
+  auto format = NumberFormatFromString(o.format);
+  if (!format) {
+    throw InputError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
+  }
+  if (*format != NumberFormat::kBf16 && hw.peak_fp8_tflops <= 0) {
+    throw InputError(fmt::format("--format {}: {} has no fp8 peak (peak_fp8_tflops = 0)",
+                                 o.format, hw.name));
+  }
+  job.format = *format;
+  if (o.routing == "auto") {
+    job.routing = o.capacity_factor > 0 ? RoutingPolicy::kCapacity : RoutingPolicy::kDropless;
+  } else {
+    auto r = RoutingPolicyFromString(o.routing);
+    if (!r) {
+      throw InputError(fmt::format(
+          "--routing {}: expected auto, dropless, balanced, capacity or fixed-cells", o.routing));
+    }
+    job.routing = *r;
+  }
+  job.capacity_factor = o.capacity_factor > 0 ? o.capacity_factor : 1.0;
+  job.bp_segment_loops = o.bp_segment;
+  ModelShape shape = MakeModelShape(spec.config, o.seq);
+  const DropParams drop = DefaultDropParams();
+  if (o.search) {
+    SearchOptions so;
+    so.top = o.top;
+    SearchResult r = SearchLayouts(shape, cluster, job, profiles.shared, profile, drop, so);
+    EmitOutput(o.output, RenderSearch(r, o, cluster));
+    return;
+  }
+  if (o.layout.empty()) throw InputError("mosaic perf: --layout is required (or use --search)");
+  Layout layout = ParseLayout(o.layout);
+  if (auto v = CheckLayout(layout, spec.config, {o.gpus, o.batch, o.seq}, hw.domain_gpus())) {
+    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}", o.layout,
+                                 ToString(v->kind), v->rule));
+  }
+  StepEstimate e = EvaluateStep(shape, cluster, layout, job, profiles.shared, profile, &drop);
+  if (o.json) {
+    nlohmann::ordered_json j;
+    j["model"] = spec.config.name;
+    j["hardware"] = hw.name;
+    j["gpus"] = o.gpus;
+    j["profile"] = profile.name;
+    j["batch"] = o.batch;
+    j["seq"] = o.seq;
+    j["format"] = ToString(job.format);
+    j["routing"] = ToString(job.routing);
+    j["capacity_factor"] = job.capacity_factor;
+    const nlohmann::ordered_json estimate = EstimateJson(layout, e);
+    for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+    EmitOutput(o.output, j.dump(2) + "\n");
+  } else {
+    EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
+  }
+}
+
+void RunCalibrate(const CalibrateOptions& o) {
+  std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
+  CalibrationResult result = Calibrate(rows, LoadProfiles());
+  std::string header = fmt::format(
+      "# Efficiency profiles of the step model (include/mosaic/perf/profile.h), fitted by\n"
+      "# `mosaic perf calibrate {}` (Ceres, log tokens/s residuals): {}\n"
+      "# in-sample RMS log error {:.4f}, leave-one-out {:.4f}.\n",
+      o.csv, result.solver_report, result.rms_log_error, result.loo_rms_log_error);
+  if (!o.output.empty()) WriteFileAtomically(o.output, ProfilesToToml(result.profiles, header));
+  EmitOutput("", RenderCalibration(result, o.json));
+}
+
+void RunValidate(const ValidateOptions& o) {
+  std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
+  ProfileSet profiles = LoadProfiles(o.profiles_file);
+  CalibrationResult result = ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search);
+  EmitOutput(o.output, RenderCalibration(result, o.json));
+}
+
+}  // namespace
+
+void AddPerfCommand(CLI::App& root) {
+  auto o = std::make_shared<PerfOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "perf",
+      "Step time, MFU, tokens/s, memory, communication and token dropping of a parallel layout;\n"
+      "--search ranks every layout. Subcommands: calibrate, validate.\n\nExamples:\n"
+      "  mosaic perf marin-hero-fsdp --hardware gb200-nvl72 --gpus 64 \\\n"
+      "      --layout \"tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full\" --batch 1024 --seq 4096 \\\n"
+      "      --capacity-factor 1.0 --profile marin-gb200\n"
+      "  mosaic perf deepseek-v3 --hardware h100 --gpus 1024 --batch 8192 --format fp8 --search\n"
+      "  mosaic perf looped-moe-329m --set loops=9 --hardware h100 --set hardware.hbm_gb=96 \\\n"
+      "      --gpus 8 --layout fsdp=8,mbs=16 --batch 1024 --seq 1024\n"
+      "  mosaic perf calibrate tests/fixtures/throughput/published.csv --output profiles.toml\n"
+      "  mosaic perf validate tests/fixtures/throughput/published.csv");
+  cmd->require_subcommand(0, 1);
+  cmd->add_option("model", o->model, "model preset name or path to a model TOML file");
+  cmd->add_option("--set", o->sets,
+                  "override a model field FIELD=VALUE, or a device field hardware.FIELD=VALUE")
+      ->take_all();
+  cmd->add_option("--hardware", o->hardware, "device name (h100, h200, h800, b200, gb200-nvl72, "
+                                             "tpu-v5p) or a device TOML file");
+  cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::PositiveNumber);
+  cmd->add_option("--layout", o->layout,
+                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|full,"
+                  "moe_chunk= (a missing key is 1)");
+  cmd->add_option("--batch", o->batch, "global batch in sequences")->check(CLI::PositiveNumber);
+  cmd->add_option("--seq", o->seq, "sequence length in tokens")->check(CLI::PositiveNumber)
+      ->default_val(4096);
+  cmd->add_option("--capacity-factor", o->capacity_factor,
+                  "expert capacity factor (routing becomes 'capacity' unless --routing is given)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--routing", o->routing,
+                  "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
+  cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
+  cmd->add_option("--profile", o->profile,
+                  "efficiency profile (default: megatron-<device> when shipped)");
+  cmd->add_option("--profiles", o->profiles_file, "profile file (default: the shipped one)");
+  cmd->add_option("--bp-segment", o->bp_segment,
+                  "looped models: loops per backprop segment (0 = all loops in one graph)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--search", o->search, "rank every valid layout");
+  cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  cmd->callback([o, cmd] {
+    if (cmd->get_subcommands().empty()) Run(*o);
+  });
+
+  auto c = std::make_shared<CalibrateOptions>();
+  CLI::App* cal = cmd->add_subcommand(
+      "calibrate",
+      "Fit the efficiency profiles (Ceres) to measured rows and print the error on every row.\n\n"
+      "Example:\n  mosaic perf calibrate tests/fixtures/throughput/published.csv "
+      "--output data/perf/profiles.toml");
+  cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)")
+      ->required();
+  cal->add_option("--output", c->output, "write the fitted profiles (TOML) to FILE");
+  cal->add_flag("--json", c->json, "machine-readable output");
+  cal->callback([c] { RunCalibrate(*c); });
+
+  auto v = std::make_shared<ValidateOptions>();
+  CLI::App* val = cmd->add_subcommand(
+      "validate",
+      "Predict every measured row with the shipped (or given) profiles: in-sample and\n"
+      "leave-one-out error, and the rank of the publisher's layout in the search.\n\n"
+      "Example:\n  mosaic perf validate tests/fixtures/throughput/published.csv --search");
+  val->add_option("measurements", v->csv, "CSV of measured rows")->required();
+  val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)");
+  val->add_flag("--search", v->search, "also search each row's cluster for the best layout");
+  val->add_flag("--json", v->json, "machine-readable output");
+  val->add_option("--output", v->output, "write to FILE (whole or not at all)");
+  val->callback([v] { RunValidate(*v); });
+}
+
+}  // namespace mosaic::cli

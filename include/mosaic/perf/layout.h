@@ -1,0 +1,86 @@
+// A parallel layout of a training job, written "tp=1,pp=1,ep=64,fsdp=64,mbs=16" (a missing key is
+// 1; recompute defaults to none):
+//   tp   tensor parallel (sequence parallel activations), inside a scale-up domain
+//   pp   pipeline stages (1F1B; uneven stages allowed: 61 layers on 16 stages)
+//   vpp  virtual stages per pipeline rank (interleaved 1F1B)
+//   cp   context parallel (the sequence split over cp ranks)
+//   dp   replicated data parallel with ZeRO-1 (optimizer states sharded over dp)
+//   fsdp fully sharded data parallel (weights, gradients, optimizer states); with dp it is hybrid:
+//        sharded inside an fsdp group, replicated across the dp groups
+//   ep, etp  expert parallel and expert tensor parallel, folded over the attention's tp·cp·dp·fsdp
+//        ranks as in Megatron-Core's MoE parallel folding (arXiv 2504.14960): ep·etp divides it
+//   mbs  micro-batch in sequences;  recompute  none | selective | full
+//   moe_chunk  expert weights gathered in this many sequential chunks (FSDP-sharded experts)
+// Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
+// of the first k dimensions occupies consecutive ranks.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mosaic/model/model_config.h"
+
+namespace mosaic {
+
+enum class Recompute { kNone, kSelective, kFull };
+std::string_view ToString(Recompute recompute);  // "none", "selective", "full"
+std::optional<Recompute> RecomputeFromString(std::string_view text);
+
+struct Layout {
+  int64_t tp = 1;
+  int64_t pp = 1;
+  int64_t vpp = 1;
+  int64_t cp = 1;
+  int64_t dp = 1;
+  int64_t fsdp = 1;
+  int64_t ep = 1;
+  int64_t etp = 1;
+  int64_t mbs = 1;
+  Recompute recompute = Recompute::kNone;
+  int64_t moe_chunk = 1;
+
+  int64_t gpus() const { return tp * pp * cp * dp * fsdp; }
+  // Ranks of one pipeline stage that share the attention weights: tp·cp·dp·fsdp.
+  int64_t stage_group() const { return tp * cp * dp * fsdp; }
+  // Expert data parallel: replicas of each expert shard inside a stage, stage_group / (ep·etp).
+  int64_t expert_dp() const { return stage_group() / (ep * etp); }
+  int64_t data_parallel() const { return dp * fsdp; }
+
+  bool operator==(const Layout&) const = default;
+};
+
+// "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above.
+std::string ToString(const Layout& layout);
+
+// Parses "key=value,key=value". Throws InputError naming the key and the rule: unknown key (did you
+// mean), a value that is not a positive integer, an unknown recompute policy, a repeated key.
+Layout ParseLayout(std::string_view text);
+
+// The job a layout runs: batch and sequence length.
+struct JobShape {
+  int64_t gpus = 0;
+  int64_t global_batch = 0;  // sequences per optimizer step
+  int64_t seq_len = 0;       // tokens per sequence
+};
+
+// What kind of rule a layout breaks, for the search's rejection counts.
+enum class RejectKind { kIndivisible, kDomain, kMemory };
+std::string_view ToString(RejectKind kind);  // "does not divide", "exceeds a domain", "out of memory"
+
+struct LayoutViolation {
+  RejectKind kind = RejectKind::kIndivisible;
+  std::string rule;  // e.g. "tp·pp·cp·dp·fsdp = GPUs (2·1·1·1·1 = 2 != 64)"
+};
+
+// Checks the layout against the model and the job; returns the first broken rule:
+//   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads;  tp divides kv heads or kv heads divide tp;
+//   ep divides experts (ep = 1 for a dense model);  ep·etp divides tp·cp·dp·fsdp;
+//   etp divides the expert width;  moe_chunk divides experts / ep;  pp·vpp <= layers;  vpp = 1 when
+//   pp = 1;  cp divides seq_len;  dp·fsdp·mbs divides global_batch;
+//   tp <= the scale-up domain (`domain_gpus`; kind kDomain).
+std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
+                                           const JobShape& job, int64_t domain_gpus);
+
+}  // namespace mosaic

@@ -1,0 +1,158 @@
+// The analytic model of one training step (docs/perf_model.md): for a model, a cluster, a layout
+// and a job, the step time and its breakdown, tokens/s per GPU, MFU, peak memory per GPU and its
+// breakdown, and the share of routed assignments dropped.
+//
+// Time (per GPU, the slowest pipeline stage):
+//   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full recompute,
+//             +1 attention-score forward for selective), split by kind: dense GEMMs, routed-expert
+//             GEMMs (rows = the tokens each expert sees per micro-batch), attention scores. A GEMM
+//             class takes F/(peak·eff) + n_gemm·latency (efficiency falls for small GEMMs);
+//             fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)).
+//   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
+//             × link efficiency) + calls × latency. TP: 8 all-gather/reduce-scatter of the
+//             micro-batch's activations per layer (sequence parallel). CP: KV all-gather (fwd) and
+//             reduce-scatter (bwd). EP: 4 all-to-alls per MoE layer of k·tokens·width·bytes·(EP−1)/EP
+//             (width = latent_dim with LatentMoE; ×cf when buffers are padded). FSDP: weights
+//             all-gathered in forward and backward and gradients reduce-scattered, per micro-batch,
+//             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
+//             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
+//             FSDP+DP: an all-reduce of each FSDP shard across DP. PP: activations between stages.
+//             Each collective hides `overlap` of itself under compute; the hidden total is capped
+//             by compute.
+//   bubble    (pp − 1)/(m·vpp) × the pipelined time (1F1B with vpp virtual stages; m micro-batches).
+//   overhead  step_overhead + layer_overhead × layers per stage × micro-batches.
+// Memory (per GPU, the first pipeline stage, which holds the most micro-batches):
+//   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
+//   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
+//   dp·cp·fsdp under ZeRO-1); expert parameters split by pp·ep·etp and by their FSDP shard; FSDP
+//   gather buffers (two layers, experts per moe_chunk); activations per layer by recompute policy
+//   (Korthikanti et al. 2022 with flash attention, MoE terms sized by k·cf) × layers held × in-flight
+//   micro-batches (min(m, pp)·(1 + (pp − 1)/(pp·vpp)) with interleaving); looped models hold
+//   every loop of the graph unless backprop is segmented; logits; all-to-all buffers; a reserve.
+// MFU = model FLOPs / (time × peak_bf16 × GPUs), model FLOPs = 3 × CountFlops(kPhysical) per token
+// (recompute not counted).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_config.h"
+#include "mosaic/perf/dropping.h"
+#include "mosaic/perf/layout.h"
+#include "mosaic/perf/profile.h"
+
+namespace mosaic {
+
+enum class NumberFormat { kBf16, kFp8, kMxfp8 };
+std::string_view ToString(NumberFormat format);  // "bf16", "fp8", "mxfp8"
+std::optional<NumberFormat> NumberFormatFromString(std::string_view text);
+
+// How routed tokens meet expert capacity.
+//   kDropless       no capacity: nothing dropped, buffers sized by the real load (k·tokens)
+//   kBalanced       benchmark routing forced to an even load (NVIDIA's published rows)
+//   kCapacity       Megatron: capacity per expert per EP rank ceil(T·k·cf/E), padded buffers
+//   kFixedCells     Marin EP "fixed all-to-all": each (sender shard, expert) cell holds
+//                   ceil(cf·T·k/E) rows, padded; idle cells cannot lend rows
+// With FSDP-sharded experts and moe_chunk = C > 1, each chunk of E/C experts gets its fair share
+// (cf 1.0 per chunk) whatever the policy (Marin's FSDP moe_chunk).
+enum class RoutingPolicy { kDropless, kBalanced, kCapacity, kFixedCells };
+std::string_view ToString(RoutingPolicy policy);  // "dropless", "balanced", "capacity", "fixed-cells"
+std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text);
+
+struct PerfJob {
+  int64_t global_batch = 0;       // sequences per step
+  int64_t seq_len = 0;            // tokens per sequence
+  NumberFormat format = NumberFormat::kBf16;
+  RoutingPolicy routing = RoutingPolicy::kDropless;
+  double capacity_factor = 1.0;   // used by kCapacity and kFixedCells
+  int64_t bp_segment_loops = 0;   // looped models: loops per backprop segment; 0 = one graph
+};
+
+// Model quantities the step model needs, computed once per (model, seq_len) so that evaluating a
+// layout is a few hundred floating-point operations.
+struct ModelShape {
+  ModelConfig config;
+  int64_t seq_len = 0;
+  // Parameters.
+  double expert_params = 0;        // routed experts (and their biases), all layers
+  double layer_params = 0;         // every other parameter of the layer stack
+  double embedding_params = 0;     // embedding + lm_head
+  // Forward FLOPs per token (kPhysical at seq_len).
+  double forward_flops_per_token = 0;
+  double expert_flops_per_token = 0;     // routed experts, all layers and loops
+  double attention_score_flops_per_token = 0;
+  double head_flops_per_token = 0;       // lm_head
+  double dense_flops_per_token = 0;      // the rest of the layer stack
+  double model_flops_per_token = 0;      // 3 × forward: the MFU numerator per token
+  // Shapes.
+  int64_t layer_passes = 0;        // layers × loops
+  int64_t moe_layer_passes = 0;    // MoE layers × loops
+  double routed_width = 0;         // all-to-all payload width (latent_dim or d_model)
+  double q_dim = 0, kv_dim = 0;    // query and key/value widths (mean KV over layers)
+  double attention_act_bytes_per_token = 0;  // stored activations per layer, no recompute
+  double mlp_act_bytes_per_token = 0;        // dense FFN / shared experts / router, per layer
+  double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
+  double selective_saved_bytes_per_token = 0;  // what selective recompute frees per layer
+};
+
+// Throws InputError when the model fails Validate or seq_len < 1.
+ModelShape MakeModelShape(const ModelConfig& config, int64_t seq_len);
+
+struct StepBreakdown {
+  double compute_seconds = 0;
+  double dense_gemm_seconds = 0;
+  double expert_gemm_seconds = 0;
+  double attention_seconds = 0;
+  double recompute_seconds = 0;    // included in compute_seconds
+  // Each collective's time before overlap, and what of it is exposed.
+  double tp_seconds = 0, cp_seconds = 0, ep_seconds = 0, fsdp_seconds = 0, dp_seconds = 0,
+         pp_seconds = 0;
+  double exposed_comm_seconds = 0;
+  double bubble_seconds = 0;
+  double overhead_seconds = 0;
+};
+
+struct MemoryBreakdown {
+  double weights_bytes = 0;
+  double gradients_bytes = 0;
+  double optimizer_bytes = 0;
+  double gather_buffer_bytes = 0;
+  double activation_bytes = 0;
+  double logits_bytes = 0;
+  double dispatch_bytes = 0;
+  double reserve_bytes = 0;
+  double peak_bytes = 0;
+};
+
+struct StepEstimate {
+  double step_seconds = 0;
+  double tokens_per_s_per_gpu = 0;
+  double mfu = 0;                      // fraction
+  double model_flops_per_step = 0;
+  int64_t micro_batches = 0;           // per pipeline per step
+  StepBreakdown time;
+  MemoryBreakdown memory;
+  double capacity_bytes = 0;           // the device's HBM
+  bool fits = false;
+  double dropped_fraction = 0;         // share of routed assignments dropped
+};
+
+// Evaluates `layout`, which must pass CheckLayout. The dropped fraction uses `drop` (usually
+// DefaultDropParams()); nullptr leaves it 0 (it does not change the step time).
+StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
+                          const PerfJob& job, const SharedPerfParams& shared,
+                          const PerfProfile& profile, const DropParams* drop);
+
+// Only the memory part of EvaluateStep (for the search's early rejection).
+MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
+                               const Layout& layout, const PerfJob& job,
+                               const PerfProfile& profile);
+
+// The dropped share of routed assignments for the layout and job (0 when nothing can drop).
+double LayoutDroppedFraction(const ModelShape& model, const Layout& layout, const PerfJob& job,
+                             const DropParams& drop);
+
+}  // namespace mosaic

@@ -1,0 +1,506 @@
+#include "mosaic/perf/calibration.h"
+
+#include <ceres/ceres.h>
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/perf/search.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic {
+namespace {
+
+// Splits one CSV line (double quotes protect commas; "" is a quote).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cells.back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      cells.emplace_back();
+    } else if (ch != '\r') {
+      cells.back() += ch;
+    }
+  }
+  return cells;
+}
+
+std::string ProfileFor(const std::string& hardware, const std::string& source) {
+  if (source.find("marin") != std::string::npos) return "marin-gb200";
+  if (hardware == "gb200-nvl72") return "megatron-gb200";
+  return "megatron-" + hardware;
+}
+
+// The fixed part of one row: its model shape, cluster and job, and the layout with the least
+// recompute that fits.
+struct PreparedRow {
+  const MeasuredRow* row = nullptr;
+  ModelShape shape;
+  Cluster cluster;
+  PerfJob job;
+  Layout layout;
+  bool valid = false;
+  bool fits = false;
+  double peak_bytes = 0;
+  int profile_index = 0;
+};
+
+std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const ProfileSet& set) {
+  std::vector<PreparedRow> out;
+  std::map<std::string, ModelSpec> models;
+  for (const MeasuredRow& r : rows) {
+    PreparedRow p;
+    p.row = &r;
+    auto it = models.find(r.model);
+    if (it == models.end()) it = models.emplace(r.model, LoadModel(r.model)).first;
+    p.shape = MakeModelShape(it->second.config, r.seq_len);
+    p.cluster = MakeCluster(LoadHardware(r.hardware), r.gpus);
+    p.job.global_batch = r.global_batch;
+    p.job.seq_len = r.seq_len;
+    p.job.format = r.format;
+    p.job.routing = r.routing;
+    p.job.capacity_factor = r.capacity_factor;
+    p.profile_index = -1;
+    for (size_t i = 0; i < set.profiles.size(); ++i) {
+      if (set.profiles[i].name == r.profile) p.profile_index = static_cast<int>(i);
+    }
+    if (p.profile_index < 0) {
+      throw InputError(fmt::format("row {}: no profile '{}' in the profile set", r.id, r.profile));
+    }
+    p.layout = r.layout;
+    p.valid = !CheckLayout(r.layout, it->second.config, {r.gpus, r.global_batch, r.seq_len},
+                           p.cluster.device.domain_gpus());
+    if (p.valid) {
+      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+        p.layout.recompute = rc;
+        MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
+                                           set.profiles[p.profile_index]);
+        p.peak_bytes = m.peak_bytes;
+        if (m.peak_bytes <= p.cluster.device.hbm_gb * 1e9) {
+          p.fits = true;
+          break;
+        }
+      }
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+double Predict(const PreparedRow& p, const ProfileSet& set) {
+  if (!p.valid) return 0;
+  return EvaluateStep(p.shape, p.cluster, p.layout, p.job, set.shared,
+                      set.profiles[p.profile_index], nullptr)
+      .tokens_per_s_per_gpu;
+}
+
+// The fitted parameters as one vector: each profile's gemm_efficiency, then the shared ones.
+struct ParamMap {
+  static constexpr int kShared = 7;
+  static int Size(const ProfileSet& s) { return static_cast<int>(s.profiles.size()) + kShared; }
+  static std::vector<double> Get(const ProfileSet& s) {
+    std::vector<double> x;
+    for (const PerfProfile& p : s.profiles) x.push_back(p.gemm_efficiency);
+    x.push_back(s.shared.gemm_latency_seconds * 1e6);
+    x.push_back(s.shared.fp8_gain);
+    x.push_back(s.shared.overlap_fsdp);
+    x.push_back(s.shared.overlap_ep);
+    x.push_back(s.shared.scale_up_efficiency);
+    x.push_back(s.shared.layer_overhead_seconds * 1e6);
+    x.push_back(s.shared.scale_out_efficiency);
+    return x;
+  }
+  static void Set(ProfileSet& s, const double* x) {
+    size_t i = 0;
+    for (PerfProfile& p : s.profiles) p.gemm_efficiency = x[i++];
+    s.shared.gemm_latency_seconds = x[i++] * 1e-6;
+    s.shared.fp8_gain = x[i++];
+    s.shared.overlap_fsdp = x[i++];
+    s.shared.overlap_ep = x[i++];
+    s.shared.scale_up_efficiency = x[i++];
+    s.shared.layer_overhead_seconds = x[i++] * 1e-6;
+    s.shared.scale_out_efficiency = x[i++];
+  }
+  static std::pair<double, double> Bounds(const ProfileSet& s, int i) {
+    const int n = static_cast<int>(s.profiles.size());
+    if (i < n) return {0.15, 0.95};
+    switch (i - n) {
+      case 0: return {0, 200};     // gemm latency, µs
+      case 1: return {0, 1};       // fp8 gain
+      case 2: return {0, 0.95};    // overlap fsdp
+      case 3: return {0, 0.95};    // overlap ep
+      case 4: return {0.2, 1};     // scale-up efficiency
+      case 5: return {0, 2000};    // layer overhead, µs
+      default: return {0.2, 1};    // scale-out efficiency
+    }
+  }
+};
+
+struct FitResidual {
+  const std::vector<PreparedRow>* rows;
+  std::vector<int> use;  // indices of rows in the fit
+  ProfileSet base;
+  bool operator()(double const* const* x, double* residuals) const {
+    ProfileSet s = base;
+    ParamMap::Set(s, x[0]);
+    for (size_t i = 0; i < use.size(); ++i) {
+      const PreparedRow& p = (*rows)[use[i]];
+      const double pred = Predict(p, s);
+      residuals[i] = std::log(std::max(pred, 1e-9) / p.row->measured_tokens_per_s_per_gpu);
+    }
+    return true;
+  }
+};
+
+ProfileSet Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
+               const ProfileSet& initial, std::string* report) {
+  ProfileSet s = initial;
+  std::vector<double> x = ParamMap::Get(s);
+  auto* functor = new FitResidual{&rows, use, initial};
+  auto* cost = new ceres::DynamicNumericDiffCostFunction<FitResidual, ceres::CENTRAL>(functor);
+  cost->AddParameterBlock(static_cast<int>(x.size()));
+  cost->SetNumResiduals(static_cast<int>(use.size()));
+  ceres::Problem problem;
+  problem.AddResidualBlock(cost, nullptr, x.data());
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+    auto [lo, hi] = ParamMap::Bounds(s, i);
+    x[i] = std::clamp(x[i], lo, hi);
+    problem.SetParameterLowerBound(x.data(), i, lo);
+    problem.SetParameterUpperBound(x.data(), i, hi);
+  }
+  // A profile without rows in the fit keeps its value.
+  for (size_t pi = 0; pi < s.profiles.size(); ++pi) {
+    bool used = false;
+    for (int r : use) used = used || rows[r].profile_index == static_cast<int>(pi);
+    if (!used) {
+      problem.SetParameterLowerBound(x.data(), static_cast<int>(pi), x[pi] - 1e-12);
+      problem.SetParameterUpperBound(x.data(), static_cast<int>(pi), x[pi] + 1e-12);
+    }
+  }
+  ceres::Solver::Options options;
+  options.max_num_iterations = 100;
+  options.num_threads = 1;
+  options.function_tolerance = 1e-10;
+  ceres::Solver::Summary summary;
+  ceres::Solve(options, &problem, &summary);
+  ParamMap::Set(s, x.data());
+  if (report != nullptr) *report = summary.BriefReport();
+  return s;
+}
+
+CalibrationResult Report(const std::vector<PreparedRow>& prepared, const ProfileSet& fitted,
+                         bool leave_one_out, bool search) {
+  CalibrationResult result;
+  result.profiles = fitted;
+  double ss = 0, ss_loo = 0;
+  std::vector<int> all;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    if (prepared[i].valid) all.push_back(static_cast<int>(i));
+  }
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    const PreparedRow& p = prepared[i];
+    RowResult r;
+    r.id = p.row->id;
+    r.profile = p.row->profile;
+    r.layout = ToString(p.layout);
+    r.valid = p.valid;
+    r.fits = p.fits;
+    r.peak_memory_gb = p.peak_bytes / 1e9;
+    r.measured = p.row->measured_tokens_per_s_per_gpu;
+    r.basis = p.row->basis;
+    r.predicted = Predict(p, fitted);
+    if (p.valid) ss += std::pow(std::log(r.predicted / r.measured), 2);
+    if (leave_one_out && p.valid) {
+      std::vector<int> use;
+      for (int j : all) {
+        if (j != static_cast<int>(i)) use.push_back(j);
+      }
+      ProfileSet loo = Fit(prepared, use, fitted, nullptr);
+      r.loo_predicted = Predict(p, loo);
+      ss_loo += std::pow(std::log(r.loo_predicted / r.measured), 2);
+    }
+    if (search && p.valid) {
+      SearchOptions so;
+      so.top = 1;
+      SearchResult sr = SearchLayouts(p.shape, p.cluster, p.job, fitted.shared,
+                                      fitted.profiles[p.profile_index], DropParams{}, so);
+      r.search_feasible = sr.feasible();
+      r.search_rank = sr.RankOf(r.predicted);
+      if (!sr.best.empty()) {
+        r.best_over_published = sr.best[0].estimate.tokens_per_s_per_gpu / r.predicted;
+        r.best_layout = ToString(sr.best[0].layout);
+      }
+    }
+    result.rows.push_back(std::move(r));
+  }
+  const double n = static_cast<double>(std::max<size_t>(all.size(), 1));
+  result.rms_log_error = std::sqrt(ss / n);
+  result.loo_rms_log_error = leave_one_out ? std::sqrt(ss_loo / n) : 0;
+  result.drop_fit = FitDropParams(MarinCapacitySweep());
+  return result;
+}
+
+}  // namespace
+
+std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
+  std::istringstream in(ReadFile(path));
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = SplitCsv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* needed : {"id", "model", "hardware", "gpus", "tp", "pp", "vpp", "ep", "cp",
+                             "dp_kind", "micro_batch", "global_batch", "seq_len", "precision",
+                             "routing", "measured_tokens_per_s_per_gpu",
+                             "measured_tflops_per_gpu", "measured_mfu_pct", "source"}) {
+    if (!col.contains(needed)) {
+      throw InputError(fmt::format("{}:1: missing column '{}'", path, needed));
+    }
+  }
+  std::vector<MeasuredRow> rows;
+  std::vector<double> mfu;  // measured MFU % per row (0 when absent)
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::vector<std::string> cells = SplitCsv(line);
+    cells.resize(header.size());
+    auto cell = [&](const char* name) -> const std::string& { return cells[col[name]]; };
+    auto integer = [&](const char* name) {
+      const std::string& v = cell(name);
+      try {
+        size_t used = 0;
+        int64_t x = std::stoll(v, &used);
+        if (used != v.size() || x < 1) throw std::invalid_argument(v);
+        return x;
+      } catch (const std::exception&) {
+        throw InputError(fmt::format("{}:{}: {} = '{}'. Violated constraint: a positive integer",
+                                     path, line_no, name, v));
+      }
+    };
+    auto number = [&](const char* name) {
+      const std::string& v = cell(name);
+      if (v.empty()) return 0.0;
+      try {
+        return std::stod(v);
+      } catch (const std::exception&) {
+        throw InputError(
+            fmt::format("{}:{}: {} = '{}'. Violated constraint: a number", path, line_no, name, v));
+      }
+    };
+    MeasuredRow r;
+    r.id = cell("id");
+    r.model = cell("model");
+    r.hardware = cell("hardware");
+    r.source = cell("source");
+    r.gpus = integer("gpus");
+    Layout& l = r.layout;
+    l.tp = integer("tp");
+    l.pp = integer("pp");
+    l.vpp = integer("vpp");
+    l.ep = integer("ep");
+    l.cp = integer("cp");
+    l.mbs = integer("micro_batch");
+    const int64_t data = r.gpus / (l.tp * l.pp * l.cp);
+    const std::string& kind = cell("dp_kind");
+    if (kind == "zero1") {
+      l.dp = data;
+    } else if (kind == "fsdp") {
+      l.fsdp = data;
+    } else if (kind.starts_with("fsdp") && kind.find("dp") != std::string::npos) {
+      // "fsdp64 within a rack + dp2 across racks"
+      l.fsdp = std::stoll(kind.substr(4));
+      l.dp = data / l.fsdp;
+    } else {
+      throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
+                                   "'fsdpN ... + dpM ...'",
+                                   path, line_no, kind));
+    }
+    r.global_batch = integer("global_batch");
+    r.seq_len = integer("seq_len");
+    auto format = NumberFormatFromString(cell("precision"));
+    if (!format) {
+      throw InputError(fmt::format("{}:{}: precision = '{}'. Violated constraint: bf16, fp8 or "
+                                   "mxfp8",
+                                   path, line_no, cell("precision")));
+    }
+    r.format = *format;
+    const std::string& routing = cell("routing");
+    if (routing == "dropless-forced-balance") {
+      r.routing = RoutingPolicy::kBalanced;
+    } else if (routing == "dropless" || routing == "dropless-chunk1") {
+      r.routing = RoutingPolicy::kDropless;
+    } else if (routing == "token-drop") {
+      r.routing = RoutingPolicy::kCapacity;
+      r.capacity_factor = 1.0;
+    } else if (routing.starts_with("capacity-factor-")) {
+      r.routing = RoutingPolicy::kFixedCells;
+      r.capacity_factor = std::stod(routing.substr(16));
+    } else if (routing.starts_with("fsdp-control")) {
+      r.routing = RoutingPolicy::kDropless;  // experts gathered in 4 chunks (seed 000)
+      l.moe_chunk = 4;
+    } else {
+      throw InputError(fmt::format("{}:{}: routing = '{}' is not understood", path, line_no,
+                                   routing));
+    }
+    r.profile = ProfileFor(r.hardware, r.source);
+    const double tokens = number("measured_tokens_per_s_per_gpu");
+    const double tflops = number("measured_tflops_per_gpu");
+    mfu.push_back(number("measured_mfu_pct"));
+    if (tokens > 0) {
+      r.measured_tokens_per_s_per_gpu = tokens;
+      r.basis = "tokens/s";
+    } else if (tflops > 0) {
+      const ModelSpec spec = LoadModel(r.model);
+      const ModelShape shape = MakeModelShape(spec.config, r.seq_len);
+      r.measured_tokens_per_s_per_gpu = tflops * 1e12 / shape.model_flops_per_token;
+      r.basis = "TFLOP/s";
+    }
+    rows.push_back(std::move(r));
+  }
+  // MFU-only rows: convert through a row of the same model and device with tokens/s and MFU.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].measured_tokens_per_s_per_gpu > 0) continue;
+    for (size_t j = 0; j < rows.size() && mfu[i] > 0; ++j) {
+      if (j != i && rows[j].model == rows[i].model && rows[j].hardware == rows[i].hardware &&
+          rows[j].layout.ep == rows[i].layout.ep && mfu[j] > 0 && rows[j].basis == "tokens/s") {
+        rows[i].measured_tokens_per_s_per_gpu = rows[j].measured_tokens_per_s_per_gpu * mfu[i] / mfu[j];
+        rows[i].basis = "MFU via " + rows[j].id;
+        break;
+      }
+    }
+    if (rows[i].measured_tokens_per_s_per_gpu <= 0) {
+      throw InputError(fmt::format("{}: row {} has no usable measurement", path, rows[i].id));
+    }
+  }
+  return rows;
+}
+
+CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial) {
+  std::vector<PreparedRow> prepared = Prepare(rows, initial);
+  std::vector<int> all;
+  for (size_t i = 0; i < prepared.size(); ++i) {
+    if (prepared[i].valid) all.push_back(static_cast<int>(i));
+  }
+  std::string report;
+  ProfileSet fitted = Fit(prepared, all, initial, &report);
+  for (size_t pi = 0; pi < fitted.profiles.size(); ++pi) {
+    int n = 0;
+    for (int r : all) n += prepared[r].profile_index == static_cast<int>(pi);
+    if (n > 0) {
+      fitted.profiles[pi].calibrated = true;
+      fitted.profiles[pi].source = fmt::format("perf calibrate: {} measured rows", n);
+    }
+  }
+  CalibrationResult result = Report(prepared, fitted, true, false);
+  result.solver_report = report;
+  return result;
+}
+
+CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
+                               bool leave_one_out, bool search) {
+  std::vector<PreparedRow> prepared = Prepare(rows, profiles);
+  return Report(prepared, profiles, leave_one_out, search);
+}
+
+std::string RenderCalibration(const CalibrationResult& r, bool json) {
+  if (json) {
+    nlohmann::ordered_json j;
+    j["rms_log_error"] = r.rms_log_error;
+    j["loo_rms_log_error"] = r.loo_rms_log_error;
+    j["solver"] = r.solver_report;
+    nlohmann::ordered_json rows = nlohmann::ordered_json::array();
+    for (const RowResult& x : r.rows) {
+      nlohmann::ordered_json rj = {{"id", x.id},
+                                   {"profile", x.profile},
+                                   {"layout", x.layout},
+                                   {"valid", x.valid},
+                                   {"fits", x.fits},
+                                   {"peak_memory_gb", x.peak_memory_gb},
+                                   {"measured_tokens_per_s_per_gpu", x.measured},
+                                   {"basis", x.basis},
+                                   {"predicted_tokens_per_s_per_gpu", x.predicted},
+                                   {"error", x.predicted / x.measured - 1}};
+      if (x.loo_predicted > 0) {
+        rj["loo_predicted_tokens_per_s_per_gpu"] = x.loo_predicted;
+        rj["loo_error"] = x.loo_predicted / x.measured - 1;
+      }
+      if (x.search_rank > 0) {
+        rj["search_rank"] = x.search_rank;
+        rj["search_feasible"] = x.search_feasible;
+        rj["best_over_published"] = x.best_over_published;
+        rj["best_layout"] = x.best_layout;
+      }
+      rows.push_back(rj);
+    }
+    j["rows"] = rows;
+    j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
+                     {"popularity_sigma", r.drop_fit.params.popularity_sigma},
+                     {"predicted", r.drop_fit.predicted},
+                     {"rms_relative_error", r.drop_fit.rms_relative_error}};
+    return j.dump(2) + "\n";
+  }
+  std::string out;
+  out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}\n", "row",
+                     "profile", "measured", "predicted", "error", "loo pred", "loo err", "fits",
+                     "rank", "layout (least recompute that fits)");
+  for (const RowResult& x : r.rows) {
+    std::string rank = x.search_rank > 0 ? fmt::format("{}/{}", x.search_rank, x.search_feasible)
+                                         : "-";
+    out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>10.1f} {:>+7.1f}% {:>7} "
+                       "{:>8}  {}{}\n",
+                       x.id, x.profile, x.measured, x.predicted,
+                       100 * (x.predicted / x.measured - 1), x.loo_predicted,
+                       x.loo_predicted > 0 ? 100 * (x.loo_predicted / x.measured - 1) : 0.0,
+                       !x.valid ? "invalid" : x.fits ? "yes" : "NO", rank, x.layout,
+                       x.basis == "tokens/s" ? "" : "  [" + x.basis + "]");
+    if (x.search_rank > 0) {
+      out += fmt::format("       best layout is {:.3f}x the publisher's: {}\n",
+                         x.best_over_published, x.best_layout);
+    }
+  }
+  out += fmt::format("\nRMS log error: in-sample {:.4f}, leave-one-out {:.4f}\n", r.rms_log_error,
+                     r.loo_rms_log_error);
+  if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
+  out += fmt::format("\nProfiles\n");
+  for (const PerfProfile& p : r.profiles.profiles) {
+    out += fmt::format("  {:<16} gemm_efficiency {:.4f}\n", p.name, p.gemm_efficiency);
+  }
+  const SharedPerfParams& s = r.profiles.shared;
+  out += fmt::format(
+      "  shared: gemm_latency {:.2f} us, fp8_gain {:.3f}, overlap_fsdp {:.3f}, overlap_ep {:.3f}, "
+      "scale_up_efficiency {:.3f}, scale_out_efficiency {:.3f}, layer_overhead {:.1f} us\n",
+      s.gemm_latency_seconds * 1e6, s.fp8_gain, s.overlap_fsdp, s.overlap_ep,
+      s.scale_up_efficiency, s.scale_out_efficiency, s.layer_overhead_seconds * 1e6);
+  const DropFit& d = r.drop_fit;
+  out += fmt::format("\nDropping (Marin hero capacity sweep): concentration A = {:.4g}, popularity "
+                     "sigma = {:.4f}, RMS relative error {:.3f}\n",
+                     d.params.concentration, d.params.popularity_sigma, d.rms_relative_error);
+  const std::vector<DropMeasurement> sweep = MarinCapacitySweep();
+  for (size_t i = 0; i < sweep.size() && i < d.predicted.size(); ++i) {
+    out += fmt::format("  cf {:<6} measured {:>7.4f}  predicted {:>7.4f}\n",
+                       sweep[i].group.capacity_factor, sweep[i].dropped_fraction, d.predicted[i]);
+  }
+  return out;
+}
+
+}  // namespace mosaic

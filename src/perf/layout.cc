@@ -1,0 +1,186 @@
+#include "mosaic/perf/layout.h"
+
+#include <fmt/format.h>
+
+#include <charconv>
+#include <vector>
+
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+
+namespace mosaic {
+
+std::string_view ToString(Recompute recompute) {
+  switch (recompute) {
+    case Recompute::kNone: return "none";
+    case Recompute::kSelective: return "selective";
+    case Recompute::kFull: return "full";
+  }
+  return "?";
+}
+
+std::optional<Recompute> RecomputeFromString(std::string_view text) {
+  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+    if (ToString(r) == text) return r;
+  }
+  return std::nullopt;
+}
+
+std::string_view ToString(RejectKind kind) {
+  switch (kind) {
+    case RejectKind::kIndivisible: return "does not divide";
+    case RejectKind::kDomain: return "exceeds a domain";
+    case RejectKind::kMemory: return "out of memory";
+  }
+  return "?";
+}
+
+std::string ToString(const Layout& l) {
+  return fmt::format("tp={},pp={},vpp={},cp={},dp={},fsdp={},ep={},etp={},mbs={},recompute={},"
+                     "moe_chunk={}",
+                     l.tp, l.pp, l.vpp, l.cp, l.dp, l.fsdp, l.ep, l.etp, l.mbs,
+                     ToString(l.recompute), l.moe_chunk);
+}
+
+Layout ParseLayout(std::string_view text) {
+  static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
+                                                 "fsdp", "ep", "etp", "mbs", "recompute",
+                                                 "moe_chunk"};
+  Layout l;
+  std::vector<std::string> seen;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find(',', pos);
+    if (end == std::string_view::npos) end = text.size();
+    std::string_view item = text.substr(pos, end - pos);
+    pos = end + 1;
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item.empty()) {
+      if (end == text.size()) break;
+      continue;
+    }
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      throw InputError(fmt::format(
+          "--layout {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", text, item));
+    }
+    const std::string key(item.substr(0, eq));
+    const std::string_view value = item.substr(eq + 1);
+    bool known = false;
+    for (const std::string& k : kKeys) known = known || k == key;
+    if (!known) {
+      throw InputError(fmt::format("--layout {}: unknown layout key '{}'{}", text, key,
+                                   DidYouMean(key, kKeys)));
+    }
+    for (const std::string& s : seen) {
+      if (s == key) {
+        throw InputError(fmt::format("--layout {}: {} is given twice", text, key));
+      }
+    }
+    seen.push_back(key);
+    if (key == "recompute") {
+      auto r = RecomputeFromString(value);
+      if (!r) {
+        throw InputError(fmt::format(
+            "--layout {}: recompute = {}. Violated constraint: recompute is none, selective or "
+            "full",
+            text, value));
+      }
+      l.recompute = *r;
+      continue;
+    }
+    int64_t v = 0;
+    auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
+      throw InputError(fmt::format(
+          "--layout {}: {} = {}. Violated constraint: {} is a positive integer", text, key,
+          value, key));
+    }
+    if (key == "tp") l.tp = v;
+    else if (key == "pp") l.pp = v;
+    else if (key == "vpp") l.vpp = v;
+    else if (key == "cp") l.cp = v;
+    else if (key == "dp") l.dp = v;
+    else if (key == "fsdp") l.fsdp = v;
+    else if (key == "ep") l.ep = v;
+    else if (key == "etp") l.etp = v;
+    else if (key == "mbs") l.mbs = v;
+    else if (key == "moe_chunk") l.moe_chunk = v;
+  }
+  return l;
+}
+
+std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m,
+                                           const JobShape& job, int64_t domain_gpus) {
+  auto fail = [](RejectKind kind, std::string rule) {
+    return std::optional<LayoutViolation>(LayoutViolation{kind, std::move(rule)});
+  };
+  using enum RejectKind;
+  if (l.gpus() != job.gpus) {
+    return fail(kIndivisible, fmt::format("tp·pp·cp·dp·fsdp = GPUs ({}·{}·{}·{}·{} = {} != {})",
+                                          l.tp, l.pp, l.cp, l.dp, l.fsdp, l.gpus(), job.gpus));
+  }
+  if (m.heads % l.tp != 0) {
+    return fail(kIndivisible, fmt::format("tp divides heads ({} % {} != 0)", m.heads, l.tp));
+  }
+  if (!m.uses_mla()) {
+    const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
+    if (kv % l.tp != 0 && l.tp % kv != 0) {
+      return fail(kIndivisible,
+                  fmt::format("tp divides kv_heads or kv_heads divides tp (kv_heads {}, tp {})",
+                              kv, l.tp));
+    }
+  }
+  if (!m.is_moe() && (l.ep != 1 || l.etp != 1)) {
+    return fail(kIndivisible, fmt::format("ep = etp = 1 for a dense model (ep {}, etp {})", l.ep,
+                                          l.etp));
+  }
+  if (m.is_moe() && m.experts % l.ep != 0) {
+    return fail(kIndivisible,
+                fmt::format("ep divides experts ({} % {} != 0)", m.experts, l.ep));
+  }
+  if (l.stage_group() % (l.ep * l.etp) != 0) {
+    return fail(kIndivisible,
+                fmt::format("ep·etp divides tp·cp·dp·fsdp ({}·{} = {} does not divide {})", l.ep,
+                            l.etp, l.ep * l.etp, l.stage_group()));
+  }
+  if (m.is_moe() && m.expert_width % l.etp != 0) {
+    return fail(kIndivisible, fmt::format("etp divides expert_width ({} % {} != 0)",
+                                          m.expert_width, l.etp));
+  }
+  if (m.is_moe() && (m.experts / l.ep) % l.moe_chunk != 0) {
+    return fail(kIndivisible, fmt::format("moe_chunk divides experts / ep ({} % {} != 0)",
+                                          m.experts / l.ep, l.moe_chunk));
+  }
+  if (!m.is_moe() && l.moe_chunk != 1) {
+    return fail(kIndivisible, "moe_chunk = 1 for a dense model");
+  }
+  if (l.pp * l.vpp > m.layers * m.loops) {
+    return fail(kIndivisible, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
+                                          l.pp * l.vpp, m.layers * m.loops));
+  }
+  if (l.pp == 1 && l.vpp != 1) {
+    return fail(kIndivisible, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
+  }
+  if (job.seq_len % l.cp != 0) {
+    return fail(kIndivisible,
+                fmt::format("cp divides seq ({} % {} != 0)", job.seq_len, l.cp));
+  }
+  const int64_t per_step = l.data_parallel() * l.mbs;
+  if (job.global_batch % per_step != 0) {
+    return fail(kIndivisible, fmt::format("dp·fsdp·mbs divides batch ({}·{}·{} = {} does not "
+                                          "divide {})",
+                                          l.dp, l.fsdp, l.mbs, per_step, job.global_batch));
+  }
+  if (l.tp > domain_gpus) {
+    return fail(kDomain, fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus));
+  }
+  if (l.tp * l.cp > domain_gpus && l.cp > 1) {
+    return fail(kDomain, fmt::format("tp·cp <= scale-up domain ({} > {} GPUs)", l.tp * l.cp,
+                                     domain_gpus));
+  }
+  return std::nullopt;
+}
+
+}  // namespace mosaic

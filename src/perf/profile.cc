@@ -1,0 +1,171 @@
+#include "mosaic/perf/profile.h"
+
+#include <fmt/format.h>
+
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/embedded_data.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_util.h"
+
+namespace mosaic {
+namespace {
+
+struct SharedField {
+  std::string_view name;
+  double SharedPerfParams::*member;
+};
+
+constexpr SharedField kSharedFields[] = {
+    {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds},
+    {"attention_efficiency", &SharedPerfParams::attention_efficiency},
+    {"fp8_gain", &SharedPerfParams::fp8_gain},
+    {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency},
+    {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency},
+    {"collective_latency_seconds", &SharedPerfParams::collective_latency_seconds},
+    {"overlap_tp", &SharedPerfParams::overlap_tp},
+    {"overlap_cp", &SharedPerfParams::overlap_cp},
+    {"overlap_ep", &SharedPerfParams::overlap_ep},
+    {"overlap_fsdp", &SharedPerfParams::overlap_fsdp},
+    {"overlap_dp", &SharedPerfParams::overlap_dp},
+    {"overlap_pp", &SharedPerfParams::overlap_pp},
+    {"layer_overhead_seconds", &SharedPerfParams::layer_overhead_seconds},
+};
+
+struct ProfileField {
+  std::string_view name;
+  double PerfProfile::*member;
+};
+
+constexpr ProfileField kProfileFields[] = {
+    {"gemm_efficiency", &PerfProfile::gemm_efficiency},
+    {"step_overhead_seconds", &PerfProfile::step_overhead_seconds},
+    {"activation_factor", &PerfProfile::activation_factor},
+    {"memory_reserve_gb", &PerfProfile::memory_reserve_gb},
+    {"logits_fraction", &PerfProfile::logits_fraction},
+    {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param},
+    {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param},
+};
+
+double Number(const toml::node& node, const std::string& where, std::string_view key) {
+  if (auto v = node.as_floating_point()) return v->get();
+  if (auto v = node.as_integer()) return static_cast<double>(v->get());
+  throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number", where, key,
+                               TomlTypeName(node)));
+}
+
+template <typename Fields>
+std::vector<std::string> Names(const Fields& fields) {
+  std::vector<std::string> names;
+  for (const auto& f : fields) names.emplace_back(f.name);
+  return names;
+}
+
+}  // namespace
+
+const PerfProfile& ProfileSet::Get(std::string_view name) const {
+  std::vector<std::string> names;
+  for (const PerfProfile& p : profiles) {
+    if (p.name == name) return p;
+    names.push_back(p.name);
+  }
+  throw InputError(fmt::format("unknown perf profile '{}'{}", name, DidYouMean(name, names)));
+}
+
+PerfProfile ProfileSet::ForHardware(std::string_view hardware) const {
+  for (const PerfProfile& p : profiles) {
+    if (p.hardware == hardware && p.name.starts_with("megatron-")) return p;
+  }
+  for (const PerfProfile& p : profiles) {
+    if (p.hardware == hardware) return p;
+  }
+  PerfProfile generic;
+  generic.name = "generic";
+  generic.hardware = std::string(hardware);
+  generic.stack = "uncalibrated defaults";
+  return generic;
+}
+
+ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
+  toml::table table = ParseToml(text, origin);
+  ProfileSet set;
+  for (auto&& [key, node] : table) {
+    const std::string where = LocationOf(node, origin, text).ToString();
+    if (key.str() == "shared") {
+      const toml::table* t = node.as_table();
+      if (t == nullptr) throw InputError(fmt::format("{}: [shared] must be a table", where));
+      for (auto&& [k, v] : *t) {
+        bool found = false;
+        for (const SharedField& f : kSharedFields) {
+          if (f.name == k.str()) {
+            set.shared.*f.member = Number(v, LocationOf(v, origin, text).ToString(), f.name);
+            found = true;
+          }
+        }
+        if (!found) {
+          throw InputError(fmt::format("{}: unknown shared parameter '{}'{}",
+                                       LocationOf(v, origin, text).ToString(), k.str(),
+                                       DidYouMean(k.str(), Names(kSharedFields))));
+        }
+      }
+    } else if (key.str() == "profiles") {
+      const toml::table* t = node.as_table();
+      if (t == nullptr) throw InputError(fmt::format("{}: [profiles] must be a table", where));
+      for (auto&& [name, pnode] : *t) {
+        const toml::table* pt = pnode.as_table();
+        if (pt == nullptr) continue;
+        PerfProfile p;
+        p.name = std::string(name.str());
+        p.calibrated = true;
+        for (auto&& [k, v] : *pt) {
+          const std::string at = LocationOf(v, origin, text).ToString();
+          if (k.str() == "hardware") { p.hardware = v.value_or(std::string()); continue; }
+          if (k.str() == "stack") { p.stack = v.value_or(std::string()); continue; }
+          if (k.str() == "source") { p.source = v.value_or(std::string()); continue; }
+          if (k.str() == "calibrated") { p.calibrated = v.value_or(true); continue; }
+          bool found = false;
+          for (const ProfileField& f : kProfileFields) {
+            if (f.name == k.str()) {
+              p.*f.member = Number(v, at, f.name);
+              found = true;
+            }
+          }
+          if (!found) {
+            throw InputError(fmt::format("{}: unknown profile parameter '{}'{}", at, k.str(),
+                                         DidYouMean(k.str(), Names(kProfileFields))));
+          }
+        }
+        set.profiles.push_back(std::move(p));
+      }
+    } else {
+      throw InputError(fmt::format("{}: unknown section '{}' (expected shared or profiles)", where,
+                                   key.str()));
+    }
+  }
+  return set;
+}
+
+ProfileSet LoadProfiles(const std::string& path) {
+  if (!path.empty()) return ParseProfiles(ReadFile(path), path);
+  auto text = FindEmbeddedFile("perf/profiles.toml");
+  if (!text) return ProfileSet{};
+  return ParseProfiles(*text, "perf/profiles.toml");
+}
+
+std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
+  std::string out = header;
+  out += "\n[shared]\n";
+  for (const SharedField& f : kSharedFields) {
+    out += fmt::format("{} = {}\n", f.name, set.shared.*f.member);
+  }
+  for (const PerfProfile& p : set.profiles) {
+    out += fmt::format("\n[profiles.{}]\nhardware = \"{}\"\nstack = \"{}\"\nsource = \"{}\"\n",
+                       p.name, p.hardware, p.stack, p.source);
+    for (const ProfileField& f : kProfileFields) {
+      out += fmt::format("{} = {}\n", f.name, p.*f.member);
+    }
+  }
+  return out;
+}
+
+}  // namespace mosaic

@@ -1,0 +1,142 @@
+#include "mosaic/perf/search.h"
+
+#include <algorithm>
+#include <functional>
+
+namespace mosaic {
+
+int64_t SearchResult::RankOf(double tokens_per_s) const {
+  // feasible_tokens_per_s is descending: count those strictly faster (with a relative margin).
+  int64_t faster = 0;
+  for (double v : feasible_tokens_per_s) {
+    if (v > tokens_per_s * (1 + 1e-9)) ++faster;
+  }
+  return faster + 1;
+}
+
+namespace {
+
+std::vector<int64_t> Divisors(int64_t n) {
+  std::vector<int64_t> v;
+  for (int64_t i = 1; i <= n; ++i) {
+    if (n % i == 0) v.push_back(i);
+  }
+  return v;
+}
+
+std::vector<int64_t> PowersOfTwo(int64_t max) {
+  std::vector<int64_t> v;
+  for (int64_t i = 1; i <= max; i *= 2) v.push_back(i);
+  return v;
+}
+
+}  // namespace
+
+SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, const PerfJob& job,
+                           const SharedPerfParams& shared, const PerfProfile& profile,
+                           const DropParams& drop, const SearchOptions& options) {
+  const ModelConfig& c = model.config;
+  const int64_t N = cluster.gpus;
+  const int64_t domain = cluster.device.domain_gpus();
+  const double capacity = cluster.device.hbm_gb * 1e9;
+  JobShape shape{N, job.global_batch, job.seq_len};
+  SearchResult result;
+  std::vector<int64_t> per_reason(3, 0);
+  auto reject = [&](const Layout& l, LayoutViolation&& v) {
+    const int kind = static_cast<int>(v.kind);
+    ++result.rejected[kind];
+    if (per_reason[kind] < options.examples_per_reason) {
+      ++per_reason[kind];
+      result.examples.push_back({l, std::move(v)});
+    }
+  };
+  const std::vector<int64_t> divisors = Divisors(N);
+  const std::vector<int64_t> experts = c.is_moe() ? Divisors(c.experts) : std::vector<int64_t>{1};
+  const std::vector<int64_t> cps = PowersOfTwo(options.max_cp);
+  const std::vector<int64_t> vpps = PowersOfTwo(options.max_vpp);
+  const std::vector<int64_t> chunks = c.is_moe() ? PowersOfTwo(8) : std::vector<int64_t>{1};
+  auto better = [](const SearchCandidate& a, const SearchCandidate& b) {
+    return a.estimate.tokens_per_s_per_gpu > b.estimate.tokens_per_s_per_gpu;
+  };
+  std::vector<SearchCandidate>& best = result.best;  // kept as a min-heap of size `top`
+  auto keep = [&](const Layout& l, const StepEstimate& e) {
+    result.feasible_tokens_per_s.push_back(e.tokens_per_s_per_gpu);
+    if (static_cast<int64_t>(best.size()) < options.top) {
+      best.push_back({l, e});
+      std::push_heap(best.begin(), best.end(), better);
+    } else if (options.top > 0 && e.tokens_per_s_per_gpu > best.front().estimate.tokens_per_s_per_gpu) {
+      std::pop_heap(best.begin(), best.end(), better);
+      best.back() = {l, e};
+      std::push_heap(best.begin(), best.end(), better);
+    }
+  };
+  for (int64_t tp : divisors) {
+    for (int64_t pp : divisors) {
+      if (N % (tp * pp) != 0) continue;
+      for (int64_t cp : cps) {
+        if (N % (tp * pp * cp) != 0) continue;
+        const int64_t rest = N / (tp * pp * cp);
+        for (int64_t fsdp : Divisors(rest)) {
+          const int64_t dp = rest / fsdp;
+          for (int64_t ep : experts) {
+            for (int64_t etp : divisors) {
+              if (etp > tp) break;
+              for (int64_t vpp : vpps) {
+                if (pp == 1 && vpp > 1) break;
+                for (int64_t chunk : chunks) {
+                  Layout l{tp, pp, vpp, cp, dp, fsdp, ep, etp, 1, Recompute::kNone, chunk};
+                  // moe_chunk only matters for FSDP-sharded experts.
+                  const int64_t edp = l.expert_dp();
+                  const bool experts_fsdp = fsdp > 1 && edp % dp == 0 && edp / dp > 1;
+                  if (chunk > 1 && !experts_fsdp) break;
+                  ++result.evaluated;
+                  if (auto v = CheckLayout(l, c, shape, domain)) {
+                    reject(l, std::move(*v));
+                    continue;
+                  }
+                  for (int64_t mbs = 1; job.global_batch % (dp * fsdp * mbs) == 0; mbs *= 2) {
+                    l.mbs = mbs;
+                    bool any_fit = false;
+                    for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                      l.recompute = r;
+                      if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
+                      const MemoryBreakdown mem = EstimateMemory(model, cluster, l, job, profile);
+                      if (mem.peak_bytes > capacity) {
+                        ++result.rejected[static_cast<int>(RejectKind::kMemory)];
+                        if (per_reason[2] < options.examples_per_reason) {
+                          ++per_reason[2];
+                          result.examples.push_back(
+                              {l, {RejectKind::kMemory,
+                                   "peak memory <= HBM (" +
+                                       std::to_string(mem.peak_bytes / 1e9).substr(0, 6) +
+                                       " GB > " + std::to_string(capacity / 1e9).substr(0, 6) +
+                                       " GB)"}});
+                        }
+                        continue;
+                      }
+                      any_fit = true;
+                      StepEstimate e = EvaluateStep(model, cluster, l, job, shared, profile,
+                                                    nullptr);
+                      keep(l, e);
+                    }
+                    if (!any_fit) break;  // larger micro-batches need more memory
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  std::sort_heap(best.begin(), best.end(), better);
+  // The dropped share is only computed for the reported candidates (it does not change speed).
+  for (SearchCandidate& cand : best) {
+    cand.estimate.dropped_fraction = LayoutDroppedFraction(model, cand.layout, job, drop);
+  }
+  std::sort(result.feasible_tokens_per_s.begin(), result.feasible_tokens_per_s.end(),
+            std::greater<>());
+  return result;
+}
+
+}  // namespace mosaic

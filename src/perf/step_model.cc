@@ -1,0 +1,428 @@
+#include "mosaic/perf/step_model.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "mosaic/model/flops.h"
+#include "mosaic/model/param_count.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic {
+
+std::string_view ToString(NumberFormat format) {
+  switch (format) {
+    case NumberFormat::kBf16: return "bf16";
+    case NumberFormat::kFp8: return "fp8";
+    case NumberFormat::kMxfp8: return "mxfp8";
+  }
+  return "?";
+}
+
+std::optional<NumberFormat> NumberFormatFromString(std::string_view text) {
+  for (NumberFormat f : {NumberFormat::kBf16, NumberFormat::kFp8, NumberFormat::kMxfp8}) {
+    if (ToString(f) == text) return f;
+  }
+  return std::nullopt;
+}
+
+std::string_view ToString(RoutingPolicy policy) {
+  switch (policy) {
+    case RoutingPolicy::kDropless: return "dropless";
+    case RoutingPolicy::kBalanced: return "balanced";
+    case RoutingPolicy::kCapacity: return "capacity";
+    case RoutingPolicy::kFixedCells: return "fixed-cells";
+  }
+  return "?";
+}
+
+std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text) {
+  for (RoutingPolicy p : {RoutingPolicy::kDropless, RoutingPolicy::kBalanced,
+                          RoutingPolicy::kCapacity, RoutingPolicy::kFixedCells}) {
+    if (ToString(p) == text) return p;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
+constexpr double kActBytes = 2;     // bf16 activations
+constexpr double kWeightBytes = 2;  // bf16 weights
+constexpr double kGradBytes = 4;    // fp32 main gradients
+
+int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+}  // namespace
+
+ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
+  if (auto v = Validate(c)) {
+    throw InputError(fmt::format("{} = {}. Violated constraint: {}", v->field, v->value, v->rule));
+  }
+  if (seq_len < 1) {
+    throw InputError(fmt::format("--seq = {}. Violated constraint: seq >= 1", seq_len));
+  }
+  ModelShape s;
+  s.config = c;
+  s.seq_len = seq_len;
+  const ParamCount p = CountParams(c);
+  for (const ParamComponent& comp : p.components) {
+    if (comp.name == "routed_experts" || comp.name == "routed_expert_bias") {
+      s.expert_params += static_cast<double>(comp.total_params);
+    }
+  }
+  s.embedding_params = static_cast<double>(p.embedding_params);
+  s.layer_params = static_cast<double>(p.total_params) - s.expert_params - s.embedding_params;
+
+  const FlopCount f = CountFlops(c, {FlopConvention::kPhysical, seq_len});
+  const double d = static_cast<double>(c.d_model);
+  const double mats = c.glu ? 3 : 2;
+  s.layer_passes = c.layers * c.loops;
+  s.moe_layer_passes = c.moe_layers() * c.loops;
+  s.routed_width = c.latent_dim > 0 ? static_cast<double>(c.latent_dim) : d;
+  s.forward_flops_per_token = static_cast<double>(f.forward_flops_per_token);
+  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes) * 2 * mats *
+                             s.routed_width * static_cast<double>(c.expert_width) *
+                             static_cast<double>(c.top_k);
+  s.attention_score_flops_per_token = static_cast<double>(f.attention_score_flops);
+  s.head_flops_per_token = static_cast<double>(f.lm_head_flops);
+  s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
+                            s.attention_score_flops_per_token - s.head_flops_per_token;
+  s.model_flops_per_token = f.train_flops_per_token();
+
+  // Widths.
+  const double H = static_cast<double>(c.heads);
+  double kv_sum = 0;
+  for (int64_t i = 0; i < c.layers; ++i) kv_sum += static_cast<double>(c.kv_heads_of_layer(i));
+  const double kv_mean = kv_sum / static_cast<double>(c.layers);
+  if (c.uses_mla()) {
+    const double qk = static_cast<double>(c.qk_nope_head_dim + c.qk_rope_head_dim);
+    s.q_dim = H * qk;
+    s.kv_dim = H * (qk + static_cast<double>(c.v_head_dim)) / 2;  // k and v expanded per head
+  } else {
+    const double hd = static_cast<double>(c.resolved_head_dim());
+    s.q_dim = H * hd;
+    s.kv_dim = kv_mean * hd;
+  }
+  // Stored activations per token per layer (bf16), after Korthikanti et al. (arXiv 2205.05198)
+  // with flash attention: norm input, q/k/v, attention output, projection input, softmax
+  // statistics (fp32 per head).
+  s.attention_act_bytes_per_token =
+      kActBytes * (3 * d + 2 * s.q_dim + 2 * s.kv_dim) + 4 * H;
+  auto ffn = [&](double width) { return kActBytes * (d + (mats - 1) * width + width); };
+  double mlp = kActBytes * 2 * d;  // norm input and its output
+  if (c.is_moe()) {
+    const double moe_share = static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers);
+    const double dense_share = 1 - moe_share;
+    const double shared_w = static_cast<double>(c.resolved_shared_expert_width());
+    double moe = 4.0 * static_cast<double>(c.experts) +  // router logits (fp32)
+                 static_cast<double>(c.shared_experts) * ffn(shared_w);
+    if (c.latent_dim > 0) moe += kActBytes * (2 * s.routed_width);
+    mlp += moe_share * moe +
+           dense_share * ffn(static_cast<double>(c.dense_ffn_width > 0 ? c.dense_ffn_width
+                                                                       : c.expert_width));
+    s.expert_act_bytes_per_assignment =
+        moe_share * kActBytes *
+        (2 * s.routed_width + mats * static_cast<double>(c.expert_width));
+    s.selective_saved_bytes_per_token =
+        kActBytes * 2 * d +
+        moe_share * static_cast<double>(c.top_k) * kActBytes *
+            static_cast<double>(c.expert_width) +
+        static_cast<double>(c.shared_experts) * kActBytes * shared_w;
+  } else {
+    mlp += ffn(static_cast<double>(c.dense_ffn_width));
+    s.selective_saved_bytes_per_token =
+        kActBytes * 2 * d + kActBytes * static_cast<double>(c.dense_ffn_width);
+  }
+  s.mlp_act_bytes_per_token = mlp;
+  return s;
+}
+
+namespace {
+
+struct Derived {
+  double tokens_mb_rank;      // tokens of one micro-batch on one rank after cp and tp splits
+  double tokens_mb_seq;       // tokens of one micro-batch on one cp rank (before the tp split)
+  int64_t micro_batches;      // per pipeline per step
+  int64_t layers_stage;       // layer passes on the most loaded stage
+  double stage_share;         // layers_stage / layer_passes
+  double pad;                 // expert buffer padding (cf when padded, else 1)
+  double expert_fsdp;         // FSDP shard count of expert weights
+};
+
+Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
+  Derived x;
+  x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
+  x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
+  x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
+  const int64_t chunks = l.pp * l.vpp;
+  x.layers_stage = CeilDiv(m.layer_passes, chunks) * l.vpp;
+  x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
+  const bool padded =
+      job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells;
+  x.pad = padded ? job.capacity_factor : 1.0;
+  const int64_t edp = l.expert_dp();
+  x.expert_fsdp = (l.fsdp > 1 && edp % l.dp == 0) ? static_cast<double>(edp / l.dp) : 1.0;
+  return x;
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                               const PerfJob& job, const PerfProfile& profile) {
+  const ModelConfig& c = m.config;
+  const Derived x = Derive(m, l, job);
+  MemoryBreakdown mem;
+  const double tp = static_cast<double>(l.tp);
+  const double fsdp = static_cast<double>(l.fsdp);
+  // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
+  // (and the lm_head when pp = 1).
+  const double emb_share = l.pp == 1 ? 1.0 : 0.5;
+  const double dense_gpu = (m.layer_params * x.stage_share + m.embedding_params * emb_share) / tp;
+  const double expert_gpu =
+      m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
+  const double dense_state_shards =
+      l.fsdp > 1 ? fsdp : static_cast<double>(l.dp * l.cp);  // ZeRO-1 over dp·cp
+  const double expert_state_shards =
+      l.fsdp > 1 ? x.expert_fsdp : static_cast<double>(l.expert_dp());
+  const double dense_w_shards = l.fsdp > 1 ? fsdp : 1.0;
+  const double expert_w_shards = l.fsdp > 1 ? x.expert_fsdp : 1.0;
+  mem.weights_bytes =
+      kWeightBytes * (dense_gpu / dense_w_shards + expert_gpu / expert_w_shards);
+  mem.gradients_bytes = profile.grad_bytes_per_param * (dense_gpu / dense_w_shards + expert_gpu / expert_w_shards);
+  mem.optimizer_bytes =
+      profile.optimizer_bytes_per_param * (dense_gpu / dense_state_shards + expert_gpu / expert_state_shards);
+  if (l.fsdp > 1) {
+    // Two layers of gathered weights (the current one and the prefetched next); gradients are
+    // reduce-scattered as they are produced.
+    const double layer_dense = m.layer_params / static_cast<double>(m.config.layers) / tp;
+    const double layer_expert = c.moe_layers() > 0
+                                    ? m.expert_params / static_cast<double>(c.moe_layers()) /
+                                          static_cast<double>(l.ep * l.etp)
+                                    : 0;
+    const double expert_part = x.expert_fsdp > 1 ? layer_expert / static_cast<double>(l.moe_chunk)
+                                                 : 0;
+    mem.gather_buffer_bytes = 2 * kWeightBytes * (layer_dense + expert_part);
+  }
+  // Activations of one layer pass for one micro-batch on this rank.
+  const double t = x.tokens_mb_rank;
+  const double k = static_cast<double>(c.top_k);
+  const double per_layer_full =
+      t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
+           k * x.pad * m.expert_act_bytes_per_assignment);
+  double per_layer = per_layer_full;
+  switch (l.recompute) {
+    case Recompute::kNone: break;
+    case Recompute::kSelective:
+      per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
+      break;
+    case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
+  }
+  per_layer *= profile.activation_factor;
+  // Layers whose activations are held: with segmented backprop, only the segment's loops.
+  double held_layers = static_cast<double>(x.layers_stage);
+  if (job.bp_segment_loops > 0 && c.loops > 1) {
+    const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
+    held_layers *= seg / static_cast<double>(c.loops);
+  }
+  double in_flight = 1;
+  if (l.pp > 1) {
+    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp));
+    if (l.vpp > 1) {
+      in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
+    }
+  }
+  mem.activation_bytes = per_layer * held_layers * in_flight;
+  if (l.recompute == Recompute::kFull) mem.activation_bytes += per_layer_full;
+  // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the first
+  // when pp = 1); counted when pp = 1 only, as the first stage is the peak otherwise.
+  if (l.pp == 1) {
+    mem.logits_bytes = t * static_cast<double>(c.vocab) * (2 + 4) * profile.logits_fraction;
+  }
+  // All-to-all send and receive buffers of one MoE layer.
+  if (c.is_moe()) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
+  mem.reserve_bytes = profile.memory_reserve_gb * 1e9;
+  mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
+                   mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
+                   mem.dispatch_bytes + mem.reserve_bytes;
+  (void)cluster;
+  return mem;
+}
+
+double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob& job,
+                             const DropParams& drop) {
+  const ModelConfig& c = m.config;
+  if (!c.is_moe()) return 0;
+  const double k = static_cast<double>(c.top_k);
+  const double E = static_cast<double>(c.experts);
+  const double tokens = static_cast<double>(l.mbs * job.seq_len / l.cp) / static_cast<double>(l.tp);
+  const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
+  const int64_t edp = l.expert_dp();
+  const bool experts_fsdp = l.fsdp > 1 && edp % l.dp == 0 && edp / l.dp > 1;
+  if (experts_fsdp && l.moe_chunk > 1) {
+    const int64_t pooled = c.experts / l.moe_chunk;
+    DropGroup g{tokens * k * static_cast<double>(pooled) / E, 1.0, std::max<int64_t>(L, 1),
+                pooled};
+    return DroppedFraction(g, drop);
+  }
+  if (job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells) {
+    DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1};
+    return DroppedFraction(g, drop);
+  }
+  return 0;
+}
+
+StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                          const PerfJob& job, const SharedPerfParams& sh,
+                          const PerfProfile& profile, const DropParams* drop) {
+  const ModelConfig& c = m.config;
+  const HardwareSpec& hw = cluster.device;
+  const Derived x = Derive(m, l, job);
+  StepEstimate e;
+  StepBreakdown& tb = e.time;
+  const double N = static_cast<double>(l.gpus());
+  const double tokens_step = static_cast<double>(job.global_batch * job.seq_len);
+  const double mb = static_cast<double>(x.micro_batches);
+  const double stage_group = static_cast<double>(l.stage_group());
+
+  // Compute. Per GPU: the stage's share of the layers, split over the stage's ranks.
+  const double bf16 = hw.peak_bf16_tflops * 1e12;
+  double gemm_peak = bf16;
+  if (job.format != NumberFormat::kBf16 && hw.peak_fp8_tflops > 0) {
+    gemm_peak = bf16 * (1 + sh.fp8_gain * (hw.peak_fp8_tflops / hw.peak_bf16_tflops - 1));
+  }
+  const double eff = profile.gemm_efficiency;
+  const double stage_tokens = tokens_step / stage_group;  // tokens each rank of a stage handles
+  const double share = x.stage_share;
+  const double last_stage_head = l.pp == 1 ? 1.0 : 0.0;  // lm_head on the last stage
+  const double layer_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
+  // Dense GEMMs: typical GEMM of a micro-batch is tokens_mb_rank·tp rows × d × (q_dim/tp).
+  const double dense_flops = stage_tokens * (m.dense_flops_per_token * share * layer_mult +
+                                             m.head_flops_per_token * 3 * last_stage_head);
+  const double dense_gemm_size =
+      2 * x.tokens_mb_seq * static_cast<double>(c.d_model) * m.q_dim / static_cast<double>(l.tp);
+  const double dense_gemm_count = dense_flops / std::max(dense_gemm_size, 1.0);
+  tb.dense_gemm_seconds =
+      dense_flops / (gemm_peak * eff) + dense_gemm_count * sh.gemm_latency_seconds;
+  // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
+  if (c.is_moe()) {
+    const double expert_flops = stage_tokens * m.expert_flops_per_token * share * layer_mult * x.pad;
+    const double rows = static_cast<double>(l.ep) * x.tokens_mb_rank *
+                        static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
+    const double gemm = 2 * rows * m.routed_width * static_cast<double>(c.expert_width) /
+                        static_cast<double>(l.etp);
+    const double count = expert_flops / std::max(gemm, 1.0);
+    tb.expert_gemm_seconds = expert_flops / (gemm_peak * eff) + count * sh.gemm_latency_seconds;
+  }
+  const double attn_mult = l.recompute == Recompute::kNone ? 3.0 : 4.0;
+  tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
+                         (bf16 * sh.attention_efficiency);
+  tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds;
+  if (l.recompute == Recompute::kFull) {
+    tb.recompute_seconds = tb.compute_seconds / 4.0;
+  } else if (l.recompute == Recompute::kSelective) {
+    tb.recompute_seconds = tb.attention_seconds / 4.0;
+  }
+
+  // Communication.
+  auto bandwidth = [&](int64_t span) {
+    const bool up = span <= hw.domain_gpus();
+    return cluster.BandwidthForSpan(span) *
+           (up ? sh.scale_up_efficiency : sh.scale_out_efficiency);
+  };
+  const double lat = sh.collective_latency_seconds;
+  const double layers_stage = static_cast<double>(x.layers_stage);
+  const double moe_share = c.layers > 0 ? static_cast<double>(c.moe_layers()) /
+                                              static_cast<double>(c.layers)
+                                        : 0;
+  const double d = static_cast<double>(c.d_model);
+  const double recompute_fwd = l.recompute == Recompute::kFull ? 1.0 : 0.0;
+  if (l.tp > 1) {
+    const double tp = static_cast<double>(l.tp);
+    const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
+    const double calls = mb * layers_stage * (8 + 4 * recompute_fwd);
+    tb.tp_seconds = calls * (bytes / bandwidth(l.tp) + lat);
+  }
+  if (l.cp > 1) {
+    const double cp = static_cast<double>(l.cp);
+    const double bytes = x.tokens_mb_seq * 2 * m.kv_dim * kActBytes * (cp - 1) /
+                         static_cast<double>(l.tp);
+    const double calls = mb * layers_stage * (3 + recompute_fwd);
+    tb.cp_seconds = calls * (bytes / bandwidth(l.tp * l.cp) + lat);
+  }
+  if (c.is_moe() && l.ep > 1) {
+    const double ep = static_cast<double>(l.ep);
+    const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
+                         m.routed_width * kActBytes * (ep - 1) / ep;
+    const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
+    tb.ep_seconds = calls * (bytes / bandwidth(l.ep * l.etp) + lat);
+  }
+  const double emb_share = l.pp == 1 ? 1.0 : 0.5;
+  const double dense_gpu =
+      (m.layer_params * x.stage_share + m.embedding_params * emb_share) / static_cast<double>(l.tp);
+  const double expert_gpu = m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
+  if (l.fsdp > 1) {
+    const double f = static_cast<double>(l.fsdp);
+    const double span = static_cast<double>(l.tp * l.cp * l.fsdp);
+    double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
+    double calls = 3 * layers_stage;
+    if (x.expert_fsdp > 1) {
+      bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
+      calls += 3 * layers_stage * moe_share * static_cast<double>(l.moe_chunk);
+    }
+    tb.fsdp_seconds = mb * (bytes / bandwidth(static_cast<int64_t>(span)) + calls * lat);
+  }
+  if (l.dp > 1) {
+    const double dpn = static_cast<double>(l.dp);
+    if (l.fsdp > 1) {
+      // Hybrid: all-reduce of each FSDP shard across the dp replicas.
+      const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
+      tb.dp_seconds = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(l.gpus() / l.pp) +
+                      2 * layers_stage * lat;
+    } else {
+      // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
+      // (experts over their expert-data-parallel group).
+      const double g = static_cast<double>(l.dp * l.cp);
+      const double edp = static_cast<double>(l.expert_dp());
+      const double bytes = dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g +
+                           (edp > 1 ? expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) / edp
+                                    : 0);
+      tb.dp_seconds = bytes / bandwidth(l.gpus() / l.pp) + 2 * layers_stage * lat;
+    }
+  }
+  if (l.pp > 1) {
+    const double bytes = x.tokens_mb_rank * d * kActBytes;
+    const double calls = mb * 2 * static_cast<double>(l.vpp);
+    tb.pp_seconds = calls * (bytes / bandwidth(l.gpus()) + lat);
+  }
+  const double comm[] = {tb.tp_seconds, tb.cp_seconds, tb.ep_seconds,
+                         tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
+  const double overlap[] = {sh.overlap_tp,   sh.overlap_cp, sh.overlap_ep,
+                            sh.overlap_fsdp, sh.overlap_dp, sh.overlap_pp};
+  double exposed = 0, hidden = 0;
+  for (int i = 0; i < 6; ++i) {
+    exposed += comm[i] * (1 - overlap[i]);
+    hidden += comm[i] * overlap[i];
+  }
+  exposed += std::max(0.0, hidden - tb.compute_seconds);
+  tb.exposed_comm_seconds = exposed;
+  tb.overhead_seconds =
+      profile.step_overhead_seconds + sh.layer_overhead_seconds * layers_stage * mb;
+  const double pipelined = tb.compute_seconds + exposed;
+  if (l.pp > 1) {
+    tb.bubble_seconds = static_cast<double>(l.pp - 1) / (mb * static_cast<double>(l.vpp)) *
+                        pipelined;
+  }
+  e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
+  e.micro_batches = x.micro_batches;
+  e.tokens_per_s_per_gpu = tokens_step / e.step_seconds / N;
+  e.model_flops_per_step = m.model_flops_per_token * tokens_step;
+  e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
+  e.memory = EstimateMemory(m, cluster, l, job, profile);
+  e.capacity_bytes = hw.hbm_gb * 1e9;
+  e.fits = e.memory.peak_bytes <= e.capacity_bytes;
+  if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job, *drop);
+  return e;
+}
+
+}  // namespace mosaic

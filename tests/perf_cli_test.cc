@@ -1,0 +1,86 @@
+// End-to-end tests of `mosaic perf`: JSON keys, layout errors with their rule, the search, and the
+// validation table.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_support.h"
+
+namespace mosaic::testing {
+namespace {
+
+const char* kHeroEp =
+    "perf marin-hero-fsdp --hardware gb200-nvl72 --gpus 64 --batch 1024 --seq 4096 "
+    "--profile marin-gb200 --routing fixed-cells --capacity-factor 1.0 "
+    "--layout tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full";
+
+TEST(PerfCli, JsonHasTheContractKeys) {
+  CommandResult r = RunMosaic(std::string(kHeroEp) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const char* key : {"step_seconds", "tokens_per_s_per_gpu", "mfu", "peak_memory_bytes",
+                          "fits", "dropped_fraction"}) {
+    EXPECT_TRUE(j.contains(key)) << key;
+  }
+  EXPECT_GT(j["mfu"].get<double>(), 0.0);
+  EXPECT_LT(j["mfu"].get<double>(), 1.0);  // a fraction, not a percentage
+  EXPECT_TRUE(j["fits"].get<bool>());
+}
+
+TEST(PerfCli, TextShowsBreakdown) {
+  CommandResult r = RunMosaic(kHeroEp);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("expert all-to-all"), std::string::npos);
+  EXPECT_NE(r.out.find("over nvlink-rack"), std::string::npos);
+  EXPECT_NE(r.out.find("optimizer states"), std::string::npos);
+}
+
+TEST(PerfCli, BadLayoutsNameTheRule) {
+  CommandResult r = RunMosaic(
+      "perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --layout tp=2,dp=16");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("tp·pp·cp·dp·fsdp = GPUs (2·1·1·16·1 = 32 != 64)"), std::string::npos)
+      << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --layout ep=16,dp=64");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("ep divides experts (8 % 16 != 0)"), std::string::npos) << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --layout tp=3,pp=1");
+  EXPECT_EQ(r.exit_code, 1);
+  r = RunMosaic("perf mixtral-8x7b --hardware h10 --gpus 8 --batch 256 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("did you mean 'h100'"), std::string::npos) << r.err;
+}
+
+TEST(PerfCli, SearchRanksLayoutsAndCountsRejections) {
+  CommandResult r = RunMosaic(
+      "perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --seq 4096 --search --top 5 "
+      "--json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranked"].size(), 5u);
+  EXPECT_GT(j["feasible"].get<int64_t>(), 5);
+  EXPECT_GT(j["rejected"]["does_not_divide"].get<int64_t>(), 0);
+  EXPECT_GT(j["rejected"]["exceeds_a_domain"].get<int64_t>(), 0);
+  double previous = 1e300;
+  for (const auto& c : j["ranked"]) {
+    EXPECT_LE(c["tokens_per_s_per_gpu"].get<double>(), previous);
+    previous = c["tokens_per_s_per_gpu"].get<double>();
+    EXPECT_TRUE(c["fits"].get<bool>());
+  }
+}
+
+TEST(PerfCli, ValidateReportsEveryPublishedRow) {
+  CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rows"].size(), 19u);
+  for (const auto& row : j["rows"]) {
+    EXPECT_TRUE(row["valid"].get<bool>()) << row["id"];
+    EXPECT_TRUE(row["fits"].get<bool>()) << row["id"];
+    EXPECT_TRUE(row.contains("loo_error")) << row["id"];
+  }
+  EXPECT_LT(j["rms_log_error"].get<double>(), j["loo_rms_log_error"].get<double>() + 1e-12);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
