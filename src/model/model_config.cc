@@ -252,16 +252,24 @@ std::optional<std::string> GetModelField(const ModelConfig& config, std::string_
   return std::string(ToString(config.qk_norm));
 }
 
+int64_t MaxFieldValue(std::string_view name) {
+  if (name == "layers" || name == "dense_layers" || name == "loops") return kMaxModelLayers;
+  if (name == "max_seq_len") return kMaxSeqLen;
+  return kMaxModelDimension;
+}
+
 std::optional<Violation> Validate(const ModelConfig& c) {
   auto violation = [](std::string_view field, auto value, std::string rule) {
     return Violation{std::string(field), fmt::format("{}", value), std::move(rule)};
   };
-  // Counts that must be non-negative.
+  // Counts are non-negative and bounded so that every count stays exact in 128-bit arithmetic.
   for (const FieldBinding& binding : Bindings()) {
-    if (binding.int_member != nullptr && c.*binding.int_member < 0) {
-      return violation(binding.field.name, c.*binding.int_member,
-                       fmt::format("{} >= 0", binding.field.name));
-    }
+    if (binding.int_member == nullptr) continue;
+    const std::string_view name = binding.field.name;
+    const int64_t value = c.*binding.int_member;
+    if (value < 0) return violation(name, value, fmt::format("{} >= 0", name));
+    const int64_t limit = MaxFieldValue(name);
+    if (value > limit) return violation(name, value, fmt::format("{} <= {}", name, limit));
   }
   if (c.d_model <= 0) return violation("d_model", c.d_model, "d_model > 0");
   if (c.layers <= 0) return violation("layers", c.layers, "layers > 0");

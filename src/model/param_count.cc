@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include "mosaic/util/wide_int.h"
+
 namespace mosaic {
 
 std::string_view ToString(ParamCategory category) {
@@ -16,8 +18,10 @@ std::string_view ToString(ParamCategory category) {
 
 namespace {
 
+using Wide = WideInt;
+
 // Parameters of one normalisation layer over `width` features.
-int64_t NormParams(const ModelConfig& c, int64_t width) {
+Wide NormParams(const ModelConfig& c, Wide width) {
   switch (c.norm) {
     case NormKind::kRmsNorm: return width;
     case NormKind::kLayerNorm: return 2 * width;
@@ -27,10 +31,10 @@ int64_t NormParams(const ModelConfig& c, int64_t width) {
 }
 
 // Matrices per MLP: 3 for gated (SwiGLU: gate, up, down), 2 otherwise.
-int64_t MlpMatrices(const ModelConfig& c) { return c.glu ? 3 : 2; }
+Wide MlpMatrices(const ModelConfig& c) { return c.glu ? 3 : 2; }
 
 // Bias parameters of one MLP of hidden width `width` over `io` features.
-int64_t MlpBiasParams(const ModelConfig& c, int64_t io, int64_t width) {
+Wide MlpBiasParams(const ModelConfig& c, Wide io, Wide width) {
   return c.mlp_bias ? (MlpMatrices(c) - 1) * width + io : 0;
 }
 
@@ -38,13 +42,15 @@ int64_t MlpBiasParams(const ModelConfig& c, int64_t io, int64_t width) {
 
 ParamCount CountParams(const ModelConfig& c) {
   ParamCount count;
-  const int64_t d = c.d_model;
-  const int64_t H = c.heads;
-  const int64_t hd = c.resolved_head_dim();
-  auto add = [&](std::string name, ParamCategory category, int64_t total, int64_t active,
+  const Wide d = c.d_model;
+  const Wide H = c.heads;
+  const Wide hd = c.resolved_head_dim();
+  auto add = [&](std::string name, ParamCategory category, Wide total, Wide active,
                  std::string formula) {
     if (total == 0) return;
-    count.components.push_back({std::move(name), category, total, active, std::move(formula)});
+    count.components.push_back({name, category, NarrowToInt64(total, name + " total_params"),
+                                NarrowToInt64(active, name + " active_params"),
+                                std::move(formula)});
   };
 
   add("embedding", ParamCategory::kEmbedding, c.vocab * d, c.vocab * d, "V·d");
@@ -54,24 +60,24 @@ ParamCount CountParams(const ModelConfig& c) {
   }
 
   // Attention. Stored k/v weights use kv_heads_stored when set (Marin hero: 12 on every layer).
-  int64_t attention = 0;
-  int64_t attention_small = 0;
-  int64_t convs = 0;
+  Wide attention = 0;
+  Wide attention_small = 0;
+  Wide convs = 0;
   std::string attention_formula;
-  for (int64_t i = 0; i < c.layers; ++i) {
+  for (Wide i = 0; i < c.layers; ++i) {
     if (c.uses_mla()) {
-      const int64_t qk_hd = c.qk_nope_head_dim + c.qk_rope_head_dim;
-      const int64_t q = c.q_lora_rank > 0 ? d * c.q_lora_rank + c.q_lora_rank * H * qk_hd
+      const Wide qk_hd = c.qk_nope_head_dim + c.qk_rope_head_dim;
+      const Wide q = c.q_lora_rank > 0 ? d * c.q_lora_rank + c.q_lora_rank * H * qk_hd
                                           : d * H * qk_hd;
-      const int64_t kv_a = d * (c.kv_lora_rank + c.qk_rope_head_dim);
-      const int64_t kv_b = c.kv_lora_rank * H * (c.qk_nope_head_dim + c.v_head_dim);
-      const int64_t o = H * c.v_head_dim * d;
+      const Wide kv_a = d * (c.kv_lora_rank + c.qk_rope_head_dim);
+      const Wide kv_b = c.kv_lora_rank * H * (c.qk_nope_head_dim + c.v_head_dim);
+      const Wide o = H * c.v_head_dim * d;
       attention += q + kv_a + kv_b + o;
       attention_small += c.kv_lora_rank + (c.q_lora_rank > 0 ? c.q_lora_rank : 0);  // RMSNorms
       if (c.attention_bias) attention_small += H * qk_hd + c.kv_lora_rank + c.qk_rope_head_dim + d;
       attention_formula = "L·(q_lora + kv_a + kv_b + o) [MLA]";
     } else {
-      const int64_t kv = c.kv_heads_stored_of_layer(i);
+      const Wide kv = c.kv_heads_stored_of_layer(i);
       attention += 2 * d * H * hd + 2 * d * kv * hd;
       if (c.attention_bias) attention_small += H * hd + 2 * kv * hd + d;
       if (c.qk_norm == QkNorm::kPerHead) attention_small += 2 * hd;
@@ -89,54 +95,54 @@ ParamCount CountParams(const ModelConfig& c) {
       "L·kernel·(2·kv_stored·hd + 2·d) (k, v, attention out, MLP out)");
 
   // Norms: two per layer (before attention and before the FFN) and one at the end.
-  const int64_t norms = (2 * c.layers + 1) * NormParams(c, d);
+  const Wide norms = (2 * c.layers + 1) * NormParams(c, d);
   add("norms", ParamCategory::kSmall, norms, norms,
       fmt::format("(2·L + 1)·norm({})", ToString(c.norm)));
 
   // Dense FFN layers.
   if (c.dense_layers > 0) {
-    const int64_t F = c.dense_ffn_width;
-    const int64_t dense = c.dense_layers * MlpMatrices(c) * d * F;
+    const Wide F = c.dense_ffn_width;
+    const Wide dense = c.dense_layers * MlpMatrices(c) * d * F;
     add("dense_ffn", ParamCategory::kMatmul, dense, dense,
         fmt::format("L_dense·{}·d·F", MlpMatrices(c)));
-    const int64_t bias = c.dense_layers * MlpBiasParams(c, d, F);
+    const Wide bias = c.dense_layers * MlpBiasParams(c, d, F);
     add("dense_ffn_bias", ParamCategory::kSmall, bias, bias, "L_dense·bias(F)");
   }
 
   // MoE layers.
-  const int64_t moe_layers = c.moe_layers();
+  const Wide moe_layers = c.moe_layers();
   if (moe_layers > 0) {
-    const int64_t E = c.experts;
-    const int64_t k = c.top_k;
-    const int64_t I = c.expert_width;
-    const int64_t expert_io = c.latent_dim > 0 ? c.latent_dim : d;  // LatentMoE experts run in ℓ
-    const int64_t router = moe_layers * d * E;
+    const Wide E = c.experts;
+    const Wide k = c.top_k;
+    const Wide I = c.expert_width;
+    const Wide expert_io = c.latent_dim > 0 ? c.latent_dim : d;  // LatentMoE experts run in ℓ
+    const Wide router = moe_layers * d * E;
     add("router", ParamCategory::kMatmul, router, router, "L_moe·d·E");
     if (c.router_bias) {
       add("router_bias", ParamCategory::kSmall, moe_layers * E, moe_layers * E, "L_moe·E");
     }
     if (c.latent_dim > 0) {
-      const int64_t projections = moe_layers * 2 * d * c.latent_dim;
+      const Wide projections = moe_layers * 2 * d * c.latent_dim;
       add("latent_projections", ParamCategory::kMatmul, projections, projections,
           "L_moe·2·d·ℓ (d → ℓ and ℓ → d)");
       // LatentMoE's latent norm is a plain RMSNorm whatever the model's other norms are.
-      const int64_t latent_norm = moe_layers * c.latent_dim;
+      const Wide latent_norm = moe_layers * c.latent_dim;
       add("latent_norm", ParamCategory::kSmall, latent_norm, latent_norm, "L_moe·ℓ (RMSNorm)");
     }
-    const int64_t per_expert = MlpMatrices(c) * expert_io * I;
+    const Wide per_expert = MlpMatrices(c) * expert_io * I;
     add("routed_experts", ParamCategory::kMatmul, moe_layers * E * per_expert,
         moe_layers * k * per_expert,
         fmt::format("L_moe·E·{}·{}·I (active: k of E)", MlpMatrices(c),
                     c.latent_dim > 0 ? "ℓ" : "d"));
-    const int64_t per_expert_bias = MlpBiasParams(c, expert_io, I);
+    const Wide per_expert_bias = MlpBiasParams(c, expert_io, I);
     add("routed_expert_bias", ParamCategory::kSmall, moe_layers * E * per_expert_bias,
         moe_layers * k * per_expert_bias, "L_moe·E·bias(I) (active: k of E)");
     if (c.shared_experts > 0) {
-      const int64_t Is = c.resolved_shared_expert_width();
-      const int64_t shared = moe_layers * c.shared_experts * MlpMatrices(c) * d * Is;
+      const Wide Is = c.resolved_shared_expert_width();
+      const Wide shared = moe_layers * c.shared_experts * MlpMatrices(c) * d * Is;
       add("shared_experts", ParamCategory::kMatmul, shared, shared,
           fmt::format("L_moe·n_shared·{}·d·I_shared", MlpMatrices(c)));
-      const int64_t bias = moe_layers * c.shared_experts * MlpBiasParams(c, d, Is);
+      const Wide bias = moe_layers * c.shared_experts * MlpBiasParams(c, d, Is);
       add("shared_expert_bias", ParamCategory::kSmall, bias, bias, "L_moe·n_shared·bias(I_shared)");
     }
   }
@@ -145,25 +151,35 @@ ParamCount CountParams(const ModelConfig& c) {
     add("lm_head", ParamCategory::kLmHead, c.vocab * d, c.vocab * d, "V·d");
   }
 
+  // Sums in 128 bits; every component is non-negative, so the totals bound every partial sum.
+  Wide total = 0, active = 0, embedding = 0, total_matmul = 0, active_matmul = 0;
+  Wide active_matmul_no_embedding = 0;
   for (const ParamComponent& component : count.components) {
-    count.total_params += component.total_params;
-    count.active_params += component.active_params;
+    total += component.total_params;
+    active += component.active_params;
     switch (component.category) {
       case ParamCategory::kEmbedding:
       case ParamCategory::kLmHead:
-        count.embedding_params += component.total_params;
-        count.total_params_matmul += component.total_params;
-        count.active_params_matmul += component.active_params;
+        embedding += component.total_params;
+        total_matmul += component.total_params;
+        active_matmul += component.active_params;
         break;
       case ParamCategory::kMatmul:
-        count.active_params_matmul_no_embedding += component.active_params;
-        count.total_params_matmul += component.total_params;
-        count.active_params_matmul += component.active_params;
+        active_matmul_no_embedding += component.active_params;
+        total_matmul += component.total_params;
+        active_matmul += component.active_params;
         break;
       case ParamCategory::kSmall:
         break;
     }
   }
+  count.total_params = NarrowToInt64(total, "total_params");
+  count.active_params = NarrowToInt64(active, "active_params");
+  count.embedding_params = NarrowToInt64(embedding, "embedding_params");
+  count.total_params_matmul = NarrowToInt64(total_matmul, "total_params_matmul");
+  count.active_params_matmul = NarrowToInt64(active_matmul, "active_params_matmul");
+  count.active_params_matmul_no_embedding =
+      NarrowToInt64(active_matmul_no_embedding, "active_params_matmul_no_embedding");
   count.active_params_no_embedding = count.active_params - count.embedding_params;
   count.sparsity = 1.0 - static_cast<double>(count.active_params) /
                              static_cast<double>(count.total_params);

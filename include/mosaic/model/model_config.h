@@ -104,6 +104,15 @@ struct ModelConfig {
   int64_t kv_heads_stored_of_layer(int64_t layer) const;
 };
 
+// Upper bounds of integer fields, far above any real model, that keep every parameter and FLOP
+// count exact (products of up to six fields fit in 128 bits before narrowing to 64).
+inline constexpr int64_t kMaxModelDimension = int64_t{1} << 24;  // widths, heads, experts, vocab
+inline constexpr int64_t kMaxModelLayers = int64_t{1} << 20;     // layers, dense_layers, loops
+inline constexpr int64_t kMaxSeqLen = int64_t{1} << 30;          // max_seq_len and training seq_len
+
+// The upper bound Validate applies to integer field `name`.
+int64_t MaxFieldValue(std::string_view name);
+
 // A broken rule found by Validate: the field, its value as text, and the rule.
 struct Violation {
   std::string field;
