@@ -25,6 +25,7 @@ namespace {
 constexpr Command kCommands[] = {
     {"model", AddModelCommand},
     {"plan", AddPlanCommand},
+    {"fit", AddFitCommand},
 };
 
 constexpr int kExitUserError = 1;

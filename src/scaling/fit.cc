@@ -174,7 +174,7 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   r.solver = fmt::format(
       "damped Newton (exact Hessian), function_tolerance {}, parameter_tolerance {}, "
       "max_iterations {}, basin cell {}{}",
-      so.function_tolerance, so.parameter_tolerance, so.max_iterations, 0.02,
+      so.function_tolerance, so.parameter_tolerance, so.max_iterations, kBasinCellSize,
       options.multistart.cut_short ? "" : " (basin cut-off off)");
   return s;
 }

@@ -20,6 +20,9 @@
 
 namespace mosaic::scaling {
 
+// Side of the basin memo's cells in θ coordinates (log-scales and exponents).
+inline constexpr double kBasinCellSize = 0.1;
+
 struct SolverOptions {
   int max_iterations = 400;
   double function_tolerance = 1e-13;   // relative change of F
@@ -46,7 +49,7 @@ struct SolverResult {
 // a path that joins an earlier one follows it (the step is a function of the iterate and the
 // damping only).
 struct BasinMemo {
-  double cell_size = 0.1;
+  double cell_size = kBasinCellSize;
   std::vector<std::vector<double>> x;
   std::vector<double> objective;
   // One cell table per continuation stage (multistart.h): a path is only compared with paths of
