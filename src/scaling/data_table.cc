@@ -238,6 +238,15 @@ void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings)
       cell_column = table.cell_column[source];
       derivation = table.derivations[source];
     } else {
+      // A plain name (no operator) that is not a column is a misspelled column, not an expression.
+      const bool plain = m.source.find_first_of("+-*/()^<>=&|,!?:") == std::string::npos &&
+                         !std::isdigit(static_cast<unsigned char>(m.source[0]));
+      if (plain && !IsIdentifier(m.source)) {
+        throw InputError(fmt::format("--column {}={}: unknown column '{}' in expression{}. "
+                                     "Columns: {}",
+                                     m.target, m.source, m.source, DidYouMean(m.source, table.names),
+                                     fmt::join(table.names, ", ")));
+      }
       values = EvaluateRows(table, m.source, fmt::format("--column {}={}", m.target, m.source));
       text.assign(table.rows(), "");
       cell_column.assign(table.rows(), 0);
