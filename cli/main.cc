@@ -26,6 +26,7 @@ constexpr Command kCommands[] = {
     {"model", AddModelCommand},
     {"plan", AddPlanCommand},
     {"perf", AddPerfCommand},
+    {"fit", AddFitCommand},
 };
 
 constexpr int kExitUserError = 1;

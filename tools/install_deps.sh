@@ -6,7 +6,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libceres-dev libeigen3-dev
+  libceres-dev libeigen3-dev libmuparser-dev
 )
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi

@@ -1,0 +1,405 @@
+// mosaic fit DATA.csv --law NAME: scaling-law fit with the Approach-3 recipe by default, bootstrap
+// intervals, predictions, the compute-optimal frontier, held-out validation and two-arm comparison.
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "mosaic/scaling/bootstrap.h"
+#include "mosaic/scaling/data_table.h"
+#include "mosaic/scaling/fit.h"
+#include "mosaic/scaling/projection.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/number_format.h"
+
+namespace mosaic::cli {
+namespace {
+
+using namespace mosaic::scaling;
+using Json = nlohmann::ordered_json;
+
+struct FitCliOptions {
+  std::string data;
+  std::string law = "chinchilla";
+  std::vector<std::string> columns;
+  std::string where;
+  int drop_highest_loss = 0;
+  std::string loss_column = "loss";
+  std::string run_column = "run";
+  std::string weight_column = "weight";
+  std::string objective = "huber";
+  std::string space = "log";
+  double delta = 1e-3;
+  std::vector<std::string> pins;
+  int threads = 2;
+  int bootstrap = 0;
+  uint64_t seed = 0;
+  double confidence = 0.95;
+  std::vector<std::string> predict;
+  std::vector<double> frontier;
+  double flops_per_param_token = 6;
+  bool holdout = false;
+  double holdout_ratio = 1.5;
+  std::string compare;
+  double at_flops = 0;
+  double tps_ratio = 1;
+  bool json = false;
+  std::string output;
+};
+
+SourceLocation Flag(std::string name) {
+  SourceLocation where;
+  where.origin = std::move(name);
+  return where;
+}
+
+// JSON has no NaN or infinity: non-finite values are written as null.
+Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
+
+struct Arm {
+  FitData data;
+  FitSummary fit;
+  std::optional<BootstrapResult> bootstrap;
+};
+
+std::string SubsetRule(const FitCliOptions& o) {
+  std::vector<std::string> parts;
+  for (const std::string& c : o.columns) parts.push_back("--column " + c);
+  if (o.drop_highest_loss > 0) {
+    parts.push_back(fmt::format("drop the {} rows with the highest {}", o.drop_highest_loss,
+                                o.loss_column));
+  }
+  if (!o.where.empty()) parts.push_back("keep rows where " + o.where);
+  return parts.empty() ? "all rows" : fmt::format("{}", fmt::join(parts, "; "));
+}
+
+FitData LoadData(const std::string& path, const Law& law, const FitCliOptions& o) {
+  DataTable table = ReadCsv(path);
+  std::vector<ColumnMapping> mappings;
+  for (const std::string& c : o.columns) mappings.push_back(ParseColumnMapping(c));
+  ApplyMappings(table, mappings);
+  if (o.drop_highest_loss > 0) DropHighest(table, o.loss_column, o.drop_highest_loss);
+  if (!o.where.empty()) FilterRows(table, o.where);
+  return SelectFitData(table, law,
+                       {.loss_column = o.loss_column,
+                        .run_column = o.run_column,
+                        .weight_column = o.weight_column});
+}
+
+Arm FitArm(const std::string& path, const Law& law, const FitOptions& fit_options,
+           const FitCliOptions& o) {
+  Arm arm;
+  arm.data = LoadData(path, law, o);
+  FitOptions options = fit_options;
+  options.subset_rule = SubsetRule(o);
+  arm.fit = Fit(law, arm.data, options);
+  if (o.bootstrap > 0 && arm.fit.ok()) {
+    BootstrapOptions b;
+    b.resamples = o.bootstrap;
+    b.seed = o.seed;
+    b.confidence = o.confidence;
+    b.threads = o.threads;
+    arm.bootstrap = Bootstrap(law, arm.data, options, arm.fit, b);
+  }
+  return arm;
+}
+
+Json FitJson(const Law& law, const Arm& arm) {
+  const FitSummary& s = arm.fit;
+  Json j;
+  j["law"] = law.name;
+  j["formula"] = law.formula;
+  j["termination"] = ToString(s.termination);
+  j["message"] = s.message;
+  j["objective"] = Number(s.objective);
+  Json params = Json::object();
+  for (const FittedParam& p : s.params) params[p.name] = Number(p.value);
+  j["params"] = params;
+  Json pinned = Json::array();
+  for (const FittedParam& p : s.params) {
+    if (p.pinned) pinned.push_back(p.name);
+  }
+  j["pinned"] = pinned;
+  if (arm.bootstrap) {
+    Json intervals = Json::object();
+    for (size_t i = 0; i < s.params.size(); ++i) {
+      intervals[s.params[i].name] = {Number(arm.bootstrap->params[i].low),
+                                     Number(arm.bootstrap->params[i].high)};
+    }
+    j["intervals"] = intervals;
+    j["bootstrap"] = {{"resamples", arm.bootstrap->resamples},
+                      {"failed", arm.bootstrap->failed},
+                      {"confidence", arm.bootstrap->confidence},
+                      {"by", "run"}};
+  }
+  j["points"] = s.points;
+  j["runs"] = s.runs;
+  j["convergence"] = {{"starts", s.starts},
+                      {"converged_starts", s.converged_starts},
+                      {"tolerance", 1e-6},
+                      {"cut_short_starts", s.cut_short_starts},
+                      {"failed_starts", s.failed_starts},
+                      {"iterations", s.iterations}};
+  const FitRecipe& r = s.recipe;
+  Json pins = Json::object();
+  for (const auto& [name, value] : r.pins) pins[name] = value;
+  j["recipe"] = {{"law", r.law},         {"formula", r.formula},   {"citation", r.citation},
+                 {"data", r.data},       {"subset_rule", r.subset_rule},
+                 {"objective", r.loss},  {"space", r.space},       {"delta", r.delta},
+                 {"grid", r.grid},       {"pins", pins},           {"solver", r.solver}};
+  return j;
+}
+
+std::string Interval(const std::optional<scaling::Interval>& i) {
+  if (!i) return "";
+  return fmt::format("  [{:.6g}, {:.6g}]", i->low, i->high);
+}
+
+std::string FitText(const Law& law, const Arm& arm, const std::string& title) {
+  const FitSummary& s = arm.fit;
+  std::string out = fmt::format("{}{} fit: {}\n", title, law.name, law.formula);
+  out += fmt::format("  {}\n", s.message);
+  out += fmt::format("  objective {:.10g} ({}) on {} points, {} runs\n", s.objective,
+                     s.recipe.objective, s.points, s.runs);
+  out += "\nParameters";
+  if (arm.bootstrap) {
+    out += fmt::format(" ({:g}% percentile intervals, bootstrap by run, {} resamples{})",
+                       arm.bootstrap->confidence * 100, arm.bootstrap->resamples,
+                       arm.bootstrap->failed > 0
+                           ? fmt::format(", {} not converged and dropped", arm.bootstrap->failed)
+                           : "");
+  }
+  out += "\n";
+  for (size_t i = 0; i < s.params.size(); ++i) {
+    const FittedParam& p = s.params[i];
+    out += fmt::format("  {:<8} {:>14.6g}{}{}\n", p.name, p.value, p.pinned ? "  (pinned)" : "",
+                       arm.bootstrap ? Interval(arm.bootstrap->params[i]) : "");
+  }
+  out += "\nRecipe\n";
+  out += fmt::format("  data       {} ({})\n", s.recipe.data, s.recipe.subset_rule);
+  out += fmt::format("  objective  {}\n", s.recipe.objective);
+  out += fmt::format("  grid       {}\n", s.recipe.grid);
+  out += fmt::format("  solver     {}\n", s.recipe.solver);
+  out += fmt::format("  starts     {} reached the best objective within 1e-6 ({} cut short on "
+                     "entering a known basin, {} failed)\n",
+                     s.converged_starts, s.cut_short_starts, s.failed_starts);
+  out += fmt::format("  source     {}\n", law.citation);
+  return out;
+}
+
+std::string PointText(const InputPoint& point) {
+  std::vector<std::string> parts;
+  for (const auto& [name, value] : point) parts.push_back(fmt::format("{}={:g}", name, value));
+  return fmt::format("{}", fmt::join(parts, ","));
+}
+
+void Run(const FitCliOptions& o) {
+  const Law& law = FindLaw(o.law);
+  FitOptions fit_options;
+  fit_options.objective.loss = LossKindFromString(o.objective);
+  fit_options.objective.space = ResidualSpaceFromString(o.space);
+  fit_options.objective.delta = o.delta;
+  for (const std::string& p : o.pins) fit_options.pins.push_back(ParsePin(p));
+  fit_options.multistart.threads = o.threads;
+  if (!(o.flops_per_param_token > 0)) {
+    throw FieldError(Flag("--flops-per-param-token"), "flops_per_param_token",
+                     fmt::format("{}", o.flops_per_param_token), "> 0");
+  }
+
+  const Arm base = FitArm(o.data, law, fit_options, o);
+  const BootstrapResult* boot = base.bootstrap ? &*base.bootstrap : nullptr;
+  std::vector<Prediction> predictions;
+  for (const std::string& text : o.predict) {
+    predictions.push_back(
+        Predict(law, base.fit, boot, ParseInputPoint(text), o.flops_per_param_token));
+  }
+  std::vector<FrontierPoint> frontier;
+  for (double c : o.frontier) {
+    frontier.push_back(ComputeOptimal(law, base.fit.theta, c, o.flops_per_param_token));
+  }
+  std::optional<HoldoutResult> holdout;
+  if (o.holdout) {
+    FitOptions h = fit_options;
+    h.subset_rule = SubsetRule(o) + "; held out: the largest budget";
+    holdout = Holdout(law, base.data, h, o.holdout_ratio, o.flops_per_param_token);
+  }
+  std::optional<Arm> other;
+  std::optional<Comparison> comparison;
+  if (!o.compare.empty()) {
+    if (!(o.at_flops > 0)) {
+      throw FieldError(Flag("--at"), "--at", fmt::format("{}", o.at_flops),
+                       "--compare needs the matched budget --at C > 0 (FLOPs)");
+    }
+    other = FitArm(o.compare, law, fit_options, o);
+    comparison = CompareArms(law, base.fit, other->fit, o.at_flops, o.tps_ratio, boot,
+                             other->bootstrap ? &*other->bootstrap : nullptr, o.confidence,
+                             o.flops_per_param_token);
+  }
+
+  if (o.json) {
+    Json j = FitJson(law, base);
+    Json preds = Json::array();
+    for (const Prediction& p : predictions) {
+      Json inputs = Json::object();
+      for (size_t i = 0; i < law.inputs.size(); ++i) inputs[law.inputs[i].name] = p.inputs[i];
+      Json e = {{"at", PointText(p.point)}, {"inputs", inputs}, {"loss", Number(p.loss)}};
+      if (p.interval) e["interval"] = {Number(p.interval->low), Number(p.interval->high)};
+      preds.push_back(e);
+    }
+    j["predictions"] = preds;
+    if (!frontier.empty()) {
+      Json f = Json::array();
+      for (const FrontierPoint& p : frontier) {
+        f.push_back({{"C", p.compute_flops}, {"N", p.params}, {"D", p.tokens},
+                     {"loss", Number(p.loss)}});
+      }
+      j["frontier"] = {{"flops_per_param_token", o.flops_per_param_token}, {"points", f}};
+    }
+    if (holdout) {
+      j["holdout"] = {{"threshold_flops", holdout->threshold_flops},
+                      {"train_points", holdout->train_points},
+                      {"held_out_points", holdout->held_out_points},
+                      {"objective", Number(holdout->fit.objective)},
+                      {"mean_abs_error", Number(holdout->mean_abs_error)},
+                      {"mean_rel_error", Number(holdout->mean_rel_error)},
+                      {"rms_log_error", Number(holdout->rms_log_error)}};
+    }
+    if (comparison) {
+      Json c = {{"arm", FitJson(law, *other)},
+                {"at_flops", comparison->compute_flops},
+                {"base_loss", Number(comparison->base_loss)},
+                {"arm_loss", Number(comparison->arm_loss)},
+                {"effective_compute_multiplier", Number(comparison->multiplier)},
+                {"tokens_per_s_ratio", o.tps_ratio},
+                {"wall_clock_multiplier", Number(comparison->wall_clock_multiplier)}};
+      if (comparison->multiplier_interval) {
+        c["multiplier_interval"] = {Number(comparison->multiplier_interval->low),
+                                    Number(comparison->multiplier_interval->high)};
+        c["wall_clock_interval"] = {Number(comparison->wall_clock_interval->low),
+                                    Number(comparison->wall_clock_interval->high)};
+      }
+      j["comparison"] = c;
+    }
+    EmitOutput(o.output, j.dump(2) + "\n");
+    return;
+  }
+
+  std::string out = FitText(law, base, "");
+  if (!predictions.empty()) {
+    out += "\nPredictions\n";
+    for (const Prediction& p : predictions) {
+      std::vector<std::string> inputs;
+      for (size_t i = 0; i < law.inputs.size(); ++i) {
+        inputs.push_back(fmt::format("{}={}", law.inputs[i].name, FormatScientific(p.inputs[i], 4)));
+      }
+      out += fmt::format("  {:<24} loss {:.5f}{}   ({})\n", PointText(p.point), p.loss,
+                         Interval(p.interval), fmt::join(inputs, ", "));
+    }
+  }
+  if (!frontier.empty()) {
+    out += fmt::format("\nCompute-optimal frontier (C = {:g}·N·D)\n", o.flops_per_param_token);
+    out += fmt::format("  {:>10} {:>10} {:>10} {:>10} {:>8}\n", "C", "N*", "D*", "D*/N*", "loss");
+    for (const FrontierPoint& p : frontier) {
+      out += fmt::format("  {:>10} {:>10} {:>10} {:>10.1f} {:>8.4f}\n",
+                         FormatScientific(p.compute_flops), FormatCount(p.params),
+                         FormatCount(p.tokens), p.tokens / p.params, p.loss);
+    }
+  }
+  if (holdout) {
+    out += fmt::format(
+        "\nHeld out: the {} points with compute >= {} (largest budget); fit on the other {}: "
+        "objective {:.6g}, {}\n  error on the held-out points: mean |L̂ − L| {:.4f} nats, mean "
+        "relative {:.2f}%, RMS log error {:.4f}\n",
+        holdout->held_out_points, FormatScientific(holdout->threshold_flops),
+        holdout->train_points, holdout->fit.objective, holdout->fit.message,
+        holdout->mean_abs_error, 100 * holdout->mean_rel_error, holdout->rms_log_error);
+  }
+  if (comparison) {
+    out += "\n" + FitText(law, *other, "Arm (" + o.compare + "): ");
+    out += fmt::format("\nComparison at C = {}: base loss {:.5f}, arm loss {:.5f}\n",
+                       FormatScientific(comparison->compute_flops), comparison->base_loss,
+                       comparison->arm_loss);
+    out += fmt::format("  effective-compute multiplier {:.4g}{}  ((L_base − E)/(L − E))^(1/alpha)\n",
+                       comparison->multiplier, Interval(comparison->multiplier_interval));
+    out += fmt::format("  wall-clock multiplier        {:.4g}{}  (× tokens/s ratio {:g})\n",
+                       comparison->wall_clock_multiplier, Interval(comparison->wall_clock_interval),
+                       o.tps_ratio);
+  }
+  EmitOutput(o.output, out);
+}
+
+}  // namespace
+
+void AddFitCommand(CLI::App& root) {
+  auto o = std::make_shared<FitCliOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "fit",
+      "Fit a scaling law to a CSV of runs (one row per run or checkpoint; columns named after the "
+      "law's inputs and 'loss', optionally 'run' and 'weight'). Defaults reproduce Hoffmann et "
+      "al.'s Approach 3: Huber delta=1e-3 on log loss, the 4500-start grid.\n\nExamples:\n"
+      "  mosaic fit chinchilla.csv --law chinchilla --column 'N=Model Size' \\\n"
+      "      --column 'C=Training FLOP' --column 'D=C/(6*N)' --drop-highest-loss 5\n"
+      "  mosaic fit runs.csv --law chinchilla --bootstrap 1000 --predict N=70e9,D=1.4e12 "
+      "--frontier 1e24\n"
+      "  mosaic fit fsdp.csv --law compute --pin E=1.6 --pin alpha=0.0941 --compare ep.csv "
+      "--at 1e21 --tps-ratio 1.2\n"
+      "  mosaic fit runs.csv --law chinchilla --holdout --json");
+  cmd->add_option("data", o->data, "CSV file of runs")->required();
+  cmd->add_option("--law", o->law,
+                  "law: compute, chinchilla, sparse, abnar, krajewski, clark, ludziejewski")
+      ->default_val("chinchilla");
+  cmd->add_option("--column", o->columns,
+                  "NAME=COLUMN or NAME=EXPRESSION (muparser), applied in order (repeatable)")
+      ->take_all();
+  cmd->add_option("--where", o->where, "keep rows where the expression is true, e.g. 'C < 1e21'");
+  cmd->add_option("--drop-highest-loss", o->drop_highest_loss,
+                  "drop the K rows with the highest loss (Epoch's Chinchilla subset: 5)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--loss-column", o->loss_column, "column of the observed loss")
+      ->default_val("loss");
+  cmd->add_option("--run-column", o->run_column, "column naming the run of each row")
+      ->default_val("run");
+  cmd->add_option("--weight-column", o->weight_column, "column of point weights")
+      ->default_val("weight");
+  cmd->add_option("--objective", o->objective, "huber or squared")->default_val("huber");
+  cmd->add_option("--space", o->space, "residuals of log loss or linear loss")->default_val("log");
+  cmd->add_option("--delta", o->delta, "Huber threshold")->default_val(1e-3);
+  cmd->add_option("--pin", o->pins, "fix a parameter: NAME=VALUE, e.g. E=1.6 (repeatable)")
+      ->take_all();
+  cmd->add_option("--threads", o->threads, "threads for the multi-start and the bootstrap")
+      ->check(CLI::PositiveNumber)
+      ->default_val(2);
+  cmd->add_option("--bootstrap", o->bootstrap, "bootstrap resamples (by run); 0: none")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--seed", o->seed, "bootstrap seed")->default_val(0);
+  cmd->add_option("--confidence", o->confidence, "interval confidence")->default_val(0.95);
+  cmd->add_option("--predict", o->predict,
+                  "predict loss at INPUT=V[,INPUT=V]: N=70e9,D=1.4e12 or C=1e24 (repeatable)")
+      ->take_all();
+  cmd->add_option("--frontier", o->frontier, "compute-optimal N*, D*, loss at budget C")
+      ->take_all();
+  cmd->add_option("--flops-per-param-token", o->flops_per_param_token,
+                  "k in C = k·N·D (6: the 6ND convention)")
+      ->default_val(6);
+  cmd->add_flag("--holdout", o->holdout,
+                "fit on the smaller budgets, report the error on the largest");
+  cmd->add_option("--holdout-ratio", o->holdout_ratio,
+                  "points within this factor of the largest compute are held out")
+      ->default_val(1.5);
+  cmd->add_option("--compare", o->compare, "second arm's CSV: effective-compute multiplier");
+  cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare");
+  cmd->add_option("--tps-ratio", o->tps_ratio, "arm tokens/s over base tokens/s")
+      ->default_val(1);
+  cmd->add_flag("--json", o->json, "machine-readable output");
+  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  cmd->callback([o] { Run(*o); });
+}
+
+}  // namespace mosaic::cli

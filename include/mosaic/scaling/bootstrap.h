@@ -1,0 +1,45 @@
+// Bootstrap by run (Efron & Tibshirani 1993, ch. 6; the cluster bootstrap): each resample draws
+// as many runs as the data has, with replacement, and keeps every point of a drawn run (once per
+// draw), so that the checkpoints of one run stay together. Each resample is refitted by the
+// solver warm-started from the full fit (one start, the full objective). Intervals are
+// percentile intervals with linear interpolation between order statistics (numpy's default).
+// Deterministic: resample b uses its own generator seeded from (seed, b), whatever the threads.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "mosaic/scaling/fit.h"
+
+namespace mosaic::scaling {
+
+struct BootstrapOptions {
+  int resamples = 1000;
+  uint64_t seed = 0;
+  double confidence = 0.95;  // of the two-sided percentile intervals
+  int threads = 2;
+
+  // Throws InputError for resamples < 1 or a confidence outside (0, 1).
+  void Validate() const;
+};
+
+struct Interval {
+  double low = 0;
+  double high = 0;
+};
+
+struct BootstrapResult {
+  std::vector<std::vector<double>> theta;  // full θ per resample that converged
+  int resamples = 0;
+  int failed = 0;                          // resamples whose refit did not converge (dropped)
+  double confidence = 0.95;
+  std::vector<Interval> params;            // per law parameter, value space
+};
+
+// The two-sided percentile interval of `values` at `confidence` (values are copied and sorted).
+Interval PercentileInterval(std::vector<double> values, double confidence);
+
+BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
+                          const FitSummary& full_fit, const BootstrapOptions& options);
+
+}  // namespace mosaic::scaling

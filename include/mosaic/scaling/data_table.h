@@ -1,0 +1,75 @@
+// Tabular input of a fit: a CSV file (RFC 4180 quoting, header row) read as named columns, then
+// mapped onto the law's input names, filtered, and turned into FitData.
+//   --column N=Model Size      copy a column under a new name
+//   --column D=C/(6*N)         derive a column from an expression (muparser syntax) over columns
+//                              whose names are identifiers; mappings apply in order
+//   --where "C < 1e21"         keep rows where the expression is non-zero
+// Every value keeps its file line and column so that errors point at the cell.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/scaling/fit_data.h"
+#include "mosaic/scaling/law.h"
+
+namespace mosaic::scaling {
+
+struct DataTable {
+  std::string origin;                          // file path, for messages
+  std::vector<std::string> names;              // column names
+  std::vector<std::string> derivations;        // "" for file columns, else the expression
+  std::vector<std::vector<std::string>> text;  // [column][row] cell text ("" for derived)
+  std::vector<std::vector<double>> values;     // [column][row], NaN where not a number
+  std::vector<std::vector<int>> cell_column;   // [column][row] 1-based character column (0: derived)
+  std::vector<int> line;                       // [row] 1-based file line
+  std::vector<std::string> line_text;          // [row] the line, for carets
+
+  size_t rows() const { return line.size(); }
+  // Index of the column called `name`, or −1.
+  int Find(std::string_view name) const;
+  // Index of `name`; throws InputError "<origin>: unknown column 'x' (did you mean ...)" naming
+  // `purpose` (e.g. "law input N") and the available columns.
+  int Require(std::string_view name, std::string_view purpose) const;
+  // Keeps the rows whose flag is true, in order.
+  void KeepRows(const std::vector<bool>& keep);
+};
+
+// Parses CSV text; origin labels messages. Throws InputError for a row whose field count differs
+// from the header's, an unterminated quote, or an empty file.
+DataTable ParseCsv(std::string_view text, const std::string& origin);
+DataTable ReadCsv(const std::string& path);
+
+struct ColumnMapping {
+  std::string target;  // new column name
+  std::string source;  // a column name, or an expression
+};
+
+// Parses "TARGET=SOURCE"; throws InputError for a missing '=' or an empty side.
+ColumnMapping ParseColumnMapping(std::string_view text);
+
+// Applies the mappings in order (a source naming a column copies it, otherwise it is evaluated
+// as an expression). Throws InputError for a syntax error or an unknown variable, with a
+// did-you-mean over the columns.
+void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings);
+
+// Keeps the rows where `condition` (muparser, e.g. "C < 1e21 && N > 1e8") is non-zero.
+void FilterRows(DataTable& table, std::string_view condition);
+
+// Drops the `count` rows with the highest value of column `column` (Epoch's subset rule for the
+// Chinchilla data: the 5 highest losses). Ties go to the earlier row.
+void DropHighest(DataTable& table, std::string_view column, int count);
+
+struct SelectOptions {
+  std::string loss_column = "loss";
+  std::string run_column = "run";        // optional: each row is its own run when absent
+  std::string weight_column = "weight";  // optional
+};
+
+// FitData for `law`: one column per law input (by name), the loss, and the optional run and
+// weight columns. Throws InputError naming file:line:column, the field, value and rule for a
+// missing, non-numeric, non-finite or out-of-domain value (N <= 0, S outside [0, 1), loss <= 0).
+FitData SelectFitData(const DataTable& table, const Law& law, const SelectOptions& options = {});
+
+}  // namespace mosaic::scaling

@@ -1,0 +1,85 @@
+// Fitting a law to data and the summary that comes back (in the manner of Ceres Solver's
+// Solver::Summary): the objective, the parameters named as in the paper, how many starts reached
+// the best objective, and the exact recipe (data subset rule, objective, δ, start grid, pins,
+// solver tolerances) so that the fit can be reproduced. Not converging is an outcome recorded in
+// the summary (termination and message), never an exception; bad input throws InputError.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "mosaic/scaling/fit_data.h"
+#include "mosaic/scaling/law.h"
+#include "mosaic/scaling/multistart.h"
+#include "mosaic/scaling/objective.h"
+
+namespace mosaic::scaling {
+
+struct FitOptions {
+  Objective objective;  // default: Huber δ = 1e-3 on log loss (Approach 3)
+  // Pinned parameters by paper name, in value space (E = 1.6, alpha = 0.0941).
+  std::vector<std::pair<std::string, double>> pins;
+  std::optional<StartGrid> grid;  // default: the law's grid over the free parameters
+  MultiStartOptions multistart;
+  std::string subset_rule = "all rows";  // recorded in the recipe
+  // A start counts as reaching the best objective when within this absolute distance of it.
+  double convergence_tolerance = 1e-6;
+};
+
+struct FittedParam {
+  std::string name;
+  double value = 0;
+  bool pinned = false;
+};
+
+struct FitRecipe {
+  std::string law;
+  std::string formula;
+  std::string citation;
+  std::string data;         // origin of the data
+  std::string subset_rule;
+  std::string objective;    // Objective::Describe()
+  std::string loss;         // "huber" | "squared"
+  std::string space;        // "log" | "linear"
+  double delta = 0;
+  std::string grid;         // StartGrid::Describe()
+  std::vector<std::pair<std::string, double>> pins;
+  std::string solver;       // solver and its tolerances
+};
+
+struct FitSummary {
+  Termination termination = Termination::kFailure;
+  std::string message;
+  double objective = 0;
+  std::vector<double> theta;  // full θ (law order; log of scales)
+  std::vector<FittedParam> params;
+  int points = 0;
+  int runs = 0;
+  int starts = 0;
+  int converged_starts = 0;  // within convergence_tolerance of the best objective
+  int cut_short_starts = 0;  // stopped on entering a known basin
+  int failed_starts = 0;     // non-finite objective at the start
+  long iterations = 0;       // over all starts
+  FitRecipe recipe;
+
+  // The fitted value of parameter `name` (paper name); asserts it exists.
+  double Value(std::string_view name) const;
+  bool ok() const { return termination == Termination::kConverged; }
+};
+
+// Validates the data against the law (at least as many points as free parameters; every free
+// parameter identifiable, e.g. two distinct N to fit alpha) and the options, then runs the
+// multi-start fit. Throws InputError for bad input.
+FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options);
+
+// Pins by name → θ per law parameter (nullopt for free ones). Throws InputError with a
+// did-you-mean for an unknown name.
+std::vector<std::optional<double>> PinnedTheta(
+    const Law& law, const std::vector<std::pair<std::string, double>>& pins);
+
+// Parses "NAME=VALUE" (for --pin); throws InputError quoting the text.
+std::pair<std::string, double> ParsePin(std::string_view text);
+
+}  // namespace mosaic::scaling

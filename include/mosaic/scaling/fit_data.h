@@ -1,0 +1,29 @@
+// The points a law is fitted to: one value per law input, the observed loss, a weight and the run
+// each point belongs to (bootstrap resamples runs, not checkpoints). Built from a DataTable by
+// SelectFitData (data_table.h) or directly in code and tests.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace mosaic::scaling {
+
+struct FitData {
+  std::string origin;                       // file name, for messages and the recipe
+  std::vector<std::string> input_names;     // law input order
+  std::vector<std::vector<double>> inputs;  // [input][point], raw units (e.g. N in parameters)
+  std::vector<double> loss;                 // observed loss, > 0
+  std::vector<double> weight;               // per point, > 0 (1 when the data has none)
+  std::vector<int> run;                     // run index per point, 0..num_runs-1
+  std::vector<std::string> run_names;       // one per run
+  std::vector<int> line;                    // source line per point (0 when unknown)
+
+  size_t size() const { return loss.size(); }
+  int num_runs() const { return static_cast<int>(run_names.size()); }
+  // The point's inputs, in law order, copied into x (size input_names.size()).
+  void Point(size_t i, double* x) const;
+  // The subset at `indices` (runs renumbered, order kept).
+  FitData Subset(const std::vector<size_t>& indices) const;
+};
+
+}  // namespace mosaic::scaling

@@ -1,0 +1,62 @@
+// Multi-start minimisation over a Cartesian grid of starting points (Hoffmann et al. 2022,
+// Approach 3: α, β ∈ {0, 0.5, …, 2}, e ∈ {−1, −0.5, …, 1}, a, b ∈ {0, 5, …, 25}: 4500 starts),
+// run in parallel. Starts are split into contiguous blocks, one per thread, and each thread keeps
+// its own memo of minima (solver.h) so that later starts entering a known basin stop early; the
+// result depends on the thread count only through that memo, never on timing.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "mosaic/scaling/fit_problem.h"
+#include "mosaic/scaling/solver.h"
+
+namespace mosaic::scaling {
+
+// values[j]: the start values of free coordinate j (θ space). Start s enumerates the product
+// with the last coordinate varying fastest.
+struct StartGrid {
+  std::vector<std::vector<double>> values;
+
+  size_t size() const;
+  void Start(size_t index, double* x) const;
+  // "E: log in {-1, -0.5, 0, 0.5, 1}; A: log in {0, 5, ..., 25}; ..." (θ space, law names).
+  std::string Describe(const FitProblem& problem) const;
+};
+
+// The law's default grid restricted to the problem's free parameters.
+StartGrid DefaultGrid(const FitProblem& problem);
+
+// Continuation on the Huber threshold: each start is first solved with δ = 1 (close to least
+// squares on the residuals, where Newton steps are good from far away), then δ = 0.1, 0.01, …
+// down to the objective's δ, each stage warm-started from the last. The final stage is the
+// objective itself, so the minima are minima of the requested objective; the stages only change
+// which basin a far start drains into, as any globalisation does.
+struct MultiStartOptions {
+  int threads = 2;
+  bool cut_short = true;      // use the basin memo
+  bool continuation = true;   // δ continuation for Huber objectives
+  SolverOptions solver;
+};
+
+// The stage objectives for `objective` (a single stage unless Huber with continuation).
+std::vector<Objective> ContinuationStages(const Objective& objective, bool continuation);
+
+struct StartOutcome {
+  double objective = 0;
+  int iterations = 0;
+  Termination termination = Termination::kFailure;
+  bool cut_short = false;
+};
+
+struct MultiStartResult {
+  std::vector<StartOutcome> starts;  // in grid order
+  SolverResult best;                 // the lowest objective (earliest start on ties)
+  size_t best_start = 0;
+  long total_iterations = 0;
+};
+
+MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
+                               const MultiStartOptions& options);
+
+}  // namespace mosaic::scaling

@@ -1,0 +1,101 @@
+// Using a fitted law: loss predictions at given inputs (with bootstrap percentile intervals),
+// the compute-optimal frontier, held-out validation, and the comparison of two arms.
+//
+// Compute-optimal allocation (Hoffmann et al. 2022, eq. 4) for L = E + A/N^α + B/D^β under the
+// budget C = k·N·D (k = 6 for the 6ND convention; "forward × 3" and counted-FLOP conventions
+// enter as their own k per parameter-token):
+//   N*(C) = G·(C/k)^(β/(α+β)),  D*(C) = (C/k)/N*(C),  G = (αA/(βB))^(1/(α+β)).
+// Effective-compute multiplier of an arm against a base arm at budget C (Marin's "equal-TPS
+// speedup"): the compute C' at which the base reaches the arm's loss, divided by C; for the
+// compute law L = E + A·C^(−α) of the base, C'/C = ((L_base(C) − E)/(L − E))^(1/α). Multiplied by
+// the arm's tokens/s over the base's it becomes the wall-clock multiplier.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "mosaic/scaling/bootstrap.h"
+#include "mosaic/scaling/fit.h"
+
+namespace mosaic::scaling {
+
+// Named input values, e.g. {{"N", 70e9}, {"D", 1.4e12}} or {{"C", 1e24}}.
+using InputPoint = std::vector<std::pair<std::string, double>>;
+
+// Parses "N=70e9,D=1.4e12" (for --predict); throws InputError quoting the text.
+InputPoint ParseInputPoint(std::string_view text);
+
+// Raw inputs of `law` for `point`. For a law with inputs N and D (and not C), a point giving C
+// resolves N and D by compute-optimal allocation under C = k·N·D, or the missing one of N, D
+// from C. Throws InputError naming a missing or unknown input.
+std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& theta,
+                                  const InputPoint& point, double flops_per_param_token);
+
+struct Prediction {
+  InputPoint point;               // as asked
+  std::vector<double> inputs;     // resolved raw inputs (law order)
+  double loss = 0;
+  std::optional<Interval> interval;  // from the bootstrap when there is one
+};
+
+Prediction Predict(const Law& law, const FitSummary& fit, const BootstrapResult* bootstrap,
+                   const InputPoint& point, double flops_per_param_token = 6);
+
+struct FrontierPoint {
+  double compute_flops = 0;
+  double params = 0;
+  double tokens = 0;
+  double loss = 0;
+};
+
+// The compute-optimal N*, D* and loss at `compute_flops` for a law with inputs N and D. Throws
+// InputError for another law.
+FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
+                             double compute_flops, double flops_per_param_token = 6);
+
+// The loss a law predicts at budget C: the compute law directly, a law in N and D at its
+// compute-optimal allocation. Throws InputError for other laws.
+double LossAtCompute(const Law& law, const std::vector<double>& theta, double compute_flops,
+                     double flops_per_param_token = 6);
+
+struct Comparison {
+  double compute_flops = 0;
+  double base_loss = 0;
+  double arm_loss = 0;
+  double multiplier = 0;            // effective-compute multiplier C'/C
+  double wall_clock_multiplier = 0; // multiplier × tokens/s ratio
+  std::optional<Interval> multiplier_interval;
+  std::optional<Interval> wall_clock_interval;
+};
+
+// Compares `arm` against `base` at `compute_flops`. The bootstraps, when both are given, are
+// paired resample by resample for the intervals.
+Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary& arm,
+                       double compute_flops, double tokens_per_s_ratio,
+                       const BootstrapResult* base_bootstrap, const BootstrapResult* arm_bootstrap,
+                       double confidence, double flops_per_param_token = 6);
+
+// Held-out validation: fit on the points below the largest budget, predict the largest.
+struct HoldoutResult {
+  double threshold_flops = 0;  // points with compute >= this are held out
+  int train_points = 0;
+  int held_out_points = 0;
+  FitSummary fit;
+  double mean_abs_error = 0;     // of the loss, nats
+  double mean_rel_error = 0;     // |L̂ − L| / L
+  double rms_log_error = 0;      // of log L
+};
+
+// The compute of each point: column C when the law has it, else k·N·D.
+std::vector<double> PointCompute(const Law& law, const FitData& data,
+                                 double flops_per_param_token = 6);
+
+// Holds out the points whose compute is within a factor `budget_ratio` of the largest (the
+// largest budget of an isoFLOP design), fits the rest with `options` and reports the errors.
+HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
+                      double budget_ratio = 1.5, double flops_per_param_token = 6);
+
+}  // namespace mosaic::scaling

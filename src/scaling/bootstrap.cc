@@ -1,0 +1,105 @@
+#include "mosaic/scaling/bootstrap.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <thread>
+
+#include "location.h"
+#include "mosaic/scaling/fit_problem.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic::scaling {
+
+void BootstrapOptions::Validate() const {
+  if (resamples < 1) {
+    throw FieldError(At("--bootstrap"), "bootstrap", fmt::format("{}", resamples),
+                     "bootstrap >= 1");
+  }
+  if (!(confidence > 0 && confidence < 1)) {
+    throw FieldError(At("--confidence"), "confidence", fmt::format("{}", confidence),
+                     "0 < confidence < 1");
+  }
+}
+
+Interval PercentileInterval(std::vector<double> values, double confidence) {
+  if (values.empty()) return {NAN, NAN};
+  std::sort(values.begin(), values.end());
+  auto at = [&](double q) {
+    const double pos = q * static_cast<double>(values.size() - 1);
+    const size_t lo = static_cast<size_t>(std::floor(pos));
+    const size_t hi = std::min(lo + 1, values.size() - 1);
+    return values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
+  };
+  const double tail = (1 - confidence) / 2;
+  return {at(tail), at(1 - tail)};
+}
+
+namespace {
+
+// SplitMix64 (Steele, Lea & Flood 2014): a portable generator, so resamples are identical on
+// every standard library.
+uint64_t SplitMix(uint64_t& state) {
+  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
+                          const FitSummary& full_fit, const BootstrapOptions& options) {
+  options.Validate();
+  const FitProblem problem(law, data, fit_options.objective, PinnedTheta(law, fit_options.pins));
+  std::vector<double> x0(problem.num_free());
+  problem.Restrict(full_fit.theta.data(), x0.data());
+  const int runs = data.num_runs();
+  std::vector<std::vector<size_t>> points_of_run(runs);
+  for (size_t i = 0; i < data.size(); ++i) points_of_run[data.run[i]].push_back(i);
+
+  std::vector<std::vector<double>> theta(options.resamples);
+  std::vector<char> ok(options.resamples, 0);
+  auto work = [&](int t, int threads) {
+    std::vector<double> weights(data.size());
+    for (int b = t; b < options.resamples; b += threads) {
+      uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
+      std::fill(weights.begin(), weights.end(), 0.0);
+      for (int draw = 0; draw < runs; ++draw) {
+        const int run = static_cast<int>(SplitMix(state) % static_cast<uint64_t>(runs));
+        for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
+      }
+      const SolverResult r =
+          Minimize(problem, x0.data(), fit_options.multistart.solver, nullptr, weights.data());
+      if (r.termination != Termination::kConverged) continue;
+      theta[b].resize(law.params.size());
+      problem.Expand(r.x.data(), theta[b].data());
+      ok[b] = 1;
+    }
+  };
+  const int threads = std::max(1, std::min(options.threads, options.resamples));
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t, threads);
+  work(0, threads);
+  for (std::thread& th : pool) th.join();
+
+  BootstrapResult result;
+  result.resamples = options.resamples;
+  result.confidence = options.confidence;
+  for (int b = 0; b < options.resamples; ++b) {
+    if (ok[b]) {
+      result.theta.push_back(std::move(theta[b]));
+    } else {
+      ++result.failed;
+    }
+  }
+  for (size_t j = 0; j < law.params.size(); ++j) {
+    std::vector<double> values;
+    for (const auto& th : result.theta) values.push_back(law.ToValue(static_cast<int>(j), th[j]));
+    result.params.push_back(PercentileInterval(std::move(values), options.confidence));
+  }
+  return result;
+}
+
+}  // namespace mosaic::scaling

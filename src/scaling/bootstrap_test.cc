@@ -1,0 +1,51 @@
+// Bootstrap by run on Epoch's 240 points against Epoch's published 95% intervals (4000 resamples
+// of their MLE fit): each endpoint within 10%. 400 resamples keep the test short.
+#include "mosaic/scaling/bootstrap.h"
+
+#include <gtest/gtest.h>
+
+#include "mosaic/scaling/data_table.h"
+
+namespace mosaic::scaling {
+namespace {
+
+constexpr double kEndpointRelTol = 0.10;
+
+TEST(Bootstrap, EpochIntervalsWithinTenPercent) {
+  DataTable t = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
+                        "/tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv");
+  ApplyMappings(t, {{"N", "Model Size"}, {"C", "Training FLOP"}, {"D", "C/(6*N)"}});
+  DropHighest(t, "loss", 5);
+  const Law& law = FindLaw("chinchilla");
+  const FitData data = SelectFitData(t, law);
+  FitOptions options;
+  // The optimum from a small grid around it is enough to seed the resamples.
+  options.grid = StartGrid{{{0.5, 0.6}, {6, 6.2}, {7.5, 7.7}, {0.35}, {0.37}}};
+  const FitSummary fit = Fit(law, data, options);
+  ASSERT_NEAR(fit.objective, 0.0010182740, 5e-11);
+  BootstrapOptions b;
+  b.resamples = 400;
+  b.seed = 1;
+  const BootstrapResult r = Bootstrap(law, data, options, fit, b);
+  EXPECT_EQ(r.failed, 0);
+  auto check = [&](const char* name, double low, double high) {
+    const Interval i = r.params[law.ParamIndex(name)];
+    EXPECT_NEAR(i.low, low, low * kEndpointRelTol) << name;
+    EXPECT_NEAR(i.high, high, high * kEndpointRelTol) << name;
+  };
+  check("E", 1.769, 1.871);
+  check("alpha", 0.317, 0.373);
+  check("beta", 0.331, 0.415);
+  // Deterministic: the same seed gives the same intervals.
+  const BootstrapResult again = Bootstrap(law, data, options, fit, b);
+  EXPECT_EQ(again.params[0].low, r.params[0].low);
+}
+
+TEST(Bootstrap, PercentileInterpolates) {
+  const Interval i = PercentileInterval({4, 1, 3, 2, 5}, 0.5);
+  EXPECT_DOUBLE_EQ(i.low, 2);
+  EXPECT_DOUBLE_EQ(i.high, 4);
+}
+
+}  // namespace
+}  // namespace mosaic::scaling

@@ -1,0 +1,357 @@
+#include "mosaic/scaling/data_table.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <muParser.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <numeric>
+
+#include "mosaic/util/atomic_file.h"
+#include "location.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+
+namespace mosaic::scaling {
+
+int DataTable::Find(std::string_view name) const {
+  for (size_t i = 0; i < names.size(); ++i) {
+    if (names[i] == name) return static_cast<int>(i);
+  }
+  return -1;
+}
+
+int DataTable::Require(std::string_view name, std::string_view purpose) const {
+  const int index = Find(name);
+  if (index >= 0) return index;
+  throw InputError(fmt::format(
+      "{}: unknown column '{}' for {}{}. Columns: {}. Map one with --column {}=COLUMN", origin,
+      name, purpose, DidYouMean(name, names), fmt::join(names, ", "), name));
+}
+
+void DataTable::KeepRows(const std::vector<bool>& keep) {
+  auto filter = [&](auto& v) {
+    size_t out = 0;
+    for (size_t i = 0; i < v.size(); ++i) {
+      if (keep[i]) v[out++] = std::move(v[i]);
+    }
+    v.resize(out);
+  };
+  for (auto& c : text) filter(c);
+  for (auto& c : values) filter(c);
+  for (auto& c : cell_column) filter(c);
+  filter(line);
+  filter(line_text);
+}
+
+namespace {
+
+double ParseNumber(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  if (s.empty()) return NAN;
+  if (s.front() == '+') s.remove_prefix(1);
+  double value = NAN;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec != std::errc() || end != s.data() + s.size()) return NAN;
+  return value;
+}
+
+struct Field {
+  std::string text;
+  int column;  // 1-based
+};
+
+}  // namespace
+
+DataTable ParseCsv(std::string_view text, const std::string& origin) {
+  DataTable table;
+  table.origin = origin;
+  size_t pos = 0;
+  int line_number = 0;
+  bool header = true;
+  while (pos < text.size()) {
+    const size_t line_start = pos;
+    const int first_line = ++line_number;
+    std::vector<Field> fields;
+    std::string current;
+    int current_column = 1;
+    bool quoted = false;
+    bool done = false;
+    while (!done) {
+      if (pos >= text.size()) {
+        if (quoted) {
+          throw LocatedError(At(origin, first_line, current_column),
+                             "unterminated quoted field");
+        }
+        done = true;
+        break;
+      }
+      const char c = text[pos];
+      if (quoted) {
+        if (c == '"') {
+          if (pos + 1 < text.size() && text[pos + 1] == '"') {
+            current += '"';
+            pos += 2;
+            continue;
+          }
+          quoted = false;
+        } else {
+          if (c == '\n') ++line_number;
+          current += c;
+        }
+        ++pos;
+        continue;
+      }
+      if (c == '"') {
+        quoted = true;
+        ++pos;
+      } else if (c == ',') {
+        fields.push_back({std::move(current), current_column});
+        current.clear();
+        ++pos;
+        current_column = static_cast<int>(pos - line_start) + 1;
+      } else if (c == '\n') {
+        ++pos;
+        done = true;
+      } else {
+        if (c != '\r') current += c;
+        ++pos;
+      }
+    }
+    fields.push_back({std::move(current), current_column});
+    std::string line_text(text.substr(line_start, pos - line_start));
+    while (!line_text.empty() && (line_text.back() == '\n' || line_text.back() == '\r')) {
+      line_text.pop_back();
+    }
+    if (line_text.empty()) continue;  // blank line
+    if (header) {
+      for (Field& f : fields) {
+        table.names.push_back(f.text);
+        table.derivations.emplace_back();
+      }
+      table.text.resize(fields.size());
+      table.values.resize(fields.size());
+      table.cell_column.resize(fields.size());
+      header = false;
+      continue;
+    }
+    if (fields.size() != table.names.size()) {
+      throw LocatedError(At(origin, first_line, 0, line_text),
+                         fmt::format("{} fields, the header has {}", fields.size(),
+                                     table.names.size()));
+    }
+    for (size_t c = 0; c < fields.size(); ++c) {
+      table.values[c].push_back(ParseNumber(fields[c].text));
+      table.text[c].push_back(std::move(fields[c].text));
+      table.cell_column[c].push_back(fields[c].column);
+    }
+    table.line.push_back(first_line);
+    table.line_text.push_back(std::move(line_text));
+  }
+  if (header) throw InputError(fmt::format("{}: empty file (no header row)", origin));
+  return table;
+}
+
+DataTable ReadCsv(const std::string& path) { return ParseCsv(ReadFile(path), path); }
+
+ColumnMapping ParseColumnMapping(std::string_view text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
+    throw FieldError(At("--column"), "--column", text, "TARGET=SOURCE, e.g. N=Model Size or D=C/(6*N)");
+  }
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+}
+
+namespace {
+
+bool IsIdentifier(std::string_view s) {
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  return std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+struct UnknownVariables {
+  std::vector<std::string> names;
+  double scratch = 0;
+};
+
+double* RecordUnknown(const char* name, void* user) {
+  auto* unknown = static_cast<UnknownVariables*>(user);
+  unknown->names.emplace_back(name);
+  return &unknown->scratch;
+}
+
+// Evaluates `expression` on every row; `label` names the flag in messages.
+std::vector<double> EvaluateRows(const DataTable& table, const std::string& expression,
+                                 const std::string& label) {
+  mu::Parser parser;
+  std::vector<double> slots(table.names.size());
+  std::vector<int> bound;
+  std::vector<std::string> identifiers;
+  UnknownVariables unknown;
+  try {
+    for (size_t c = 0; c < table.names.size(); ++c) {
+      if (!IsIdentifier(table.names[c])) continue;
+      parser.DefineVar(table.names[c], &slots[c]);
+      identifiers.push_back(table.names[c]);
+    }
+    parser.SetVarFactory(RecordUnknown, &unknown);
+    parser.SetExpr(expression);
+    const mu::varmap_type used = parser.GetUsedVar();
+    if (!unknown.names.empty()) {
+      const std::string& name = unknown.names.front();
+      throw InputError(fmt::format(
+          "{}: unknown column '{}' in expression '{}'{}. Columns usable in expressions: {}",
+          label, name, expression, DidYouMean(name, identifiers), fmt::join(identifiers, ", ")));
+    }
+    for (const auto& [name, ptr] : used) bound.push_back(table.Find(name));
+    std::vector<double> out(table.rows());
+    for (size_t r = 0; r < table.rows(); ++r) {
+      for (int c : bound) slots[c] = table.values[c][r];
+      out[r] = parser.Eval();
+    }
+    return out;
+  } catch (const mu::Parser::exception_type& e) {
+    throw InputError(fmt::format("{}: cannot parse expression '{}': {}", label, expression,
+                                 e.GetMsg()));
+  }
+}
+
+}  // namespace
+
+void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings) {
+  for (const ColumnMapping& m : mappings) {
+    const int source = table.Find(m.source);
+    std::vector<double> values;
+    std::vector<std::string> text;
+    std::vector<int> cell_column;
+    std::string derivation;
+    if (source >= 0) {
+      values = table.values[source];
+      text = table.text[source];
+      cell_column = table.cell_column[source];
+      derivation = table.derivations[source];
+    } else {
+      // A plain name (no operator) that is not a column is a misspelled column, not an expression.
+      const bool plain = m.source.find_first_of("+-*/()^<>=&|,!?:") == std::string::npos &&
+                         !std::isdigit(static_cast<unsigned char>(m.source[0]));
+      if (plain && !IsIdentifier(m.source)) {
+        throw InputError(fmt::format("--column {}={}: unknown column '{}' in expression{}. "
+                                     "Columns: {}",
+                                     m.target, m.source, m.source, DidYouMean(m.source, table.names),
+                                     fmt::join(table.names, ", ")));
+      }
+      values = EvaluateRows(table, m.source, fmt::format("--column {}={}", m.target, m.source));
+      text.assign(table.rows(), "");
+      cell_column.assign(table.rows(), 0);
+      derivation = m.source;
+    }
+    int target = table.Find(m.target);
+    if (target < 0) {
+      table.names.push_back(m.target);
+      table.derivations.emplace_back();
+      table.values.emplace_back();
+      table.text.emplace_back();
+      table.cell_column.emplace_back();
+      target = static_cast<int>(table.names.size()) - 1;
+    }
+    table.values[target] = std::move(values);
+    table.text[target] = std::move(text);
+    table.cell_column[target] = std::move(cell_column);
+    table.derivations[target] = std::move(derivation);
+  }
+}
+
+void FilterRows(DataTable& table, std::string_view condition) {
+  const std::string expression(condition);
+  const std::vector<double> flags = EvaluateRows(table, expression, "--where " + expression);
+  std::vector<bool> keep(flags.size());
+  for (size_t r = 0; r < flags.size(); ++r) keep[r] = flags[r] != 0 && !std::isnan(flags[r]);
+  table.KeepRows(keep);
+}
+
+void DropHighest(DataTable& table, std::string_view column, int count) {
+  const int c = table.Require(column, "--drop-highest");
+  std::vector<size_t> order(table.rows());
+  std::iota(order.begin(), order.end(), 0);
+  const auto& v = table.values[c];
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] > v[b]; });
+  std::vector<bool> keep(table.rows(), true);
+  for (int i = 0; i < count && i < static_cast<int>(order.size()); ++i) keep[order[i]] = false;
+  table.KeepRows(keep);
+}
+
+namespace {
+
+SourceLocation CellLocation(const DataTable& table, int column, size_t row) {
+  return At(table.origin, table.line[row], table.cell_column[column][row], table.line_text[row]);
+}
+
+std::string CellValue(const DataTable& table, int column, size_t row) {
+  if (!table.text[column][row].empty() || table.derivations[column].empty()) {
+    return fmt::format("'{}'", table.text[column][row]);
+  }
+  return fmt::format("{} (= {})", table.values[column][row], table.derivations[column]);
+}
+
+}  // namespace
+
+FitData SelectFitData(const DataTable& table, const Law& law, const SelectOptions& options) {
+  FitData data;
+  data.origin = table.origin;
+  std::vector<int> input_columns;
+  for (const LawInput& in : law.inputs) {
+    input_columns.push_back(
+        table.Require(in.name, fmt::format("law input {} ({}) of law {}", in.name, in.meaning,
+                                           law.name)));
+    data.input_names.push_back(in.name);
+  }
+  const int loss_column = table.Require(options.loss_column, "the observed loss");
+  const int run_column = table.Find(options.run_column);
+  const int weight_column = table.Find(options.weight_column);
+  data.inputs.resize(law.inputs.size());
+  std::map<std::string, int> runs;
+  for (size_t r = 0; r < table.rows(); ++r) {
+    for (size_t i = 0; i < law.inputs.size(); ++i) {
+      const int c = input_columns[i];
+      const double x = table.values[c][r];
+      std::string rule = law.ValidateInput(static_cast<int>(i), x);
+      if (std::isnan(x)) rule = fmt::format("{} is a number", law.inputs[i].name);
+      if (!rule.empty()) {
+        throw FieldError(CellLocation(table, c, r), law.inputs[i].name, CellValue(table, c, r),
+                         rule);
+      }
+      data.inputs[i].push_back(x);
+    }
+    const double loss = table.values[loss_column][r];
+    if (!(std::isfinite(loss) && loss > 0)) {
+      throw FieldError(CellLocation(table, loss_column, r), options.loss_column,
+                       CellValue(table, loss_column, r), "loss > 0 and finite");
+    }
+    data.loss.push_back(loss);
+    double weight = 1;
+    if (weight_column >= 0) {
+      weight = table.values[weight_column][r];
+      if (!(std::isfinite(weight) && weight >= 0)) {
+        throw FieldError(CellLocation(table, weight_column, r), options.weight_column,
+                         CellValue(table, weight_column, r), "weight >= 0 and finite");
+      }
+    }
+    data.weight.push_back(weight);
+    const std::string run_name =
+        run_column >= 0 ? table.text[run_column][r] : fmt::format("line {}", table.line[r]);
+    auto [it, inserted] = runs.try_emplace(run_name, static_cast<int>(data.run_names.size()));
+    if (inserted) data.run_names.push_back(run_name);
+    data.run.push_back(it->second);
+    data.line.push_back(table.line[r]);
+  }
+  return data;
+}
+
+}  // namespace mosaic::scaling

@@ -1,0 +1,257 @@
+#include "mosaic/scaling/projection.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+
+#include "location.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+
+namespace mosaic::scaling {
+
+InputPoint ParseInputPoint(std::string_view text) {
+  InputPoint point;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    size_t comma = text.find(',', pos);
+    if (comma == std::string_view::npos) comma = text.size();
+    const std::string_view item = text.substr(pos, comma - pos);
+    const size_t eq = item.find('=');
+    double value = NAN;
+    if (eq != std::string_view::npos && eq > 0) {
+      const std::string_view number = item.substr(eq + 1);
+      auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+      if (ec != std::errc() || end != number.data() + number.size()) value = NAN;
+    }
+    if (std::isnan(value)) {
+      throw FieldError(At("--predict"), "--predict", text,
+                       "INPUT=NUMBER[,INPUT=NUMBER...], e.g. N=70e9,D=1.4e12 or C=1e24");
+    }
+    point.emplace_back(std::string(item.substr(0, eq)), value);
+    pos = comma + 1;
+  }
+  return point;
+}
+
+namespace {
+
+bool HasNAndD(const Law& law) {
+  return law.InputIndex("N") >= 0 && law.InputIndex("D") >= 0 && law.InputIndex("C") < 0;
+}
+
+double Theta(const Law& law, const std::vector<double>& theta, std::string_view name) {
+  const int j = law.ParamIndex(name);
+  return j < 0 ? NAN : law.ToValue(j, theta[j]);
+}
+
+}  // namespace
+
+FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
+                             double compute_flops, double flops_per_param_token) {
+  if (law.name != "chinchilla") {
+    throw InputError(fmt::format(
+        "law {}: the compute-optimal frontier needs the chinchilla law (inputs N and D)",
+        law.name));
+  }
+  const double a = Theta(law, theta, "A"), b = Theta(law, theta, "B");
+  const double alpha = Theta(law, theta, "alpha"), beta = Theta(law, theta, "beta");
+  const double nd = compute_flops / flops_per_param_token;
+  const double g = std::pow(alpha * a / (beta * b), 1 / (alpha + beta));
+  FrontierPoint p;
+  p.compute_flops = compute_flops;
+  p.params = g * std::pow(nd, beta / (alpha + beta));
+  p.tokens = nd / p.params;
+  const double x[2] = {p.params, p.tokens};
+  p.loss = law.Predict(x, theta.data());
+  return p;
+}
+
+std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& theta,
+                                  const InputPoint& point, double flops_per_param_token) {
+  std::vector<double> x(law.inputs.size(), NAN);
+  std::optional<double> compute;
+  std::vector<std::string> names;
+  for (const LawInput& in : law.inputs) names.push_back(in.name);
+  for (const auto& [name, value] : point) {
+    const int i = law.InputIndex(name);
+    if (i >= 0) {
+      x[i] = value;
+    } else if (name == "C" && HasNAndD(law)) {
+      compute = value;
+    } else {
+      throw InputError(fmt::format("--predict: law {} has no input '{}'{}; inputs: {}", law.name,
+                                   name, DidYouMean(name, names), fmt::join(names, ", ")));
+    }
+  }
+  if (compute) {
+    const int n = law.InputIndex("N"), d = law.InputIndex("D");
+    const double nd = *compute / flops_per_param_token;
+    if (std::isnan(x[n]) && std::isnan(x[d])) {
+      const FrontierPoint f = ComputeOptimal(law, theta, *compute, flops_per_param_token);
+      x[n] = f.params;
+      x[d] = f.tokens;
+    } else if (std::isnan(x[d])) {
+      x[d] = nd / x[n];
+    } else if (std::isnan(x[n])) {
+      x[n] = nd / x[d];
+    }
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    if (std::isnan(x[i])) {
+      throw InputError(fmt::format("--predict: law {} needs input {} ({})", law.name,
+                                   law.inputs[i].name, law.inputs[i].meaning));
+    }
+    const std::string rule = law.ValidateInput(static_cast<int>(i), x[i]);
+    if (!rule.empty()) {
+      throw FieldError(At("--predict"), law.inputs[i].name, fmt::format("{}", x[i]), rule);
+    }
+  }
+  return x;
+}
+
+Prediction Predict(const Law& law, const FitSummary& fit, const BootstrapResult* bootstrap,
+                   const InputPoint& point, double flops_per_param_token) {
+  Prediction p;
+  p.point = point;
+  p.inputs = ResolveInputs(law, fit.theta, point, flops_per_param_token);
+  p.loss = law.Predict(p.inputs.data(), fit.theta.data());
+  if (bootstrap != nullptr && !bootstrap->theta.empty()) {
+    std::vector<double> losses;
+    for (const auto& th : bootstrap->theta) {
+      // A point given by C is re-allocated per resample: the interval covers the allocation too.
+      const std::vector<double> x = ResolveInputs(law, th, point, flops_per_param_token);
+      losses.push_back(law.Predict(x.data(), th.data()));
+    }
+    p.interval = PercentileInterval(std::move(losses), bootstrap->confidence);
+  }
+  return p;
+}
+
+double LossAtCompute(const Law& law, const std::vector<double>& theta, double compute_flops,
+                     double flops_per_param_token) {
+  if (law.inputs.size() == 1 && law.inputs[0].name == "C") {
+    return law.Predict(&compute_flops, theta.data());
+  }
+  if (law.name == "chinchilla") {
+    return ComputeOptimal(law, theta, compute_flops, flops_per_param_token).loss;
+  }
+  throw InputError(fmt::format(
+      "law {}: comparing arms needs a loss at a budget C: use --law compute or chinchilla",
+      law.name));
+}
+
+namespace {
+
+// The budget at which `theta` reaches `loss` (bisection in log C; the loss falls with C).
+double ComputeForLoss(const Law& law, const std::vector<double>& theta, double loss,
+                      double flops_per_param_token) {
+  double lo = std::log(1e-10), hi = std::log(1e60);
+  if (LossAtCompute(law, theta, std::exp(hi), flops_per_param_token) > loss) return INFINITY;
+  if (LossAtCompute(law, theta, std::exp(lo), flops_per_param_token) < loss) return 0;
+  for (int i = 0; i < 200 && hi - lo > 1e-13; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    if (LossAtCompute(law, theta, std::exp(mid), flops_per_param_token) > loss) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  return std::exp(0.5 * (lo + hi));
+}
+
+double Multiplier(const Law& law, const std::vector<double>& base,
+                  const std::vector<double>& arm, double c, double k) {
+  const double arm_loss = LossAtCompute(law, arm, c, k);
+  const int e = law.ParamIndex("E"), alpha = law.ParamIndex("alpha");
+  if (law.name == "compute" && e >= 0 && alpha >= 0) {
+    const double floor = law.ToValue(e, base[e]);
+    if (!(arm_loss > floor)) return INFINITY;
+    return std::pow((LossAtCompute(law, base, c, k) - floor) / (arm_loss - floor),
+                    1 / base[alpha]);
+  }
+  return ComputeForLoss(law, base, arm_loss, k) / c;
+}
+
+}  // namespace
+
+Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary& arm,
+                       double compute_flops, double tokens_per_s_ratio,
+                       const BootstrapResult* base_bootstrap, const BootstrapResult* arm_bootstrap,
+                       double confidence, double flops_per_param_token) {
+  Comparison c;
+  c.compute_flops = compute_flops;
+  c.base_loss = LossAtCompute(law, base.theta, compute_flops, flops_per_param_token);
+  c.arm_loss = LossAtCompute(law, arm.theta, compute_flops, flops_per_param_token);
+  c.multiplier = Multiplier(law, base.theta, arm.theta, compute_flops, flops_per_param_token);
+  c.wall_clock_multiplier = c.multiplier * tokens_per_s_ratio;
+  if (base_bootstrap != nullptr && arm_bootstrap != nullptr && !base_bootstrap->theta.empty() &&
+      !arm_bootstrap->theta.empty()) {
+    const size_t n = std::min(base_bootstrap->theta.size(), arm_bootstrap->theta.size());
+    std::vector<double> m, w;
+    for (size_t b = 0; b < n; ++b) {
+      const double v = Multiplier(law, base_bootstrap->theta[b], arm_bootstrap->theta[b],
+                                  compute_flops, flops_per_param_token);
+      m.push_back(v);
+      w.push_back(v * tokens_per_s_ratio);
+    }
+    c.multiplier_interval = PercentileInterval(std::move(m), confidence);
+    c.wall_clock_interval = PercentileInterval(std::move(w), confidence);
+  }
+  return c;
+}
+
+std::vector<double> PointCompute(const Law& law, const FitData& data,
+                                 double flops_per_param_token) {
+  std::vector<double> c(data.size(), NAN);
+  const int ci = law.InputIndex("C"), n = law.InputIndex("N"), d = law.InputIndex("D");
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (ci >= 0) {
+      c[i] = data.inputs[ci][i];
+    } else if (n >= 0 && d >= 0) {
+      c[i] = flops_per_param_token * data.inputs[n][i] * data.inputs[d][i];
+    }
+  }
+  return c;
+}
+
+HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
+                      double budget_ratio, double flops_per_param_token) {
+  const std::vector<double> compute = PointCompute(law, data, flops_per_param_token);
+  if (compute.empty() || std::isnan(compute[0])) {
+    throw InputError(fmt::format(
+        "--holdout: law {} has neither input C nor inputs N and D to order points by budget",
+        law.name));
+  }
+  HoldoutResult h;
+  h.threshold_flops = *std::max_element(compute.begin(), compute.end()) / budget_ratio;
+  std::vector<size_t> train, test;
+  for (size_t i = 0; i < data.size(); ++i) {
+    (compute[i] >= h.threshold_flops ? test : train).push_back(i);
+  }
+  h.train_points = static_cast<int>(train.size());
+  h.held_out_points = static_cast<int>(test.size());
+  h.fit = Fit(law, data.Subset(train), options);
+  std::vector<double> x(law.inputs.size());
+  for (size_t i : test) {
+    data.Point(i, x.data());
+    const double predicted = law.Predict(x.data(), h.fit.theta.data());
+    const double observed = data.loss[i];
+    h.mean_abs_error += std::fabs(predicted - observed);
+    h.mean_rel_error += std::fabs(predicted - observed) / observed;
+    const double log_error = std::log(predicted) - std::log(observed);
+    h.rms_log_error += log_error * log_error;
+  }
+  if (!test.empty()) {
+    const double n = static_cast<double>(test.size());
+    h.mean_abs_error /= n;
+    h.mean_rel_error /= n;
+    h.rms_log_error = std::sqrt(h.rms_log_error / n);
+  }
+  return h;
+}
+
+}  // namespace mosaic::scaling
