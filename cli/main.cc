@@ -25,6 +25,7 @@ namespace {
 constexpr Command kCommands[] = {
     {"model", AddModelCommand},
     {"plan", AddPlanCommand},
+    {"runs", AddRunsCommand},
 };
 
 constexpr int kExitUserError = 1;
