@@ -12,8 +12,8 @@ EventFileReader::EventFileReader(const std::string& path, bool verify_payload_cr
     : EventFileReader(OpenFileSource(path), path, verify_payload_crc) {}
 
 EventFileReader::EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
-                                 bool verify_payload_crc)
-    : records_(std::move(source), std::move(path), verify_payload_crc) {}
+                                 bool verify_payload_crc, size_t buffer_bytes)
+    : records_(std::move(source), std::move(path), verify_payload_crc, buffer_bytes) {}
 
 std::vector<RecordIssue> EventFileReader::issues() const {
   std::vector<RecordIssue> all = records_.issues();

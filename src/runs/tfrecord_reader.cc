@@ -17,7 +17,6 @@ namespace {
 
 constexpr size_t kHeaderBytes = 12;  // u64 length + u32 masked CRC
 constexpr size_t kFooterBytes = 4;   // u32 masked CRC of the payload
-constexpr size_t kInitialBufferBytes = 1 << 20;
 
 class FileSource : public ByteSource {
  public:
@@ -109,11 +108,11 @@ std::string RecordIssue::Message() const {
 }
 
 TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
-                               bool verify_payload_crc)
+                               bool verify_payload_crc, size_t buffer_bytes)
     : source_(std::move(source)),
       path_(std::move(path)),
       verify_payload_crc_(verify_payload_crc),
-      buffer_(kInitialBufferBytes) {}
+      buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
 
 bool TfRecordReader::Fill(size_t n) {
   if (end_ - begin_ >= n) return true;

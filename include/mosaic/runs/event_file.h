@@ -54,7 +54,7 @@ class EventFileReader {
   explicit EventFileReader(const std::string& path, bool verify_payload_crc = true);
   // Reads from any source; `path` labels issues.
   EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
-                  bool verify_payload_crc = true);
+                  bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
 
   // The next scalar, histogram or purge marker; false at the end of the readable data.
   bool Next(EventItem* item);

@@ -58,8 +58,9 @@ struct RecordIssue {
 class TfRecordReader {
  public:
   // `path` labels issues. `verify_payload_crc` = false skips the payload check (benchmarks).
+  // `buffer_bytes` is the initial buffer (grown for larger records).
   TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
-                 bool verify_payload_crc = true);
+                 bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
 
   // Advances to the next intact record. Returns false at the end of the readable data. The
   // payload view stays valid until the next call; `*offset_bytes` receives the record's offset.
