@@ -27,6 +27,7 @@ constexpr Command kCommands[] = {
     {"plan", AddPlanCommand},
     {"perf", AddPerfCommand},
     {"fit", AddFitCommand},
+    {"runs", AddRunsCommand},
 };
 
 constexpr int kExitUserError = 1;

@@ -7,6 +7,7 @@ packages=(
   libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   libceres-dev libeigen3-dev libmuparser-dev
+  clang-16 libclang-rt-16-dev
 )
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi

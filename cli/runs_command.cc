@@ -1,0 +1,382 @@
+// mosaic runs LOGDIR...: ingest TensorBoard, CSV and JSONL logs; per-run table with health
+// findings; tidy export; `runs compare` for the offset between two runs of one configuration.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "command.h"
+#include "mosaic/runs/compare.h"
+#include "mosaic/runs/export.h"
+#include "mosaic/runs/health.h"
+#include "mosaic/runs/run.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/number_format.h"
+#include "mosaic/util/spellcheck.h"
+
+namespace mosaic::cli {
+namespace {
+
+using namespace mosaic::runs;
+
+struct RunsOptions {
+  std::vector<std::string> logdirs;
+  std::string restarts = "first";
+  std::string export_format;
+  std::string output;
+  std::string tags;
+  std::string step_column;
+  bool json = false;
+  int last_k = 10;
+};
+
+struct CompareOptions {
+  std::string run_a;
+  std::string run_b;
+  std::string tag;
+  std::string restarts = "first";
+  std::string step_column;
+  bool json = false;
+  std::string output;
+};
+
+LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags,
+                            const std::string& step_column) {
+  LoadOptions options;
+  options.restarts = RestartPolicyFromString(restarts);
+  if (!tags.empty()) options.tags = CompileTagFilter(tags);
+  options.step_column = step_column;
+  return options;
+}
+
+std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
+  std::vector<Run> runs;
+  for (const std::string& logdir : logdirs) {
+    for (const RunDirectory& directory : DiscoverRuns(logdir)) {
+      runs.push_back(LoadRun(directory, options));
+    }
+  }
+  return runs;
+}
+
+
+std::string ShortValue(double v) {
+  if (!std::isfinite(v)) return FormatValue(v, false);
+  return fmt::format("{:.6g}", v);
+}
+
+std::string OtherContent(const Run& run) {
+  std::map<std::string, int64_t> counts;
+  for (const SourceFile& f : run.files) {
+    counts["images"] += f.events.images;
+    counts["audio"] += f.events.audio;
+    counts["graphs"] += f.events.graphs;
+    counts["non-scalar tensors"] += f.events.tensors;
+    counts["metadata-only values"] += f.events.metadata_only;
+  }
+  std::string text;
+  for (const auto& [what, n] : counts) {
+    if (n > 0) text += fmt::format("{}{} {}", text.empty() ? "" : ", ", n, what);
+  }
+  return text;
+}
+
+std::string FilesSummary(const Run& run) {
+  int events = 0, csv = 0, jsonl = 0;
+  for (const SourceFile& f : run.files) {
+    switch (f.format) {
+      case SourceFormat::kEvents: ++events; break;
+      case SourceFormat::kCsv: ++csv; break;
+      case SourceFormat::kJsonl: ++jsonl; break;
+    }
+  }
+  std::vector<std::string> parts;
+  if (events > 0) parts.push_back(fmt::format("{} event file{}", events, events == 1 ? "" : "s"));
+  if (csv > 0) parts.push_back(fmt::format("{} CSV", csv));
+  if (jsonl > 0) parts.push_back(fmt::format("{} JSONL", jsonl));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+std::string RenderText(const std::vector<Run>& runs) {
+  std::string out;
+  for (const Run& run : runs) {
+    const std::vector<Finding> findings = CheckHealth(run);
+    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n", run.name,
+                       FilesSummary(run), ToString(run.policy), run.written_points, [&] {
+                         int64_t kept = 0;
+                         for (const TimeSeries& s : run.series) kept += s.points.size();
+                         return kept;
+                       }());
+    size_t width = 3;
+    for (const TimeSeries& s : run.series) width = std::max(width, s.tag.size());
+    width = std::min<size_t>(width, 60);
+    if (!run.series.empty()) {
+      out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", "tag", width, "points",
+                         "steps", "last value", "min", "findings");
+      for (const TimeSeries& s : run.series) {
+        std::map<std::string, int> kinds;
+        for (const Finding& f : findings) {
+          if (f.tag == s.tag) ++kinds[std::string(ToString(f.kind))];
+        }
+        std::string summary;
+        for (const auto& [kind, n] : kinds) {
+          summary += fmt::format("{}{}{}", summary.empty() ? "" : ", ", kind,
+                                 n > 1 ? fmt::format(" ×{}", n) : "");
+        }
+        out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", s.tag, width,
+                           s.points.size(),
+                           s.empty() ? "-" : fmt::format("{}–{}", s.FirstStep(), s.LastStep()),
+                           ShortValue(s.FinalValue()), ShortValue(s.Min()),
+                           summary.empty() ? "ok" : summary);
+      }
+    } else {
+      out += "  no scalar tags\n";
+    }
+    if (!run.histograms.empty()) {
+      out += "  histograms:\n";
+      for (const HistogramSeries& h : run.histograms) {
+        out += fmt::format("    {} — {} values, last at step {}: count {}, min {}, max {}, mean {}\n",
+                           h.tag, h.points, h.last_step, ShortValue(h.last.count),
+                           ShortValue(h.last.min), ShortValue(h.last.max),
+                           ShortValue(h.last.mean()));
+      }
+    }
+    const std::string other = OtherContent(run);
+    if (!other.empty()) out += fmt::format("  also in the files (not scalars): {}\n", other);
+    if (!findings.empty()) {
+      out += "  findings:\n";
+      for (const Finding& f : findings) {
+        out += fmt::format("    {}{}: {}\n", f.tag.empty() ? "" : f.tag + ": ", ToString(f.kind),
+                           f.message);
+      }
+    }
+    for (const RecordIssue& issue : run.record_issues) {
+      if (!issue.is_error()) out += fmt::format("  note: {}\n", issue.Message());
+    }
+    for (const std::string& note : run.notes) out += fmt::format("  note: {}\n", note);
+    out += "\n";
+  }
+  return out;
+}
+
+nlohmann::ordered_json NumberOrNull(double v) {
+  return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
+}
+
+std::string RenderJson(const std::vector<Run>& runs, int last_k) {
+  nlohmann::ordered_json all = nlohmann::ordered_json::array();
+  for (const Run& run : runs) {
+    nlohmann::ordered_json j;
+    j["run"] = run.name;
+    j["directory"] = run.directory;
+    j["restarts"] = ToString(run.policy);
+    nlohmann::ordered_json files = nlohmann::ordered_json::array();
+    for (const SourceFile& f : run.files) {
+      nlohmann::ordered_json jf = {{"path", f.path}, {"format", ToString(f.format)},
+                                   {"loaded", f.loaded}};
+      if (f.format == SourceFormat::kEvents) {
+        jf["records"] = f.events.records;
+        jf["scalars"] = f.events.scalars;
+        jf["histograms"] = f.events.histograms;
+        nlohmann::ordered_json enc = nlohmann::ordered_json::object();
+        for (const auto& [e, n] : f.events.scalar_encodings) enc[std::string(ToString(e))] = n;
+        jf["scalar_encodings"] = enc;
+      } else {
+        jf["rows"] = f.rows;
+      }
+      files.push_back(jf);
+    }
+    j["files"] = files;
+    nlohmann::ordered_json tags = nlohmann::ordered_json::array();
+    for (const TimeSeries& s : run.series) {
+      tags.push_back({{"tag", s.tag},
+                      {"points", s.points.size()},
+                      {"first_step", s.empty() ? 0 : s.FirstStep()},
+                      {"last_step", s.empty() ? 0 : s.LastStep()},
+                      {"final", NumberOrNull(s.FinalValue())},
+                      {"mean_last_k", NumberOrNull(s.MeanOfLast(last_k))},
+                      {"k", last_k},
+                      {"min", NumberOrNull(s.Min())},
+                      {"non_finite", s.NonFiniteCount()}});
+    }
+    j["tags"] = tags;
+    nlohmann::ordered_json restarts = nlohmann::ordered_json::array();
+    for (const Restart& r : run.restarts) {
+      restarts.push_back({{"file", run.files[r.source].path},
+                          {"tag", r.tag},
+                          {"from_step", r.from_step},
+                          {"back_to_step", r.back_to_step},
+                          {"overlapped_points", r.overlapped_points}});
+    }
+    j["restarts_found"] = restarts;
+    nlohmann::ordered_json findings = nlohmann::ordered_json::array();
+    for (const Finding& f : CheckHealth(run)) {
+      findings.push_back(
+          {{"kind", ToString(f.kind)}, {"tag", f.tag}, {"steps", f.steps}, {"message", f.message}});
+    }
+    j["findings"] = findings;
+    nlohmann::ordered_json issues = nlohmann::ordered_json::array();
+    for (const RecordIssue& issue : run.record_issues) {
+      issues.push_back({{"file", issue.path},
+                        {"offset_bytes", issue.offset_bytes},
+                        {"kind", ToString(issue.kind)},
+                        {"error", issue.is_error()},
+                        {"message", issue.Message()}});
+    }
+    j["record_issues"] = issues;
+    j["notes"] = run.notes;
+    all.push_back(j);
+  }
+  return all.dump(2) + "\n";
+}
+
+void RunRuns(const RunsOptions& options) {
+  const LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
+  const std::vector<Run> runs = LoadAll(options.logdirs, load);
+  if (!options.export_format.empty()) {
+    EmitOutput(options.output, ExportRuns(runs, ExportFormatFromString(options.export_format),
+                                          load.restarts == RestartPolicy::kAll));
+    return;
+  }
+  EmitOutput(options.output, options.json ? RenderJson(runs, options.last_k) : RenderText(runs));
+}
+
+// The single run under `path` that has `tag`.
+Run LoadOneRun(const std::string& path, const std::string& tag, const LoadOptions& options) {
+  std::vector<Run> candidates;
+  std::vector<std::string> all_tags;
+  std::vector<std::string> names;
+  for (const RunDirectory& directory : DiscoverRuns(path)) {
+    Run run = LoadRun(directory, options);
+    names.push_back(run.name);
+    for (const std::string& t : run.Tags()) all_tags.push_back(t);
+    if (run.FindSeries(tag) != nullptr) candidates.push_back(std::move(run));
+  }
+  if (candidates.empty()) {
+    throw InputError(fmt::format("{}: no run has the tag '{}'{}", path, tag,
+                                 DidYouMean(tag, all_tags)));
+  }
+  if (candidates.size() > 1) {
+    std::vector<std::string> which;
+    for (const Run& r : candidates) which.push_back(r.name);
+    throw InputError(fmt::format("{}: {} runs have the tag '{}' ({}); name one run directory",
+                                 path, candidates.size(), tag, fmt::join(which, ", ")));
+  }
+  return std::move(candidates.front());
+}
+
+void RunCompare(const CompareOptions& options) {
+  const LoadOptions load = MakeLoadOptions(options.restarts, "", options.step_column);
+  const Run a = LoadOneRun(options.run_a, options.tag, load);
+  const Run b = LoadOneRun(options.run_b, options.tag, load);
+  const TimeSeries& sa = *a.FindSeries(options.tag);
+  const TimeSeries& sb = *b.FindSeries(options.tag);
+  const std::optional<SeriesOffset> offset = CompareSeries(sa, sb);
+  if (options.json) {
+    nlohmann::ordered_json j;
+    j["tag"] = options.tag;
+    j["run_a"] = options.run_a;
+    j["run_b"] = options.run_b;
+    j["restarts"] = ToString(load.restarts);
+    if (offset) {
+      j["common_steps"] = offset->common_steps;
+      j["first_common_step"] = offset->first_common_step;
+      j["last_common_step"] = offset->last_common_step;
+      j["mean_difference"] = offset->mean_difference;
+      j["sd_difference"] = offset->sd_difference;
+      j["standard_error"] = offset->standard_error;
+      j["min_difference"] = offset->min_difference;
+      j["max_difference"] = offset->max_difference;
+      j["mean_relative_difference"] = offset->mean_relative_difference;
+    } else {
+      j["common_steps"] = 0;
+    }
+    EmitOutput(options.output, j.dump(2) + "\n");
+    return;
+  }
+  std::string out = fmt::format("offset of {} against {} on '{}' (restarts: {})\n", options.run_b,
+                                options.run_a, options.tag, ToString(load.restarts));
+  if (!offset) {
+    out += "  no common steps with finite values in both runs: no offset measured\n";
+  } else {
+    out += fmt::format("  common steps        {} (steps {}–{})\n", offset->common_steps,
+                       offset->first_common_step, offset->last_common_step);
+    out += fmt::format("  mean difference     {:+.6g} (B − A)\n", offset->mean_difference);
+    out += fmt::format("  spread              sd {:.6g}, standard error {:.3g}, range {:+.6g} to "
+                       "{:+.6g}\n",
+                       offset->sd_difference, offset->standard_error, offset->min_difference,
+                       offset->max_difference);
+    out += fmt::format("  relative            {:+.4f}% of A on average\n",
+                       100 * offset->mean_relative_difference);
+  }
+  EmitOutput(options.output, out);
+}
+
+}  // namespace
+
+void AddRunsCommand(CLI::App& root) {
+  auto options = std::make_shared<RunsOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "runs",
+      "Ingest training logs (TensorBoard event files, CSV, JSONL): one table per run with tags, "
+      "points, step range, last value and health findings (non-finite values, spikes, restarts, "
+      "step gaps, stalls, damaged files); or a tidy export.\n\nExamples:\n"
+      "  mosaic runs logs/\n"
+      "  mosaic runs logs/ --restarts last --tags 'loss|grad_norm'\n"
+      "  mosaic runs logs/ --export csv --output points.csv\n"
+      "  mosaic runs logs/ --restarts all --export json\n"
+      "  mosaic runs compare logs/nobpk_H3 base/H3 --tag eval/loss");
+  cmd->add_option("logdir", options->logdirs,
+                  "log directories (searched recursively) or single log files");
+  cmd->add_option("--restarts", options->restarts,
+                  "what to keep when a step is logged again: first (the first pass, default), "
+                  "last (as TensorBoard), all (both, with a pass number)")
+      ->check(CLI::IsMember({"first", "last", "all"}))
+      ->default_val("first");
+  cmd->add_option("--export", options->export_format,
+                  "write every kept point as a tidy table: csv (run,tag,step,wall_time,value) or "
+                  "json")
+      ->check(CLI::IsMember({"csv", "json"}));
+  cmd->add_option("--tags", options->tags, "keep only tags matching this regular expression");
+  cmd->add_option("--step-column", options->step_column,
+                  "CSV/JSONL step column (default: the first of step, _step, global_step, "
+                  "timesteps_total, training_iteration, iteration, epoch)");
+  cmd->add_option("--last-k", options->last_k, "points averaged for the summary's mean (--json)")
+      ->check(CLI::PositiveNumber)
+      ->default_val(10);
+  cmd->add_flag("--json", options->json, "machine-readable summary with findings");
+  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+
+  auto compare = std::make_shared<CompareOptions>();
+  CLI::App* cmp = cmd->add_subcommand(
+      "compare",
+      "Offset between two runs of one configuration on one tag: mean of B − A over the common "
+      "steps, with its spread.\n\nExamples:\n"
+      "  mosaic runs compare logs/nobpk_H3 other-cluster/H3 --tag eval/loss\n"
+      "  mosaic runs compare A B --tag train/loss --json");
+  cmp->add_option("run_a", compare->run_a, "the reference run (directory or file)")->required();
+  cmp->add_option("run_b", compare->run_b, "the other run (directory or file)")->required();
+  cmp->add_option("--tag", compare->tag, "the tag to compare")->required();
+  cmp->add_option("--restarts", compare->restarts, "first (default), last or all")
+      ->check(CLI::IsMember({"first", "last", "all"}))
+      ->default_val("first");
+  cmp->add_option("--step-column", compare->step_column, "CSV/JSONL step column");
+  cmp->add_flag("--json", compare->json, "machine-readable output");
+  cmp->add_option("--output", compare->output, "write to FILE (whole or not at all)");
+  cmp->callback([compare] { RunCompare(*compare); });
+
+  cmd->callback([options, cmp] {
+    if (cmp->parsed()) return;
+    if (options->logdirs.empty()) {
+      throw CLI::RequiredError("logdir: name at least one log directory");
+    }
+    RunRuns(*options);
+  });
+}
+
+}  // namespace mosaic::cli

@@ -1,0 +1,82 @@
+// Streaming reader of one TensorBoard event file: records (tfrecord_reader.h) -> events (event.h)
+// -> scalar points, histogram summaries and purge markers, one at a time. Memory stays bounded by
+// the largest record; plugin metadata (which may appear only on a tag's first value) is cached per
+// tag so that values of non-scalar plugins (hparams, text, PR curves) are never read as scalars.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "mosaic/runs/event.h"
+#include "mosaic/runs/tfrecord_reader.h"
+
+namespace mosaic::runs {
+
+enum class EventItemKind {
+  kScalar,     // tag, step, wall time, value
+  kHistogram,  // tag, step, wall time, histogram
+  kPurge,      // SessionLog.START at `step`: a writer restarted with purge_step (used by `last`)
+};
+
+struct EventItem {
+  EventItemKind kind = EventItemKind::kScalar;
+  std::string_view tag;  // valid until the next call to Next()
+  int64_t step = 0;
+  double wall_time_seconds = 0;
+  double value = 0;
+  bool float32 = false;
+  ScalarEncoding encoding = ScalarEncoding::kSimpleValue;
+  HistogramSummary histogram;
+};
+
+// Counts of everything the file held, for reports.
+struct EventFileStats {
+  int64_t records = 0;
+  int64_t scalars = 0;
+  int64_t histograms = 0;
+  int64_t images = 0;
+  int64_t audio = 0;
+  int64_t tensors = 0;         // non-scalar tensors (strings, PR curves, ...)
+  int64_t metadata_only = 0;   // e.g. hparams
+  int64_t graphs = 0;
+  std::map<ScalarEncoding, int64_t> scalar_encodings;
+  std::string file_version;    // from the first record, e.g. "brain.Event:2"
+  double first_wall_time_seconds = 0;  // of the first record; 0 when the file has none
+};
+
+class EventFileReader {
+ public:
+  // Reads `path`; throws InputError when it cannot be opened.
+  explicit EventFileReader(const std::string& path, bool verify_payload_crc = true);
+  // Reads from any source; `path` labels issues.
+  EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
+                  bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
+
+  // The next scalar, histogram or purge marker; false at the end of the readable data.
+  bool Next(EventItem* item);
+
+  const EventFileStats& stats() const { return stats_; }
+  // Damaged spots: those of the record layer plus payloads that are not Events.
+  std::vector<RecordIssue> issues() const;
+
+ private:
+  bool LoadNextEvent();
+
+  TfRecordReader records_;
+  Event event_;
+  size_t next_value_ = 0;
+  bool pending_purge_ = false;
+  std::unordered_map<std::string, std::string> plugin_by_tag_;
+  EventFileStats stats_;
+  std::vector<RecordIssue> payload_issues_;
+};
+
+// True for a plugin whose rank-0 numeric values are not scalar series ("hparams", "text",
+// "pr_curves", ...); empty and "scalars" are scalar plugins.
+bool IsNonScalarPlugin(std::string_view plugin_name);
+
+}  // namespace mosaic::runs

@@ -1,0 +1,29 @@
+// Tidy exports of loaded runs: one row per kept point.
+//   CSV:  header `run,tag,step,wall_time,value` (plus `,pass` with `--restarts all`); non-finite
+//         values written nan / inf / -inf; wall_time empty where the format has none; fields with
+//         a comma, quote or newline quoted (RFC 4180).
+//   JSON: an array of objects with the same keys; non-finite values and missing wall times null.
+// Values stored as float32 are written as the shortest decimal that round-trips through float
+// (4.93373, not 4.933730125427246); others as the shortest that round-trips through double.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/runs/run.h"
+
+namespace mosaic::runs {
+
+enum class ExportFormat { kCsv, kJson };
+std::string_view ToString(ExportFormat format);
+// Throws InputError "--export = X. Violated constraint: one of csv, json".
+ExportFormat ExportFormatFromString(std::string_view text);
+
+// The decimal text of `value` as described above; "nan", "inf", "-inf" for non-finite values.
+std::string FormatValue(double value, bool float32);
+
+// The export of `runs`. `with_pass` adds the pass column/key.
+std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
+
+}  // namespace mosaic::runs

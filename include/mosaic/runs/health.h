@@ -1,0 +1,48 @@
+// Health checks of a loaded run, per tag (docs/logs.md "Health checks"):
+//   - non-finite values (NaN, ±inf), and the steps where an update was skipped: a non-finite
+//     gradient norm, or a step where a tag named like "skip" (e.g. skipped_steps) increases;
+//   - spikes of loss and gradient norm: a value more than `spike_sigmas` robust standard
+//     deviations above the median of the previous `spike_window` finite values, where the robust
+//     standard deviation is 1.4826 × the median absolute deviation (MAD), floored at
+//     `spike_floor_relative` × |median| so that a flat stretch does not make every wiggle a spike;
+//   - restarts (the run's restart reports), step gaps (an interval above `gap_factor` × the
+//     median interval), stalls (a wall-time interval above `stall_factor` × the median interval and
+//     above `stall_min_seconds`);
+//   - damaged records and skipped files.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/runs/run.h"
+
+namespace mosaic::runs {
+
+struct HealthOptions {
+  int spike_window = 50;               // points in the rolling baseline
+  int spike_min_points = 10;           // no spike test before this many baseline points
+  double spike_sigmas = 6.0;           // robust standard deviations above the median
+  double spike_floor_relative = 1e-3;  // floor of the robust sd, relative to |median|
+  double gap_factor = 3.0;             // step interval / median interval that counts as a gap
+  double stall_factor = 10.0;          // wall-time interval / median interval that counts as a stall
+  double stall_min_seconds = 300.0;    // and at least this long
+  // Tags checked for spikes: case-insensitive match of this regular expression.
+  std::string spike_tags = "loss|grad[_-]?norm|gradnorm";
+};
+
+enum class FindingKind { kNonFinite, kSkippedUpdate, kSpike, kRestart, kStepGap, kStall, kDamaged };
+std::string_view ToString(FindingKind kind);
+
+struct Finding {
+  FindingKind kind = FindingKind::kNonFinite;
+  std::string tag;              // empty for run-level findings (damaged records)
+  std::vector<int64_t> steps;   // where (all of them for non-finite values and spikes)
+  std::string message;          // one line, e.g. "2 non-finite values at steps 1000, 1852"
+};
+
+// All findings of `run`, ordered by tag then kind; run-level findings first.
+std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options = {});
+
+}  // namespace mosaic::runs

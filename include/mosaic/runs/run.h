@@ -1,0 +1,96 @@
+// Runs: discovery of the runs under a log directory and loading of one run's files into time
+// series, with the restart policy applied and every restart and damaged spot reported.
+//
+// A run is a directory that directly holds event files (events.out.tfevents.*), *.csv or *.jsonl
+// files; sub-directories are runs of their own (TensorBoard's convention: add_scalars and hparams
+// write sub-directories). Within a run, event files are ordered by the start time in their name
+// (events.out.tfevents.<unix seconds>.<host>...; then by name) and checked against their first
+// wall_time; CSV and JSONL files follow, ordered by name. That is the write order the restart
+// policy (restart_policy.h) works through.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <regex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/runs/event.h"
+#include "mosaic/runs/event_file.h"
+#include "mosaic/runs/restart_policy.h"
+#include "mosaic/runs/tfrecord_reader.h"
+#include "mosaic/runs/time_series.h"
+
+namespace mosaic::runs {
+
+enum class SourceFormat { kEvents, kCsv, kJsonl };
+std::string_view ToString(SourceFormat format);
+
+// A run directory before loading.
+struct RunDirectory {
+  std::string name;       // path relative to the log directory given ("." for the directory itself)
+  std::string directory;  // path as it can be opened
+  std::vector<std::string> event_files;  // in write order
+  std::vector<std::string> table_files;  // CSV and JSONL, by name
+};
+
+// Finds the runs under `logdir` (recursively), sorted by name. `logdir` may also be a single
+// file, which is then a run of its own. Throws InputError when `logdir` does not exist or holds
+// no event, CSV or JSONL file.
+std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
+
+// The start time written in an event file's name (events.out.tfevents.<seconds>.<...>), or -1.
+int64_t EventFileStartSeconds(std::string_view file_name);
+
+struct SourceFile {
+  std::string path;
+  SourceFormat format = SourceFormat::kEvents;
+  EventFileStats events;  // event files only
+  int64_t rows = 0;       // CSV/JSONL data rows
+  bool loaded = true;     // false when the file was skipped (see the run's notes)
+};
+
+// Histogram values of one tag, summarised.
+struct HistogramSeries {
+  std::string tag;
+  int64_t points = 0;
+  int64_t last_step = 0;
+  HistogramSummary last;  // count, min, max, mean of the last histogram written
+};
+
+struct LoadOptions {
+  RestartPolicy restarts = RestartPolicy::kFirst;
+  // Keep only tags in which this regular expression finds a match; null keeps all.
+  std::shared_ptr<const std::regex> tags;
+  // The CSV/JSONL step column; empty = detect (table_log.h).
+  std::string step_column;
+};
+
+// Compiles `--tags` (ECMAScript syntax). Throws InputError naming the flag, value and the
+// regex library's complaint.
+std::shared_ptr<const std::regex> CompileTagFilter(const std::string& pattern);
+
+struct Run {
+  std::string name;
+  std::string directory;
+  RestartPolicy policy = RestartPolicy::kFirst;
+  std::vector<SourceFile> files;
+  std::vector<TimeSeries> series;           // sorted by tag
+  std::vector<HistogramSeries> histograms;  // sorted by tag
+  std::vector<Restart> restarts;            // by tag, then write order; source indexes `files`
+  std::vector<RecordIssue> record_issues;   // damaged spots of event files, by file and offset
+  std::vector<std::string> notes;           // skipped files, rows, cells; file order warnings
+
+  const TimeSeries* FindSeries(std::string_view tag) const;
+  std::vector<std::string> Tags() const;
+  // Points written under every tag, before the restart policy.
+  int64_t written_points = 0;
+};
+
+// Reads every file of `directory` and applies `options`. Files that cannot be read or parsed are
+// skipped and noted; damaged records are reported in record_issues. Never throws for file content;
+// throws InputError only when a file cannot be opened.
+Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
+
+}  // namespace mosaic::runs

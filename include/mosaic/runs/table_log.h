@@ -1,0 +1,64 @@
+// Metric logs as tables: CSV files (seed 004's wide module_diag.csv, W&B history exports with
+// `_step`, Ray Tune progress.csv, plain metrics CSVs with `epoch`) and JSONL files (one object per
+// line, nested objects flattened with '/'). Every column other than the step and the wall-time
+// column becomes a tag.
+//
+// Rules (docs/logs.md): the step column is the one named by the caller, else the first of
+// kStepColumns present. Empty cells (and JSON null) are missing values; cells that are not numbers
+// (list-valued cells, booleans, words) are skipped and counted, never guessed; "nan", "inf",
+// "-inf", "NaN", "Infinity" are non-finite values. A row whose step is not an integer is skipped
+// and counted. A truncated last line is dropped without error (noted).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/runs/restart_policy.h"
+
+namespace mosaic::runs {
+
+// Step column names searched in this order.
+inline constexpr std::array<std::string_view, 7> kStepColumns = {
+    "step", "_step", "global_step", "timesteps_total", "training_iteration", "iteration", "epoch"};
+
+// Wall-time column names (seconds since the Unix epoch), searched in this order.
+inline constexpr std::array<std::string_view, 3> kWallTimeColumns = {"_timestamp", "timestamp",
+                                                                     "wall_time"};
+
+struct TagPoints {
+  std::string tag;
+  std::vector<WrittenPoint> points;  // in row order; `sequence` is the row index, `source` 0
+};
+
+struct TableLog {
+  std::string path;
+  std::string step_column;
+  std::string wall_time_column;  // empty when there is none (wall times are then NaN)
+  std::vector<TagPoints> tags;   // in order of first appearance
+  int64_t rows = 0;              // data rows read
+  int64_t rows_without_step = 0;
+  int64_t non_numeric_cells = 0;
+  std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
+};
+
+// Parses CSV `text` read from `path`. `step_column` empty = detect. Throws InputError
+// "path:1: no step column (looked for step, _step, ...); name one with --step-column" when there
+// is none, or "path:1: --step-column = x. Violated constraint: a column of the header" when the
+// named column is absent.
+TableLog ReadCsvLog(std::string_view text, const std::string& path,
+                    const std::string& step_column = "");
+
+// Parses JSONL `text` read from `path`, with the same rules. Lines that are not JSON objects are
+// skipped and noted with their line number (a truncated last line silently apart from a note).
+// Throws InputError when no line has a step key.
+TableLog ReadJsonlLog(std::string_view text, const std::string& path,
+                      const std::string& step_column = "");
+
+// Parses a whole cell as a number ("1.5", "-3", "1e-4", "nan", "inf", "Infinity"); false for
+// anything else, including empty cells and trailing garbage.
+bool ParseNumber(std::string_view text, double* value);
+
+}  // namespace mosaic::runs

@@ -1,0 +1,92 @@
+// Streaming reader of TFRecord framing, the container of TensorBoard event files.
+//
+// Each record is: u64 little-endian payload length, u32 masked CRC32C of those 8 bytes, the
+// payload, u32 masked CRC32C of the payload (tensorflow/core/lib/io/record_reader.cc; mask in
+// crc32c.h). The reader holds one buffer (1 MiB, grown only for larger records), never the file.
+//
+// Damage policy (docs/logs.md):
+//   - a last record cut short (live or crashed writer): every complete record is returned, then
+//     the reader stops; noted as kTruncatedTail, which is not an error;
+//   - a bad payload CRC spoils one record: it is skipped and reported with its byte offset;
+//   - a bad length CRC means the framing is lost: reported, and the reader stops.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace mosaic::runs {
+
+// Where the bytes come from: a file or memory (tests, fuzzing).
+class ByteSource {
+ public:
+  virtual ~ByteSource() = default;
+  // Copies up to `size` bytes into `out`; returns how many (0 at the end).
+  virtual size_t Read(char* out, size_t size) = 0;
+};
+
+// Opens `path` for reading. Throws InputError naming the path and the system error.
+std::unique_ptr<ByteSource> OpenFileSource(const std::string& path);
+
+// Reads from `bytes`, which must outlive the source.
+std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
+
+enum class RecordIssueKind {
+  kTruncatedTail,   // the file ends inside a record; the complete records before it are kept
+  kBadLengthCrc,    // the length's CRC does not match: framing lost, the rest of the file unread
+  kBadPayloadCrc,   // the payload's CRC does not match: that record skipped
+  kBadPayload,      // the payload is not a valid Event protobuf: that record skipped
+};
+
+std::string_view ToString(RecordIssueKind kind);
+
+// One damaged spot of a file.
+struct RecordIssue {
+  std::string path;
+  int64_t offset_bytes = 0;  // where the record starts in the file
+  RecordIssueKind kind = RecordIssueKind::kTruncatedTail;
+  std::string detail;        // e.g. "stored 0x12345678, computed 0x9abcdef0"
+
+  // True for the kinds that lose data (everything but kTruncatedTail).
+  bool is_error() const { return kind != RecordIssueKind::kTruncatedTail; }
+  // "path: byte offset N: <kind>: detail"
+  std::string Message() const;
+};
+
+class TfRecordReader {
+ public:
+  // `path` labels issues. `verify_payload_crc` = false skips the payload check (benchmarks).
+  // `buffer_bytes` is the initial buffer (grown for larger records).
+  TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
+                 bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
+
+  // Advances to the next intact record. Returns false at the end of the readable data. The
+  // payload view stays valid until the next call; `*offset_bytes` receives the record's offset.
+  bool Next(std::string_view* payload, int64_t* offset_bytes);
+
+  const std::vector<RecordIssue>& issues() const { return issues_; }
+  int64_t records_read() const { return records_read_; }
+  // Bytes consumed so far (equals the file size after a clean end).
+  int64_t bytes_consumed() const { return offset_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  // Makes at least `n` bytes available from begin_; false when the source ends first.
+  bool Fill(size_t n);
+
+  std::unique_ptr<ByteSource> source_;
+  std::string path_;
+  bool verify_payload_crc_;
+  std::vector<char> buffer_;
+  size_t begin_ = 0;
+  size_t end_ = 0;
+  bool source_done_ = false;
+  bool stopped_ = false;
+  int64_t offset_ = 0;
+  int64_t records_read_ = 0;
+  std::vector<RecordIssue> issues_;
+};
+
+}  // namespace mosaic::runs

@@ -1,0 +1,46 @@
+// A run's scalar series for one tag: the points kept by the restart policy, ordered by step
+// (with `--restarts all`: by pass, then in write order), and the summaries the scaling fits use.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace mosaic::runs {
+
+// One logged value. `wall_time_seconds` is seconds since the Unix epoch, NaN when the format has
+// no time (CSV/JSONL without a time column). `pass` is 1 for the first pass over a step range and
+// grows by one at each restart (only kept apart under `--restarts all`).
+struct ScalarPoint {
+  int64_t step = 0;
+  double wall_time_seconds = 0;
+  double value = 0;
+  int32_t pass = 1;
+};
+
+struct TimeSeries {
+  std::string run;  // the run's path relative to the log directory given
+  std::string tag;
+  std::vector<ScalarPoint> points;
+  // True when every value was stored as a float32 (simple_value, DT_FLOAT): exports then print
+  // the shortest decimal that round-trips through float, e.g. 4.93373 rather than 4.9337301254.
+  bool float32 = true;
+
+  bool empty() const { return points.empty(); }
+  int64_t FirstStep() const;  // requires !empty()
+  int64_t LastStep() const;   // the largest step; requires !empty()
+
+  // The value of the last point (largest step; under `all`, the last one written), NaN if empty.
+  double FinalValue() const;
+  // Mean of the last `k` finite values (fewer when the series has fewer); NaN when none.
+  double MeanOfLast(int k) const;
+  // Smallest finite value; NaN when there is none.
+  double Min() const;
+  // The value logged at `step` (the first match), or nullopt.
+  std::optional<double> ValueAt(int64_t step) const;
+  // Number of NaN or infinite values.
+  int64_t NonFiniteCount() const;
+};
+
+}  // namespace mosaic::runs

@@ -1,0 +1,471 @@
+#include "mosaic/runs/event.h"
+
+#include <fmt/format.h>
+
+#include <bit>
+#include <cstring>
+
+namespace mosaic::runs {
+namespace {
+
+enum WireType : int { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+
+// A bounds-checked cursor over protobuf wire format.
+class WireReader {
+ public:
+  explicit WireReader(std::string_view bytes) : p_(bytes.data()), end_(bytes.data() + bytes.size()) {}
+
+  bool done() const { return p_ >= end_; }
+  const std::string& error() const { return error_; }
+
+  bool ReadVarint(uint64_t* value) {
+    uint64_t result = 0;
+    for (int shift = 0; shift < 64; shift += 7) {
+      if (p_ >= end_) return Fail("varint runs past the end");
+      const auto byte = static_cast<uint8_t>(*p_++);
+      result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+      if ((byte & 0x80) == 0) {
+        *value = result;
+        return true;
+      }
+    }
+    return Fail("varint longer than 10 bytes");
+  }
+
+  // Reads a field key; false at a malformed key.
+  bool ReadKey(uint32_t* field, int* wire_type) {
+    uint64_t key;
+    if (!ReadVarint(&key)) return false;
+    *field = static_cast<uint32_t>(key >> 3);
+    *wire_type = static_cast<int>(key & 7);
+    if (*field == 0) return Fail("field number 0");
+    return true;
+  }
+
+  bool ReadFixed32(uint32_t* value) {
+    if (end_ - p_ < 4) return Fail("fixed32 runs past the end");
+    std::memcpy(value, p_, 4);
+    p_ += 4;
+    return true;
+  }
+
+  bool ReadFixed64(uint64_t* value) {
+    if (end_ - p_ < 8) return Fail("fixed64 runs past the end");
+    std::memcpy(value, p_, 8);
+    p_ += 8;
+    return true;
+  }
+
+  bool ReadBytes(std::string_view* value) {
+    uint64_t length;
+    if (!ReadVarint(&length)) return false;
+    if (length > static_cast<uint64_t>(end_ - p_)) {
+      return Fail(fmt::format("length {} exceeds the {} bytes left", length, end_ - p_));
+    }
+    *value = std::string_view(p_, length);
+    p_ += length;
+    return true;
+  }
+
+  bool Skip(int wire_type) {
+    uint64_t ignored64;
+    uint32_t ignored32;
+    std::string_view ignored_bytes;
+    switch (wire_type) {
+      case kVarint: return ReadVarint(&ignored64);
+      case kFixed64: return ReadFixed64(&ignored64);
+      case kLengthDelimited: return ReadBytes(&ignored_bytes);
+      case kFixed32: return ReadFixed32(&ignored32);
+      default: return Fail(fmt::format("unsupported wire type {}", wire_type));
+    }
+  }
+
+  bool Fail(std::string message) {
+    if (error_.empty()) error_ = std::move(message);
+    p_ = end_;
+    return false;
+  }
+
+ private:
+  const char* p_;
+  const char* end_;
+  std::string error_;
+};
+
+double AsDouble(uint64_t bits) { return std::bit_cast<double>(bits); }
+float AsFloat(uint32_t bits) { return std::bit_cast<float>(bits); }
+
+constexpr int kDtFloat = 1;
+constexpr int kDtDouble = 2;
+constexpr int kDtInt32 = 3;
+constexpr int kDtString = 7;
+constexpr int kDtInt64 = 9;
+
+struct TensorFields {
+  int dtype = 0;
+  int rank = 0;
+  bool all_dims_one = true;
+  std::string_view content;
+  int values_seen = 0;  // number of entries in the typed *_val fields
+  double first_value = 0;
+  ScalarEncoding encoding = ScalarEncoding::kTensorContent;
+};
+
+// Reads the first element of a repeated numeric field, packed or not.
+bool ReadRepeatedNumber(WireReader& r, int wire_type, int element_wire, TensorFields* t,
+                        ScalarEncoding encoding, bool is_signed32) {
+  auto take = [&](double v) {
+    if (t->values_seen == 0) {
+      t->first_value = v;
+      t->encoding = encoding;
+    }
+    ++t->values_seen;
+  };
+  auto read_one = [&](WireReader& in) -> bool {
+    switch (element_wire) {
+      case kFixed32: {
+        uint32_t bits = 0;
+        if (!in.ReadFixed32(&bits)) return false;
+        take(AsFloat(bits));
+        return true;
+      }
+      case kFixed64: {
+        uint64_t bits = 0;
+        if (!in.ReadFixed64(&bits)) return false;
+        take(AsDouble(bits));
+        return true;
+      }
+      default: {
+        uint64_t v;
+        if (!in.ReadVarint(&v)) return false;
+        take(is_signed32 ? static_cast<double>(static_cast<int32_t>(v))
+                         : static_cast<double>(static_cast<int64_t>(v)));
+        return true;
+      }
+    }
+  };
+  if (wire_type == kLengthDelimited) {
+    std::string_view packed;
+    if (!r.ReadBytes(&packed)) return false;
+    WireReader in(packed);
+    while (!in.done()) {
+      if (!read_one(in)) return r.Fail("packed field: " + in.error());
+    }
+    return true;
+  }
+  if (wire_type != element_wire) return r.Fail(fmt::format("wire type {} for a number", wire_type));
+  return read_one(r);
+}
+
+bool DecodeShape(std::string_view bytes, TensorFields* t, WireReader& parent) {
+  WireReader r(bytes);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    if (field == 2 && wire == kLengthDelimited) {
+      std::string_view dim;
+      if (!r.ReadBytes(&dim)) break;
+      ++t->rank;
+      WireReader d(dim);
+      while (!d.done()) {
+        uint32_t df;
+        int dw;
+        if (!d.ReadKey(&df, &dw)) break;
+        if (df == 1 && dw == kVarint) {
+          uint64_t size;
+          if (!d.ReadVarint(&size)) break;
+          if (size != 1) t->all_dims_one = false;
+        } else if (!d.Skip(dw)) {
+          break;
+        }
+      }
+      if (!d.error().empty()) return parent.Fail("tensor_shape.dim: " + d.error());
+    } else if (!r.Skip(wire)) {
+      break;
+    }
+  }
+  if (!r.error().empty()) return parent.Fail("tensor_shape: " + r.error());
+  return true;
+}
+
+bool DecodeTensor(std::string_view bytes, SummaryValue* value, WireReader& parent) {
+  WireReader r(bytes);
+  TensorFields t;
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    bool ok = true;
+    switch (field) {
+      case 1: {
+        uint64_t dtype;
+        ok = wire == kVarint ? r.ReadVarint(&dtype) : r.Skip(wire);
+        if (ok && wire == kVarint) t.dtype = static_cast<int>(dtype);
+        break;
+      }
+      case 2: {
+        std::string_view shape;
+        ok = wire == kLengthDelimited ? r.ReadBytes(&shape) && DecodeShape(shape, &t, r)
+                                      : r.Skip(wire);
+        break;
+      }
+      case 4:
+        ok = wire == kLengthDelimited ? r.ReadBytes(&t.content) : r.Skip(wire);
+        break;
+      case 5:
+        ok = ReadRepeatedNumber(r, wire, kFixed32, &t, ScalarEncoding::kFloatVal, false);
+        break;
+      case 6:
+        ok = ReadRepeatedNumber(r, wire, kFixed64, &t, ScalarEncoding::kDoubleVal, false);
+        break;
+      case 7:
+        ok = ReadRepeatedNumber(r, wire, kVarint, &t, ScalarEncoding::kIntVal, true);
+        break;
+      case 10:
+        ok = ReadRepeatedNumber(r, wire, kVarint, &t, ScalarEncoding::kIntVal, false);
+        break;
+      default:
+        ok = r.Skip(wire);
+        break;
+    }
+    if (!ok) break;
+  }
+  if (!r.error().empty()) return parent.Fail("tensor: " + r.error());
+
+  value->kind = ValueKind::kTensor;
+  const bool single = t.rank == 0 || t.all_dims_one;
+  if (!single || t.dtype == kDtString) return true;
+  if (!t.content.empty()) {
+    const std::string_view c = t.content;
+    if (t.dtype == kDtFloat && c.size() == 4) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, c.data(), 4);
+      value->scalar = AsFloat(bits);
+      value->float32 = true;
+    } else if (t.dtype == kDtDouble && c.size() == 8) {
+      uint64_t bits = 0;
+      std::memcpy(&bits, c.data(), 8);
+      value->scalar = AsDouble(bits);
+    } else if (t.dtype == kDtInt32 && c.size() == 4) {
+      int32_t v;
+      std::memcpy(&v, c.data(), 4);
+      value->scalar = v;
+    } else if (t.dtype == kDtInt64 && c.size() == 8) {
+      int64_t v;
+      std::memcpy(&v, c.data(), 8);
+      value->scalar = static_cast<double>(v);
+    } else {
+      return true;
+    }
+    value->kind = ValueKind::kScalar;
+    value->encoding = ScalarEncoding::kTensorContent;
+    return true;
+  }
+  if (t.values_seen != 1) return true;
+  const bool dtype_matches =
+      (t.encoding == ScalarEncoding::kFloatVal && t.dtype == kDtFloat) ||
+      (t.encoding == ScalarEncoding::kDoubleVal && t.dtype == kDtDouble) ||
+      (t.encoding == ScalarEncoding::kIntVal && (t.dtype == kDtInt32 || t.dtype == kDtInt64));
+  if (!dtype_matches) return true;
+  value->kind = ValueKind::kScalar;
+  value->encoding = t.encoding;
+  value->scalar = t.first_value;
+  value->float32 = t.encoding == ScalarEncoding::kFloatVal;
+  return true;
+}
+
+bool DecodeHistogram(std::string_view bytes, SummaryValue* value, WireReader& parent) {
+  WireReader r(bytes);
+  HistogramSummary h;
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    if (field >= 1 && field <= 4 && wire == kFixed64) {
+      uint64_t bits = 0;
+      if (!r.ReadFixed64(&bits)) break;
+      const double v = AsDouble(bits);
+      if (field == 1) h.min = v;
+      if (field == 2) h.max = v;
+      if (field == 3) h.count = v;
+      if (field == 4) h.sum = v;
+    } else if (!r.Skip(wire)) {
+      break;
+    }
+  }
+  if (!r.error().empty()) return parent.Fail("histo: " + r.error());
+  value->kind = ValueKind::kHistogram;
+  value->histogram = h;
+  return true;
+}
+
+bool DecodeMetadata(std::string_view bytes, SummaryValue* value, WireReader& parent) {
+  WireReader r(bytes);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    if (field == 1 && wire == kLengthDelimited) {
+      std::string_view plugin_data;
+      if (!r.ReadBytes(&plugin_data)) break;
+      WireReader p(plugin_data);
+      while (!p.done()) {
+        uint32_t pf;
+        int pw;
+        if (!p.ReadKey(&pf, &pw)) break;
+        if (pf == 1 && pw == kLengthDelimited) {
+          if (!p.ReadBytes(&value->plugin_name)) break;
+        } else if (!p.Skip(pw)) {
+          break;
+        }
+      }
+      if (!p.error().empty()) return parent.Fail("metadata.plugin_data: " + p.error());
+    } else if (!r.Skip(wire)) {
+      break;
+    }
+  }
+  if (!r.error().empty()) return parent.Fail("metadata: " + r.error());
+  return true;
+}
+
+bool DecodeValue(std::string_view bytes, SummaryValue* value, WireReader& parent) {
+  WireReader r(bytes);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    bool ok = true;
+    std::string_view sub;
+    if (field == 2 && wire == kFixed32) {
+      uint32_t bits = 0;
+      ok = r.ReadFixed32(&bits);
+      value->kind = ValueKind::kScalar;
+      value->encoding = ScalarEncoding::kSimpleValue;
+      value->float32 = true;
+      value->scalar = AsFloat(bits);
+    } else if (wire != kLengthDelimited) {
+      ok = r.Skip(wire);
+    } else if (!(ok = r.ReadBytes(&sub))) {
+    } else if (field == 1) {
+      value->tag = sub;
+    } else if (field == 4) {
+      value->kind = ValueKind::kImage;
+    } else if (field == 5) {
+      ok = DecodeHistogram(sub, value, r);
+    } else if (field == 6) {
+      value->kind = ValueKind::kAudio;
+    } else if (field == 8) {
+      ok = DecodeTensor(sub, value, r);
+    } else if (field == 9) {
+      ok = DecodeMetadata(sub, value, r);
+    }
+    if (!ok) break;
+  }
+  if (!r.error().empty()) return parent.Fail("summary.value: " + r.error());
+  return true;
+}
+
+bool DecodeSummary(std::string_view bytes, Event* event, WireReader& parent) {
+  WireReader r(bytes);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    if (field == 1 && wire == kLengthDelimited) {
+      std::string_view sub;
+      if (!r.ReadBytes(&sub)) break;
+      SummaryValue& value = event->values.emplace_back();
+      if (!DecodeValue(sub, &value, r)) break;
+    } else if (!r.Skip(wire)) {
+      break;
+    }
+  }
+  if (!r.error().empty()) return parent.Fail("summary: " + r.error());
+  return true;
+}
+
+bool DecodeSessionLog(std::string_view bytes, Event* event, WireReader& parent) {
+  WireReader r(bytes);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    if (field == 1 && wire == kVarint) {
+      uint64_t status;
+      if (!r.ReadVarint(&status)) break;
+      event->session_log_status = static_cast<int>(status);
+    } else if (!r.Skip(wire)) {
+      break;
+    }
+  }
+  if (!r.error().empty()) return parent.Fail("session_log: " + r.error());
+  return true;
+}
+
+}  // namespace
+
+std::string_view ToString(ValueKind kind) {
+  switch (kind) {
+    case ValueKind::kScalar: return "scalar";
+    case ValueKind::kHistogram: return "histogram";
+    case ValueKind::kImage: return "image";
+    case ValueKind::kAudio: return "audio";
+    case ValueKind::kTensor: return "tensor";
+    case ValueKind::kMetadataOnly: return "metadata";
+  }
+  return "?";
+}
+
+std::string_view ToString(ScalarEncoding encoding) {
+  switch (encoding) {
+    case ScalarEncoding::kSimpleValue: return "simple_value";
+    case ScalarEncoding::kTensorContent: return "tensor_content";
+    case ScalarEncoding::kFloatVal: return "float_val";
+    case ScalarEncoding::kDoubleVal: return "double_val";
+    case ScalarEncoding::kIntVal: return "int_val";
+  }
+  return "?";
+}
+
+bool DecodeEvent(std::string_view payload, Event* event, std::string* error) {
+  event->wall_time_seconds = 0;
+  event->step = 0;
+  event->file_version = {};
+  event->has_graph = false;
+  event->session_log_status = 0;
+  event->values.clear();
+  WireReader r(payload);
+  while (!r.done()) {
+    uint32_t field;
+    int wire;
+    if (!r.ReadKey(&field, &wire)) break;
+    bool ok = true;
+    if (field == 1 && wire == kFixed64) {
+      uint64_t bits = 0;
+      ok = r.ReadFixed64(&bits);
+      event->wall_time_seconds = AsDouble(bits);
+    } else if (field == 2 && wire == kVarint) {
+      uint64_t step = 0;
+      ok = r.ReadVarint(&step);
+      event->step = static_cast<int64_t>(step);
+    } else if (wire == kLengthDelimited && (field == 3 || field == 4 || field == 5 || field == 7)) {
+      std::string_view sub;
+      ok = r.ReadBytes(&sub);
+      if (ok && field == 3) event->file_version = sub;
+      if (ok && field == 4) event->has_graph = true;
+      if (ok && field == 5) ok = DecodeSummary(sub, event, r);
+      if (ok && field == 7) ok = DecodeSessionLog(sub, event, r);
+    } else {
+      ok = r.Skip(wire);
+    }
+    if (!ok) break;
+  }
+  if (!r.error().empty()) {
+    *error = r.error();
+    return false;
+  }
+  return true;
+}
+
+}  // namespace mosaic::runs

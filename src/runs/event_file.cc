@@ -1,0 +1,103 @@
+#include "mosaic/runs/event_file.h"
+
+#include <algorithm>
+
+namespace mosaic::runs {
+
+bool IsNonScalarPlugin(std::string_view plugin_name) {
+  return !plugin_name.empty() && plugin_name != "scalars" && plugin_name != "custom_scalar";
+}
+
+EventFileReader::EventFileReader(const std::string& path, bool verify_payload_crc)
+    : EventFileReader(OpenFileSource(path), path, verify_payload_crc) {}
+
+EventFileReader::EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
+                                 bool verify_payload_crc, size_t buffer_bytes)
+    : records_(std::move(source), std::move(path), verify_payload_crc, buffer_bytes) {}
+
+std::vector<RecordIssue> EventFileReader::issues() const {
+  std::vector<RecordIssue> all = records_.issues();
+  all.insert(all.end(), payload_issues_.begin(), payload_issues_.end());
+  std::stable_sort(all.begin(), all.end(), [](const RecordIssue& a, const RecordIssue& b) {
+    return a.offset_bytes < b.offset_bytes;
+  });
+  return all;
+}
+
+bool EventFileReader::LoadNextEvent() {
+  std::string_view payload;
+  int64_t offset = 0;
+  std::string error;
+  while (records_.Next(&payload, &offset)) {
+    if (!DecodeEvent(payload, &event_, &error)) {
+      payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
+      continue;
+    }
+    if (stats_.records == 0) {
+      stats_.file_version = std::string(event_.file_version);
+      stats_.first_wall_time_seconds = event_.wall_time_seconds;
+    }
+    ++stats_.records;
+    if (event_.has_graph) ++stats_.graphs;
+    next_value_ = 0;
+    pending_purge_ = event_.session_log_status == kSessionLogStart;
+    return true;
+  }
+  return false;
+}
+
+bool EventFileReader::Next(EventItem* item) {
+  for (;;) {
+    if (pending_purge_) {
+      pending_purge_ = false;
+      item->kind = EventItemKind::kPurge;
+      item->tag = {};
+      item->step = event_.step;
+      item->wall_time_seconds = event_.wall_time_seconds;
+      return true;
+    }
+    while (next_value_ < event_.values.size()) {
+      const SummaryValue& v = event_.values[next_value_++];
+      std::string_view plugin = v.plugin_name;
+      if (!plugin.empty()) {
+        auto [it, inserted] = plugin_by_tag_.try_emplace(std::string(v.tag), plugin);
+        if (!inserted && it->second != plugin) it->second = std::string(plugin);
+      } else if (!plugin_by_tag_.empty()) {
+        auto it = plugin_by_tag_.find(std::string(v.tag));
+        if (it != plugin_by_tag_.end()) plugin = it->second;
+      }
+      switch (v.kind) {
+        case ValueKind::kScalar:
+          if (IsNonScalarPlugin(plugin)) {
+            ++stats_.tensors;
+            continue;
+          }
+          ++stats_.scalars;
+          ++stats_.scalar_encodings[v.encoding];
+          item->kind = EventItemKind::kScalar;
+          item->tag = v.tag;
+          item->step = event_.step;
+          item->wall_time_seconds = event_.wall_time_seconds;
+          item->value = v.scalar;
+          item->float32 = v.float32;
+          item->encoding = v.encoding;
+          return true;
+        case ValueKind::kHistogram:
+          ++stats_.histograms;
+          item->kind = EventItemKind::kHistogram;
+          item->tag = v.tag;
+          item->step = event_.step;
+          item->wall_time_seconds = event_.wall_time_seconds;
+          item->histogram = v.histogram;
+          return true;
+        case ValueKind::kImage: ++stats_.images; continue;
+        case ValueKind::kAudio: ++stats_.audio; continue;
+        case ValueKind::kTensor: ++stats_.tensors; continue;
+        case ValueKind::kMetadataOnly: ++stats_.metadata_only; continue;
+      }
+    }
+    if (!LoadNextEvent()) return false;
+  }
+}
+
+}  // namespace mosaic::runs

@@ -1,0 +1,310 @@
+// Every real event file of tests/fixtures against tests/fixtures/tfevents_manifest.tsv, the
+// known-value TF2 file, the scalar encodings, and damaged variants built in temporary files.
+#include "mosaic/runs/event_file.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mosaic/runs/event_writer.h"
+#include "mosaic/runs/tfrecord_reader.h"
+#include "mosaic/util/atomic_file.h"
+
+namespace mosaic::runs {
+namespace {
+
+const std::string kFixtures = std::string(MOSAIC_SOURCE_DIR) + "/tests/fixtures/";
+
+struct ManifestRow {
+  std::string path;
+  int64_t bytes = 0;
+  int64_t records = 0;
+  int64_t scalar_tags = 0;
+  std::string min_step;
+  std::string max_step;
+  int64_t scalar_points = 0;
+  std::map<std::string, int64_t> value_kinds;
+};
+
+std::vector<ManifestRow> ReadManifest() {
+  std::ifstream in(kFixtures + "tfevents_manifest.tsv");
+  std::string line;
+  std::getline(in, line);  // header
+  std::vector<ManifestRow> rows;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    std::stringstream ss(line);
+    std::string cell;
+    while (std::getline(ss, cell, '\t')) cells.push_back(cell);
+    while (cells.size() < 12) cells.emplace_back();
+    ManifestRow row;
+    row.path = cells[0];
+    row.bytes = std::stoll(cells[1]);
+    row.records = std::stoll(cells[3]);
+    row.scalar_tags = std::stoll(cells[5]);
+    row.min_step = cells[6];
+    row.max_step = cells[7];
+    row.scalar_points = std::stoll(cells[8]);
+    std::stringstream kinds(cells[9]);
+    std::string kind;
+    while (std::getline(kinds, kind, ';')) {
+      const size_t eq = kind.find('=');
+      if (eq != std::string::npos) row.value_kinds[kind.substr(0, eq)] = std::stoll(kind.substr(eq + 1));
+    }
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+struct FileContent {
+  EventFileStats stats;
+  std::vector<RecordIssue> issues;
+  std::map<std::string, std::vector<EventItem>> scalars;  // tag views not kept
+  std::map<std::string, std::vector<std::pair<int64_t, double>>> points;
+  int64_t histograms = 0;
+  int64_t purges = 0;
+};
+
+FileContent ReadAll(EventFileReader& reader) {
+  FileContent content;
+  EventItem item;
+  while (reader.Next(&item)) {
+    if (item.kind == EventItemKind::kScalar) {
+      content.points[std::string(item.tag)].emplace_back(item.step, item.value);
+    } else if (item.kind == EventItemKind::kHistogram) {
+      ++content.histograms;
+    } else {
+      ++content.purges;
+    }
+  }
+  content.stats = reader.stats();
+  content.issues = reader.issues();
+  return content;
+}
+
+FileContent ReadPath(const std::string& path) {
+  EventFileReader reader(path);
+  return ReadAll(reader);
+}
+
+FileContent ReadBytes(const std::string& bytes) {
+  EventFileReader reader(MemorySource(bytes), "memory");
+  return ReadAll(reader);
+}
+
+TEST(EventFile, EveryFixtureMatchesTheManifest) {
+  const std::vector<ManifestRow> rows = ReadManifest();
+  ASSERT_EQ(rows.size(), 35u);
+  for (const ManifestRow& row : rows) {
+    SCOPED_TRACE(row.path);
+    const FileContent c = ReadPath(kFixtures + row.path);
+    EXPECT_TRUE(c.issues.empty());
+    EXPECT_EQ(c.stats.records, row.records);
+    EXPECT_EQ(c.stats.file_version, "brain.Event:2");
+    EXPECT_EQ(static_cast<int64_t>(c.points.size()), row.scalar_tags);
+    int64_t points = 0;
+    int64_t min_step = INT64_MAX;
+    int64_t max_step = INT64_MIN;
+    for (const auto& [tag, series] : c.points) {
+      points += static_cast<int64_t>(series.size());
+      for (const auto& [step, value] : series) {
+        min_step = std::min(min_step, step);
+        max_step = std::max(max_step, step);
+      }
+    }
+    EXPECT_EQ(points, row.scalar_points);
+    if (!row.min_step.empty()) {
+      EXPECT_EQ(min_step, std::stoll(row.min_step));
+      EXPECT_EQ(max_step, std::stoll(row.max_step));
+    }
+    // Value kinds: scalars by encoding ("tensor" covers scalar tensors and the non-scalar ones).
+    std::map<std::string, int64_t> kinds;
+    for (const auto& [encoding, n] : c.stats.scalar_encodings) {
+      kinds[encoding == ScalarEncoding::kSimpleValue ? "simple_value" : "tensor"] += n;
+    }
+    if (c.stats.tensors > 0) kinds["tensor"] += c.stats.tensors;
+    if (c.stats.histograms > 0) kinds["histo"] = c.stats.histograms;
+    if (c.stats.images > 0) kinds["image"] = c.stats.images;
+    if (c.stats.metadata_only > 0) kinds["none"] = c.stats.metadata_only;
+    EXPECT_EQ(kinds, row.value_kinds);
+    EXPECT_EQ(c.histograms, c.stats.histograms);
+  }
+}
+
+TEST(EventFile, Tf2KnownValueFileIsHalfTheStepExactly) {
+  const FileContent c = ReadPath(
+      kFixtures + "orktes__go-tensorboard/testdata/tfevents/events.out.tfevents.1585499054.hostB.11684.5.v2");
+  ASSERT_EQ(c.points.size(), 1u);
+  const auto& series = c.points.begin()->second;
+  ASSERT_EQ(series.size(), 100u);
+  for (size_t i = 0; i < series.size(); ++i) {
+    EXPECT_EQ(series[i].first, static_cast<int64_t>(i));
+    EXPECT_EQ(series[i].second, 0.5 * static_cast<double>(series[i].first));
+  }
+  EXPECT_EQ(c.stats.scalar_encodings.at(ScalarEncoding::kTensorContent), 100);
+}
+
+TEST(EventFile, RerunFirstFileStartsAtTheKnownLoss) {
+  const FileContent c = ReadPath(kFixtures +
+                                 "ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment/"
+                                 "events.out.tfevents.1771594466.hostC.21024.0");
+  const auto& loss = c.points.at("Metrics/Loss");
+  ASSERT_EQ(loss.size(), 100u);
+  EXPECT_EQ(loss.front().first, 0);
+  EXPECT_NEAR(loss.front().second, 4.93373, 5e-6);  // 4.9337287 as float32
+  EXPECT_EQ(loss.back().first, 99);
+}
+
+TEST(EventFile, NonScalarsAreRecognisedAndSkipped) {
+  const std::string dir = kFixtures + "ZeroToMax-ZYZ__study_tensorboard/runs/";
+  const FileContent pr = ReadPath(dir + "pr_curve_experiment/events.out.tfevents.1771596445.hostC.30376.0");
+  EXPECT_TRUE(pr.points.empty());
+  EXPECT_EQ(pr.stats.tensors, 5);
+  const FileContent images = ReadPath(dir + "image_experiment/events.out.tfevents.1771595107.hostC.11980.0");
+  EXPECT_TRUE(images.points.empty());
+  EXPECT_EQ(images.stats.images, 5);
+  const FileContent graph = ReadPath(dir + "graph_experiment/events.out.tfevents.1771596179.hostC.9384.0");
+  EXPECT_TRUE(graph.points.empty());
+  EXPECT_GE(graph.stats.graphs, 1);
+  const FileContent histo = ReadPath(dir + "histogram_experiment/events.out.tfevents.1771596220.hostC.19040.0");
+  EXPECT_TRUE(histo.points.empty());
+  EXPECT_EQ(histo.histograms, 10);
+}
+
+TEST(EventFile, AllScalarEncodingsGiveTheSameSeries) {
+  std::string bytes = FrameRecord(EncodeFileVersionEvent(1.0e9));
+  const ScalarEncoding encodings[] = {ScalarEncoding::kSimpleValue, ScalarEncoding::kTensorContent,
+                                      ScalarEncoding::kFloatVal, ScalarEncoding::kDoubleVal};
+  for (int step = 0; step < 20; ++step) {
+    for (ScalarEncoding e : encodings) {
+      bytes += FrameRecord(EncodeScalarEvent(1.0e9 + step, step, std::string(ToString(e)),
+                                             0.25 * step - 1, e, step == 0 ? "scalars" : ""));
+    }
+    bytes += FrameRecord(EncodeScalarEvent(1.0e9 + step, step, "int", step * 3, ScalarEncoding::kIntVal));
+  }
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_TRUE(c.issues.empty());
+  ASSERT_EQ(c.points.size(), 5u);
+  const auto& reference = c.points.at("simple_value");
+  for (ScalarEncoding e : encodings) EXPECT_EQ(c.points.at(std::string(ToString(e))), reference);
+  EXPECT_EQ(c.points.at("int").back(), (std::pair<int64_t, double>{19, 57.0}));
+}
+
+TEST(EventFile, NonScalarPluginMetadataIsCachedPerTag) {
+  std::string bytes = FrameRecord(EncodeFileVersionEvent(1.0e9));
+  bytes += FrameRecord(EncodeScalarEvent(1, 1, "hp", 3, ScalarEncoding::kFloatVal, "hparams"));
+  bytes += FrameRecord(EncodeScalarEvent(1, 2, "hp", 4, ScalarEncoding::kFloatVal));
+  bytes += FrameRecord(EncodeScalarEvent(1, 2, "loss", 4, ScalarEncoding::kFloatVal));
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_EQ(c.points.count("hp"), 0u);
+  EXPECT_EQ(c.points.at("loss").size(), 1u);
+  EXPECT_EQ(c.stats.tensors, 2);
+}
+
+TEST(EventFile, PurgeMarkerIsReported) {
+  std::string bytes = FrameRecord(EncodeFileVersionEvent(1.0e9));
+  bytes += FrameRecord(EncodeSessionStartEvent(1.0e9, 40));
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_EQ(c.purges, 1);
+}
+
+// Damaged variants of a real file, built in memory.
+class DamagedFile : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    original_ = ReadFile(kFixtures +
+                         "janosh__tensorboard-reducer/tests/runs/strict/run_1/"
+                         "events.out.tfevents.1622543341.hostA.86862.0");
+    // Record offsets, to aim the damage.
+    TfRecordReader reader(MemorySource(original_), "x");
+    std::string_view payload;
+    int64_t offset;
+    while (reader.Next(&payload, &offset)) offsets_.push_back(offset);
+    ASSERT_EQ(offsets_.size(), 101u);
+  }
+  int64_t TotalPoints(const FileContent& c) {
+    int64_t n = 0;
+    for (const auto& [tag, s] : c.points) n += static_cast<int64_t>(s.size());
+    return n;
+  }
+  std::string original_;
+  std::vector<int64_t> offsets_;
+};
+
+TEST_F(DamagedFile, TruncatedMidRecordKeepsEveryCompleteRecordWithoutError) {
+  for (int64_t cut : {offsets_[50] + 5, offsets_[50] + 13, offsets_[100] + 20,
+                      static_cast<int64_t>(original_.size()) - 1}) {
+    const FileContent c = ReadBytes(original_.substr(0, cut));
+    const int64_t complete_records =
+        std::count_if(offsets_.begin(), offsets_.end(), [&](int64_t o) { return o < cut; }) - 1;
+    EXPECT_EQ(c.stats.records, complete_records) << "cut at " << cut;
+    EXPECT_EQ(TotalPoints(c), complete_records - 1);
+    ASSERT_EQ(c.issues.size(), 1u);
+    EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kTruncatedTail);
+    EXPECT_FALSE(c.issues[0].is_error());
+  }
+}
+
+TEST_F(DamagedFile, BadPayloadCrcSkipsOneRecordAndNamesItsOffset) {
+  std::string bytes = original_;
+  bytes[offsets_[30] + 12 + 3] ^= 0x40;  // inside record 30's payload
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_EQ(c.stats.records, 100);
+  EXPECT_EQ(TotalPoints(c), 99);
+  ASSERT_EQ(c.issues.size(), 1u);
+  EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadPayloadCrc);
+  EXPECT_EQ(c.issues[0].offset_bytes, offsets_[30]);
+  EXPECT_NE(c.issues[0].Message().find("memory: byte offset " + std::to_string(offsets_[30]) +
+                                       ": bad payload CRC"),
+            std::string::npos)
+      << c.issues[0].Message();
+}
+
+TEST_F(DamagedFile, BadLengthCrcStopsTheFile) {
+  std::string bytes = original_;
+  bytes[offsets_[60]] ^= 0x01;  // the length of record 60
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_EQ(c.stats.records, 60);
+  EXPECT_EQ(TotalPoints(c), 59);
+  ASSERT_EQ(c.issues.size(), 1u);
+  EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadLengthCrc);
+  EXPECT_EQ(c.issues[0].offset_bytes, offsets_[60]);
+}
+
+TEST_F(DamagedFile, ValidFramingAroundAMalformedEventIsReported) {
+  std::string bytes = original_.substr(0, offsets_[10]);
+  bytes += FrameRecord(std::string("\x2a\xff\xff\xff\x0f", 5));  // field 5, absurd length
+  bytes += original_.substr(offsets_[10]);
+  const FileContent c = ReadBytes(bytes);
+  EXPECT_EQ(c.stats.records, 101);
+  ASSERT_EQ(c.issues.size(), 1u);
+  EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadPayload);
+  EXPECT_EQ(c.issues[0].offset_bytes, offsets_[10]);
+}
+
+TEST(TfRecordReader, RecordLargerThanTheBufferIsRead) {
+  const std::string big(3 << 20, 'x');
+  const std::string bytes = FrameRecord("a") + FrameRecord(big) + FrameRecord("b");
+  TfRecordReader reader(MemorySource(bytes), "memory");
+  std::string_view payload;
+  int64_t offset;
+  ASSERT_TRUE(reader.Next(&payload, &offset));
+  EXPECT_EQ(payload, "a");
+  ASSERT_TRUE(reader.Next(&payload, &offset));
+  EXPECT_EQ(payload.size(), big.size());
+  ASSERT_TRUE(reader.Next(&payload, &offset));
+  EXPECT_EQ(payload, "b");
+  EXPECT_FALSE(reader.Next(&payload, &offset));
+  EXPECT_TRUE(reader.issues().empty());
+  EXPECT_EQ(reader.bytes_consumed(), static_cast<int64_t>(bytes.size()));
+}
+
+}  // namespace
+}  // namespace mosaic::runs

@@ -1,0 +1,105 @@
+#include "mosaic/runs/export.h"
+
+#include <charconv>
+#include <cmath>
+
+#include <nlohmann/json.hpp>
+
+#include "mosaic/util/error.h"
+
+namespace mosaic::runs {
+namespace {
+
+std::string CsvField(const std::string& text) {
+  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
+  std::string quoted = "\"";
+  for (char c : text) {
+    if (c == '"') quoted += '"';
+    quoted += c;
+  }
+  return quoted + "\"";
+}
+
+std::string JsonString(const std::string& text) { return nlohmann::json(text).dump(); }
+
+}  // namespace
+
+std::string_view ToString(ExportFormat format) {
+  switch (format) {
+    case ExportFormat::kCsv: return "csv";
+    case ExportFormat::kJson: return "json";
+  }
+  return "?";
+}
+
+ExportFormat ExportFormatFromString(std::string_view text) {
+  if (text == "csv") return ExportFormat::kCsv;
+  if (text == "json") return ExportFormat::kJson;
+  throw FieldError({}, "--export", text, "one of csv, json");
+}
+
+std::string FormatValue(double value, bool float32) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  char buffer[64];
+  std::to_chars_result result = float32
+      ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
+      : std::to_chars(buffer, buffer + sizeof buffer, value);
+  return std::string(buffer, result.ptr);
+}
+
+std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass) {
+  std::string out;
+  switch (format) {
+    case ExportFormat::kCsv:
+      out += with_pass ? "run,tag,step,wall_time,value,pass\n" : "run,tag,step,wall_time,value\n";
+      for (const Run& run : runs) {
+        const std::string run_field = CsvField(run.name);
+        for (const TimeSeries& s : run.series) {
+          const std::string prefix = run_field + "," + CsvField(s.tag) + ",";
+          for (const ScalarPoint& p : s.points) {
+            out += prefix;
+            out += std::to_string(p.step);
+            out += ',';
+            if (std::isfinite(p.wall_time_seconds)) out += FormatValue(p.wall_time_seconds, false);
+            out += ',';
+            out += FormatValue(p.value, s.float32);
+            if (with_pass) {
+              out += ',';
+              out += std::to_string(p.pass);
+            }
+            out += '\n';
+          }
+        }
+      }
+      break;
+    case ExportFormat::kJson: {
+      out += "[";
+      bool first = true;
+      for (const Run& run : runs) {
+        const std::string run_field = JsonString(run.name);
+        for (const TimeSeries& s : run.series) {
+          const std::string prefix = "{\"run\": " + run_field + ", \"tag\": " + JsonString(s.tag);
+          for (const ScalarPoint& p : s.points) {
+            out += first ? "\n  " : ",\n  ";
+            first = false;
+            out += prefix;
+            out += ", \"step\": " + std::to_string(p.step);
+            out += ", \"wall_time\": ";
+            out += std::isfinite(p.wall_time_seconds) ? FormatValue(p.wall_time_seconds, false)
+                                                      : "null";
+            out += ", \"value\": ";
+            out += std::isfinite(p.value) ? FormatValue(p.value, s.float32) : "null";
+            if (with_pass) out += ", \"pass\": " + std::to_string(p.pass);
+            out += "}";
+          }
+        }
+      }
+      out += first ? "]\n" : "\n]\n";
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace mosaic::runs

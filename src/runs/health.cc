@@ -1,0 +1,213 @@
+#include "mosaic/runs/health.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <regex>
+
+namespace mosaic::runs {
+namespace {
+
+constexpr size_t kStepsShown = 5;
+constexpr double kMadToSigma = 1.4826;
+
+std::string StepList(const std::vector<int64_t>& steps) {
+  std::string text;
+  for (size_t i = 0; i < steps.size() && i < kStepsShown; ++i) {
+    text += (i == 0 ? "" : ", ") + std::to_string(steps[i]);
+  }
+  if (steps.size() > kStepsShown) text += fmt::format(", … ({} more)", steps.size() - kStepsShown);
+  return text;
+}
+
+double Median(std::vector<double>& values) {
+  const size_t mid = values.size() / 2;
+  std::nth_element(values.begin(), values.begin() + mid, values.end());
+  double m = values[mid];
+  if (values.size() % 2 == 0) {
+    m = (m + *std::max_element(values.begin(), values.begin() + mid)) / 2;
+  }
+  return m;
+}
+
+bool IsGradNorm(const std::string& tag) {
+  static const std::regex kGradNorm("grad[_-]?norm|gradnorm", std::regex::icase);
+  return std::regex_search(tag, kGradNorm);
+}
+
+void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& options,
+                 const std::regex& spike_tags, std::vector<Finding>* out) {
+  // Non-finite values and skipped updates.
+  std::vector<int64_t> non_finite;
+  for (const ScalarPoint& p : s.points) {
+    if (!std::isfinite(p.value)) non_finite.push_back(p.step);
+  }
+  if (!non_finite.empty()) {
+    out->push_back({FindingKind::kNonFinite, s.tag, non_finite,
+                    fmt::format("{} non-finite value{} at step{} {}{}", non_finite.size(),
+                                non_finite.size() == 1 ? "" : "s",
+                                non_finite.size() == 1 ? "" : "s", StepList(non_finite),
+                                IsGradNorm(s.tag) ? " (update skipped)" : "")});
+  }
+  static const std::regex kSkipTag("skip", std::regex::icase);
+  if (std::regex_search(s.tag, kSkipTag)) {
+    std::vector<int64_t> skipped;
+    for (size_t i = 1; i < s.points.size(); ++i) {
+      if (s.points[i].value > s.points[i - 1].value) skipped.push_back(s.points[i].step);
+    }
+    if (!skipped.empty()) {
+      out->push_back({FindingKind::kSkippedUpdate, s.tag, skipped,
+                      fmt::format("updates skipped at step{} {}", skipped.size() == 1 ? "" : "s",
+                                  StepList(skipped))});
+    }
+  }
+
+  // Spikes against a rolling robust baseline.
+  if (std::regex_search(s.tag, spike_tags)) {
+    std::vector<double> window;
+    std::vector<double> scratch;
+    std::vector<int64_t> spikes;
+    double worst_sigmas = 0;
+    int64_t worst_step = 0;
+    for (const ScalarPoint& p : s.points) {
+      if (!std::isfinite(p.value)) continue;
+      if (static_cast<int>(window.size()) >= options.spike_min_points) {
+        scratch = window;
+        const double median = Median(scratch);
+        for (double& v : scratch) v = std::fabs(v - median);
+        const double mad = Median(scratch);
+        const double sigma =
+            std::max(kMadToSigma * mad, options.spike_floor_relative * std::fabs(median));
+        if (sigma > 0) {
+          const double z = (p.value - median) / sigma;
+          if (z > options.spike_sigmas) {
+            spikes.push_back(p.step);
+            if (z > worst_sigmas) {
+              worst_sigmas = z;
+              worst_step = p.step;
+            }
+          }
+        }
+      }
+      window.push_back(p.value);
+      if (static_cast<int>(window.size()) > options.spike_window) window.erase(window.begin());
+    }
+    if (!spikes.empty()) {
+      out->push_back({FindingKind::kSpike, s.tag, spikes,
+                      fmt::format("{} spike{} (> {} robust sd above the median of the last {}) at "
+                                  "step{} {}; largest {:.1f} sd at step {}",
+                                  spikes.size(), spikes.size() == 1 ? "" : "s",
+                                  options.spike_sigmas, options.spike_window,
+                                  spikes.size() == 1 ? "" : "s", StepList(spikes), worst_sigmas,
+                                  worst_step)});
+    }
+  }
+
+  // Step gaps and stalls over the distinct steps in order.
+  std::vector<const ScalarPoint*> ordered;
+  for (const ScalarPoint& p : s.points) {
+    if (p.pass == 1) ordered.push_back(&p);
+  }
+  std::stable_sort(ordered.begin(), ordered.end(),
+                   [](const ScalarPoint* a, const ScalarPoint* b) { return a->step < b->step; });
+  if (ordered.size() >= 3) {
+    std::vector<double> intervals;
+    for (size_t i = 1; i < ordered.size(); ++i) {
+      intervals.push_back(static_cast<double>(ordered[i]->step - ordered[i - 1]->step));
+    }
+    std::vector<double> scratch = intervals;
+    const double typical = Median(scratch);
+    std::vector<int64_t> gaps;
+    int64_t largest = 0;
+    int64_t largest_from = 0;
+    for (size_t i = 0; i < intervals.size(); ++i) {
+      if (typical > 0 && intervals[i] > options.gap_factor * typical) {
+        gaps.push_back(ordered[i]->step);
+        if (intervals[i] > largest) {
+          largest = static_cast<int64_t>(intervals[i]);
+          largest_from = ordered[i]->step;
+        }
+      }
+    }
+    if (!gaps.empty()) {
+      out->push_back({FindingKind::kStepGap, s.tag, gaps,
+                      fmt::format("{} step gap{} (> {} × the usual interval {}); largest {} → {}",
+                                  gaps.size(), gaps.size() == 1 ? "" : "s", options.gap_factor,
+                                  typical, largest_from, largest_from + largest)});
+    }
+    std::vector<double> wall_intervals;
+    for (size_t i = 1; i < ordered.size(); ++i) {
+      const double dt = ordered[i]->wall_time_seconds - ordered[i - 1]->wall_time_seconds;
+      if (std::isfinite(dt) && dt >= 0) wall_intervals.push_back(dt);
+    }
+    if (wall_intervals.size() >= 2) {
+      scratch = wall_intervals;
+      const double typical_seconds = Median(scratch);
+      std::vector<int64_t> stalls;
+      double longest = 0;
+      for (size_t i = 1; i < ordered.size(); ++i) {
+        const double dt = ordered[i]->wall_time_seconds - ordered[i - 1]->wall_time_seconds;
+        if (std::isfinite(dt) && dt > options.stall_factor * typical_seconds &&
+            dt > options.stall_min_seconds) {
+          stalls.push_back(ordered[i - 1]->step);
+          longest = std::max(longest, dt);
+        }
+      }
+      if (!stalls.empty()) {
+        out->push_back({FindingKind::kStall, s.tag, stalls,
+                        fmt::format("{} stall{} (> {} × the usual {:.3g} s between points) after "
+                                    "step{} {}; longest {:.0f} s",
+                                    stalls.size(), stalls.size() == 1 ? "" : "s",
+                                    options.stall_factor, typical_seconds,
+                                    stalls.size() == 1 ? "" : "s", StepList(stalls), longest)});
+      }
+    }
+  }
+
+  for (const Restart& r : run.restarts) {
+    if (r.tag != s.tag) continue;
+    out->push_back({FindingKind::kRestart, s.tag, {r.back_to_step},
+                    fmt::format("in {}: back from step {} to step {}, {} point{} overlapped",
+                                run.files[r.source].path, r.from_step, r.back_to_step,
+                                r.overlapped_points, r.overlapped_points == 1 ? "" : "s")});
+  }
+}
+
+}  // namespace
+
+std::string_view ToString(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::kNonFinite: return "non-finite";
+    case FindingKind::kSkippedUpdate: return "skipped-update";
+    case FindingKind::kSpike: return "spike";
+    case FindingKind::kRestart: return "restart";
+    case FindingKind::kStepGap: return "step-gap";
+    case FindingKind::kStall: return "stall";
+    case FindingKind::kDamaged: return "damaged";
+  }
+  return "?";
+}
+
+std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
+  std::vector<Finding> findings;
+  for (const RecordIssue& issue : run.record_issues) {
+    if (issue.is_error()) {
+      findings.push_back({FindingKind::kDamaged, "", {}, issue.Message()});
+    }
+  }
+  for (const SourceFile& file : run.files) {
+    if (!file.loaded) {
+      for (const std::string& note : run.notes) {
+        if (note.rfind("file skipped: " + file.path, 0) == 0) {
+          findings.push_back({FindingKind::kDamaged, "", {}, note});
+        }
+      }
+    }
+  }
+  const std::regex spike_tags(options.spike_tags, std::regex::icase);
+  for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &findings);
+  return findings;
+}
+
+}  // namespace mosaic::runs

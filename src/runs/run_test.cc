@@ -1,0 +1,250 @@
+// Runs over the real fixtures: restart policies, re-runs, mixed encodings, the Ray Tune twin
+// files, and the health checks.
+#include "mosaic/runs/run.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "mosaic/runs/compare.h"
+#include "mosaic/runs/event_writer.h"
+#include "mosaic/runs/export.h"
+#include "mosaic/runs/health.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic::runs {
+namespace {
+
+const std::string kFixtures = std::string(MOSAIC_SOURCE_DIR) + "/tests/fixtures/";
+
+runs::Run LoadOnly(const std::string& relative, RestartPolicy policy = RestartPolicy::kFirst) {
+  std::vector<RunDirectory> dirs = DiscoverRuns(kFixtures + relative);
+  EXPECT_EQ(dirs.size(), 1u);
+  LoadOptions options;
+  options.restarts = policy;
+  return LoadRun(dirs.at(0), options);
+}
+
+TEST(Runs, DiscoveryFindsEveryRunDirectory) {
+  const std::vector<RunDirectory> runs = DiscoverRuns(kFixtures + "ZeroToMax-ZYZ__study_tensorboard");
+  std::vector<std::string> names;
+  for (const RunDirectory& r : runs) names.push_back(r.name);
+  EXPECT_EQ(runs.size(), 25u);
+  EXPECT_NE(std::find(names.begin(), names.end(), "runs/hparams_search_exp_1/1771595857.3236299"),
+            names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(),
+                      "logs/logs_upload/01_AlexNet_SGD_20260128-181343"),
+            names.end());
+  EXPECT_THROW(DiscoverRuns(kFixtures + "no-such-dir"), InputError);
+}
+
+TEST(Runs, EventFilesAreOrderedByStartTimeInTheirName) {
+  EXPECT_EQ(EventFileStartSeconds("events.out.tfevents.1771594466.hostC.21024.0"), 1771594466);
+  EXPECT_EQ(EventFileStartSeconds("module_diag.csv"), -1);
+}
+
+TEST(Runs, DuplicateStepsUnderEachPolicy) {
+  const std::string dir = "janosh__tensorboard-reducer/tests/runs/duplicate_steps/run_1";
+  const runs::Run first = LoadOnly(dir, RestartPolicy::kFirst);
+  const runs::Run last = LoadOnly(dir, RestartPolicy::kLast);
+  const runs::Run all = LoadOnly(dir, RestartPolicy::kAll);
+  ASSERT_EQ(first.series.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(first.series[i].tag);
+    EXPECT_EQ(first.series[i].points.size(), 200u);
+    EXPECT_EQ(last.series[i].points.size(), 200u);
+    EXPECT_EQ(all.series[i].points.size(), 210u);
+    // Steps 90-99 were written twice: first keeps the earlier value, last the later.
+    const std::vector<ScalarPoint>& a = all.series[i].points;
+    EXPECT_EQ(a[100].step, 90);
+    EXPECT_EQ(a[100].pass, 2);
+    EXPECT_EQ(a[99].pass, 1);
+    EXPECT_EQ(*first.series[i].ValueAt(95), a[95].value);
+    EXPECT_EQ(*last.series[i].ValueAt(95), a[105].value);
+    EXPECT_EQ(*first.series[i].ValueAt(150), *last.series[i].ValueAt(150));
+  }
+  ASSERT_EQ(first.restarts.size(), 2u);
+  EXPECT_EQ(first.restarts[0].from_step, 99);
+  EXPECT_EQ(first.restarts[0].back_to_step, 90);
+  EXPECT_EQ(first.restarts[0].overlapped_points, 10);
+}
+
+TEST(Runs, RerunIntoTheSameDirectoryKeepsTheFirstPass) {
+  const std::string dir = "ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment";
+  const runs::Run first = LoadOnly(dir, RestartPolicy::kFirst);
+  const runs::Run last = LoadOnly(dir, RestartPolicy::kLast);
+  ASSERT_EQ(first.files.size(), 2u);
+  EXPECT_NE(first.files[0].path.find("1771594466"), std::string::npos);
+  const TimeSeries* loss = first.FindSeries("Metrics/Loss");
+  ASSERT_NE(loss, nullptr);
+  EXPECT_EQ(loss->points.size(), 100u);
+  EXPECT_NEAR(*loss->ValueAt(0), 4.93373, 5e-6);
+  EXPECT_EQ(FormatValue(*loss->ValueAt(0), true), "4.9337287");
+  EXPECT_NEAR(*last.FindSeries("Metrics/Loss")->ValueAt(0), 4.825678, 5e-7);
+  ASSERT_EQ(first.restarts.size(), 2u);
+  for (const Restart& r : first.restarts) {
+    EXPECT_EQ(r.source, 1);
+    EXPECT_EQ(r.from_step, 99);
+    EXPECT_EQ(r.back_to_step, 0);
+    EXPECT_EQ(r.overlapped_points, 100);
+  }
+}
+
+TEST(Runs, KerasTensorAndSimpleValueRunsGiveTheSameKindOfSeries) {
+  const runs::Run tensors = LoadOnly("yuanjun0416__tensorboard_use/loop_noise5_cbamconcat_rms10_batchsize512/train");
+  const runs::Run simple = LoadOnly("yuanjun0416__tensorboard_use/loop_noise5_cbamconcat_rms1_batchsize512/train");
+  EXPECT_EQ(tensors.files[0].events.scalar_encodings.at(ScalarEncoding::kTensorContent), 3000);
+  EXPECT_EQ(simple.files[0].events.scalar_encodings.at(ScalarEncoding::kSimpleValue), 3000);
+  ASSERT_EQ(tensors.Tags(), simple.Tags());
+  for (size_t i = 0; i < tensors.series.size(); ++i) {
+    const TimeSeries& a = tensors.series[i];
+    const TimeSeries& b = simple.series[i];
+    EXPECT_EQ(a.points.size(), 1000u);
+    EXPECT_EQ(b.points.size(), 1000u);
+    EXPECT_EQ(a.FirstStep(), b.FirstStep());
+    EXPECT_EQ(a.LastStep(), b.LastStep());
+    EXPECT_TRUE(a.float32 && b.float32);
+    EXPECT_TRUE(std::isfinite(a.FinalValue()) && std::isfinite(b.FinalValue()));
+  }
+}
+
+TEST(Runs, RayScalarsAgreeWithProgressCsvExceptItsNanRows) {
+  const runs::Run run = LoadOnly("CursedSeraphim__process-tensorboard-logs/Ray_PPO_cycle_1e6");
+  ASSERT_EQ(run.files.size(), 2u);
+  EXPECT_EQ(run.files[1].format, SourceFormat::kCsv);
+  EXPECT_EQ(run.files[1].rows, 500);
+  int compared_tags = 0;
+  int64_t nan_rows = 0;
+  for (const TimeSeries& event : run.series) {
+    if (event.tag.rfind("ray/tune/", 0) != 0) continue;
+    const TimeSeries* csv = run.FindSeries(event.tag.substr(9));
+    if (csv == nullptr) continue;
+    ++compared_tags;
+    SCOPED_TRACE(event.tag);
+    std::vector<ScalarPoint> finite;
+    for (const ScalarPoint& p : csv->points) {
+      if (std::isfinite(p.value)) {
+        finite.push_back(p);
+      } else {
+        ++nan_rows;
+      }
+    }
+    ASSERT_EQ(finite.size(), event.points.size());
+    for (size_t i = 0; i < finite.size(); ++i) {
+      ASSERT_EQ(finite[i].step, event.points[i].step);
+      ASSERT_EQ(static_cast<float>(finite[i].value), static_cast<float>(event.points[i].value));
+    }
+  }
+  EXPECT_EQ(compared_tags, 30);  // of 36: done is True/False in the CSV, the rest absent there
+  EXPECT_EQ(nan_rows, 2 * 4);  // two rows, NaN in the four episode_* columns
+}
+
+TEST(Runs, TagFilterAndHistograms) {
+  std::vector<RunDirectory> dirs =
+      DiscoverRuns(kFixtures + "CursedSeraphim__process-tensorboard-logs/Ray_PPO_cycle_1e6");
+  LoadOptions options;
+  options.tags = CompileTagFilter("^ray/tune/episode_reward_m(in|ax)$");
+  const runs::Run run = LoadRun(dirs.at(0), options);
+  EXPECT_EQ(run.Tags(), (std::vector<std::string>{"ray/tune/episode_reward_max",
+                                                  "ray/tune/episode_reward_min"}));
+  EXPECT_TRUE(run.histograms.empty());
+  EXPECT_THROW(CompileTagFilter("(unclosed"), InputError);
+  const runs::Run unfiltered = LoadOnly("CursedSeraphim__process-tensorboard-logs/Ray_PPO_cycle_1e6");
+  int64_t histogram_values = 0;
+  for (const HistogramSeries& h : unfiltered.histograms) histogram_values += h.points;
+  EXPECT_EQ(histogram_values, 996);
+}
+
+TEST(Runs, LastPolicyHonoursPurgeMarkers) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_purge_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string first = FrameRecord(EncodeFileVersionEvent(1000));
+  for (int s = 0; s < 10; ++s) first += FrameRecord(EncodeScalarEvent(1000 + s, s, "loss", s));
+  std::string second = FrameRecord(EncodeFileVersionEvent(2000));
+  second += FrameRecord(EncodeSessionStartEvent(2000, 5));
+  second += FrameRecord(EncodeScalarEvent(2001, 7, "loss", 70));
+  WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), first);
+  WriteFileAtomically((dir / "events.out.tfevents.2000.h").string(), second);
+  LoadOptions options;
+  options.restarts = RestartPolicy::kLast;
+  const runs::Run last = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  const std::vector<ScalarPoint>& points = last.series.at(0).points;
+  ASSERT_EQ(points.size(), 6u);  // 0-4, then 7; 5, 6, 8, 9 purged
+  EXPECT_EQ(points.back().step, 7);
+  EXPECT_EQ(points.back().value, 70);
+  options.restarts = RestartPolicy::kFirst;
+  const runs::Run kept_first = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  EXPECT_EQ(kept_first.series.at(0).points.size(), 10u);
+  EXPECT_EQ(*kept_first.series.at(0).ValueAt(7), 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
+  runs::Run run;
+  run.name = "r";
+  run.files.push_back({"f", SourceFormat::kEvents, {}, 0, true});
+  TimeSeries loss{"r", "train/loss", {}, false};
+  for (int s = 0; s < 100; ++s) {
+    double v = 3.0 - 0.001 * s + 0.01 * ((s * 7) % 5);
+    if (s == 60) v = 9.0;
+    loss.points.push_back({s < 80 ? s : s + 40, 1000.0 + s, v, 1});
+  }
+  TimeSeries grad{"r", "train/grad_norm", {}, false};
+  for (int s = 0; s < 20; ++s) {
+    grad.points.push_back({s, 1000.0 + s, s == 12 ? std::nan("") : 1.0 + 0.01 * (s % 3), 1});
+  }
+  run.series = {grad, loss};
+  run.restarts.push_back({"train/loss", 0, 99, 90, 10});
+  const std::vector<Finding> findings = CheckHealth(run);
+  std::map<FindingKind, std::vector<int64_t>> by_kind;
+  for (const Finding& f : findings) by_kind[f.kind] = f.steps;
+  EXPECT_EQ(by_kind[FindingKind::kNonFinite], (std::vector<int64_t>{12}));
+  EXPECT_EQ(by_kind[FindingKind::kSpike], (std::vector<int64_t>{60}));
+  EXPECT_EQ(by_kind[FindingKind::kStepGap], (std::vector<int64_t>{79}));
+  EXPECT_EQ(by_kind[FindingKind::kRestart], (std::vector<int64_t>{90}));
+  EXPECT_NE(findings[0].message.find("update skipped"), std::string::npos) << findings[0].message;
+}
+
+TEST(TimeSeries, Summaries) {
+  TimeSeries s{"r", "t", {{0, 0, 4, 1}, {10, 0, std::nan(""), 1}, {20, 0, 2, 1}, {30, 0, 3, 1}}};
+  EXPECT_EQ(s.FinalValue(), 3);
+  EXPECT_EQ(s.MeanOfLast(2), 2.5);
+  EXPECT_EQ(s.MeanOfLast(3), 3);  // the NaN is passed over
+  EXPECT_EQ(s.Min(), 2);
+  EXPECT_EQ(s.ValueAt(20), 2);
+  EXPECT_FALSE(s.ValueAt(5).has_value());
+  EXPECT_EQ(s.NonFiniteCount(), 1);
+  EXPECT_EQ(s.FirstStep(), 0);
+  EXPECT_EQ(s.LastStep(), 30);
+}
+
+TEST(Compare, OffsetOverCommonSteps) {
+  TimeSeries a{"a", "loss", {{0, 0, 3.0, 1}, {1, 0, 2.5, 1}, {2, 0, 2.0, 1}, {3, 0, 1.0, 1}}};
+  TimeSeries b{"b", "loss", {{1, 0, 2.6, 1}, {2, 0, 2.2, 1}, {3, 0, std::nan(""), 1}, {9, 0, 1, 1}}};
+  const std::optional<SeriesOffset> o = CompareSeries(a, b);
+  ASSERT_TRUE(o.has_value());
+  EXPECT_EQ(o->common_steps, 2);
+  EXPECT_NEAR(o->mean_difference, 0.15, 1e-12);
+  EXPECT_NEAR(o->sd_difference, std::sqrt(0.005), 1e-12);
+  EXPECT_FALSE(CompareSeries(a, TimeSeries{"c", "loss", {{7, 0, 1, 1}}}).has_value());
+}
+
+TEST(Export, CsvAndJsonWriteNonFiniteAndMissingWallTimes) {
+  runs::Run run;
+  run.name = "r,1";
+  run.series.push_back({"r,1", "t", {{0, 1.5, 0.1f, 1}, {1, std::nan(""), INFINITY, 2}}, true});
+  EXPECT_EQ(ExportRuns({run}, ExportFormat::kCsv, true),
+            "run,tag,step,wall_time,value,pass\n\"r,1\",t,0,1.5,0.1,1\n\"r,1\",t,1,,inf,2\n");
+  EXPECT_EQ(ExportRuns({run}, ExportFormat::kJson, false),
+            "[\n  {\"run\": \"r,1\", \"tag\": \"t\", \"step\": 0, \"wall_time\": 1.5, \"value\": "
+            "0.1},\n  {\"run\": \"r,1\", \"tag\": \"t\", \"step\": 1, \"wall_time\": null, "
+            "\"value\": null}\n]\n");
+  EXPECT_EQ(FormatValue(std::nan(""), false), "nan");
+  EXPECT_EQ(FormatValue(-INFINITY, false), "-inf");
+}
+
+}  // namespace
+}  // namespace mosaic::runs

@@ -1,0 +1,399 @@
+#include "mosaic/runs/table_log.h"
+
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include "mosaic/util/error.h"
+
+namespace mosaic::runs {
+namespace {
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr size_t kMaxNotesPerFile = 5;
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r')) s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  return s;
+}
+
+bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool ParseStep(double value, int64_t* step) {
+  if (!std::isfinite(value) || value != std::floor(value) || std::fabs(value) > 9.0e18) return false;
+  *step = static_cast<int64_t>(value);
+  return true;
+}
+
+// Collects points per tag in order of first appearance.
+class TagCollector {
+ public:
+  explicit TagCollector(TableLog* log) : log_(log) {}
+  void Add(const std::string& tag, WrittenPoint point) {
+    auto [it, inserted] = index_.try_emplace(tag, log_->tags.size());
+    if (inserted) log_->tags.push_back({tag, {}});
+    log_->tags[it->second].points.push_back(point);
+  }
+
+ private:
+  TableLog* log_;
+  std::map<std::string, size_t, std::less<>> index_;
+};
+
+void Note(TableLog* log, std::string message) {
+  if (log->notes.size() < kMaxNotesPerFile) log->notes.push_back(std::move(message));
+}
+
+// Splits CSV text into records of fields (RFC 4180 quoting). `lines[i]` is the 1-based line where
+// record i starts. Sets `*unterminated` when the text ends inside a quoted field (that record is
+// dropped).
+std::vector<std::vector<std::string>> SplitCsv(std::string_view text, std::vector<int>* lines,
+                                               bool* unterminated) {
+  std::vector<std::vector<std::string>> records;
+  std::vector<std::string> record;
+  std::string field;
+  bool in_quotes = false;
+  bool record_has_content = false;
+  int line = 1;
+  int record_line = 1;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_quotes) {
+      if (c == '"') {
+        if (i + 1 < text.size() && text[i + 1] == '"') {
+          field += '"';
+          ++i;
+        } else {
+          in_quotes = false;
+        }
+      } else {
+        if (c == '\n') ++line;
+        field += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_quotes = true;
+      record_has_content = true;
+    } else if (c == ',') {
+      record.push_back(std::move(field));
+      field.clear();
+      record_has_content = true;
+    } else if (c == '\n') {
+      if (!field.empty() && field.back() == '\r') field.pop_back();
+      if (record_has_content || !field.empty()) {
+        record.push_back(std::move(field));
+        records.push_back(std::move(record));
+        lines->push_back(record_line);
+      }
+      record.clear();
+      field.clear();
+      record_has_content = false;
+      ++line;
+      record_line = line;
+    } else {
+      field += c;
+      record_has_content = true;
+    }
+  }
+  *unterminated = in_quotes;
+  if (!in_quotes && (record_has_content || !field.empty())) {
+    record.push_back(std::move(field));
+    records.push_back(std::move(record));
+    lines->push_back(record_line);
+  }
+  return records;
+}
+
+std::string StepColumnError(const std::string& path, std::string_view what) {
+  std::string names;
+  for (std::string_view name : kStepColumns) names += (names.empty() ? "" : ", ") + std::string(name);
+  return fmt::format("{}:1: no step {} (looked for {}); name one with --step-column", path, what,
+                     names);
+}
+
+// Replaces the bare tokens NaN, Infinity and -Infinity that Python's json module writes (outside
+// strings) by strings, so that a strict JSON parser accepts the line.
+std::string QuoteNonFiniteTokens(std::string_view line) {
+  std::string out;
+  out.reserve(line.size() + 8);
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      out += c;
+      if (c == '\\' && i + 1 < line.size()) {
+        out += line[++i];
+      } else if (c == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      out += c;
+      continue;
+    }
+    bool replaced = false;
+    for (std::string_view token : {"-Infinity", "Infinity", "NaN"}) {
+      if (line.substr(i, token.size()) == token) {
+        out += '"';
+        out += token;
+        out += '"';
+        i += token.size() - 1;
+        replaced = true;
+        break;
+      }
+    }
+    if (!replaced) out += c;
+  }
+  return out;
+}
+
+void Flatten(const nlohmann::json& object, const std::string& prefix,
+             std::vector<std::pair<std::string, const nlohmann::json*>>* out) {
+  for (auto it = object.begin(); it != object.end(); ++it) {
+    std::string key = prefix.empty() ? it.key() : prefix + "/" + it.key();
+    if (it->is_object()) {
+      Flatten(*it, key, out);
+    } else {
+      out->emplace_back(std::move(key), &*it);
+    }
+  }
+}
+
+// The numeric value of a JSON leaf: numbers and the non-finite names as strings. Returns false for
+// anything else; sets *missing for null.
+bool JsonNumber(const nlohmann::json& v, double* value, bool* missing) {
+  *missing = false;
+  if (v.is_null()) {
+    *missing = true;
+    return false;
+  }
+  if (v.is_number()) {
+    *value = v.get<double>();
+    return true;
+  }
+  if (v.is_string()) {
+    const std::string& s = v.get_ref<const std::string&>();
+    for (std::string_view name : {"NaN", "nan", "Infinity", "inf", "-Infinity", "-inf"}) {
+      if (s == name) return ParseNumber(s, value);
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+bool ParseNumber(std::string_view text, double* value) {
+  text = Trim(text);
+  if (text.empty()) return false;
+  if (text.front() == '+') text.remove_prefix(1);
+  if (EqualsIgnoreCase(text, "infinity") || EqualsIgnoreCase(text, "-infinity")) {
+    *value = text.front() == '-' ? -std::numeric_limits<double>::infinity()
+                                 : std::numeric_limits<double>::infinity();
+    return true;
+  }
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *value);
+  if (ec == std::errc::result_out_of_range) {
+    return false;
+  }
+  return ec == std::errc() && ptr == end;
+}
+
+TableLog ReadCsvLog(std::string_view text, const std::string& path,
+                    const std::string& step_column) {
+  TableLog log;
+  log.path = path;
+  std::vector<int> lines;
+  bool unterminated = false;
+  std::vector<std::vector<std::string>> records = SplitCsv(text, &lines, &unterminated);
+  if (records.empty()) throw InputError(fmt::format("{}:1: empty CSV file (no header)", path));
+  std::vector<std::string> header = records.front();
+  for (std::string& name : header) name = std::string(Trim(name));
+  int step_index = -1;
+  int wall_index = -1;
+  auto find = [&](std::string_view name) {
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i] == name) return static_cast<int>(i);
+    }
+    return -1;
+  };
+  if (!step_column.empty()) {
+    step_index = find(step_column);
+    if (step_index < 0) {
+      throw FieldError({path, 1, 0, ""}, "--step-column", step_column, "a column of the header");
+    }
+  } else {
+    for (std::string_view name : kStepColumns) {
+      if ((step_index = find(name)) >= 0) break;
+    }
+    if (step_index < 0) throw InputError(StepColumnError(path, "column"));
+  }
+  for (std::string_view name : kWallTimeColumns) {
+    if ((wall_index = find(name)) >= 0) break;
+  }
+  log.step_column = header[step_index];
+  if (wall_index >= 0) log.wall_time_column = header[wall_index];
+
+  TagCollector tags(&log);
+  // Create every tag in header order so that columns keep their order.
+  for (size_t row = 1; row < records.size(); ++row) {
+    const std::vector<std::string>& cells = records[row];
+    const int line = lines[row];
+    const bool last = row + 1 == records.size();
+    if (cells.size() > header.size()) {
+      ++log.rows_without_step;
+      Note(&log, fmt::format("{}:{}: {} cells for {} columns; row skipped", path, line,
+                             cells.size(), header.size()));
+      continue;
+    }
+    if (static_cast<int>(cells.size()) <= step_index) {
+      ++log.rows_without_step;
+      Note(&log, fmt::format("{}:{}: row ends before the step column '{}'{}", path, line,
+                             log.step_column, last ? " (truncated last line)" : "; row skipped"));
+      continue;
+    }
+    double step_value = 0;
+    int64_t step = 0;
+    if (!ParseNumber(cells[step_index], &step_value) || !ParseStep(step_value, &step)) {
+      ++log.rows_without_step;
+      Note(&log, fmt::format("{}:{}: {} = '{}' is not an integer step; row skipped", path, line,
+                             log.step_column, cells[step_index]));
+      continue;
+    }
+    double wall = kNaN;
+    if (wall_index >= 0 && wall_index < static_cast<int>(cells.size())) {
+      if (!ParseNumber(cells[wall_index], &wall)) wall = kNaN;
+    }
+    ++log.rows;
+    for (size_t col = 0; col < cells.size(); ++col) {
+      if (static_cast<int>(col) == step_index || static_cast<int>(col) == wall_index) continue;
+      if (Trim(cells[col]).empty()) continue;
+      double value;
+      if (!ParseNumber(cells[col], &value)) {
+        if (log.non_numeric_cells++ == 0) {
+          Note(&log, fmt::format("{}:{}: {} = '{}' is not a number; such cells are skipped", path,
+                                 line, header[col], cells[col].substr(0, 40)));
+        }
+        continue;
+      }
+      tags.Add(header[col], {step, wall, value, static_cast<int64_t>(row - 1), 0});
+    }
+  }
+  if (unterminated) {
+    Note(&log, fmt::format("{}: ends inside a quoted cell; the truncated last row was dropped", path));
+  }
+  return log;
+}
+
+TableLog ReadJsonlLog(std::string_view text, const std::string& path,
+                      const std::string& step_column) {
+  TableLog log;
+  log.path = path;
+  TagCollector tags(&log);
+  int line_number = 0;
+  size_t start = 0;
+  bool any_step = false;
+  std::vector<std::pair<std::string, const nlohmann::json*>> leaves;
+  while (start < text.size()) {
+    size_t end = text.find('\n', start);
+    const bool has_newline = end != std::string_view::npos;
+    if (!has_newline) end = text.size();
+    std::string_view line = Trim(text.substr(start, end - start));
+    start = end + 1;
+    ++line_number;
+    if (line.empty()) continue;
+    nlohmann::json object = nlohmann::json::parse(QuoteNonFiniteTokens(line), nullptr, false);
+    if (object.is_discarded() || !object.is_object()) {
+      const bool truncated_tail = !has_newline || start >= text.size();
+      Note(&log, fmt::format("{}:{}: {}", path, line_number,
+                             truncated_tail && object.is_discarded()
+                                 ? "truncated last line dropped"
+                                 : "not a JSON object; line skipped"));
+      if (!truncated_tail || !object.is_discarded()) ++log.rows_without_step;
+      continue;
+    }
+    leaves.clear();
+    Flatten(object, "", &leaves);
+    int step_leaf = -1;
+    int wall_leaf = -1;
+    if (!step_column.empty()) {
+      for (size_t i = 0; i < leaves.size() && step_leaf < 0; ++i) {
+        if (leaves[i].first == step_column) step_leaf = static_cast<int>(i);
+      }
+    } else {
+      for (std::string_view name : kStepColumns) {
+        for (size_t i = 0; i < leaves.size() && step_leaf < 0; ++i) {
+          if (leaves[i].first == name) step_leaf = static_cast<int>(i);
+        }
+        if (step_leaf >= 0) break;
+      }
+    }
+    for (std::string_view name : kWallTimeColumns) {
+      for (size_t i = 0; i < leaves.size() && wall_leaf < 0; ++i) {
+        if (leaves[i].first == name) wall_leaf = static_cast<int>(i);
+      }
+      if (wall_leaf >= 0) break;
+    }
+    double step_value = 0;
+    int64_t step = 0;
+    bool missing = false;
+    if (step_leaf < 0 || !JsonNumber(*leaves[step_leaf].second, &step_value, &missing) ||
+        !ParseStep(step_value, &step)) {
+      ++log.rows_without_step;
+      Note(&log, fmt::format("{}:{}: no integer step{}; line skipped", path, line_number,
+                             step_leaf < 0 ? "" : " ('" + leaves[step_leaf].first + "')"));
+      continue;
+    }
+    if (!any_step) {
+      log.step_column = leaves[step_leaf].first;
+      any_step = true;
+    }
+    double wall = kNaN;
+    if (wall_leaf >= 0) {
+      if (!JsonNumber(*leaves[wall_leaf].second, &wall, &missing)) wall = kNaN;
+      if (log.wall_time_column.empty()) log.wall_time_column = leaves[wall_leaf].first;
+    }
+    for (size_t i = 0; i < leaves.size(); ++i) {
+      if (static_cast<int>(i) == step_leaf || static_cast<int>(i) == wall_leaf) continue;
+      double value;
+      if (!JsonNumber(*leaves[i].second, &value, &missing)) {
+        if (!missing && log.non_numeric_cells++ == 0) {
+          Note(&log, fmt::format("{}:{}: {} = {} is not a number; such values are skipped", path,
+                                 line_number, leaves[i].first,
+                                 leaves[i].second->dump().substr(0, 40)));
+        }
+        continue;
+      }
+      tags.Add(leaves[i].first, {step, wall, value, log.rows, 0});
+    }
+    ++log.rows;
+  }
+  if (!any_step) {
+    if (!step_column.empty()) {
+      throw FieldError({path, 1, 0, ""}, "--step-column", step_column, "a key of the JSONL objects");
+    }
+    throw InputError(StepColumnError(path, "key"));
+  }
+  return log;
+}
+
+}  // namespace mosaic::runs

@@ -1,0 +1,107 @@
+#include "mosaic/runs/table_log.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mosaic/util/error.h"
+
+namespace mosaic::runs {
+namespace {
+
+const TagPoints& Tag(const TableLog& log, const std::string& name) {
+  for (const TagPoints& t : log.tags) {
+    if (t.tag == name) return t;
+  }
+  throw std::runtime_error("no tag " + name);
+}
+
+TEST(CsvLog, WideDiagnosticsWithLateColumnsAndAResume) {
+  const std::string text =
+      "step,H/L03/moe/cH01/act_var,H/L03/attn/cH01/act_norm\n"
+      "0,,1.5\n"
+      "50,0.25,1.25\n"
+      "100,0.5,\n"
+      "50,0.75,1.0\n";  // resumed: step 50 again
+  const TableLog log = ReadCsvLog(text, "module_diag.csv");
+  EXPECT_EQ(log.step_column, "step");
+  EXPECT_EQ(log.rows, 4);
+  const TagPoints& var = Tag(log, "H/L03/moe/cH01/act_var");
+  ASSERT_EQ(var.points.size(), 3u);
+  EXPECT_EQ(var.points[0].step, 50);
+  EXPECT_EQ(var.points[2].step, 50);
+  EXPECT_EQ(var.points[2].value, 0.75);
+  EXPECT_TRUE(std::isnan(var.points[0].wall_time_seconds));
+  const std::vector<ScalarPoint> first = ApplyRestartPolicy(RestartPolicy::kFirst, var.points, {});
+  EXPECT_EQ(first.size(), 2u);
+  EXPECT_EQ(first[0].value, 0.25);
+  EXPECT_EQ(FindRestarts("v", var.points).size(), 1u);
+}
+
+TEST(CsvLog, WandbAndRayStyleColumns) {
+  const TableLog wandb = ReadCsvLog("_step,_timestamp,loss\n1,1700000000.5,2.5\n2,1700000001,nan\n",
+                                    "history.csv");
+  EXPECT_EQ(wandb.step_column, "_step");
+  EXPECT_EQ(wandb.wall_time_column, "_timestamp");
+  EXPECT_EQ(Tag(wandb, "loss").points[0].wall_time_seconds, 1700000000.5);
+  EXPECT_TRUE(std::isnan(Tag(wandb, "loss").points[1].value));
+  const TableLog ray = ReadCsvLog(
+      "episode_reward_max,timesteps_total,done,hist_stats/episode_reward,training_iteration\n"
+      "1.5,4000,False,\"[1.0, 2.0]\",1\n",
+      "progress.csv");
+  EXPECT_EQ(ray.step_column, "timesteps_total");
+  EXPECT_EQ(ray.non_numeric_cells, 2);
+  EXPECT_EQ(Tag(ray, "training_iteration").points[0].step, 4000);
+}
+
+TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
+  try {
+    ReadCsvLog("a,b\n1,2\n", "m.csv");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.csv:1: no step column (looked for step, _step, global_step, timesteps_total, "
+              "training_iteration, iteration, epoch); name one with --step-column");
+  }
+  try {
+    ReadCsvLog("a,b\n1,2\n", "m.csv", "it");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.csv:1: --step-column = it. Violated constraint: a column of the header");
+  }
+  const TableLog log = ReadCsvLog("epoch,loss\n1,2\nx,3\n2.5,4\n3,5", "m.csv");
+  EXPECT_EQ(log.rows, 2);
+  EXPECT_EQ(log.rows_without_step, 2);
+  EXPECT_EQ(log.notes[0], "m.csv:3: epoch = 'x' is not an integer step; row skipped");
+}
+
+TEST(JsonlLog, FlattensNestedObjectsAndToleratesATruncatedLastLine) {
+  const std::string text =
+      "{\"step\": 1, \"loss\": 2.5, \"opt\": {\"lr\": 0.001}}\n"
+      "{\"step\": 2, \"loss\": NaN, \"opt\": {\"lr\": 0.002}, \"note\": \"x\"}\n"
+      "{\"step\": 3, \"loss\": 2.";
+  const TableLog log = ReadJsonlLog(text, "m.jsonl");
+  EXPECT_EQ(log.rows, 2);
+  EXPECT_EQ(log.rows_without_step, 0);
+  EXPECT_EQ(Tag(log, "opt/lr").points.size(), 2u);
+  EXPECT_TRUE(std::isnan(Tag(log, "loss").points[1].value));
+  EXPECT_EQ(log.non_numeric_cells, 1);
+  EXPECT_EQ(log.notes.back(), "m.jsonl:3: truncated last line dropped");
+  EXPECT_THROW(ReadJsonlLog("{\"a\": 1}\n", "m.jsonl"), InputError);
+}
+
+TEST(ParseNumber, AcceptsWholeNumbersOnly) {
+  double v = 0;
+  EXPECT_TRUE(ParseNumber(" 1e-4 ", &v));
+  EXPECT_EQ(v, 1e-4);
+  EXPECT_TRUE(ParseNumber("-Infinity", &v));
+  EXPECT_TRUE(std::isinf(v) && v < 0);
+  EXPECT_TRUE(ParseNumber("+3", &v));
+  EXPECT_FALSE(ParseNumber("", &v));
+  EXPECT_FALSE(ParseNumber("3x", &v));
+  EXPECT_FALSE(ParseNumber("True", &v));
+}
+
+}  // namespace
+}  // namespace mosaic::runs

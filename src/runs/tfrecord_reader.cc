@@ -1,0 +1,190 @@
+#include "mosaic/runs/tfrecord_reader.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+
+#include "mosaic/runs/crc32c.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic::runs {
+namespace {
+
+constexpr size_t kHeaderBytes = 12;  // u64 length + u32 masked CRC
+constexpr size_t kFooterBytes = 4;   // u32 masked CRC of the payload
+
+class FileSource : public ByteSource {
+ public:
+  FileSource(int fd) : fd_(fd) {}
+  ~FileSource() override { close(fd_); }
+  size_t Read(char* out, size_t size) override {
+    size_t total = 0;
+    while (total < size) {
+      ssize_t n = read(fd_, out + total, size - total);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      total += static_cast<size_t>(n);
+    }
+    return total;
+  }
+
+ private:
+  int fd_;
+};
+
+class MemoryByteSource : public ByteSource {
+ public:
+  explicit MemoryByteSource(std::string_view bytes) : bytes_(bytes) {}
+  size_t Read(char* out, size_t size) override {
+    const size_t n = std::min(size, bytes_.size() - position_);
+    std::memcpy(out, bytes_.data() + position_, n);
+    position_ += n;
+    return n;
+  }
+
+ private:
+  std::string_view bytes_;
+  size_t position_ = 0;
+};
+
+uint32_t LoadU32(const char* p) {
+  uint32_t v;
+  std::memcpy(&v, p, 4);
+  return v;
+}
+
+uint64_t LoadU64(const char* p) {
+  uint64_t v;
+  std::memcpy(&v, p, 8);
+  return v;
+}
+
+}  // namespace
+
+std::unique_ptr<ByteSource> OpenFileSource(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw InputError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+#ifdef POSIX_FADV_SEQUENTIAL
+  posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+  return std::make_unique<FileSource>(fd);
+}
+
+std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
+  return std::make_unique<MemoryByteSource>(bytes);
+}
+
+std::string_view ToString(RecordIssueKind kind) {
+  switch (kind) {
+    case RecordIssueKind::kTruncatedTail: return "truncated last record";
+    case RecordIssueKind::kBadLengthCrc: return "bad length CRC";
+    case RecordIssueKind::kBadPayloadCrc: return "bad payload CRC";
+    case RecordIssueKind::kBadPayload: return "bad event payload";
+  }
+  return "?";
+}
+
+std::string RecordIssue::Message() const {
+  std::string consequence;
+  switch (kind) {
+    case RecordIssueKind::kTruncatedTail:
+      consequence = "the complete records before it were read";
+      break;
+    case RecordIssueKind::kBadLengthCrc:
+      consequence = "framing lost, rest of the file not read";
+      break;
+    case RecordIssueKind::kBadPayloadCrc:
+    case RecordIssueKind::kBadPayload:
+      consequence = "record skipped";
+      break;
+  }
+  return fmt::format("{}: byte offset {}: {} ({}); {}", path, offset_bytes, ToString(kind), detail,
+                     consequence);
+}
+
+TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
+                               bool verify_payload_crc, size_t buffer_bytes)
+    : source_(std::move(source)),
+      path_(std::move(path)),
+      verify_payload_crc_(verify_payload_crc),
+      buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
+
+bool TfRecordReader::Fill(size_t n) {
+  if (end_ - begin_ >= n) return true;
+  if (source_done_) return false;
+  if (buffer_.size() - begin_ < n) {
+    // Move the unread bytes to the front, growing the buffer for a record larger than it.
+    std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
+    end_ -= begin_;
+    begin_ = 0;
+    if (buffer_.size() < n) buffer_.resize(std::max(n, buffer_.size() * 2));
+  }
+  while (end_ - begin_ < n) {
+    const size_t got = source_->Read(buffer_.data() + end_, buffer_.size() - end_);
+    if (got == 0) {
+      source_done_ = true;
+      return false;
+    }
+    end_ += got;
+  }
+  return true;
+}
+
+bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
+  while (!stopped_) {
+    if (!Fill(kHeaderBytes)) {
+      if (end_ > begin_) {
+        issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
+                           fmt::format("{} of 12 header bytes", end_ - begin_)});
+      }
+      stopped_ = true;
+      return false;
+    }
+    const char* header = buffer_.data() + begin_;
+    const uint64_t length = LoadU64(header);
+    const uint32_t stored_length_crc = UnmaskCrc32c(LoadU32(header + 8));
+    const uint32_t length_crc = Crc32cExtend(0, header, 8);
+    if (stored_length_crc != length_crc) {
+      issues_.push_back({path_, offset_, RecordIssueKind::kBadLengthCrc,
+                         fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored_length_crc,
+                                     length_crc)});
+      stopped_ = true;
+      return false;
+    }
+    // A length the CRC vouches for, but the file may still end before it (truncated tail).
+    constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
+    if (length > kMaxRecordBytes || !Fill(kHeaderBytes + length + kFooterBytes)) {
+      issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
+                         fmt::format("record of {} bytes, {} available", length,
+                                     end_ - begin_ - std::min(end_ - begin_, kHeaderBytes))});
+      stopped_ = true;
+      return false;
+    }
+    const char* data = buffer_.data() + begin_ + kHeaderBytes;
+    const int64_t record_offset = offset_;
+    const size_t record_bytes = kHeaderBytes + length + kFooterBytes;
+    begin_ += record_bytes;
+    offset_ += static_cast<int64_t>(record_bytes);
+    if (verify_payload_crc_) {
+      const uint32_t stored = UnmaskCrc32c(LoadU32(data + length));
+      const uint32_t computed = Crc32cExtend(0, data, length);
+      if (stored != computed) {
+        issues_.push_back({path_, record_offset, RecordIssueKind::kBadPayloadCrc,
+                           fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored, computed)});
+        continue;
+      }
+    }
+    *payload = std::string_view(data, length);
+    *offset_bytes = record_offset;
+    ++records_read_;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace mosaic::runs

@@ -1,0 +1,61 @@
+#include "mosaic/runs/time_series.h"
+
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <limits>
+
+namespace mosaic::runs {
+
+namespace {
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+}
+
+int64_t TimeSeries::FirstStep() const {
+  assert(!points.empty());
+  int64_t first = points.front().step;
+  for (const ScalarPoint& p : points) first = std::min(first, p.step);
+  return first;
+}
+
+int64_t TimeSeries::LastStep() const {
+  assert(!points.empty());
+  int64_t last = points.front().step;
+  for (const ScalarPoint& p : points) last = std::max(last, p.step);
+  return last;
+}
+
+double TimeSeries::FinalValue() const { return points.empty() ? kNaN : points.back().value; }
+
+double TimeSeries::MeanOfLast(int k) const {
+  double sum = 0;
+  int n = 0;
+  for (auto it = points.rbegin(); it != points.rend() && n < k; ++it) {
+    if (!std::isfinite(it->value)) continue;
+    sum += it->value;
+    ++n;
+  }
+  return n == 0 ? kNaN : sum / n;
+}
+
+double TimeSeries::Min() const {
+  double best = kNaN;
+  for (const ScalarPoint& p : points) {
+    if (std::isfinite(p.value) && !(p.value >= best)) best = p.value;
+  }
+  return best;
+}
+
+std::optional<double> TimeSeries::ValueAt(int64_t step) const {
+  for (const ScalarPoint& p : points) {
+    if (p.step == step) return p.value;
+  }
+  return std::nullopt;
+}
+
+int64_t TimeSeries::NonFiniteCount() const {
+  return std::count_if(points.begin(), points.end(),
+                       [](const ScalarPoint& p) { return !std::isfinite(p.value); });
+}
+
+}  // namespace mosaic::runs

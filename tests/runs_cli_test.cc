@@ -1,0 +1,141 @@
+// End-to-end tests of `mosaic runs` on the real fixtures.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+#include "cli_support.h"
+
+namespace mosaic::testing {
+namespace {
+
+const std::string kRerun = "tests/fixtures/ZeroToMax-ZYZ__study_tensorboard/runs/my_first_experiment";
+const std::string kTf2 = "tests/fixtures/orktes__go-tensorboard";
+
+TEST(RunsCli, WorksOnEveryFixtureDirectory) {
+  for (const char* dir : {"CursedSeraphim__process-tensorboard-logs", "ZeroToMax-ZYZ__study_tensorboard",
+                          "janosh__tensorboard-reducer", "orktes__go-tensorboard",
+                          "yuanjun0416__tensorboard_use"}) {
+    CommandResult r = RunMosaic(std::string("runs tests/fixtures/") + dir);
+    EXPECT_EQ(r.exit_code, 0) << dir << r.err;
+    EXPECT_NE(r.out.find("run "), std::string::npos);
+  }
+}
+
+TEST(RunsCli, TableShowsTagsAndRestartFindings) {
+  CommandResult r = RunMosaic("runs " + kRerun);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("run . (2 event files; restarts: first; 400 points written, 200 kept)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("Metrics/Loss: restart: in "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("back from step 99 to step 0, 100 points overlapped"), std::string::npos);
+}
+
+TEST(RunsCli, CsvExportOfTheKnownValueFile) {
+  CommandResult r = RunMosaic("runs " + kTf2 + " --export csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "run,tag,step,wall_time,value");
+  int rows = 0;
+  size_t at = r.out.find('\n') + 1;
+  while (at < r.out.size()) {
+    const size_t end = r.out.find('\n', at);
+    const std::string line = r.out.substr(at, end - at);
+    EXPECT_EQ(line.rfind("testdata/tfevents,my_metric,", 0), 0u) << line;
+    const int step = std::stoi(line.substr(28));
+    const double value = std::stod(line.substr(line.rfind(',') + 1));
+    EXPECT_EQ(value, 0.5 * step);
+    ++rows;
+    at = end + 1;
+  }
+  EXPECT_EQ(rows, 100);
+}
+
+TEST(RunsCli, JsonExportWithPassesAndOutputFile) {
+  const std::string out = std::filesystem::temp_directory_path() / "mosaic_runs_export.json";
+  std::remove(out.c_str());
+  CommandResult r = RunMosaic("runs " + kRerun + " --restarts all --tags Loss --export json --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, "");
+  nlohmann::json j = nlohmann::json::parse(ReadText(out));
+  ASSERT_EQ(j.size(), 200u);
+  EXPECT_EQ(j[0]["tag"], "Metrics/Loss");
+  EXPECT_EQ(j[0]["pass"], 1);
+  EXPECT_EQ(j[100]["pass"], 2);
+  EXPECT_EQ(j[100]["step"], 0);
+  EXPECT_NEAR(j[0]["value"].get<double>(), 4.93373, 5e-6);
+  std::remove(out.c_str());
+}
+
+TEST(RunsCli, JsonSummaryListsRestartsAndEncodings) {
+  CommandResult r = RunMosaic("runs tests/fixtures/janosh__tensorboard-reducer/tests/runs/duplicate_steps --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j.size(), 3u);
+  EXPECT_EQ(j[0]["run"], "run_1");
+  EXPECT_EQ(j[0]["restarts_found"][0]["back_to_step"], 90);
+  EXPECT_EQ(j[0]["restarts_found"][0]["overlapped_points"], 10);
+  EXPECT_EQ(j[0]["tags"][0]["points"], 200);
+  EXPECT_EQ(j[0]["files"][0]["scalar_encodings"]["simple_value"], 420);
+}
+
+TEST(RunsCli, CompareReportsTheOffset) {
+  CommandResult r = RunMosaic(
+      "runs compare tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict/run_1 "
+      "tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict/run_2 --tag strict/foo --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["common_steps"], 100);
+  EXPECT_GT(j["mean_difference"].get<double>(), 0);
+  CommandResult text = RunMosaic(
+      "runs compare tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict/run_1 "
+      "tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict/run_2 --tag strict/foo");
+  EXPECT_NE(text.out.find("mean difference"), std::string::npos) << text.out;
+}
+
+TEST(RunsCli, ErrorsAndExitCodes) {
+  CommandResult missing = RunMosaic("runs tests/fixtures/no-such-dir");
+  EXPECT_EQ(missing.exit_code, 1);
+  EXPECT_EQ(missing.err, "mosaic: error: tests/fixtures/no-such-dir: no such file or directory\n");
+  CommandResult policy = RunMosaic("runs " + kRerun + " --restarts newest");
+  EXPECT_EQ(policy.exit_code, 2);
+  CommandResult regex = RunMosaic("runs " + kRerun + " --tags '(x'");
+  EXPECT_EQ(regex.exit_code, 1);
+  EXPECT_NE(regex.err.find("--tags = (x. Violated constraint: a valid regular expression"),
+            std::string::npos)
+      << regex.err;
+  CommandResult tag = RunMosaic("runs compare " + kRerun + " " + kRerun + " --tag Metrics/Los");
+  EXPECT_EQ(tag.exit_code, 1);
+  EXPECT_NE(tag.err.find("no run has the tag 'Metrics/Los' (did you mean 'Metrics/Loss'?)"),
+            std::string::npos)
+      << tag.err;
+}
+
+TEST(RunsCli, DamagedFileIsReportedAndTheRestKept) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_runs_damaged";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string name = "events.out.tfevents.1622543341.hostA.86862.0";
+  std::string bytes = ReadText(SourcePath(
+      "tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict/run_1/" + name));
+  bytes[200] ^= 0x20;                      // inside an early record's payload
+  bytes.resize(bytes.size() - 7);          // and a truncated tail
+  {
+    FILE* f = std::fopen((dir / name).c_str(), "wb");
+    std::fwrite(bytes.data(), 1, bytes.size(), f);
+    std::fclose(f);
+  }
+  CommandResult r = RunMosaic("runs " + dir.string());
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bad payload CRC"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("note: " + (dir / name).string() + ": byte offset"), std::string::npos);
+  EXPECT_NE(r.out.find("truncated last record"), std::string::npos);
+  EXPECT_NE(r.out.find("strict/foo       98 "), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
