@@ -1,6 +1,9 @@
 // mosaic: plan, size and decide how to train sparse Mixture-of-Experts models.
 //
 // Exit codes (docs/spec): 0 success or an outcome, 1 user error (message on stderr), 2 usage error.
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -14,7 +17,12 @@ namespace mosaic::cli {
 
 void EmitOutput(const std::string& output_path, std::string_view text) {
   if (output_path.empty()) {
+    errno = 0;
     std::cout << text << std::flush;
+    if (!std::cout) {
+      throw InputError(std::string("cannot write standard output: ") +
+                       (errno != 0 ? std::strerror(errno) : "write failed"));
+    }
   } else {
     WriteFileAtomically(output_path, text);
   }
@@ -32,6 +40,54 @@ constexpr Command kCommands[] = {
 
 constexpr int kExitUserError = 1;
 constexpr int kExitUsageError = 2;
+
+// Subcommand help texts open with a summary paragraph followed by examples. The summary stays the
+// description (shown in the parent's list); the rest becomes the footer of the subcommand's own
+// --help.
+void SplitHelpTexts(CLI::App& app) {
+  for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
+    const std::string text = sub->get_description();
+    const size_t split = text.find("\n\n");
+    if (split != std::string::npos) {
+      sub->description(text.substr(0, split));
+      sub->footer(text.substr(split + 2));
+    }
+    SplitHelpTexts(*sub);
+  }
+}
+
+// The long option names of `app` (e.g. "--json").
+std::vector<std::string> LongOptionNames(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::Option* option : app.get_options()) {
+    for (const std::string& name : option->get_lnames()) names.push_back("--" + name);
+  }
+  return names;
+}
+
+// For an unexpected argument, the closest option of the subcommand named in argv (or of the root).
+std::string SuggestOption(CLI::App& app, int argc, char** argv) {
+  CLI::App* scope = &app;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.starts_with("-")) continue;
+    try {
+      scope = scope->get_subcommand(word);
+    } catch (const CLI::OptionNotFound&) {
+      break;
+    }
+  }
+  const std::vector<std::string> names = LongOptionNames(*scope);
+  for (int i = 1; i < argc; ++i) {
+    std::string word = argv[i];
+    if (!word.starts_with("--")) continue;
+    word = word.substr(0, word.find('='));
+    if (std::find(names.begin(), names.end(), word) != names.end()) continue;
+    const std::string hint = mosaic::DidYouMean(word, names);
+    if (!hint.empty()) return "mosaic: unknown option '" + word + "'" + hint + "\n";
+  }
+  return "";
+}
 
 }  // namespace
 }  // namespace mosaic::cli
@@ -52,6 +108,7 @@ int main(int argc, char** argv) {
     command.add(app);
     names.emplace_back(command.name);
   }
+  SplitHelpTexts(app);
 
   // An unknown subcommand gets a "did you mean" before CLI11's generic message.
   if (argc > 1 && argv[1][0] != '-') {
@@ -73,8 +130,15 @@ int main(int argc, char** argv) {
     return app.exit(e);
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
+  } catch (const CLI::ExtrasError& e) {
+    std::cerr << SuggestOption(app, argc, argv);
+    app.exit(e);
+    return kExitUsageError;
   } catch (const CLI::ParseError& e) {
     app.exit(e);
+    return kExitUsageError;
+  } catch (const mosaic::UsageError& e) {
+    std::cerr << "mosaic: " << e.what() << "\n";
     return kExitUsageError;
   } catch (const mosaic::InputError& e) {
     std::cerr << "mosaic: error: " << e.what() << "\n";

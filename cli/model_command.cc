@@ -12,6 +12,7 @@
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/wide_int.h"
 
 namespace mosaic::cli {
 namespace {
@@ -26,6 +27,12 @@ struct ModelOptions {
   bool fields = false;
   std::string output;
 };
+
+// Kaplan-style 6·N with N = active_params_no_embedding; a looped model applies them `loops` times.
+int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& p) {
+  return NarrowToInt64(WideInt{6} * p.active_params_no_embedding * config.loops,
+                       "six_n_flops_per_token");
+}
 
 nlohmann::ordered_json FlopsJson(const FlopCount& f, double tokens) {
   nlohmann::ordered_json j;
@@ -70,7 +77,7 @@ std::string RenderJson(const ModelSpec& spec, const ParamCount& p, const FlopCou
   j["seq_len"] = options.seq_len;
   j["flops"] = {{"physical", FlopsJson(physical, options.tokens)},
                 {"levanter_table", FlopsJson(table, options.tokens)}};
-  j["six_n_flops_per_token"] = 6 * p.active_params_no_embedding;
+  j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
   if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
   return j.dump(2) + "\n";
@@ -117,7 +124,7 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
     out += fmt::format("  {:<26} {:>22} {:>22}\n", name, FormatThousands(a), FormatThousands(b));
   };
   row("attention span (tokens)", physical.attention_span_tokens, table.attention_span_tokens);
-  row("global layers counted", physical.global_layers, table.global_layers);
+  row("global layers (per pass)", physical.global_layers, table.global_layers);
   row("mlp", physical.mlp_flops, table.mlp_flops);
   row("router", physical.router_flops, table.router_flops);
   row("latent projections", physical.latent_projection_flops, table.latent_projection_flops);
@@ -129,9 +136,9 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
   out += fmt::format("  {:<26} {:>22} {:>22}\n", "train (3 × forward)",
                      FormatScientific(physical.train_flops_per_token(), 4),
                      FormatScientific(table.train_flops_per_token(), 4));
-  const int64_t six_n = 6 * p.active_params_no_embedding;
-  out += fmt::format("  {:<26} {:>22}   (6 × active_params_no_embedding)\n", "6·N estimate",
-                     FormatThousands(six_n));
+  const int64_t six_n = SixNFlopsPerToken(spec.config, p);
+  out += fmt::format("  {:<26} {:>22}   (6 × active_params_no_embedding{})\n", "6·N estimate",
+                     FormatThousands(six_n), c.loops > 1 ? " × loops" : "");
   if (options.tokens > 0) {
     out += fmt::format("\nTraining FLOPs for {} tokens: physical {}, levanter-table {}, 6·N·D {}\n",
                        FormatCount(options.tokens),
@@ -144,29 +151,40 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
 
 void Run(const ModelOptions& options) {
   if (options.fields) {
-    std::string out = "Model fields (TOML keys and --set names)\n";
     const ModelConfig defaults;
+    nlohmann::ordered_json fields = nlohmann::ordered_json::array();
+    std::string out = "Model fields (TOML keys and --set names)\n";
     for (const ModelField& field : ModelFields()) {
+      const std::string value = GetModelField(defaults, field.name).value_or("");
+      fields.push_back({{"name", field.name},
+                        {"type", ToString(field.type)},
+                        {"default", value},
+                        {"help", field.help}});
       out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, ToString(field.type),
-                         GetModelField(defaults, field.name).value_or(""), field.help);
+                         value, field.help);
     }
-    EmitOutput(options.output, out);
+    EmitOutput(options.output, options.json ? fields.dump(2) + "\n" : out);
     return;
   }
   if (options.list) {
+    nlohmann::ordered_json presets = nlohmann::ordered_json::array();
     std::string out;
     for (const std::string& name : PresetNames()) {
       ModelSpec spec = LoadModel(name);
       ParamCount p = CountParams(spec.config);
+      presets.push_back({{"name", name},
+                         {"total_params", p.total_params},
+                         {"active_params", p.active_params},
+                         {"source", spec.config.source}});
       out += fmt::format("{:<18} {:>8} total {:>8} active  {}\n", name,
                          FormatCount(static_cast<double>(p.total_params)),
                          FormatCount(static_cast<double>(p.active_params)), spec.config.source);
     }
-    EmitOutput(options.output, out);
+    EmitOutput(options.output, options.json ? presets.dump(2) + "\n" : out);
     return;
   }
   if (options.model.empty()) {
-    throw InputError("mosaic model: name a preset or a CONFIG.toml (see --list)");
+    throw UsageError("model: name a preset or a CONFIG.toml (see mosaic model --list)");
   }
   std::vector<FieldOverride> overrides;
   for (const std::string& text : options.sets) overrides.push_back(ParseFieldOverride(text));
@@ -195,11 +213,11 @@ void AddModelCommand(CLI::App& root) {
   cmd->add_option("--set", options->sets, "override a config field: FIELD=VALUE (repeatable)")
       ->take_all();
   cmd->add_option("--seq", options->seq_len, "training sequence length in tokens (FLOPs)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--tokens", options->tokens, "also print training FLOPs for this many tokens")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--json", options->json, "machine-readable output");
+      ->check(CLI::Range(0.0, 1e30));
+  cmd->add_flag("--json", options->json, "machine-readable output (also with --list, --fields)");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
   cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");
   cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");

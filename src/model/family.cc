@@ -53,7 +53,7 @@ std::vector<std::string> DeriveMarinLadder(ModelConfig& c,
   derive("kv_heads_local", c.kv_heads_local, std::max<int64_t>(1, H / 4), "max(1, H // 4)");
   derive("kv_heads_global", c.kv_heads_global, std::max<int64_t>(1, H / 8), "max(1, H // 8)");
   derive("expert_width", c.expert_width, d / 2, "d / 2");
-  derive("shared_expert_width", c.shared_expert_width, d / 2, "d / 2");
+  if (c.shared_experts > 0) derive("shared_expert_width", c.shared_expert_width, d / 2, "d / 2");
   return lines;
 }
 

@@ -20,6 +20,7 @@ TEST(DeriveMarinLadder, DerivesUnsetFieldsOnly) {
   ModelConfig config;
   config.d_model = 1024;
   config.layers = 10;
+  config.shared_experts = 2;
   const std::vector<std::string> lines = DeriveMarinLadder(config, {"layers"});
   EXPECT_EQ(config.layers, 10);
   EXPECT_EQ(config.heads, 8);

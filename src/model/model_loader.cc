@@ -55,10 +55,10 @@ std::vector<std::string> FieldNameList() {
 FieldOverride ParseFieldOverride(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0) {
-    throw InputError(fmt::format(
+    throw UsageError(fmt::format(
         "--set {}: expected FIELD=VALUE (for example --set d_model=1024)", text));
   }
-  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
+  return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1)), {}};
 }
 
 std::vector<std::string> PresetNames() { return EmbeddedTomlNames("models"); }
@@ -93,8 +93,10 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
   }
 
   for (const FieldOverride& override_value : overrides) {
-    SourceLocation where;
-    where.origin = fmt::format("--set {}={}", override_value.field, override_value.value);
+    SourceLocation where = override_value.where;
+    if (where.origin.empty()) {
+      where.origin = fmt::format("--set {}={}", override_value.field, override_value.value);
+    }
     if (std::optional<std::string> error =
             SetModelField(spec.config, override_value.field, override_value.value)) {
       throw LocatedError(where, *error);
@@ -119,7 +121,7 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     if (it != locations.end()) where = it->second;
     std::string rule = violation->rule;
     // A rule broken by a value from the file may have been broken by an override of another field.
-    const bool from_override = where.origin.starts_with("--set ");
+    const bool from_override = it != locations.end() && where.origin != origin;
     if (!from_override && !spec.overrides.empty()) {
       std::string applied;
       for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
@@ -133,7 +135,10 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
 ModelSpec LoadModel(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
   const std::string argument(name_or_path);
   std::error_code ignored;
-  if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
+  // A path (it exists, names a .toml file or has a directory part) is read as a file, so that a
+  // missing or unreadable file is reported as such rather than as an unknown preset.
+  if (std::filesystem::exists(argument, ignored) || argument.ends_with(".toml") ||
+      argument.find('/') != std::string::npos) {
     return LoadModelFromToml(ReadFile(argument), argument, overrides);
   }
   const std::string path = "models/" + argument + ".toml";

@@ -55,13 +55,13 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       row.arm = arm.name;
       row.d_model = rung.d_model;
       row.racks = rung.racks;
-      std::vector<FieldOverride> overrides = {{"d_model", std::to_string(rung.d_model)}};
+      std::vector<FieldOverride> overrides = {{"d_model", std::to_string(rung.d_model), {}}};
       try {
         for (const ArmOverride& o : rung.overrides) {
-          overrides.push_back({o.field, ResolveOverride(o, rung.d_model)});
+          overrides.push_back({o.field, ResolveOverride(o, rung.d_model), o.where});
         }
         for (const ArmOverride& o : arm.overrides) {
-          overrides.push_back({o.field, ResolveOverride(o, rung.d_model)});
+          overrides.push_back({o.field, ResolveOverride(o, rung.d_model), o.where});
         }
       } catch (const InputError& error) {
         throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,

@@ -88,29 +88,34 @@ std::string RenderLadderText(const LadderPlan& plan) {
   if (!s.cadence.empty()) {
     out += "\nEval and checkpoint cadence\n| size | every | evals per run |\n|---|---|---|\n";
     for (const LadderRow* r : ref_rows) {
-      out += fmt::format("| d{} | {} steps | {} |\n", r->d_model, FormatThousands(r->eval_every_steps),
-                         r->evals);
+      if (r->eval_every_steps == 0) {
+        out += fmt::format("| d{} | none (no [[cadence]] rule covers d{}) | 0 |\n", r->d_model,
+                           r->d_model);
+      } else {
+        out += fmt::format("| d{} | {} steps | {} |\n", r->d_model,
+                           FormatThousands(r->eval_every_steps), r->evals);
+      }
     }
   }
 
   out += "\nArms\n";
   for (size_t a = 0; a < s.arms.size(); ++a) {
     const Arm& arm = s.arms[a];
-    std::string layout = arm.layout.empty() ? "" : fmt::format(" [{}]", arm.layout);
+    std::string heading = arm.name + (a == 0 ? " (reference)" : "");
+    if (!arm.layout.empty()) heading += " [" + arm.layout + "]";
+    if (!arm.description.empty()) heading += ": " + arm.description;
     if (a == 0) {
-      out += fmt::format("- {} (reference){}: {} — the table above\n", arm.name, layout,
-                         arm.description);
+      out += fmt::format("- {} — the table above\n", heading);
       continue;
     }
     if (arm.overrides.empty()) {
-      out += fmt::format("- {}{}: {} — same model as {}, same table\n", arm.name, layout,
-                         arm.description, reference);
+      out += fmt::format("- {} — same model as {}, same table\n", heading, reference);
       continue;
     }
     std::vector<std::string> sets;
     for (const ArmOverride& o : arm.overrides) sets.push_back(o.field + "=" + o.value);
-    out += fmt::format("- {}{}: {}\n  model: {} with {}; token budget: {}\n", arm.name, layout,
-                       arm.description, s.model, Join(sets, ", "),
+    out += fmt::format("- {}\n  model: {} with {}; token budget: {}\n", heading, s.model,
+                       Join(sets, ", "),
                        s.budget_basis == BudgetBasis::kReference
                            ? "the reference arm's"
                            : "tokens_per_active_param × its own active params");

@@ -3,7 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
+#include <charconv>
+#include <cmath>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -151,61 +152,54 @@ std::vector<ArmOverride> ReadOverrides(const toml::table& table, const TableRead
       throw FieldError(where, name, TomlValueText(node),
                        fmt::format("{} is a number, boolean or string", name));
     }
-    overrides.push_back({name, value});
+    overrides.push_back({name, value, where});
   }
   return overrides;
-}
-
-// Parses "a*d/b"-style expressions; nullopt if `text` is not such an expression.
-std::optional<std::vector<std::string>> Tokenize(std::string_view text) {
-  std::vector<std::string> tokens;
-  size_t i = 0;
-  while (i < text.size()) {
-    char c = text[i];
-    if (c == ' ') {
-      ++i;
-    } else if (c == '*' || c == '/' || c == 'd') {
-      tokens.emplace_back(1, c);
-      ++i;
-    } else if (std::isdigit(static_cast<unsigned char>(c))) {
-      size_t j = i;
-      while (j < text.size() && std::isdigit(static_cast<unsigned char>(text[j]))) ++j;
-      tokens.emplace_back(text.substr(i, j - i));
-      i = j;
-    } else {
-      return std::nullopt;
-    }
-  }
-  if (std::find(tokens.begin(), tokens.end(), "d") == tokens.end()) return std::nullopt;
-  return tokens;
 }
 
 }  // namespace
 
 std::string ResolveOverride(const ArmOverride& o, int64_t d_model) {
-  std::optional<std::vector<std::string>> tokens = Tokenize(o.value);
-  if (!tokens) return o.value;
+  const auto fields = ModelFields();
+  const auto field = std::find_if(fields.begin(), fields.end(),
+                                  [&](const ModelField& f) { return f.name == o.field; });
+  if (field == fields.end() || field->type != FieldType::kInt) return o.value;
   auto fail = [&](std::string_view rule) {
     return InputError(fmt::format("{} = \"{}\" at d = {}. Violated constraint: {}", o.field,
                                   o.value, d_model, rule));
   };
-  auto operand = [&](const std::string& token) -> int64_t {
-    if (token == "d") return d_model;
-    if (token == "*" || token == "/") throw fail("operands and * or / alternate (e.g. \"3*d/2\")");
-    return std::stoll(token);
+  constexpr std::string_view kGrammar =
+      "an integer, or integers and d joined by * and / (e.g. \"d\", \"d/2\", \"3*d/2\")";
+  // Operands and operators alternate: operand (op operand)*.
+  const std::string_view text = o.value;
+  size_t i = 0;
+  auto skip_spaces = [&] {
+    while (i < text.size() && text[i] == ' ') ++i;
   };
-  const std::vector<std::string>& t = *tokens;
-  if (t.size() % 2 == 0) throw fail("operands and * or / alternate (e.g. \"3*d/2\")");
-  int64_t value = operand(t[0]);
-  for (size_t i = 1; i + 1 < t.size(); i += 2) {
-    int64_t rhs = operand(t[i + 1]);
-    if (t[i] == "*") {
-      value *= rhs;
-    } else if (t[i] == "/") {
-      if (rhs == 0 || value % rhs != 0) throw fail("the quotient is an exact integer");
-      value /= rhs;
+  auto operand = [&]() -> int64_t {
+    skip_spaces();
+    if (i < text.size() && text[i] == 'd') {
+      ++i;
+      return d_model;
+    }
+    int64_t value = 0;
+    auto [end, error] = std::from_chars(text.data() + i, text.data() + text.size(), value);
+    if (error == std::errc::result_out_of_range) throw fail("the value fits in 64 bits");
+    if (error != std::errc() || end == text.data() + i) throw fail(kGrammar);
+    i = static_cast<size_t>(end - text.data());
+    return value;
+  };
+  int64_t value = operand();
+  for (skip_spaces(); i < text.size(); skip_spaces()) {
+    const char op = text[i++];
+    if (op != '*' && op != '/') throw fail(kGrammar);
+    const int64_t rhs = operand();
+    if (op == '*') {
+      if (__builtin_mul_overflow(value, rhs, &value)) throw fail("the value fits in 64 bits");
     } else {
-      throw fail("operands and * or / alternate (e.g. \"3*d/2\")");
+      if (rhs == 0) throw fail("no division by zero");
+      if (value % rhs != 0) throw fail("the quotient is an exact integer");
+      value /= rhs;
     }
   }
   return std::to_string(value);
@@ -247,9 +241,9 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
             [&](auto& n, auto& w) { study.gpus_per_rack = GetPositiveInt(n, w, "gpus_per_rack"); });
   reader.On("peak_flops_per_gpu", [&](auto& n, auto& w) {
     study.peak_flops_per_gpu = GetNumber(n, w, "peak_flops_per_gpu");
-    if (!(study.peak_flops_per_gpu > 0)) {
+    if (!(study.peak_flops_per_gpu > 0) || !std::isfinite(study.peak_flops_per_gpu)) {
       throw FieldError(w, "peak_flops_per_gpu", fmt::format("{}", study.peak_flops_per_gpu),
-                       "peak_flops_per_gpu > 0");
+                       "peak_flops_per_gpu > 0 and finite");
     }
   });
   reader.On("assumed_mfu", [&](auto& n, auto& w) {
@@ -299,6 +293,12 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
       });
       arm_reader.Read(*element.as_table(), "[[arms]]");
       if (arm.name.empty()) throw LocatedError(reader.Locate(element), "[[arms]] entry without name");
+      for (const Arm& other : study.arms) {
+        if (other.name == arm.name) {
+          throw LocatedError(reader.Locate(element),
+                             fmt::format("two [[arms]] are named '{}'; arm names are unique", arm.name));
+        }
+      }
       study.arms.push_back(std::move(arm));
     }
   });
@@ -330,6 +330,16 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     throw FieldError(file, "assumed_mfu", "<missing>", "0 < assumed_mfu <= 1");
   }
   if (study.name.empty()) study.name = origin;
+  // A model file named by a relative path is found beside the study file first.
+  if (study.model.ends_with(".toml") || study.model.find('/') != std::string::npos) {
+    const std::filesystem::path model_path(study.model);
+    const std::filesystem::path study_dir = std::filesystem::path(origin).parent_path();
+    std::error_code ec;
+    if (model_path.is_relative() && !study_dir.empty() &&
+        std::filesystem::exists(study_dir / model_path, ec)) {
+      study.model = (study_dir / model_path).string();
+    }
+  }
   if (study.title.empty()) study.title = study.name;
   return study;
 }

@@ -27,13 +27,14 @@ std::string FormatCount(double value) {
     const char* suffix;
   } kUnits[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
   const double magnitude = std::fabs(value);
+  if (!std::isfinite(value) || magnitude >= 1e15) return FormatScientific(value);
   for (const auto& unit : kUnits) {
     if (magnitude >= unit.scale) {
       double scaled = value / unit.scale;
       return fmt::format("{:.{}f}{}", scaled, std::fabs(scaled) < 10 ? 2 : 1, unit.suffix);
     }
   }
-  return fmt::format("{:.0f}", value);
+  return fmt::format("{:g}", value);
 }
 
 std::string FormatScientific(double value, int significant) {

@@ -27,7 +27,8 @@ std::optional<std::string> ClosestMatch(std::string_view word,
   std::optional<std::string> best;
   int best_distance = max_distance + 1;
   for (const std::string& candidate : candidates) {
-    int distance = EditDistance(word, candidate);
+    // A unique-looking prefix ("mixtral" for "mixtral-8x7b") counts as one edit.
+    int distance = word.size() >= 3 && candidate.starts_with(word) ? 1 : EditDistance(word, candidate);
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

@@ -18,6 +18,7 @@ namespace mosaic {
 struct FieldOverride {
   std::string field;
   std::string value;
+  SourceLocation where;  // where it was written; empty origin means "--set FIELD=VALUE"
 };
 
 // Parses "FIELD=VALUE". Throws InputError when there is no '=' or the field name is empty.

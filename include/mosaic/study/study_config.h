@@ -22,7 +22,8 @@ std::optional<ActiveParamsConvention> ActiveParamsConventionFromString(std::stri
 // "d", "d/2", "2*d", "3*d/2" (products and exact quotients of integers and d, left to right).
 struct ArmOverride {
   std::string field;
-  std::string value;  // as written; resolved per rung by ResolveOverride
+  std::string value;     // as written; resolved per rung by ResolveOverride
+  SourceLocation where;  // its place in the study file
 };
 
 // One option being compared, e.g. "ep64": the base model with overrides, plus how it is run.
@@ -89,9 +90,11 @@ StudyConfig LoadStudy(std::string_view name_or_path);
 // Parses study TOML text; `origin` names it in messages.
 StudyConfig LoadStudyFromToml(std::string_view toml_text, const std::string& origin);
 
-// The value of `override_value` for a rung with hidden size `d_model`: expressions in d are
-// evaluated exactly; anything else is returned as written. Throws InputError for an inexact
-// quotient ("d/3" with d = 1024) or a malformed expression.
+// The value of `override_value` for a rung with hidden size `d_model`. An integer field takes an
+// integer or an expression of integers, d, * and / evaluated left to right exactly ("d/2",
+// "3*d/2"); other fields are returned as written. Throws InputError naming the field, the value,
+// the rung and the rule for a malformed expression, a division by zero, an inexact quotient
+// ("d/3" with d = 1024) or a result outside the 64-bit range.
 std::string ResolveOverride(const ArmOverride& override_value, int64_t d_model);
 
 }  // namespace mosaic

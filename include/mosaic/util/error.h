@@ -16,6 +16,13 @@ class InputError : public std::runtime_error {
   explicit InputError(const std::string& message) : std::runtime_error(message) {}
 };
 
+// A malformed command line that the flag parser could not catch (a missing argument, a --set without
+// '='). Exit code 2 at the CLI.
+class UsageError : public std::runtime_error {
+ public:
+  explicit UsageError(const std::string& message) : std::runtime_error(message) {}
+};
+
 // Where a value came from, for error messages: a file with line and column, or a label such as
 // "preset mixtral-8x7b" or "--set". Line and column are 1-based; 0 means unknown.
 struct SourceLocation {

@@ -11,7 +11,8 @@ std::string FormatThousands(int64_t value);
 
 // Count with a K/M/B/T suffix in the style of the seed ladder table: the largest unit that keeps
 // the scaled value >= 1, two decimals below 10 and one decimal from 10 on
-// (54263808 -> "54.3M", 1060634624 -> "1.06B", 359643629568 -> "359.6B"). Below 1000: the integer.
+// (54263808 -> "54.3M", 1060634624 -> "1.06B", 359643629568 -> "359.6B"). Below 1000: the number
+// as is ("512", "1.5"); from 1e15 on (and non-finite): FormatScientific.
 std::string FormatCount(double value);
 
 // Scientific notation with `significant` digits and a bare exponent: 4.8123e19 -> "4.81e19".
