@@ -2,6 +2,8 @@
 // validation table.
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include "cli_support.h"
@@ -80,6 +82,30 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
     EXPECT_TRUE(row.contains("loo_error")) << row["id"];
   }
   EXPECT_LT(j["rms_log_error"].get<double>(), j["loo_rms_log_error"].get<double>() + 1e-12);
+}
+
+TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
+  // The shipped profiles on the published rows: in-sample RMS log error 0.165, leave-one-out
+  // 0.209 (it was 0.203 / 0.289 before Megatron's selective module recompute replaced a full
+  // recompute that the memory model forced). The worst rows are the small Qwen3-30B-A3B and
+  // gpt-oss rows (M11a +60%, M12b +22%, M11b -18%).
+  constexpr double kRmsTol = 0.17;
+  constexpr double kLooRmsTol = 0.22;
+  constexpr double kRowTol = 0.65;       // |predicted / measured - 1| on every row
+  constexpr double kLargeRowTol = 0.16;  // DeepSeek-V3 and Qwen3-235B rows and the Marin rows
+  CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_LT(j["rms_log_error"].get<double>(), kRmsTol);
+  EXPECT_LT(j["loo_rms_log_error"].get<double>(), kLooRmsTol);
+  for (const auto& row : j["rows"]) {
+    const std::string id = row["id"].get<std::string>();
+    const double err = std::abs(row["error"].get<double>());
+    EXPECT_LT(err, kRowTol) << id;
+    if (id != "M10" && id.rfind("M11", 0) != 0 && id.rfind("M12", 0) != 0 && id != "M13") {
+      EXPECT_LT(err, kLargeRowTol) << id;
+    }
+  }
 }
 
 }  // namespace

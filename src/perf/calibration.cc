@@ -89,7 +89,15 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     p.layout = r.layout;
     p.valid = !CheckLayout(r.layout, it->second.config, {r.gpus, r.global_batch, r.seq_len},
                            p.cluster.device.domain_gpus());
-    if (p.valid) {
+    const std::string& policy = set.profiles[p.profile_index].recompute;
+    if (p.valid && !policy.empty()) {
+      // The stack's documented policy.
+      p.layout.recompute = *RecomputeFromString(policy);
+      MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
+                                         set.profiles[p.profile_index]);
+      p.peak_bytes = m.peak_bytes;
+      p.fits = m.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
+    } else if (p.valid) {
       for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
         p.layout.recompute = rc;
         MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
@@ -125,7 +133,7 @@ struct ParamMap {
     x.push_back(s.shared.overlap_fsdp);
     x.push_back(s.shared.overlap_ep);
     x.push_back(s.shared.scale_up_efficiency);
-    x.push_back(s.shared.layer_overhead_seconds * 1e6);
+    x.push_back(s.shared.gemm_half_size);
     x.push_back(s.shared.scale_out_efficiency);
     return x;
   }
@@ -137,7 +145,7 @@ struct ParamMap {
     s.shared.overlap_fsdp = x[i++];
     s.shared.overlap_ep = x[i++];
     s.shared.scale_up_efficiency = x[i++];
-    s.shared.layer_overhead_seconds = x[i++] * 1e-6;
+    s.shared.gemm_half_size = x[i++];
     s.shared.scale_out_efficiency = x[i++];
   }
   static std::pair<double, double> Bounds(const ProfileSet& s, int i) {
@@ -149,7 +157,7 @@ struct ParamMap {
       case 2: return {0, 0.95};    // overlap fsdp
       case 3: return {0, 0.95};    // overlap ep
       case 4: return {0.2, 1};     // scale-up efficiency
-      case 5: return {0, 2000};    // layer overhead, µs
+      case 5: return {0, 4096};    // GEMM half-efficiency size
       default: return {0.2, 1};    // scale-out efficiency
     }
   }
@@ -488,9 +496,9 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   const SharedPerfParams& s = r.profiles.shared;
   out += fmt::format(
       "  shared: gemm_latency {:.2f} us, fp8_gain {:.3f}, overlap_fsdp {:.3f}, overlap_ep {:.3f}, "
-      "scale_up_efficiency {:.3f}, scale_out_efficiency {:.3f}, layer_overhead {:.1f} us\n",
+      "scale_up_efficiency {:.3f}, scale_out_efficiency {:.3f}, gemm_half_size {:.1f}\n",
       s.gemm_latency_seconds * 1e6, s.fp8_gain, s.overlap_fsdp, s.overlap_ep,
-      s.scale_up_efficiency, s.scale_out_efficiency, s.layer_overhead_seconds * 1e6);
+      s.scale_up_efficiency, s.scale_out_efficiency, s.gemm_half_size);
   const DropFit& d = r.drop_fit;
   out += fmt::format("\nDropping (Marin hero capacity sweep): concentration A = {:.4g}, popularity "
                      "sigma = {:.4f}, RMS relative error {:.3f}\n",

@@ -1,5 +1,7 @@
 #include "mosaic/perf/profile.h"
 
+#include "mosaic/perf/layout.h"
+
 #include <fmt/format.h>
 
 #include "mosaic/util/atomic_file.h"
@@ -18,6 +20,8 @@ struct SharedField {
 
 constexpr SharedField kSharedFields[] = {
     {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds},
+    {"gemm_half_size", &SharedPerfParams::gemm_half_size},
+    {"elementwise_passes", &SharedPerfParams::elementwise_passes},
     {"attention_efficiency", &SharedPerfParams::attention_efficiency},
     {"fp8_gain", &SharedPerfParams::fp8_gain},
     {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency},
@@ -123,6 +127,15 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           if (k.str() == "stack") { p.stack = v.value_or(std::string()); continue; }
           if (k.str() == "source") { p.source = v.value_or(std::string()); continue; }
           if (k.str() == "calibrated") { p.calibrated = v.value_or(true); continue; }
+          if (k.str() == "recompute") {
+            p.recompute = v.value_or(std::string());
+            if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {
+              throw InputError(fmt::format("{}: recompute = '{}'. Violated constraint: none, "
+                                           "selective or full",
+                                           at, p.recompute));
+            }
+            continue;
+          }
           bool found = false;
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
@@ -161,6 +174,7 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
   for (const PerfProfile& p : set.profiles) {
     out += fmt::format("\n[profiles.{}]\nhardware = \"{}\"\nstack = \"{}\"\nsource = \"{}\"\n",
                        p.name, p.hardware, p.stack, p.source);
+    if (!p.recompute.empty()) out += fmt::format("recompute = \"{}\"\n", p.recompute);
     for (const ProfileField& f : kProfileFields) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

@@ -135,6 +135,42 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
         kActBytes * 2 * d + kActBytes * static_cast<double>(c.dense_ffn_width);
   }
   s.mlp_act_bytes_per_token = mlp;
+  {
+    // GEMM inputs: the normed input of the q/k/v (and fc1) projections and the attention output
+    // (and fc2 input) of the output projection; experts: the dispatched token and the
+    // activation output.
+    const double v_width = c.uses_mla() ? H * static_cast<double>(c.v_head_dim) : s.q_dim;
+    double ffn_inputs = 0;
+    if (c.is_moe()) {
+      const double moe_share = static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers);
+      ffn_inputs = moe_share * static_cast<double>(c.shared_experts) *
+                       (d + static_cast<double>(c.resolved_shared_expert_width())) +
+                   (1 - moe_share) * (d + static_cast<double>(c.dense_ffn_width > 0
+                                                                 ? c.dense_ffn_width
+                                                                 : c.expert_width));
+      s.fp8_saved_bytes_per_assignment =
+          moe_share * (s.routed_width + static_cast<double>(c.expert_width));
+    } else {
+      ffn_inputs = d + static_cast<double>(c.dense_ffn_width);
+    }
+    s.fp8_saved_bytes_per_token = d + v_width + ffn_inputs;
+    s.elementwise_width_per_token = 2 * d + s.q_dim + 2 * s.kv_dim + v_width + 2 * ffn_inputs;
+    s.elementwise_width_per_assignment = 2 * s.fp8_saved_bytes_per_assignment;
+  }
+  if (c.uses_mla()) {
+    // Megatron-Core's selective recompute (recompute_modules mla_up_proj): the expanded queries,
+    // keys and values are recomputed from the stored latents, so only the latents stay.
+    const double rope = static_cast<double>(c.qk_rope_head_dim);
+    const double q_latent = c.q_lora_rank > 0 ? static_cast<double>(c.q_lora_rank) : d;
+    const double kv_latent = static_cast<double>(c.kv_lora_rank);
+    const double expanded = s.q_dim + 2 * s.kv_dim;
+    s.selective_saved_bytes_per_token +=
+        std::max(0.0, kActBytes * (expanded - q_latent - kv_latent - rope));
+    const double kv_up = H * static_cast<double>(c.qk_nope_head_dim + c.v_head_dim);
+    s.selective_recompute_flops_per_token =
+        static_cast<double>(c.layers * c.loops) * 2 *
+        ((c.q_lora_rank > 0 ? q_latent * s.q_dim : 0) + kv_latent * kv_up);
+  }
   return s;
 }
 
@@ -207,9 +243,13 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   // Activations of one layer pass for one micro-batch on this rank.
   const double t = x.tokens_mb_rank;
   const double k = static_cast<double>(c.top_k);
-  const double per_layer_full =
+  double per_layer_full =
       t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
            k * x.pad * m.expert_act_bytes_per_assignment);
+  if (job.format != NumberFormat::kBf16) {
+    per_layer_full -= t * (m.fp8_saved_bytes_per_token +
+                           k * x.pad * m.fp8_saved_bytes_per_assignment);
+  }
   double per_layer = per_layer_full;
   switch (l.recompute) {
     case Recompute::kNone: break;
@@ -302,27 +342,55 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   const double dense_gemm_size =
       2 * x.tokens_mb_seq * static_cast<double>(c.d_model) * m.q_dim / static_cast<double>(l.tp);
   const double dense_gemm_count = dense_flops / std::max(dense_gemm_size, 1.0);
-  tb.dense_gemm_seconds =
-      dense_flops / (gemm_peak * eff) + dense_gemm_count * sh.gemm_latency_seconds;
+  auto shape_eff = [&](double smallest) {
+    return eff * smallest / (smallest + sh.gemm_half_size);
+  };
+  const double dense_smallest =
+      std::min({x.tokens_mb_seq, static_cast<double>(c.d_model), m.q_dim / static_cast<double>(l.tp)});
+  tb.dense_gemm_seconds = dense_flops / (gemm_peak * shape_eff(dense_smallest)) +
+                          dense_gemm_count * sh.gemm_latency_seconds;
   // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
+  const double mb_count = static_cast<double>(x.micro_batches);
+  const double layers_stage_moe =
+      c.layers > 0 ? static_cast<double>(x.layers_stage) * static_cast<double>(c.moe_layers()) /
+                         static_cast<double>(c.layers)
+                   : 0;
   if (c.is_moe()) {
     const double expert_flops = stage_tokens * m.expert_flops_per_token * share * layer_mult * x.pad;
     const double rows = static_cast<double>(l.ep) * x.tokens_mb_rank *
                         static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
-    const double gemm = 2 * rows * m.routed_width * static_cast<double>(c.expert_width) /
-                        static_cast<double>(l.etp);
-    const double count = expert_flops / std::max(gemm, 1.0);
-    tb.expert_gemm_seconds = expert_flops / (gemm_peak * eff) + count * sh.gemm_latency_seconds;
+    // Grouped GEMMs: one kernel per weight matrix and pass for all of the rank's experts, each
+    // expert's GEMM rows × routed_width × expert_width/etp, efficiency by its smallest dimension.
+    const double smallest =
+        std::min({rows, m.routed_width,
+                  static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});
+    const double kernels = mb_count * layers_stage_moe * (c.glu ? 3.0 : 2.0) * layer_mult;
+    tb.expert_gemm_seconds =
+        expert_flops / (gemm_peak * shape_eff(smallest)) + kernels * sh.gemm_latency_seconds;
   }
-  const double attn_mult = l.recompute == Recompute::kNone ? 3.0 : 4.0;
+  // Flash attention recomputes its scores inside its own backward (counted in 3×); only full
+  // recompute repeats the whole forward.
+  const double attn_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
   tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
                          (bf16 * sh.attention_efficiency);
-  tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds;
-  if (l.recompute == Recompute::kFull) {
-    tb.recompute_seconds = tb.compute_seconds / 4.0;
-  } else if (l.recompute == Recompute::kSelective) {
-    tb.recompute_seconds = tb.attention_seconds / 4.0;
+  if (l.recompute == Recompute::kSelective) {
+    // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
+    // elementwise kernels, negligible beside the GEMMs).
+    tb.recompute_seconds =
+        stage_tokens * m.selective_recompute_flops_per_token * share / (gemm_peak * eff);
+    tb.dense_gemm_seconds += tb.recompute_seconds;
   }
+  // Memory-bound kernels: elementwise_passes bf16 reads/writes of the layer's activations.
+  if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
+    const double width = m.elementwise_width_per_token +
+                         static_cast<double>(c.top_k) * x.pad * m.elementwise_width_per_assignment;
+    const double bytes = stage_tokens * static_cast<double>(x.layers_stage) * width * kActBytes *
+                         sh.elementwise_passes * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
+    tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
+  }
+  tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
+                       tb.elementwise_seconds;
+  if (l.recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / 4.0;
 
   // Communication.
   auto bandwidth = [&](int64_t span) {

@@ -14,8 +14,15 @@ namespace mosaic {
 
 // Shared by every profile.
 struct SharedPerfParams {
-  double gemm_latency_seconds = 8e-6;       // fixed cost per GEMM: t = F/(peak·eff) + latency
-                                            // (a Calculon-style efficiency-vs-size curve)
+  double gemm_latency_seconds = 8e-6;       // fixed cost per GEMM kernel (a grouped expert GEMM
+                                            // is one kernel for all of a rank's experts)
+  double gemm_half_size = 128;              // a GEMM whose smallest dimension is s runs at
+                                            // eff·s/(s + gemm_half_size): a Calculon-style
+                                            // efficiency-vs-size curve (tile quantisation, waves)
+  double elementwise_passes = 0;            // memory-bound kernels (norms, activation functions,
+                                            // permute/unpermute, router, casts): bf16 reads and
+                                            // writes of each layer's activations per token,
+                                            // forward + backward, at the HBM bandwidth
   double attention_efficiency = 0.45;       // attention-score FLOPs (no causal halving) per peak
   double fp8_gain = 0.6;                    // share of the fp8 peak's extra speed that GEMMs realise
   double scale_up_efficiency = 0.7;         // achieved / nominal scale-up bandwidth
@@ -27,7 +34,8 @@ struct SharedPerfParams {
   double overlap_fsdp = 0.6;
   double overlap_dp = 0.8;
   double overlap_pp = 0.8;
-  double layer_overhead_seconds = 1e-4;     // host/launch cost per layer per micro-batch (fwd+bwd)
+  double layer_overhead_seconds = 0;        // host cost per layer per micro-batch (fwd+bwd); not
+                                            // fitted (0): kernel costs are in the GEMM terms
 };
 
 struct PerfProfile {
@@ -43,6 +51,10 @@ struct PerfProfile {
   double optimizer_bytes_per_param = 12;  // Adam: fp32 master weights + two fp32 moments
   double logits_fraction = 1.0;     // share of the micro-batch's logits held at once (blockwise
                                     // cross-entropy holds a few blocks of the vocabulary)
+  // The recompute policy the stack's published runs use, which calibration and validation apply
+  // to its rows ("" = the least recompute that fits). Megatron-Bridge's recipes recompute modules
+  // (norms, activation functions, MLA up-projections), never the full layer: "selective".
+  std::string recompute;
   bool calibrated = false;
 };
 

@@ -4,7 +4,7 @@
 //
 // Time (per GPU, the slowest pipeline stage):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full recompute,
-//             +1 attention-score forward for selective), split by kind: dense GEMMs, routed-expert
+//             +the MLA up-projections for selective, Megatron module recompute), split by kind: dense GEMMs, routed-expert
 //             GEMMs (rows = the tokens each expert sees per micro-batch), attention scores. A GEMM
 //             class takes F/(peak·eff) + n_gemm·latency (efficiency falls for small GEMMs);
 //             fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)).
@@ -20,7 +20,7 @@
 //             Each collective hides `overlap` of itself under compute; the hidden total is capped
 //             by compute.
 //   bubble    (pp − 1)/(m·vpp) × the pipelined time (1F1B with vpp virtual stages; m micro-batches).
-//   overhead  step_overhead + layer_overhead × layers per stage × micro-batches.
+//   overhead  step_overhead (+ layer_overhead × layers per stage × micro-batches, 0 as fitted).
 // Memory (per GPU, the first pipeline stage, which holds the most micro-batches):
 //   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
 //   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
@@ -96,6 +96,18 @@ struct ModelShape {
   double mlp_act_bytes_per_token = 0;        // dense FFN / shared experts / router, per layer
   double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
   double selective_saved_bytes_per_token = 0;  // what selective recompute frees per layer
+  // Forward FLOPs per token that selective recompute repeats (Megatron-Core's module recompute:
+  // norms, activation functions and, with MLA, the up-projections of the latent q and kv).
+  double selective_recompute_flops_per_token = 0;
+  // With fp8 GEMMs (Transformer Engine) the saved inputs of each GEMM are its fp8 copies, one
+  // byte instead of two: the bytes this frees per token per layer, and per routed assignment.
+  // Width (elements) of the activations each token carries through one layer (all layers' mean):
+  // the residual stream, attention q/k/v and output, FFN and shared experts, and per routed
+  // assignment the dispatched token and the expert's hidden; memory-bound kernels touch these.
+  double elementwise_width_per_token = 0;
+  double elementwise_width_per_assignment = 0;
+  double fp8_saved_bytes_per_token = 0;
+  double fp8_saved_bytes_per_assignment = 0;
 };
 
 // Throws InputError when the model fails Validate or seq_len < 1.
@@ -106,6 +118,7 @@ struct StepBreakdown {
   double dense_gemm_seconds = 0;
   double expert_gemm_seconds = 0;
   double attention_seconds = 0;
+  double elementwise_seconds = 0;  // memory-bound kernels at the HBM bandwidth
   double recompute_seconds = 0;    // included in compute_seconds
   // Each collective's time before overlap, and what of it is exposed.
   double tp_seconds = 0, cp_seconds = 0, ep_seconds = 0, fsdp_seconds = 0, dp_seconds = 0,
