@@ -210,7 +210,7 @@ void Run(const PerfOptions& o) {
   for (const std::string& s : o.sets) {
     FieldOverride f = ParseFieldOverride(s);
     if (f.field.starts_with("hardware.")) {
-      hw_sets.push_back({f.field.substr(9), f.value});
+      hw_sets.push_back({f.field.substr(9), f.value, f.where});
     } else {
       model_sets.push_back(f);
     }

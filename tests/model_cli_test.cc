@@ -100,3 +100,51 @@ TEST(ModelCli, TomlValueErrorPointsAtTheField) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+TEST(ModelCli, MissingModelIsAUsageError) {
+  CommandResult r = RunMosaic("model");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "mosaic: model: name a preset or a CONFIG.toml (see mosaic model --list)\n");
+}
+
+TEST(ModelCli, MisspelledOptionSuggestsClosest) {
+  CommandResult r = RunMosaic("model --jsn mixtral-8x7b");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("mosaic: unknown option '--jsn' (did you mean '--json'?)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(ModelCli, PathThatDoesNotExistIsNotAPreset) {
+  CommandResult r = RunMosaic("model ./no-such-model.toml");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: cannot read ./no-such-model.toml: No such file or directory\n");
+}
+
+// Counts that would overflow 64 bits are errors, never negative numbers.
+TEST(ModelCli, OverflowIsAnError) {
+  CommandResult r = RunMosaic("model marin-ladder --set d_model=12800000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("does not fit in 64 bits"), std::string::npos) << r.err;
+  r = RunMosaic("model mixtral-8x7b --set layers=4000000000");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --set layers=4000000000: layers = 4000000000. Violated constraint: "
+            "layers <= 1048576\n");
+}
+
+TEST(ModelCli, ListAndFieldsHaveJson) {
+  CommandResult r = RunMosaic("model --list --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json list = nlohmann::json::parse(r.out);
+  EXPECT_EQ(list.size(), 13u);
+  r = RunMosaic("model --fields --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"].get<std::string>(), "name");
+}
+
+}  // namespace
+}  // namespace mosaic::testing

@@ -97,3 +97,23 @@ TEST(PlanCli, ArmWithTopKAboveExperts) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A model file named in a study is found beside the study, whatever the working directory.
+TEST(PlanCli, ModelPathIsRelativeToTheStudy) {
+  CommandResult r = RunMosaic("plan tests/fixtures/studies/tiny_study.toml --csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("base,512,4,1,"), std::string::npos) << r.out;
+}
+
+TEST(PlanCli, RungWithoutCadenceSaysNone) {
+  CommandResult r = RunMosaic("plan tests/fixtures/studies/tiny_study.toml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("| d512 | none (no [[cadence]] rule covers d512) | 0 |"), std::string::npos)
+      << r.out;
+}
+
+}  // namespace
+}  // namespace mosaic::testing

@@ -69,19 +69,59 @@ TEST(LoadStudy, NoRungs) {
 }
 
 TEST(ResolveOverride, EvaluatesExpressionsInD) {
-  EXPECT_EQ(ResolveOverride({"latent_dim", "d/2"}, 1536), "768");
-  EXPECT_EQ(ResolveOverride({"expert_width", "d"}, 1536), "1536");
-  EXPECT_EQ(ResolveOverride({"expert_width", "3*d/2"}, 1024), "1536");
-  EXPECT_EQ(ResolveOverride({"norm", "gatednorm"}, 1024), "gatednorm");
-  EXPECT_EQ(ResolveOverride({"experts", "192"}, 1024), "192");
+  EXPECT_EQ(ResolveOverride({"latent_dim", "d/2", {}}, 1536), "768");
+  EXPECT_EQ(ResolveOverride({"expert_width", "d", {}}, 1536), "1536");
+  EXPECT_EQ(ResolveOverride({"expert_width", "3*d/2", {}}, 1024), "1536");
+  EXPECT_EQ(ResolveOverride({"norm", "gatednorm", {}}, 1024), "gatednorm");
+  EXPECT_EQ(ResolveOverride({"experts", "192", {}}, 1024), "192");
+  // Only integer fields take expressions; others are passed on as written (and checked there).
+  EXPECT_EQ(ResolveOverride({"capacity_factor", "d", {}}, 1024), "d");
+}
+
+std::string ResolveError(const std::string& field, const std::string& value) {
   try {
-    ResolveOverride({"latent_dim", "d/3"}, 1024);
-    FAIL();
+    ResolveOverride({field, value, {}}, 1024);
   } catch (const InputError& error) {
-    EXPECT_STREQ(error.what(),
-                 "latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an exact "
-                 "integer");
+    return error.what();
   }
+  return "";
+}
+
+TEST(ResolveOverride, RejectsMalformedExpressions) {
+  const std::string grammar =
+      "an integer, or integers and d joined by * and / (e.g. \"d\", \"d/2\", \"3*d/2\")";
+  EXPECT_EQ(ResolveError("latent_dim", "d/3"),
+            "latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an exact "
+            "integer");
+  EXPECT_EQ(ResolveError("latent_dim", "d/0"),
+            "latent_dim = \"d/0\" at d = 1024. Violated constraint: no division by zero");
+  EXPECT_EQ(ResolveError("latent_dim", "d-1000"),
+            "latent_dim = \"d-1000\" at d = 1024. Violated constraint: " + grammar);
+  EXPECT_EQ(ResolveError("latent_dim", "d*"),
+            "latent_dim = \"d*\" at d = 1024. Violated constraint: " + grammar);
+  EXPECT_EQ(ResolveError("latent_dim", "dd"),
+            "latent_dim = \"dd\" at d = 1024. Violated constraint: " + grammar);
+  EXPECT_EQ(ResolveError("latent_dim", "99999999999999999999*d"),
+            "latent_dim = \"99999999999999999999*d\" at d = 1024. Violated constraint: the value "
+            "fits in 64 bits");
+  EXPECT_EQ(ResolveError("latent_dim", "4611686018427387904*d"),
+            "latent_dim = \"4611686018427387904*d\" at d = 1024. Violated constraint: the value "
+            "fits in 64 bits");
+}
+
+TEST(LoadStudy, ArmNamesAreUnique) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[[arms]]\nname = \"a\"\n[[arms]]\nname = \"a\"\n"),
+            "study.toml:8:1: two [[arms]] are named 'a'; arm names are unique\n"
+            "  [[arms]]\n"
+            "  ^");
+}
+
+TEST(LoadStudy, PeakFlopsMustBeFinite) {
+  EXPECT_EQ(ErrorOf("model = \"marin-ladder\"\npeak_flops_per_gpu = inf\n"),
+            "study.toml:2:22: peak_flops_per_gpu = inf. Violated constraint: peak_flops_per_gpu > 0 "
+            "and finite\n"
+            "  peak_flops_per_gpu = inf\n"
+            "                       ^");
 }
 
 }  // namespace
