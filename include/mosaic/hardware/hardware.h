@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "mosaic/model/model_loader.h"
+#include "mosaic/util/field_override.h"
 
 namespace mosaic {
 

@@ -11,18 +11,9 @@
 
 #include "mosaic/model/model_config.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/field_override.h"
 
 namespace mosaic {
-
-// One `--set FIELD=VALUE` override.
-struct FieldOverride {
-  std::string field;
-  std::string value;
-  SourceLocation where;  // where it was written; empty origin means "--set FIELD=VALUE"
-};
-
-// Parses "FIELD=VALUE". Throws InputError when there is no '=' or the field name is empty.
-FieldOverride ParseFieldOverride(std::string_view text);
 
 // A loaded, validated model with how it was obtained.
 struct ModelSpec {
