@@ -174,6 +174,59 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
   return runs;
 }
 
+namespace {
+
+// The label of one log directory argument: its last path component ("runs" for "runs/", the
+// current directory's name for ".").
+std::string LogdirLabel(const std::string& logdir) {
+  fs::path path = fs::path(logdir).lexically_normal();
+  std::string name = path.filename().string();
+  if (name.empty() && path.has_parent_path()) name = path.parent_path().filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    std::error_code ec;
+    const fs::path absolute = fs::weakly_canonical(fs::absolute(logdir, ec), ec);
+    name = absolute.filename().string();
+  }
+  return name.empty() ? std::string("/") : name;
+}
+
+std::string NormalizedPath(const std::string& logdir) {
+  std::string path = fs::path(logdir).lexically_normal().string();
+  while (path.size() > 1 && EndsWith(path, "/")) path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs) {
+  std::vector<std::vector<RunDirectory>> found;
+  for (const std::string& logdir : logdirs) found.push_back(DiscoverRuns(logdir));
+  if (logdirs.size() == 1) return std::move(found.front());
+
+  std::vector<std::string> labels;
+  std::map<std::string, int> label_count;
+  for (const std::string& logdir : logdirs) {
+    labels.push_back(LogdirLabel(logdir));
+    ++label_count[labels.back()];
+  }
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < logdirs.size(); ++i) {
+    if (label_count[labels[i]] > 1) labels[i] = NormalizedPath(logdirs[i]);
+    const int occurrence = ++seen[labels[i]];
+    if (occurrence > 1) labels[i] += fmt::format("#{}", occurrence);
+  }
+  std::vector<RunDirectory> runs;
+  for (size_t i = 0; i < logdirs.size(); ++i) {
+    std::error_code ec;
+    const bool file_argument = fs::is_regular_file(logdirs[i], ec);
+    for (RunDirectory& run : found[i]) {
+      run.name = file_argument || run.name == "." ? labels[i] : labels[i] + "/" + run.name;
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
 std::shared_ptr<const std::regex> CompileTagFilter(const std::string& pattern) {
   try {
     return std::make_shared<const std::regex>(pattern, std::regex::ECMAScript);
