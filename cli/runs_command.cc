@@ -56,10 +56,8 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
 
 std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
   std::vector<Run> runs;
-  for (const std::string& logdir : logdirs) {
-    for (const RunDirectory& directory : DiscoverRuns(logdir)) {
-      runs.push_back(LoadRun(directory, options));
-    }
+  for (const RunDirectory& directory : DiscoverRuns(logdirs)) {
+    runs.push_back(LoadRun(directory, options));
   }
   return runs;
 }

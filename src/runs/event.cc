@@ -19,6 +19,11 @@ class WireReader {
   const std::string& error() const { return error_; }
 
   bool ReadVarint(uint64_t* value) {
+    // One-byte varints (field keys, small steps and lengths) are the common case.
+    if (p_ < end_ && (static_cast<uint8_t>(*p_) & 0x80) == 0) {
+      *value = static_cast<uint8_t>(*p_++);
+      return true;
+    }
     uint64_t result = 0;
     for (int shift = 0; shift < 64; shift += 7) {
       if (p_ >= end_) return Fail("varint runs past the end");

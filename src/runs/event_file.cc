@@ -15,6 +15,14 @@ EventFileReader::EventFileReader(std::unique_ptr<ByteSource> source, std::string
                                  bool verify_payload_crc, size_t buffer_bytes)
     : records_(std::move(source), std::move(path), verify_payload_crc, buffer_bytes) {}
 
+const EventFileStats& EventFileReader::stats() const {
+  stats_.scalar_encodings.clear();
+  for (size_t i = 0; i < encoding_counts_.size(); ++i) {
+    if (encoding_counts_[i] > 0) stats_.scalar_encodings[static_cast<ScalarEncoding>(i)] = encoding_counts_[i];
+  }
+  return stats_;
+}
+
 std::vector<RecordIssue> EventFileReader::issues() const {
   std::vector<RecordIssue> all = records_.issues();
   all.insert(all.end(), payload_issues_.begin(), payload_issues_.end());
@@ -60,11 +68,21 @@ bool EventFileReader::Next(EventItem* item) {
       const SummaryValue& v = event_.values[next_value_++];
       std::string_view plugin = v.plugin_name;
       if (!plugin.empty()) {
-        auto [it, inserted] = plugin_by_tag_.try_emplace(std::string(v.tag), plugin);
-        if (!inserted && it->second != plugin) it->second = std::string(plugin);
+        auto it = plugin_by_tag_.find(v.tag);
+        if (it == plugin_by_tag_.end()) {
+          plugin_by_tag_.emplace(std::string(v.tag), std::string(plugin));
+        } else if (it->second != plugin) {
+          it->second = std::string(plugin);
+        }
+        last_plugin_valid_ = false;  // the cached view may point at a replaced value
       } else if (!plugin_by_tag_.empty()) {
-        auto it = plugin_by_tag_.find(std::string(v.tag));
-        if (it != plugin_by_tag_.end()) plugin = it->second;
+        if (!last_plugin_valid_ || last_plugin_tag_ != v.tag) {
+          auto it = plugin_by_tag_.find(v.tag);
+          last_plugin_tag_.assign(v.tag);
+          last_plugin_ = it != plugin_by_tag_.end() ? std::string_view(it->second) : std::string_view();
+          last_plugin_valid_ = true;
+        }
+        plugin = last_plugin_;
       }
       switch (v.kind) {
         case ValueKind::kScalar:
@@ -73,7 +91,7 @@ bool EventFileReader::Next(EventItem* item) {
             continue;
           }
           ++stats_.scalars;
-          ++stats_.scalar_encodings[v.encoding];
+          ++encoding_counts_[static_cast<size_t>(v.encoding)];
           item->kind = EventItemKind::kScalar;
           item->tag = v.tag;
           item->step = event_.step;

@@ -54,16 +54,22 @@ std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
   kept.reserve(written.size());
   auto by_step = [](const ScalarPoint& a, int64_t step) { return a.step < step; };
   switch (policy) {
-    case RestartPolicy::kFirst:
-      for (const WrittenPoint& p : written) {
-        if (kept.empty() || p.step > kept.back().step) {
-          kept.push_back({p.step, p.wall_time_seconds, p.value, 1});
-          continue;
-        }
-        auto it = std::lower_bound(kept.begin(), kept.end(), p.step, by_step);
-        if (it->step != p.step) kept.insert(it, {p.step, p.wall_time_seconds, p.value, 1});
+    case RestartPolicy::kFirst: {
+      // The earliest-written point of each step: a stable sort by step keeps write order among
+      // equal steps, so the first of each run of equal steps is the one kept. Linear when the
+      // points are already in step order, O(n log n) otherwise.
+      for (const WrittenPoint& p : written) kept.push_back({p.step, p.wall_time_seconds, p.value, 1});
+      auto step_less = [](const ScalarPoint& a, const ScalarPoint& b) { return a.step < b.step; };
+      if (!std::is_sorted(kept.begin(), kept.end(), step_less)) {
+        std::stable_sort(kept.begin(), kept.end(), step_less);
       }
+      kept.erase(std::unique(kept.begin(), kept.end(),
+                             [](const ScalarPoint& a, const ScalarPoint& b) {
+                               return a.step == b.step;
+                             }),
+                 kept.end());
       break;
+    }
     case RestartPolicy::kLast: {
       size_t next_purge = 0;
       auto evict_from = [&](int64_t step) {

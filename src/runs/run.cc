@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <utility>
 
 #include "mosaic/runs/table_log.h"
 #include "mosaic/util/atomic_file.h"
@@ -38,10 +40,22 @@ void SortEventFiles(std::vector<std::string>* files) {
   });
 }
 
+// One tag's points in write order (pass 1), with what the restart policy needs on the side: the
+// first point of each source file and, under `last`, where purge markers fell. When the steps
+// only ever increase (the common case), the points are already the series and are moved into it.
 struct TagAccumulator {
   bool keep = true;
   bool float32 = true;
-  std::vector<WrittenPoint> points;
+  bool increasing = true;  // every step larger than the one before it
+  std::vector<ScalarPoint> points;
+  std::vector<std::pair<size_t, int32_t>> sources;  // (first point index, source) per change
+  std::vector<std::pair<int64_t, size_t>> purges;   // (purge step, points written before it)
+
+  void Add(int64_t step, double wall_time_seconds, double value, int32_t source) {
+    if (!points.empty() && step <= points.back().step) increasing = false;
+    if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
+    points.push_back({step, wall_time_seconds, value, 1});
+  }
 };
 
 struct HistogramAccumulator {
@@ -49,17 +63,36 @@ struct HistogramAccumulator {
   HistogramSeries series;
 };
 
+// Hashes std::string and std::string_view alike (lookups by a view of the record need no copy).
+struct TagHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Accumulators by tag: a hash index for the lookup of every point, a std::map for the output in
+// tag order. The map's nodes never move, so the index holds pointers to them.
 template <typename Accumulator>
-Accumulator& Lookup(std::map<std::string, Accumulator, std::less<>>& map, std::string_view tag,
-                    const LoadOptions& options) {
-  auto it = map.find(tag);
-  if (it != map.end()) return it->second;
-  Accumulator& added = map[std::string(tag)];
-  if (options.tags) {
-    added.keep = std::regex_search(std::string(tag), *options.tags);
+class TagTable {
+ public:
+  explicit TagTable(const LoadOptions& options) : options_(options) {}
+
+  Accumulator& operator[](std::string_view tag) {
+    auto it = index_.find(tag);
+    if (it != index_.end()) return *it->second;
+    auto [node, inserted] = by_tag_.try_emplace(std::string(tag));
+    Accumulator& added = node->second;
+    if (options_.tags) added.keep = std::regex_search(node->first, *options_.tags);
+    index_.emplace(node->first, &added);
+    return added;
   }
-  return added;
-}
+
+  std::map<std::string, Accumulator, std::less<>>& by_tag() { return by_tag_; }
+
+ private:
+  const LoadOptions& options_;
+  std::map<std::string, Accumulator, std::less<>> by_tag_;
+  std::unordered_map<std::string, Accumulator*, TagHash, std::equal_to<>> index_;
+};
 
 }  // namespace
 
@@ -141,6 +174,59 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
   return runs;
 }
 
+namespace {
+
+// The label of one log directory argument: its last path component ("runs" for "runs/", the
+// current directory's name for ".").
+std::string LogdirLabel(const std::string& logdir) {
+  fs::path path = fs::path(logdir).lexically_normal();
+  std::string name = path.filename().string();
+  if (name.empty() && path.has_parent_path()) name = path.parent_path().filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    std::error_code ec;
+    const fs::path absolute = fs::weakly_canonical(fs::absolute(logdir, ec), ec);
+    name = absolute.filename().string();
+  }
+  return name.empty() ? std::string("/") : name;
+}
+
+std::string NormalizedPath(const std::string& logdir) {
+  std::string path = fs::path(logdir).lexically_normal().string();
+  while (path.size() > 1 && EndsWith(path, "/")) path.pop_back();
+  return path;
+}
+
+}  // namespace
+
+std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs) {
+  std::vector<std::vector<RunDirectory>> found;
+  for (const std::string& logdir : logdirs) found.push_back(DiscoverRuns(logdir));
+  if (logdirs.size() == 1) return std::move(found.front());
+
+  std::vector<std::string> labels;
+  std::map<std::string, int> label_count;
+  for (const std::string& logdir : logdirs) {
+    labels.push_back(LogdirLabel(logdir));
+    ++label_count[labels.back()];
+  }
+  std::map<std::string, int> seen;
+  for (size_t i = 0; i < logdirs.size(); ++i) {
+    if (label_count[labels[i]] > 1) labels[i] = NormalizedPath(logdirs[i]);
+    const int occurrence = ++seen[labels[i]];
+    if (occurrence > 1) labels[i] += fmt::format("#{}", occurrence);
+  }
+  std::vector<RunDirectory> runs;
+  for (size_t i = 0; i < logdirs.size(); ++i) {
+    std::error_code ec;
+    const bool file_argument = fs::is_regular_file(logdirs[i], ec);
+    for (RunDirectory& run : found[i]) {
+      run.name = file_argument || run.name == "." ? labels[i] : labels[i] + "/" + run.name;
+      runs.push_back(std::move(run));
+    }
+  }
+  return runs;
+}
+
 std::shared_ptr<const std::regex> CompileTagFilter(const std::string& pattern) {
   try {
     return std::make_shared<const std::regex>(pattern, std::regex::ECMAScript);
@@ -167,10 +253,10 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
   run.name = directory.name;
   run.directory = directory.directory;
   run.policy = options.restarts;
-  std::map<std::string, TagAccumulator, std::less<>> scalars;
-  std::map<std::string, HistogramAccumulator, std::less<>> histograms;
-  std::vector<PurgeMarker> purges;
-  int64_t sequence = 0;
+  TagTable<TagAccumulator> scalars(options);
+  TagTable<HistogramAccumulator> histograms(options);
+  TagAccumulator* last_scalar = nullptr;  // the accumulator of the tag `last_tag` views
+  std::string last_tag;
 
   double previous_first_wall = 0;
   std::string previous_file;
@@ -181,15 +267,18 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
     while (reader.Next(&item)) {
       switch (item.kind) {
         case EventItemKind::kScalar: {
-          TagAccumulator& acc = Lookup(scalars, item.tag, options);
+          if (last_scalar == nullptr || item.tag != last_tag) {
+            last_scalar = &scalars[item.tag];
+            last_tag.assign(item.tag);
+          }
+          TagAccumulator& acc = *last_scalar;
           if (!acc.keep) break;
           acc.float32 = acc.float32 && item.float32;
-          acc.points.push_back(
-              {item.step, item.wall_time_seconds, item.value, sequence++, source});
+          acc.Add(item.step, item.wall_time_seconds, item.value, source);
           break;
         }
         case EventItemKind::kHistogram: {
-          HistogramAccumulator& acc = Lookup(histograms, item.tag, options);
+          HistogramAccumulator& acc = histograms[item.tag];
           if (!acc.keep) break;
           ++acc.series.points;
           acc.series.last_step = item.step;
@@ -197,7 +286,11 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
           break;
         }
         case EventItemKind::kPurge:
-          purges.push_back({item.step, sequence++, source});
+          // Only `last` acts on purge markers; each tag notes how many of its points precede it.
+          if (options.restarts != RestartPolicy::kLast) break;
+          for (auto& [tag, acc] : scalars.by_tag()) {
+            if (!acc.points.empty()) acc.purges.emplace_back(item.step, acc.points.size());
+          }
           break;
       }
     }
@@ -227,19 +320,15 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
       TableLog log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
                                                   : ReadJsonlLog(text, path, options.step_column);
       file.rows = log.rows;
-      int64_t max_sequence = 0;
-      for (TagPoints& tag : log.tags) {
-        TagAccumulator& acc = Lookup(scalars, tag.tag, options);
+      for (const TagPoints& tag : log.tags) {
+        TagAccumulator& acc = scalars[tag.tag];
         if (!acc.keep) continue;
         acc.float32 = false;
-        for (WrittenPoint& p : tag.points) {
-          max_sequence = std::max(max_sequence, p.sequence);
-          p.sequence += sequence;
-          p.source = source;
-          acc.points.push_back(p);
+        acc.points.reserve(acc.points.size() + tag.points.size());
+        for (const WrittenPoint& p : tag.points) {
+          acc.Add(p.step, p.wall_time_seconds, p.value, source);
         }
       }
-      sequence += max_sequence + 1;
       run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
       if (log.non_numeric_cells > 0) {
         run.notes.push_back(fmt::format("{}: {} non-numeric cells skipped", path,
@@ -256,20 +345,42 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
     run.files.push_back(std::move(file));
   }
 
-  for (auto& [tag, acc] : scalars) {
+  for (auto& [tag, acc] : scalars.by_tag()) {
     if (!acc.keep || acc.points.empty()) continue;
     run.written_points += static_cast<int64_t>(acc.points.size());
-    std::vector<Restart> restarts = FindRestarts(tag, acc.points);
-    run.restarts.insert(run.restarts.end(), restarts.begin(), restarts.end());
     TimeSeries series;
     series.run = run.name;
     series.tag = tag;
     series.float32 = acc.float32;
-    series.points = ApplyRestartPolicy(options.restarts, acc.points, purges);
-    std::vector<WrittenPoint>().swap(acc.points);
+    if (acc.increasing && acc.purges.empty()) {
+      // No step went back and no purge: every policy keeps every point, in pass 1.
+      series.points = std::move(acc.points);
+    } else {
+      // Odd sequence numbers for points, even ones for purges: a purge noted after i points
+      // precedes point i.
+      std::vector<WrittenPoint> written(acc.points.size());
+      size_t next_source = 0;
+      int32_t source = 0;
+      for (size_t i = 0; i < acc.points.size(); ++i) {
+        while (next_source < acc.sources.size() && acc.sources[next_source].first == i) {
+          source = acc.sources[next_source++].second;
+        }
+        const ScalarPoint& p = acc.points[i];
+        written[i] = {p.step, p.wall_time_seconds, p.value, 2 * static_cast<int64_t>(i) + 1, source};
+      }
+      std::vector<PurgeMarker> purges;
+      purges.reserve(acc.purges.size());
+      for (const auto& [step, before] : acc.purges) {
+        purges.push_back({step, 2 * static_cast<int64_t>(before), 0});
+      }
+      std::vector<ScalarPoint>().swap(acc.points);
+      std::vector<Restart> restarts = FindRestarts(tag, written);
+      run.restarts.insert(run.restarts.end(), restarts.begin(), restarts.end());
+      series.points = ApplyRestartPolicy(options.restarts, written, purges);
+    }
     run.series.push_back(std::move(series));
   }
-  for (auto& [tag, acc] : histograms) {
+  for (auto& [tag, acc] : histograms.by_tag()) {
     if (!acc.keep) continue;
     acc.series.tag = tag;
     run.histograms.push_back(acc.series);

@@ -182,6 +182,91 @@ TEST(Runs, LastPolicyHonoursPurgeMarkers) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Runs, OverlappingFilesUnderEachPolicy) {
+  // File 1 writes steps 0-3 of "loss"; file 2 goes back to step 2 and writes 2-5 (values + 100).
+  // "lr" only moves forward across both files.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_overlap_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string first = FrameRecord(EncodeFileVersionEvent(1000));
+  for (int s = 0; s < 4; ++s) {
+    first += FrameRecord(EncodeScalarEvent(1000 + s, s, "loss", s));
+    first += FrameRecord(EncodeScalarEvent(1000 + s, s, "lr", 0.5 * s));
+  }
+  std::string second = FrameRecord(EncodeFileVersionEvent(2000));
+  for (int s = 2; s < 6; ++s) second += FrameRecord(EncodeScalarEvent(2000 + s, s, "loss", 100 + s));
+  for (int s = 4; s < 6; ++s) second += FrameRecord(EncodeScalarEvent(2000 + s, s, "lr", 0.5 * s));
+  WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), first);
+  WriteFileAtomically((dir / "events.out.tfevents.2000.h").string(), second);
+  auto values = [](const TimeSeries& series) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const ScalarPoint& p : series.points) out.emplace_back(p.step, p.value);
+    return out;
+  };
+  using Points = std::vector<std::pair<int64_t, double>>;
+  LoadOptions options;
+  const runs::Run first_run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  EXPECT_EQ(values(*first_run.FindSeries("loss")),
+            (Points{{0, 0}, {1, 1}, {2, 2}, {3, 3}, {4, 104}, {5, 105}}));
+  EXPECT_EQ(values(*first_run.FindSeries("lr")),
+            (Points{{0, 0}, {1, 0.5}, {2, 1}, {3, 1.5}, {4, 2}, {5, 2.5}}));
+  ASSERT_EQ(first_run.restarts.size(), 1u);
+  EXPECT_EQ(first_run.restarts[0].tag, "loss");
+  EXPECT_EQ(first_run.restarts[0].source, 1);
+  EXPECT_EQ(first_run.restarts[0].from_step, 3);
+  EXPECT_EQ(first_run.restarts[0].back_to_step, 2);
+  EXPECT_EQ(first_run.restarts[0].overlapped_points, 2);
+  EXPECT_EQ(first_run.written_points, 14);
+
+  options.restarts = RestartPolicy::kLast;
+  const runs::Run last_run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  EXPECT_EQ(values(*last_run.FindSeries("loss")),
+            (Points{{0, 0}, {1, 1}, {2, 102}, {3, 103}, {4, 104}, {5, 105}}));
+
+  options.restarts = RestartPolicy::kAll;
+  const runs::Run all_run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  std::vector<int32_t> passes;
+  for (const ScalarPoint& p : all_run.FindSeries("loss")->points) passes.push_back(p.pass);
+  EXPECT_EQ(passes, (std::vector<int32_t>{1, 1, 1, 1, 2, 2, 2, 2}));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runs, SeveralLogdirsGiveUniqueStableNames) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("mosaic_names_" + std::to_string(::getpid()));
+  const std::string events = FrameRecord(EncodeFileVersionEvent(1000)) +
+                             FrameRecord(EncodeScalarEvent(1000, 0, "loss", 1));
+  for (const char* run : {"x/logs/r1", "x/logs/r2", "y/logs/r1", "y/other"}) {
+    std::filesystem::create_directories(root / run);
+    WriteFileAtomically((root / run / "events.out.tfevents.1000.h").string(), events);
+  }
+  WriteFileAtomically((root / "metrics.csv").string(), "step,loss\n0,1\n");
+  const std::string x = (root / "x/logs/").string();  // a trailing slash changes nothing
+  const std::string y = (root / "y/logs").string();
+  const std::string other = (root / "y/other").string();
+  const std::string csv = (root / "metrics.csv").string();
+
+  auto names = [](const std::vector<RunDirectory>& runs) {
+    std::vector<std::string> out;
+    for (const RunDirectory& r : runs) out.push_back(r.name);
+    return out;
+  };
+  using Names = std::vector<std::string>;
+  // One log directory: names relative to it, as before.
+  EXPECT_EQ(names(DiscoverRuns(std::vector<std::string>{x})), (Names{"r1", "r2"}));
+  // Distinct base names: the base name is the prefix; a run at the argument itself is the label.
+  EXPECT_EQ(names(DiscoverRuns(std::vector<std::string>{y, other, csv})),
+            (Names{"logs/r1", "other", "metrics.csv"}));
+  // Two "logs": the normalized paths tell them apart; the same directory twice gets "#2".
+  const std::string xn = (root / "x/logs").string();
+  EXPECT_EQ(names(DiscoverRuns(std::vector<std::string>{x, y, x})),
+            (Names{xn + "/r1", xn + "/r2", y + "/r1", xn + "#2/r1", xn + "#2/r2"}));
+  // Loaded series carry the prefixed run name.
+  const std::vector<RunDirectory> runs = DiscoverRuns(std::vector<std::string>{y, other});
+  EXPECT_EQ(LoadRun(runs.at(0), LoadOptions{}).series.at(0).run, "logs/r1");
+  std::filesystem::remove_all(root);
+}
+
 TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   runs::Run run;
   run.name = "r";

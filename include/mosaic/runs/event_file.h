@@ -4,7 +4,9 @@
 // tag so that values of non-scalar plugins (hparams, text, PR curves) are never read as scalars.
 #pragma once
 
+#include <array>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -59,7 +61,7 @@ class EventFileReader {
   // The next scalar, histogram or purge marker; false at the end of the readable data.
   bool Next(EventItem* item);
 
-  const EventFileStats& stats() const { return stats_; }
+  const EventFileStats& stats() const;
   // Damaged spots: those of the record layer plus payloads that are not Events.
   std::vector<RecordIssue> issues() const;
 
@@ -70,8 +72,19 @@ class EventFileReader {
   Event event_;
   size_t next_value_ = 0;
   bool pending_purge_ = false;
-  std::unordered_map<std::string, std::string> plugin_by_tag_;
-  EventFileStats stats_;
+  // Hashes std::string and std::string_view alike, so that lookups by a view need no copy.
+  struct TagHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  std::unordered_map<std::string, std::string, TagHash, std::equal_to<>> plugin_by_tag_;
+  // The last tag looked up in plugin_by_tag_ and its plugin (a view of the map's value).
+  std::string last_plugin_tag_;
+  std::string_view last_plugin_;
+  bool last_plugin_valid_ = false;
+  // Counted per encoding here, copied into stats_.scalar_encodings by stats().
+  std::array<int64_t, 5> encoding_counts_{};
+  mutable EventFileStats stats_;
   std::vector<RecordIssue> payload_issues_;
 };
 

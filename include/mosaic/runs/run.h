@@ -40,6 +40,14 @@ struct RunDirectory {
 // no event, CSV or JSONL file.
 std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 
+// Discovers the runs of several log directories (the arguments of `mosaic runs`) and names them
+// uniquely and stably. With one log directory, names are as DiscoverRuns gives them. With more,
+// each name is prefixed with a label of its log directory: the directory's (or file's) base name,
+// or, where two arguments share a base name, the argument's normalized path, with "#2", "#3", ...
+// appended to a label given twice; a run at the log directory itself (or a file given as the
+// argument) is named by the label alone. Runs keep the order of the arguments, then by name.
+std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs);
+
 // The start time written in an event file's name (events.out.tfevents.<seconds>.<...>), or -1.
 int64_t EventFileStartSeconds(std::string_view file_name);
 
