@@ -1,0 +1,61 @@
+// The whole public API of the mosaic library, one header per concept:
+//   util/      errors, atomic output, TOML helpers, number formatting, exact wide integers
+//   model/     model configs, presets, exact parameter and FLOP accounting
+//   study/     experiment-ladder studies and the ladder planner
+//   hardware/  devices and clusters
+//   perf/      layouts, the step-time / memory / dropping model, search and calibration
+//   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
+//   runs/      TensorBoard, CSV and JSONL training logs, restart policies and health checks
+// Data flows one way: study → model → perf / scaling (fed by runs).
+#pragma once
+
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/embedded_data.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/field_override.h"
+#include "mosaic/util/number_format.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_util.h"
+#include "mosaic/util/wide_int.h"
+
+#include "mosaic/model/family.h"
+#include "mosaic/model/flops.h"
+#include "mosaic/model/model_config.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/model/param_count.h"
+
+#include "mosaic/study/ladder.h"
+#include "mosaic/study/ladder_report.h"
+#include "mosaic/study/study_config.h"
+
+#include "mosaic/hardware/hardware.h"
+
+#include "mosaic/perf/calibration.h"
+#include "mosaic/perf/dropping.h"
+#include "mosaic/perf/layout.h"
+#include "mosaic/perf/profile.h"
+#include "mosaic/perf/search.h"
+#include "mosaic/perf/step_model.h"
+
+#include "mosaic/scaling/bootstrap.h"
+#include "mosaic/scaling/data_table.h"
+#include "mosaic/scaling/fit.h"
+#include "mosaic/scaling/fit_data.h"
+#include "mosaic/scaling/fit_problem.h"
+#include "mosaic/scaling/law.h"
+#include "mosaic/scaling/multistart.h"
+#include "mosaic/scaling/objective.h"
+#include "mosaic/scaling/projection.h"
+#include "mosaic/scaling/solver.h"
+
+#include "mosaic/runs/compare.h"
+#include "mosaic/runs/crc32c.h"
+#include "mosaic/runs/event.h"
+#include "mosaic/runs/event_file.h"
+#include "mosaic/runs/event_writer.h"
+#include "mosaic/runs/export.h"
+#include "mosaic/runs/health.h"
+#include "mosaic/runs/restart_policy.h"
+#include "mosaic/runs/run.h"
+#include "mosaic/runs/table_log.h"
+#include "mosaic/runs/time_series.h"
