@@ -186,6 +186,13 @@ struct Derived {
   double expert_fsdp;         // FSDP shard count of expert weights
 };
 
+// Whether routing caps each expert's rows: Megatron's per-rank capacity always; Marin's fixed
+// all-to-all cells only when there is an all-to-all (ep > 1; without it experts see every token).
+bool UsesCapacity(RoutingPolicy routing, const Layout& l) {
+  return routing == RoutingPolicy::kCapacity ||
+         (routing == RoutingPolicy::kFixedCells && l.ep > 1);
+}
+
 Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
   Derived x;
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
@@ -194,8 +201,7 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
   const int64_t chunks = l.pp * l.vpp;
   x.layers_stage = CeilDiv(m.layer_passes, chunks) * l.vpp;
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
-  const bool padded =
-      job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells;
+  const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
   const int64_t edp = l.expert_dp();
   x.expert_fsdp = (l.fsdp > 1 && edp % l.dp == 0) ? static_cast<double>(edp / l.dp) : 1.0;
@@ -305,7 +311,7 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
                 pooled};
     return DroppedFraction(g, drop);
   }
-  if (job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells) {
+  if (UsesCapacity(job.routing, l)) {
     DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1};
     return DroppedFraction(g, drop);
   }

@@ -19,7 +19,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool IsEventFile(const std::string& name) { return name.find("tfevents") != std::string::npos; }
+// TensorBoard writers name their files events.out.tfevents.<time>.<host>[...]; other names that
+// merely contain "tfevents" (a manifest, a notes file) are not event files.
+bool IsEventFile(const std::string& name) { return name.starts_with("events.out.tfevents"); }
 
 bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
@@ -157,9 +159,19 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
                   fs::directory_options::skip_permission_denied,
       ec);
   if (ec) throw InputError(fmt::format("cannot list {}: {}", logdir, ec.message()));
+  // Symlinks to directories are followed, each real directory once: links back up the tree
+  // (a/up -> ..) would otherwise make the walk revisit it without end.
+  std::set<fs::path> visited;
+  visited.insert(fs::weakly_canonical(logdir, ec));
   for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
     if (ec) throw InputError(fmt::format("cannot list {}: {}", logdir, ec.message()));
     std::error_code type_ec;
+    if (it->is_directory(type_ec)) {
+      std::error_code canonical_ec;
+      const fs::path real = fs::canonical(it->path(), canonical_ec);
+      if (canonical_ec || !visited.insert(real).second) it.disable_recursion_pending();
+      continue;
+    }
     if (it->is_regular_file(type_ec)) add(it->path());
   }
   if (by_directory.empty()) {
