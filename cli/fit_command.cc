@@ -145,6 +145,7 @@ Json FitJson(const Law& law, const Arm& arm) {
                       {"converged_starts", s.converged_starts},
                       {"tolerance", 1e-6},
                       {"cut_short_starts", s.cut_short_starts},
+                      {"inferred_starts", s.inferred_starts},
                       {"failed_starts", s.failed_starts},
                       {"iterations", s.iterations}};
   const FitRecipe& r = s.recipe;
@@ -187,9 +188,10 @@ std::string FitText(const Law& law, const Arm& arm, const std::string& title) {
   out += fmt::format("  objective  {}\n", s.recipe.objective);
   out += fmt::format("  grid       {}\n", s.recipe.grid);
   out += fmt::format("  solver     {}\n", s.recipe.solver);
-  out += fmt::format("  starts     {} reached the best objective within 1e-6 ({} cut short on "
-                     "entering a known basin, {} failed)\n",
-                     s.converged_starts, s.cut_short_starts, s.failed_starts);
+  out += fmt::format("  starts     {} certified to reach the best objective within 1e-6, {} "
+                     "counting starts cut short early ({} cut short on entering a known basin, "
+                     "{} failed)\n",
+                     s.converged_starts, s.inferred_starts, s.cut_short_starts, s.failed_starts);
   out += fmt::format("  source     {}\n", law.citation);
   return out;
 }

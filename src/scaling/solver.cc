@@ -136,8 +136,9 @@ SolverResult Minimize(const FitProblem& problem, const double* x0, const SolverO
     }
     if (memo != nullptr) {
       const int basin = memo->Find(x.data(), q);
-      if (basin >= 0) {
+      if (basin >= 0 && f <= memo->objective[basin] + memo->certify_margin) {
         result.basin = basin;
+        result.cut_objective = f;
         result.x = memo->x[basin];
         result.objective = memo->objective[basin];
         result.termination = Termination::kConverged;
