@@ -39,6 +39,7 @@ struct FitCliOptions {
   double delta = 1e-3;
   std::vector<std::string> pins;
   int threads = 2;
+  bool no_cut_short = false;
   int bootstrap = 0;
   uint64_t seed = 0;
   double confidence = 0.95;
@@ -210,6 +211,7 @@ void Run(const FitCliOptions& o) {
   fit_options.objective.delta = o.delta;
   for (const std::string& p : o.pins) fit_options.pins.push_back(ParsePin(p));
   fit_options.multistart.threads = o.threads;
+  fit_options.multistart.cut_short = !o.no_cut_short;
   if (!(o.flops_per_param_token > 0)) {
     throw FieldError(Flag("--flops-per-param-token"), "flops_per_param_token",
                      fmt::format("{}", o.flops_per_param_token), "> 0");
@@ -378,6 +380,9 @@ void AddFitCommand(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "threads for the multi-start and the bootstrap")
       ->check(CLI::PositiveNumber)
       ->default_val(2);
+  cmd->add_flag("--no-cut-short", o->no_cut_short,
+                "run every start to the end (no basin memo): slower, and every start that "
+                "reaches the best objective is certified");
   cmd->add_option("--bootstrap", o->bootstrap, "bootstrap resamples (by run); 0: none")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "bootstrap seed")->default_val(0);

@@ -35,6 +35,18 @@ TEST(FitCli, ChinchillaJson) {
   EXPECT_EQ(j["frontier"]["points"].size(), 1u);
 }
 
+// Every start run to the end: the convergence count is certified, so nothing is inferred.
+TEST(FitCli, NoCutShortCertifiesEveryStart) {
+  CommandResult r = RunMosaic("fit " + kEpoch + " --json --no-cut-short");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["objective"].get<double>(), 0.0010182740, 5e-11);
+  EXPECT_EQ(j["convergence"]["cut_short_starts"].get<int>(), 0);
+  EXPECT_EQ(j["convergence"]["converged_starts"].get<int>(),
+            j["convergence"]["inferred_starts"].get<int>());
+  EXPECT_GT(j["convergence"]["converged_starts"].get<int>(), 2000);
+}
+
 TEST(FitCli, PinnedComputeLawComparison) {
   CommandResult r = RunMosaic(
       "fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 --pin alpha=0.0941 "

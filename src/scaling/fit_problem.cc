@@ -102,6 +102,20 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
       }
     }
   }
+  MarkConstantTerms();
+}
+
+void FitProblem::MarkConstantTerms() {
+  const size_t n = y_.size();
+  constant_.assign(terms_, 1);
+  for (int k = 0; k < terms_; ++k) {
+    bool same = n > 0;
+    for (size_t i = 1; i < n && same; ++i) same = offset_[k * n + i] == offset_[k * n];
+    for (int use = begin_[k]; use < begin_[k + 1] && same; ++use) {
+      for (size_t i = 1; i < n && same; ++i) same = feature_[use * n + i] == feature_[use * n];
+    }
+    constant_[k] = same ? 1 : 0;
+  }
 }
 
 FitProblem FitProblem::WithObjective(const Objective& objective) const {
@@ -154,6 +168,7 @@ struct KernelInput {
   const int* uses;
   const int* begin;
   const double* feature;  // [use][point]
+  const char* constant;   // [term]: the same z at every point
   bool log_space;
   bool huber;
   double delta;
@@ -175,8 +190,20 @@ double EvaluateBlocks(const KernelInput& in, const double* x, double* gradient,
     const int m = static_cast<int>(std::min<size_t>(kBlock, n - i0));
     const double* y = in.y + i0;
     const double* w = in.w + i0;
+    // e^z directly, one exp per point and term; a term that is the same at every point (the
+    // floor E) takes one exp per block. A block whose sums leave [1e-300, 1e300] (an exponent
+    // under- or overflowing) is redone shifted by its largest term: s = top + log Σ e^(z − top).
     for (int k = 0; k < terms; ++k) {
       double* zk = e[k];
+      if (in.constant[k]) {
+        double z = in.offset[k * n];
+        for (int use = in.begin[k]; use < in.begin[k + 1]; ++use) {
+          z += in.feature[use * n] * x[in.uses[use]];
+        }
+        const double ez = FastExp(z);
+        for (int i = 0; i < m; ++i) zk[i] = ez;
+        continue;
+      }
       const double* uk = in.offset + k * n + i0;
       for (int i = 0; i < m; ++i) zk[i] = uk[i];
       for (int use = in.begin[k]; use < in.begin[k + 1]; ++use) {
@@ -184,16 +211,36 @@ double EvaluateBlocks(const KernelInput& in, const double* x, double* gradient,
         const double* fu = in.feature + use * n + i0;
         for (int i = 0; i < m; ++i) zk[i] += fu[i] * xv;
       }
-    }
-    for (int i = 0; i < m; ++i) top[i] = e[0][i];
-    for (int k = 1; k < terms; ++k) {
-      for (int i = 0; i < m; ++i) top[i] = e[k][i] > top[i] ? e[k][i] : top[i];
+      for (int i = 0; i < m; ++i) zk[i] = FastExp(zk[i]);
     }
     for (int i = 0; i < m; ++i) sum[i] = 0;
     for (int k = 0; k < terms; ++k) {
-      for (int i = 0; i < m; ++i) {
-        e[k][i] = FastExp(e[k][i] - top[i]);
-        sum[i] += e[k][i];
+      for (int i = 0; i < m; ++i) sum[i] += e[k][i];
+    }
+    int out_of_range = 0;
+    for (int i = 0; i < m; ++i) out_of_range += !(sum[i] >= 1e-300 && sum[i] <= 1e300);
+    for (int i = 0; i < m; ++i) top[i] = 0;
+    if (out_of_range > 0) {
+      for (int k = 0; k < terms; ++k) {
+        double* zk = e[k];
+        const double* uk = in.offset + k * n + i0;
+        for (int i = 0; i < m; ++i) zk[i] = uk[i];
+        for (int use = in.begin[k]; use < in.begin[k + 1]; ++use) {
+          const double xv = x[in.uses[use]];
+          const double* fu = in.feature + use * n + i0;
+          for (int i = 0; i < m; ++i) zk[i] += fu[i] * xv;
+        }
+      }
+      for (int i = 0; i < m; ++i) top[i] = e[0][i];
+      for (int k = 1; k < terms; ++k) {
+        for (int i = 0; i < m; ++i) top[i] = e[k][i] > top[i] ? e[k][i] : top[i];
+      }
+      for (int i = 0; i < m; ++i) sum[i] = 0;
+      for (int k = 0; k < terms; ++k) {
+        for (int i = 0; i < m; ++i) {
+          e[k][i] = FastExp(e[k][i] - top[i]);
+          sum[i] += e[k][i];
+        }
       }
     }
     const double delta = in.delta;
@@ -296,6 +343,7 @@ double FitProblem::Evaluate(const double* free, double* gradient, double* hessia
                        uses_.data(),
                        begin_.data(),
                        feature_.data(),
+                       constant_.data(),
                        objective_.space == ResidualSpace::kLog,
                        objective_.loss == LossKind::kHuber,
                        objective_.delta};

@@ -62,6 +62,9 @@ class FitProblem {
   std::vector<int> uses_;        // free coordinates term k depends on: uses_[begin_[k], begin_[k+1])
   std::vector<int> begin_;
   std::vector<double> feature_;  // [use][point]: feature of free coordinate uses_[use]
+  std::vector<char> constant_;   // [term]: offset and features the same at every point
+
+  void MarkConstantTerms();
 };
 
 }  // namespace mosaic::scaling
