@@ -25,12 +25,26 @@ TEST(FitCli, ChinchillaJson) {
   EXPECT_NEAR(j["params"]["alpha"].get<double>(), 0.3473, 0.3473 * kRelTol);
   EXPECT_EQ(j["points"].get<int>(), 240);
   EXPECT_EQ(j["convergence"]["starts"].get<int>(), 4500);
-  EXPECT_GT(j["convergence"]["converged_starts"].get<int>(), 100);
+  EXPECT_GT(j["convergence"]["inferred_starts"].get<int>(), 100);
+  EXPECT_LE(j["convergence"]["converged_starts"].get<int>(),
+            j["convergence"]["inferred_starts"].get<int>());
   EXPECT_EQ(j["recipe"]["delta"].get<double>(), 1e-3);
   EXPECT_EQ(j["recipe"]["objective"].get<std::string>(), "huber");
   EXPECT_EQ(j["predictions"].size(), 1u);
   EXPECT_NEAR(j["predictions"][0]["loss"].get<double>(), 1.97337, 1e-4);
   EXPECT_EQ(j["frontier"]["points"].size(), 1u);
+}
+
+// Every start run to the end: the convergence count is certified, so nothing is inferred.
+TEST(FitCli, NoCutShortCertifiesEveryStart) {
+  CommandResult r = RunMosaic("fit " + kEpoch + " --json --no-cut-short");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["objective"].get<double>(), 0.0010182740, 5e-11);
+  EXPECT_EQ(j["convergence"]["cut_short_starts"].get<int>(), 0);
+  EXPECT_EQ(j["convergence"]["converged_starts"].get<int>(),
+            j["convergence"]["inferred_starts"].get<int>());
+  EXPECT_GT(j["convergence"]["converged_starts"].get<int>(), 2000);
 }
 
 TEST(FitCli, PinnedComputeLawComparison) {

@@ -133,7 +133,10 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   for (const StartOutcome& o : run.starts) {
     if (o.cut_short) ++s.cut_short_starts;
     if (o.termination == Termination::kFailure) ++s.failed_starts;
-    if (o.objective <= s.objective + options.convergence_tolerance) ++s.converged_starts;
+    if (o.certified_objective <= s.objective + options.convergence_tolerance) {
+      ++s.converged_starts;
+    }
+    if (o.objective <= s.objective + options.convergence_tolerance) ++s.inferred_starts;
   }
   s.theta.assign(law.params.size(), 0);
   if (std::isfinite(run.best.objective)) problem.Expand(run.best.x.data(), s.theta.data());
@@ -144,8 +147,10 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   s.termination = run.best.termination;
   switch (s.termination) {
     case Termination::kConverged:
-      s.message = fmt::format("converged: {} of {} starts reached the best objective within {}",
-                              s.converged_starts, s.starts, options.convergence_tolerance);
+      s.message = fmt::format(
+          "converged: {} of {} starts certified to reach the best objective within {} ({} with "
+          "starts cut short in an early stage credited with their basin's minimum)",
+          s.converged_starts, s.starts, options.convergence_tolerance, s.inferred_starts);
       break;
     case Termination::kNoConvergence:
       s.message = fmt::format(
@@ -175,7 +180,11 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
       "damped Newton (exact Hessian), function_tolerance {}, parameter_tolerance {}, "
       "max_iterations {}, basin cell {}{}",
       so.function_tolerance, so.parameter_tolerance, so.max_iterations, kBasinCellSize,
-      options.multistart.cut_short ? "" : " (basin cut-off off)");
+      options.multistart.cut_short
+          ? fmt::format(" (final-stage cut-off within {} of a known minimum; converged_starts "
+                        "counts only starts run to the end or cut off there)",
+                        options.multistart.certify_margin)
+          : " (basin cut-off off: every start run to the end)");
   return s;
 }
 

@@ -201,8 +201,8 @@ std::vector<Law> MakeLaws() {
   }
   {
     Law l = Make("krajewski", "L = c + (g/G^gamma + a)/N^alpha + b/D^beta",
-          "Krajewski et al. 2024, Scaling laws for fine-grained mixture of experts (G "
-          "granularity)");
+          "Krajewski et al. 2024, Scaling laws for fine-grained mixture of experts, arXiv "
+          "2402.07871 (G granularity)");
     l.inputs = {kN, kD, kG};
     l.params = {Scale("a", {0, 5, 10}, "parameter term scale"),
                 Scale("b", {0, 5, 10}, "data term scale"),
@@ -219,8 +219,8 @@ std::vector<Law> MakeLaws() {
   }
   {
     Law l = Make("clark", "log L = a*log N + b*log E + c*log N*log E + d",
-          "Clark et al. 2022, Unified scaling laws for routed language models (natural logs; E "
-          "as given, no saturation transform)");
+          "Clark et al. 2022, Unified scaling laws for routed language models, eq. 1 (natural "
+          "logs; E as given, no saturation transform)");
     l.inputs = {kN, kExperts};
     l.params = {Linear("a", {-0.1, 0}, "log-parameter slope"),
                 Linear("b", {-0.1, 0}, "log-expert slope"),
@@ -231,8 +231,9 @@ std::vector<Law> MakeLaws() {
   {
     Law l = Make("ludziejewski",
           "L = a*E^delta*N^(alpha + gamma*ln E) + b*E^omega*D^(beta + zeta*ln E) + c",
-          "Ludziejewski et al. 2025, Joint MoE scaling laws (N active parameters, E experts; "
-          "alpha, beta < 0 as written)");
+          "Ludziejewski et al. 2025, Joint MoE scaling laws, arXiv 2502.05172 (N active "
+          "parameters, E_count the transformed expert count E-hat as given; alpha, beta < 0 as "
+          "written)");
     l.inputs = {kN, kD, kExperts};
     l.params = {Scale("a", {0, 5, 10}, "parameter term scale"),
                 Scale("b", {0, 5, 10}, "data term scale"),

@@ -90,6 +90,7 @@ MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
         paths[stage].clear();
         memo.stage = stage;
         const bool final_stage = stage == static_cast<int>(stages.size());
+        memo.certify_margin = final_stage ? options.certify_margin : INFINITY;
         r = Minimize(p, x0, final_stage ? options.solver : loose, m, nullptr,
                      m ? &paths[stage] : nullptr);
         iterations += r.iterations;
@@ -105,6 +106,13 @@ MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
       o.iterations = iterations;
       o.termination = r.termination;
       o.cut_short = r.basin >= 0;
+      if (r.termination != Termination::kFailure) {
+        if (!o.cut_short) {
+          o.certified_objective = r.objective;
+        } else if (stage == static_cast<int>(stages.size())) {
+          o.certified_objective = r.cut_objective;
+        }
+      }
       if (options.cut_short && r.termination == Termination::kConverged) {
         const int minimum = r.basin >= 0 ? r.basin : memo.AddMinimum(r.x, r.objective);
         const int reached = std::min(stage, static_cast<int>(stages.size()));

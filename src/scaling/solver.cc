@@ -66,8 +66,8 @@ SolverResult Minimize(const FitProblem& problem, const double* x0, const SolverO
     return result;
   }
   Vector x = Eigen::Map<const Vector>(x0, q);
-  Vector g(q), trial(q), step(q), diag(q);
-  Matrix h(q, q), a(q, q);
+  Vector g(q), trial(q), step(q), diag(q), g_trial(q);
+  Matrix h(q, q), a(q, q), h_trial(q, q);
   double f = problem.Evaluate(x.data(), g.data(), h.data(), weights);
   result.evaluations = 1;
   if (!std::isfinite(f)) {
@@ -107,7 +107,8 @@ SolverResult Minimize(const FitProblem& problem, const double* x0, const SolverO
       break;
     }
     trial = x + step;
-    const double f_trial = problem.Evaluate(trial.data(), nullptr, nullptr, weights);
+    // Gradient and Hessian come with the trial value (one pass): most steps are accepted.
+    const double f_trial = problem.Evaluate(trial.data(), g_trial.data(), h_trial.data(), weights);
     ++result.evaluations;
     ++result.iterations;
     if (!(f_trial < f)) {
@@ -122,8 +123,9 @@ SolverResult Minimize(const FitProblem& problem, const double* x0, const SolverO
       small_step = std::fabs(step[j]) <= options.parameter_tolerance * (1 + std::fabs(x[j]));
     }
     x = trial;
-    f = problem.Evaluate(x.data(), g.data(), h.data(), weights);
-    ++result.evaluations;
+    f = f_trial;
+    g = g_trial;
+    h = h_trial;
     const double t = 2 * gain - 1;
     lambda *= std::max(1.0 / 3, 1 - t * t * t);
     lambda = std::max(lambda, 1e-15);
@@ -134,8 +136,9 @@ SolverResult Minimize(const FitProblem& problem, const double* x0, const SolverO
     }
     if (memo != nullptr) {
       const int basin = memo->Find(x.data(), q);
-      if (basin >= 0) {
+      if (basin >= 0 && f <= memo->objective[basin] + memo->certify_margin) {
         result.basin = basin;
+        result.cut_objective = f;
         result.x = memo->x[basin];
         result.objective = memo->objective[basin];
         result.termination = Termination::kConverged;

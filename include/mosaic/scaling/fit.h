@@ -58,7 +58,12 @@ struct FitSummary {
   int points = 0;
   int runs = 0;
   int starts = 0;
-  int converged_starts = 0;  // within convergence_tolerance of the best objective
+  // Starts certified to end within convergence_tolerance of the best objective: run to the end,
+  // or cut off in the final stage where their objective was already that close (multistart.h).
+  int converged_starts = 0;
+  // Also counting starts cut short in an earlier stage, credited with their basin's minimum
+  // (inferred from the memo, not certified).
+  int inferred_starts = 0;
   int cut_short_starts = 0;  // stopped on entering a known basin
   int failed_starts = 0;     // non-finite objective at the start
   long iterations = 0;       // over all starts

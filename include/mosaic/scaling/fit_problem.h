@@ -5,7 +5,10 @@
 //   log space:    r = y − s,    ∇r = −∇s,      ∇²r = −∇²s
 //   linear space: r = y − e^s,  ∇r = −e^s ∇s,  ∇²r = −e^s (∇²s + ∇s ∇sᵀ)
 //   ∇F = Σ w ρ'(r) ∇r,  ∇²F = Σ w (ρ''(r) ∇r ∇rᵀ + ρ'(r) ∇²r)   (exact Newton Hessian)
-// Evaluate allocates nothing: the features are laid out once at construction.
+// Evaluate allocates nothing: the features are laid out once at construction, by term and by the
+// free coordinates each term depends on (its nonzero features), contiguous over points, so that
+// the kernel runs over blocks of points in loops the compiler vectorises (with an exp and a log
+// of its own, fast_math.h, accurate to a few units in the last place).
 #pragma once
 
 #include <optional>
@@ -53,10 +56,15 @@ class FitProblem {
   std::vector<int> free_;
   std::vector<double> pinned_theta_;  // full θ with pinned values (free entries unused)
   int terms_ = 0;
-  std::vector<double> y_;       // log L or L by residual space
+  std::vector<double> y_;        // log L or L by residual space
   std::vector<double> w_;
-  std::vector<double> offset_;  // [point][term]: pinned part of z
-  std::vector<double> v_;       // [point][term][free]
+  std::vector<double> offset_;   // [term][point]: pinned part of z
+  std::vector<int> uses_;        // free coordinates term k depends on: uses_[begin_[k], begin_[k+1])
+  std::vector<int> begin_;
+  std::vector<double> feature_;  // [use][point]: feature of free coordinate uses_[use]
+  std::vector<char> constant_;   // [term]: offset and features the same at every point
+
+  void MarkConstantTerms();
 };
 
 }  // namespace mosaic::scaling

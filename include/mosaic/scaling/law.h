@@ -9,14 +9,29 @@
 //   sparse       L = E + A·(1−S)^gamma/N^alpha + B/D^beta     (Chinchilla with a sparsity factor)
 //   abnar        L = e + a·N^alpha + b·D^beta + c·(1−S)^lambda + d·(1−S)^delta·N^gamma
 //                                                              (Abnar et al. 2025, "Parameters vs
-//                                                              FLOPs", exponents ≤ 0 as written)
-//   krajewski    L = c + (g/G^gamma + a)/N^alpha + b/D^beta    (Krajewski et al. 2024, granularity)
-//   clark        log L = a·log N + b·log E + c·log N·log E + d (Clark et al. 2022, routed LMs; E is
+//                                                              FLOPs", ICML 2025, arXiv 2501.12370:
+//                                                              the sparsity-aware law; exponents
+//                                                              alpha, beta, gamma < 0 as written)
+//   krajewski    L = c + (g/G^gamma + a)/N^alpha + b/D^beta    (Krajewski, Ludziejewski et al. 2024,
+//                                                              "Scaling Laws for Fine-Grained MoE",
+//                                                              arXiv 2402.07871 / ICML 2024: the
+//                                                              joint law in N, D and granularity G)
+//   clark        log L = a·log N + b·log E + c·log N·log E + d (Clark et al. 2022, "Unified Scaling
+//                                                              Laws for Routed Language Models",
+//                                                              eq. 1, the bilinear law; N the dense
+//                                                              base model's parameters, E experts,
 //                                                              used as given: derive the saturated
-//                                                              Ê with --column when wanted)
-//   ludziejewski L = a·E^delta·N^(alpha + gamma·ln E) + b·E^omega·D^(beta + zeta·ln E) + c
-//                                                              (Ludziejewski et al. 2025, joint MoE
-//                                                              law; N active params, E experts)
+//                                                              Ê with --column when wanted. Natural
+//                                                              logs here: coefficients fitted with
+//                                                              base-10 logs map as a, b unchanged,
+//                                                              c/ln 10, d·ln 10)
+//   ludziejewski L = a·Ê^delta·N^(alpha + gamma·ln Ê) + b·Ê^omega·D^(beta + zeta·ln Ê) + c
+//                                                              (Ludziejewski et al. 2025, "Joint MoE
+//                                                              Scaling Laws", ICML 2025, arXiv
+//                                                              2502.05172; N active parameters, Ê
+//                                                              the paper's transformed expert count,
+//                                                              read from E_count as given; alpha,
+//                                                              beta < 0 as written)
 // Parameter names follow each paper. Inputs: N parameters (active for MoE forms unless stated),
 // D tokens, C FLOPs, S sparsity = inactive fraction of parameters (MOSAIC definition), G
 // granularity, E_count expert count.

@@ -10,6 +10,7 @@
 // when no damped step can decrease F any more (λ above 1e30: a minimum to rounding).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -41,6 +42,9 @@ struct SolverResult {
   int evaluations = 0;
   Termination termination = Termination::kFailure;
   int basin = -1;         // index in the memo when cut short, else −1
+  // When cut short: F at the iterate where the path stopped. The solver only accepts steps that
+  // decrease F, so a full run from there would have ended at or below this value.
+  double cut_objective = 0;
 };
 
 // Minima found so far and the cells of θ space (a grid of side cell_size, hashed) that solver
@@ -56,6 +60,9 @@ struct BasinMemo {
   // the same objective.
   std::vector<std::unordered_map<uint64_t, int>> cells;
   int stage = 0;  // the table Minimize consults
+  // When finite, a path is only cut short where F <= the cell's minimum + certify_margin, so
+  // that the start's own end is certified to lie within that margin of the minimum (or below).
+  double certify_margin = INFINITY;
 
   uint64_t Cell(const double* point, int size) const;
   // Index of the minimum recorded for point's cell in table `stage`, or −1.
