@@ -321,16 +321,18 @@ void AddPerfCommand(CLI::App& root) {
       ->take_all();
   cmd->add_option("--hardware", o->hardware, "device name (h100, h200, h800, b200, gb200-nvl72, "
                                              "tpu-v5p) or a device TOML file");
-  cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::PositiveNumber);
+  cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
                   "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|full,"
                   "moe_chunk= (a missing key is 1)");
-  cmd->add_option("--batch", o->batch, "global batch in sequences")->check(CLI::PositiveNumber);
-  cmd->add_option("--seq", o->seq, "sequence length in tokens")->check(CLI::PositiveNumber)
+  cmd->add_option("--batch", o->batch, "global batch in sequences")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+  cmd->add_option("--seq", o->seq, "sequence length in tokens")
+      ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--capacity-factor", o->capacity_factor,
                   "expert capacity factor (routing becomes 'capacity' unless --routing is given)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(0.01, 1000.0));
   cmd->add_option("--routing", o->routing,
                   "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
@@ -339,7 +341,7 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--profiles", o->profiles_file, "profile file (default: the shipped one)");
   cmd->add_option("--bp-segment", o->bp_segment,
                   "looped models: loops per backprop segment (0 = all loops in one graph)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(int64_t{0}, kMaxModelLayers));
   cmd->add_flag("--search", o->search, "rank every valid layout");
   cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
   cmd->add_flag("--json", o->json, "machine-readable output");

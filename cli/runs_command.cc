@@ -345,7 +345,7 @@ void AddRunsCommand(CLI::App& root) {
                   "CSV/JSONL step column (default: the first of step, _step, global_step, "
                   "timesteps_total, training_iteration, iteration, epoch)");
   cmd->add_option("--last-k", options->last_k, "points averaged for the summary's mean (--json)")
-      ->check(CLI::PositiveNumber)
+      ->check(CLI::Range(1, 1 << 30))
       ->default_val(10);
   cmd->add_flag("--json", options->json, "machine-readable summary with findings");
   cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");

@@ -110,3 +110,32 @@ TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// Marin's fixed all-to-all cells cap rows only where there is an all-to-all: FSDP without expert
+// parallelism on the hero shape is dropless.
+TEST(PerfCli, FixedCellsWithoutExpertParallelismDropsNothing) {
+  CommandResult r = RunMosaic(
+      "perf marin-hero-fsdp --hardware gb200-nvl72 --gpus 64 --batch 1024 --seq 4096 --layout "
+      "fsdp=64,mbs=16,recompute=full --routing fixed-cells --capacity-factor 1.0 --profile "
+      "marin-gb200 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["dropped_fraction"].get<double>(), 0.0);
+}
+
+TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
+  CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 0 --batch 8 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpus: Value 0 not in range 1 to 16777216"), std::string::npos) << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware gb200 --gpus 8 --batch 8 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("(did you mean 'gb200-nvl72'?)"), std::string::npos) << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout DP=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown layout key 'DP' (did you mean 'dp'?)"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mosaic::testing

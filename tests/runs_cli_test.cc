@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 #include <string>
 
 #include "cli_support.h"
@@ -135,6 +136,35 @@ TEST(RunsCli, DamagedFileIsReportedAndTheRestKept) {
   EXPECT_NE(r.out.find("truncated last record"), std::string::npos);
   EXPECT_NE(r.out.find("strict/foo       98 "), std::string::npos) << r.out;
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// Two symlinks back up the tree must not make the directory walk revisit it without end.
+TEST(RunsCli, SymlinkLoopsAreWalkedOnce) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / ("mosaic_loop_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "loop" / "a");
+  fs::path event_file;
+  for (const auto& entry : fs::recursive_directory_iterator(SourcePath("tests/fixtures"))) {
+    if (entry.path().filename().string().starts_with("events.out.tfevents")) {
+      event_file = entry.path();
+      break;
+    }
+  }
+  ASSERT_FALSE(event_file.empty());
+  fs::copy_file(event_file, root / "loop" / "a" / event_file.filename());
+  fs::create_directory_symlink("..", root / "loop" / "a" / "up");
+  fs::create_directory_symlink(root / "loop", root / "loop" / "self");
+  CommandResult r = RunMosaic("runs '" + (root / "loop").string() + "' --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u) << r.out;
+  fs::remove_all(root);
 }
 
 }  // namespace

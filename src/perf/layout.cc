@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cctype>
+
 #include <charconv>
 #include <vector>
 
@@ -70,8 +72,10 @@ Layout ParseLayout(std::string_view text) {
     bool known = false;
     for (const std::string& k : kKeys) known = known || k == key;
     if (!known) {
+      std::string lower = key;
+      for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
       throw InputError(fmt::format("--layout {}: unknown layout key '{}'{}", text, key,
-                                   DidYouMean(key, kKeys)));
+                                   DidYouMean(lower, kKeys)));
     }
     for (const std::string& s : seen) {
       if (s == key) {

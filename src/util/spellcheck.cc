@@ -27,8 +27,8 @@ std::optional<std::string> ClosestMatch(std::string_view word,
   std::optional<std::string> best;
   int best_distance = max_distance + 1;
   for (const std::string& candidate : candidates) {
-    // A unique-looking prefix ("mixtral" for "mixtral-8x7b") counts as one edit.
-    int distance = word.size() >= 3 && candidate.starts_with(word) ? 1 : EditDistance(word, candidate);
+    // A prefix ("mixtral" for "mixtral-8x7b", "gb200" for "gb200-nvl72") beats any edit.
+    int distance = word.size() >= 3 && candidate.starts_with(word) ? 0 : EditDistance(word, candidate);
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

@@ -14,7 +14,7 @@ int EditDistance(std::string_view a, std::string_view b);
 
 // The candidate closest to `word` by EditDistance, if that distance is at most
 // max(2, word.size() / 3); a candidate that `word` (3+ characters) is a prefix of counts as
-// distance 1. Ties go to the earlier candidate. nullopt when nothing is close.
+// distance 0. Ties go to the earlier candidate. nullopt when nothing is close.
 std::optional<std::string> ClosestMatch(std::string_view word,
                                         std::span<const std::string> candidates);
 
