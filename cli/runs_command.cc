@@ -156,7 +156,10 @@ std::string RenderText(const std::vector<Run>& runs) {
     for (const RecordIssue& issue : run.record_issues) {
       if (!issue.is_error()) out += fmt::format("  note: {}\n", issue.Message());
     }
-    for (const std::string& note : run.notes) out += fmt::format("  note: {}\n", note);
+    for (const std::string& note : run.notes) {
+      // Skipped files are already findings ("unreadable file").
+      if (!note.starts_with("file skipped: ")) out += fmt::format("  note: {}\n", note);
+    }
     out += "\n";
   }
   return out;

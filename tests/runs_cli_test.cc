@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <unistd.h>
 #include <string>
 
@@ -164,6 +165,33 @@ TEST(RunsCli, SymlinkLoopsAreWalkedOnce) {
   CommandResult r = RunMosaic("runs '" + (root / "loop").string() + "' --json");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out).size(), 1u) << r.out;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A CSV without a step column is one finding ("unreadable file"), not also a note; an empty event
+// file gets a note.
+TEST(RunsCli, UnusableFilesAreReportedOnce) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / ("mosaic_unusable_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "run");
+  { std::ofstream(root / "run" / "metrics.csv") << "name,comment\na,b\n"; }
+  { std::ofstream(root / "run" / "events.out.tfevents.1.host"); }
+  CommandResult r = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unreadable file: " + (root / "run" / "metrics.csv").string() +
+                       ":1: no step column"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("note: file skipped"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("no complete record (an empty or just-created file)"), std::string::npos)
+      << r.out;
   fs::remove_all(root);
 }
 

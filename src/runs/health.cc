@@ -185,6 +185,7 @@ std::string_view ToString(FindingKind kind) {
     case FindingKind::kStepGap: return "step-gap";
     case FindingKind::kStall: return "stall";
     case FindingKind::kDamaged: return "damaged";
+    case FindingKind::kUnreadableFile: return "unreadable file";
   }
   return "?";
 }
@@ -200,7 +201,7 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
     if (!file.loaded) {
       for (const std::string& note : run.notes) {
         if (note.rfind("file skipped: " + file.path, 0) == 0) {
-          findings.push_back({FindingKind::kDamaged, "", {}, note});
+          findings.push_back({FindingKind::kUnreadableFile, "", {}, note.substr(14)});
         }
       }
     }

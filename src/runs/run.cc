@@ -307,6 +307,9 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
       }
     }
     SourceFile file{path, SourceFormat::kEvents, reader.stats(), 0, true};
+    if (file.events.records == 0) {
+      run.notes.push_back(fmt::format("{}: no complete record (an empty or just-created file)", path));
+    }
     const std::vector<RecordIssue> issues = reader.issues();
     run.record_issues.insert(run.record_issues.end(), issues.begin(), issues.end());
     const double first_wall = file.events.first_wall_time_seconds;

@@ -32,7 +32,18 @@ struct HealthOptions {
   std::string spike_tags = "loss|grad[_-]?norm|gradnorm";
 };
 
-enum class FindingKind { kNonFinite, kSkippedUpdate, kSpike, kRestart, kStepGap, kStall, kDamaged };
+// kDamaged: a corrupt record or file; kUnreadableFile: a log file that could not be used at all
+// (e.g. a CSV without a step column), reported once as a finding rather than also as a note.
+enum class FindingKind {
+  kNonFinite,
+  kSkippedUpdate,
+  kSpike,
+  kRestart,
+  kStepGap,
+  kStall,
+  kDamaged,
+  kUnreadableFile
+};
 std::string_view ToString(FindingKind kind);
 
 struct Finding {
