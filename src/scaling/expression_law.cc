@@ -100,7 +100,8 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
     parser.SetExpr(expression);
     parser.GetUsedVar();
   } catch (const mu::Parser::exception_type& e) {
-    const int position = e.GetPos();
+    // muparser reports a missing closing bracket past the end: clamp to the end of the text.
+    const int position = std::min(static_cast<int>(e.GetPos()), static_cast<int>(expression.size()));
     std::string caret;
     if (position >= 0 && position <= static_cast<int>(expression.size())) {
       caret = fmt::format("\n  {}\n  {}^", expression, std::string(position, ' '));
