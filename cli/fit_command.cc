@@ -14,6 +14,7 @@
 #include "command.h"
 #include "mosaic/scaling/bootstrap.h"
 #include "mosaic/scaling/data_table.h"
+#include "mosaic/scaling/expression_law.h"
 #include "mosaic/scaling/fit.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
@@ -28,6 +29,8 @@ using Json = nlohmann::ordered_json;
 struct FitCliOptions {
   std::string data;
   std::string law = "chinchilla";
+  std::string law_expr;
+  std::vector<std::string> params;
   std::vector<std::string> columns;
   std::string where;
   int drop_highest_loss = 0;
@@ -48,6 +51,8 @@ struct FitCliOptions {
   double flops_per_param_token = 6;
   bool holdout = false;
   double holdout_ratio = 1.5;
+  double holdout_fraction = 0;
+  double holdout_above = 0;
   std::string compare;
   double at_flops = 0;
   double tps_ratio = 1;
@@ -59,6 +64,28 @@ SourceLocation Flag(std::string name) {
   SourceLocation where;
   where.origin = std::move(name);
   return where;
+}
+
+// A range check whose message shows the bounds as written ("-3 is not in [0, 1000000]"): CLI11's
+// own ranges print the full digits of their default bounds.
+CLI::Validator InRange(double low, double high, bool open_low = false, bool open_high = false) {
+  const std::string range = fmt::format("{}{:g}, {:g}{}", open_low ? '(' : '[', low, high,
+                                        open_high ? ')' : ']');
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = NAN;
+        try {
+          size_t used = 0;
+          value = std::stod(text, &used);
+          if (used != text.size()) value = NAN;
+        } catch (const std::exception&) {
+          value = NAN;
+        }
+        const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
+                        (open_high ? value < high : value <= high);
+        return ok ? std::string() : fmt::format("{} is not in {}", text, range);
+      },
+      "in " + range);
 }
 
 // JSON has no NaN or infinity: non-finite values are written as null.
@@ -81,13 +108,18 @@ std::string SubsetRule(const FitCliOptions& o) {
   return parts.empty() ? "all rows" : fmt::format("{}", fmt::join(parts, "; "));
 }
 
-FitData LoadData(const std::string& path, const Law& law, const FitCliOptions& o) {
+DataTable LoadTable(const std::string& path, const FitCliOptions& o) {
   DataTable table = ReadCsv(path);
   std::vector<ColumnMapping> mappings;
   for (const std::string& c : o.columns) mappings.push_back(ParseColumnMapping(c));
   ApplyMappings(table, mappings);
   if (o.drop_highest_loss > 0) DropHighest(table, o.loss_column, o.drop_highest_loss);
   if (!o.where.empty()) FilterRows(table, o.where);
+  return table;
+}
+
+FitData LoadData(const std::string& path, const Law& law, const FitCliOptions& o) {
+  const DataTable table = LoadTable(path, o);
   return SelectFitData(table, law,
                        {.loss_column = o.loss_column,
                         .run_column = o.run_column,
@@ -203,7 +235,91 @@ std::string PointText(const InputPoint& point) {
   return fmt::format("{}", fmt::join(parts, ","));
 }
 
+// --law-expr: fit, print and predict; the projections that need a built-in law's structure
+// (bootstrap warm starts, frontier, holdout, comparison) are refused.
+void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
+  const auto refuse = [](bool given, const char* flag) {
+    if (given) {
+      throw InputError(fmt::format("{} is not supported with --law-expr (only the fit and "
+                                   "--predict are)",
+                                   flag));
+    }
+  };
+  refuse(o.bootstrap > 0, "--bootstrap");
+  refuse(!o.frontier.empty(), "--frontier");
+  refuse(o.holdout || o.holdout_fraction > 0 || o.holdout_above > 0, "--holdout");
+  refuse(!o.compare.empty(), "--compare");
+  std::vector<ExpressionParam> params;
+  for (const std::string& text : o.params) {
+    for (ExpressionParam& p : ParseExpressionParams(text)) params.push_back(std::move(p));
+  }
+  std::vector<std::string> pinned;
+  for (const auto& [name, value] : fit_options.pins) pinned.push_back(name);
+  const DataTable table = LoadTable(o.data, o);
+  const ExpressionLaw expression = MakeExpressionLaw(o.law_expr, params, table.names, pinned);
+  const Law law = expression.Describe();
+  Arm arm;
+  arm.data = SelectFitData(table, law,
+                           {.loss_column = o.loss_column,
+                            .run_column = o.run_column,
+                            .weight_column = o.weight_column});
+  FitOptions options = fit_options;
+  options.subset_rule = SubsetRule(o);
+  arm.fit = FitExpression(expression, arm.data, options);
+  ExpressionEvaluator evaluate(expression);
+  std::vector<std::pair<InputPoint, double>> predictions;
+  for (const std::string& text : o.predict) {
+    const InputPoint point = ParseInputPoint(text);
+    std::vector<double> x(law.inputs.size(), NAN);
+    for (const auto& [name, value] : point) {
+      const int i = law.InputIndex(name);
+      if (i < 0) {
+        throw InputError(fmt::format("--predict {}: the expression has no input '{}'; inputs: {}",
+                                     text, name, fmt::join(expression.inputs, ", ")));
+      }
+      x[i] = value;
+    }
+    for (size_t i = 0; i < x.size(); ++i) {
+      if (std::isnan(x[i])) {
+        throw InputError(fmt::format("--predict {}: missing input {} (the expression's inputs: "
+                                     "{})",
+                                     text, law.inputs[i].name, fmt::join(expression.inputs, ", ")));
+      }
+    }
+    predictions.emplace_back(point, evaluate(x.data(), arm.fit.theta.data()));
+  }
+  if (o.json) {
+    Json j = FitJson(law, arm);
+    Json preds = Json::array();
+    for (const auto& [point, loss] : predictions) {
+      preds.push_back({{"at", PointText(point)}, {"loss", Number(loss)}});
+    }
+    j["predictions"] = preds;
+    EmitOutput(o.output, j.dump(2) + "\n");
+    return;
+  }
+  std::string out = FitText(law, arm, "");
+  if (!predictions.empty()) {
+    out += "\nPredictions\n";
+    for (const auto& [point, loss] : predictions) {
+      out += fmt::format("  {:<24} loss {:.5f}\n", PointText(point), loss);
+    }
+  }
+  EmitOutput(o.output, out);
+}
+
 void Run(const FitCliOptions& o) {
+  if (!o.law_expr.empty()) {
+    FitOptions fit_options;
+    fit_options.objective.loss = LossKindFromString(o.objective);
+    fit_options.objective.space = ResidualSpaceFromString(o.space);
+    fit_options.objective.delta = o.delta;
+    for (const std::string& p : o.pins) fit_options.pins.push_back(ParsePin(p));
+    fit_options.multistart.threads = o.threads;
+    RunExpression(o, fit_options);
+    return;
+  }
+  if (!o.params.empty()) throw InputError("--param needs --law-expr (a built-in law has its grid)");
   const Law& law = FindLaw(o.law);
   FitOptions fit_options;
   fit_options.objective.loss = LossKindFromString(o.objective);
@@ -229,10 +345,16 @@ void Run(const FitCliOptions& o) {
     frontier.push_back(ComputeOptimal(law, base.fit.theta, c, o.flops_per_param_token));
   }
   std::optional<HoldoutResult> holdout;
-  if (o.holdout) {
+  HoldoutSelection selection;
+  selection.budget_ratio = o.holdout_ratio;
+  selection.fraction = o.holdout_fraction;
+  selection.above_flops = o.holdout_above;
+  if (o.holdout || o.holdout_fraction > 0 || o.holdout_above > 0) {
     FitOptions h = fit_options;
-    h.subset_rule = SubsetRule(o) + "; held out: the largest budget";
-    holdout = Holdout(law, base.data, h, o.holdout_ratio, o.flops_per_param_token);
+    h.subset_rule = SubsetRule(o) + "; held out: the largest budgets";
+    holdout = Holdout(law, base.data, h, selection, o.flops_per_param_token);
+    holdout->fit.recipe.subset_rule =
+        SubsetRule(o) + "; held out: " + selection.Describe(holdout->threshold_flops);
   }
   std::optional<Arm> other;
   std::optional<Comparison> comparison;
@@ -268,6 +390,7 @@ void Run(const FitCliOptions& o) {
     }
     if (holdout) {
       j["holdout"] = {{"threshold_flops", holdout->threshold_flops},
+                      {"rule", selection.Describe(holdout->threshold_flops)},
                       {"train_points", holdout->train_points},
                       {"held_out_points", holdout->held_out_points},
                       {"objective", Number(holdout->fit.objective)},
@@ -318,11 +441,12 @@ void Run(const FitCliOptions& o) {
   }
   if (holdout) {
     out += fmt::format(
-        "\nHeld out: the {} points with compute >= {} (largest budget); fit on the other {}: "
-        "objective {:.6g}, {}\n  error on the held-out points: mean |L̂ − L| {:.4f} nats, mean "
-        "relative {:.2f}%, RMS log error {:.4f}\n",
-        holdout->held_out_points, FormatScientific(holdout->threshold_flops),
-        holdout->train_points, holdout->fit.objective, holdout->fit.message,
+        "\nHeld out: {} {} with {}; fit on the other {}: objective {:.6g}, {}\n  error on the "
+        "held-out {}: mean |L̂ − L| {:.4f} nats, mean relative {:.2f}%, RMS log error {:.4f}\n",
+        holdout->held_out_points, holdout->held_out_points == 1 ? "point" : "points",
+        selection.Describe(holdout->threshold_flops), holdout->train_points,
+        holdout->fit.objective, holdout->fit.message,
+        holdout->held_out_points == 1 ? "point" : "points",
         holdout->mean_abs_error, 100 * holdout->mean_rel_error, holdout->rms_log_error);
   }
   if (comparison) {
@@ -356,16 +480,25 @@ void AddFitCommand(CLI::App& root) {
       "--at 1e21 --tps-ratio 1.2\n"
       "  mosaic fit runs.csv --law chinchilla --holdout --json");
   cmd->add_option("data", o->data, "CSV file of runs")->required();
-  cmd->add_option("--law", o->law,
-                  "law: compute, chinchilla, sparse, abnar, krajewski, clark, ludziejewski")
-      ->default_val("chinchilla");
+  CLI::Option* law_option =
+      cmd->add_option("--law", o->law,
+                      "law: compute, chinchilla, sparse, abnar, krajewski, clark, ludziejewski")
+          ->default_val("chinchilla");
+  cmd->add_option("--law-expr", o->law_expr,
+                  "a user-written law over data columns and parameters (muparser), e.g. "
+                  "'E + A*N^(-alpha) + B*D^(-beta)'; parameters need --param")
+      ->excludes(law_option);
+  cmd->add_option("--param", o->params,
+                  "start values of --law-expr parameters: NAME=START or NAME=LO:HI:STEP (a start "
+                  "grid), comma separated, e.g. E=1.5,A=400,alpha=0:2:0.5 (repeatable)")
+      ->take_all();
   cmd->add_option("--column", o->columns,
                   "NAME=COLUMN or NAME=EXPRESSION (muparser), applied in order (repeatable)")
       ->take_all();
   cmd->add_option("--where", o->where, "keep rows where the expression is true, e.g. 'C < 1e21'");
   cmd->add_option("--drop-highest-loss", o->drop_highest_loss,
                   "drop the K rows with the highest loss (Epoch's Chinchilla subset: 5)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(InRange(0, 1e6));
   cmd->add_option("--loss-column", o->loss_column, "column of the observed loss")
       ->default_val("loss");
   cmd->add_option("--run-column", o->run_column, "column naming the run of each row")
@@ -374,19 +507,19 @@ void AddFitCommand(CLI::App& root) {
       ->default_val("weight");
   cmd->add_option("--objective", o->objective, "huber or squared")->default_val("huber");
   cmd->add_option("--space", o->space, "residuals of log loss or linear loss")->default_val("log");
-  cmd->add_option("--delta", o->delta, "Huber threshold")->default_val(1e-3);
+  cmd->add_option("--delta", o->delta, "Huber threshold")->default_val(1e-3)->check(InRange(0, 1e6, true));
   cmd->add_option("--pin", o->pins, "fix a parameter: NAME=VALUE, e.g. E=1.6 (repeatable)")
       ->take_all();
   cmd->add_option("--threads", o->threads, "threads for the multi-start and the bootstrap")
-      ->check(CLI::PositiveNumber)
+      ->check(InRange(1, 1024))
       ->default_val(2);
   cmd->add_flag("--no-cut-short", o->no_cut_short,
                 "run every start to the end (no basin memo): slower, and every start that "
                 "reaches the best objective is certified");
   cmd->add_option("--bootstrap", o->bootstrap, "bootstrap resamples (by run); 0: none")
-      ->check(CLI::NonNegativeNumber);
+      ->check(InRange(0, 1e6));
   cmd->add_option("--seed", o->seed, "bootstrap seed")->default_val(0);
-  cmd->add_option("--confidence", o->confidence, "interval confidence")->default_val(0.95);
+  cmd->add_option("--confidence", o->confidence, "interval confidence")->default_val(0.95)->check(InRange(0, 1, true, true));
   cmd->add_option("--predict", o->predict,
                   "predict loss at INPUT=V[,INPUT=V]: N=70e9,D=1.4e12 or C=1e24 (repeatable)")
       ->take_all();
@@ -394,12 +527,27 @@ void AddFitCommand(CLI::App& root) {
       ->take_all();
   cmd->add_option("--flops-per-param-token", o->flops_per_param_token,
                   "k in C = k·N·D (6: the 6ND convention)")
-      ->default_val(6);
+      ->default_val(6)
+      ->check(InRange(0, 1e6, true));
   cmd->add_flag("--holdout", o->holdout,
                 "fit on the smaller budgets, report the error on the largest");
-  cmd->add_option("--holdout-ratio", o->holdout_ratio,
-                  "points within this factor of the largest compute are held out")
-      ->default_val(1.5);
+  CLI::Option* ratio =
+      cmd->add_option("--holdout-ratio", o->holdout_ratio,
+                      "held out: the points within this factor of the largest compute (default)")
+          ->default_val(1.5)
+          ->check(InRange(1, 1e300));
+  CLI::Option* fraction =
+      cmd->add_option("--holdout-fraction", o->holdout_fraction,
+                      "held out: this fraction of the points, those with the largest compute "
+                      "(implies --holdout)")
+          ->check(InRange(0, 1, true, true));
+  CLI::Option* above = cmd->add_option("--holdout-above", o->holdout_above,
+                                       "held out: the points with compute >= C FLOPs (implies "
+                                       "--holdout)")
+                           ->check(InRange(0, 1e300, true));
+  fraction->excludes(ratio);
+  above->excludes(ratio);
+  above->excludes(fraction);
   cmd->add_option("--compare", o->compare, "second arm's CSV: effective-compute multiplier");
   cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare");
   cmd->add_option("--tps-ratio", o->tps_ratio, "arm tokens/s over base tokens/s")

@@ -106,5 +106,84 @@ TEST(FitCli, UnknownLawAndPin) {
   EXPECT_NE(p.err.find("(did you mean 'alpha'?)"), std::string::npos) << p.err;
 }
 
+TEST(FitCli, DuplicateColumnNamesFileColumnAndPositions) {
+  CommandResult r = RunMosaic("fit tests/fixtures/scaling/duplicate_column.csv");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("duplicate_column.csv:1:3"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("duplicate column name 'N': columns 1 and 2"), std::string::npos) << r.err;
+}
+
+TEST(FitCli, PredictInputGivenTwiceIsAnError) {
+  CommandResult r = RunMosaic("fit " + kEpoch + " --predict N=1e9,N=2e9,D=1e10");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("each input at most once (N is given as 1000000000 and as 2000000000)"),
+            std::string::npos)
+      << r.err;
+}
+
+// D = 20·N at every point: log D = log N + log 20, so N and D cannot be told apart.
+TEST(FitCli, CollinearInputsAreASingularDesign) {
+  CommandResult r = RunMosaic("fit tests/fixtures/scaling/collinear_d20n.csv --law chinchilla");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("singular design: column D is determined by column N at every one of the "
+                       "6 points (log D = 1·log N + 2.996)"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST(FitCli, HoldoutChoosesWhatIsHeldOut) {
+  // Epoch's compute is continuous: the default rule (within 1.5x of the largest) holds out one.
+  CommandResult one = RunMosaic("fit " + kEpoch + " --holdout");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("Held out: 1 point with compute >= "), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("error on the held-out point:"), std::string::npos) << one.out;
+  // ceil(0.2 · 240) = 48 points, no ties at the threshold.
+  CommandResult f = RunMosaic("fit " + kEpoch + " --holdout-fraction 0.2 --json");
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  nlohmann::json j = nlohmann::json::parse(f.out);
+  EXPECT_EQ(j["holdout"]["held_out_points"].get<int>(), 48);
+  EXPECT_EQ(j["holdout"]["train_points"].get<int>(), 192);
+  EXPECT_NE(j["holdout"]["rule"].get<std::string>().find("the 20% of points"), std::string::npos);
+  CommandResult a = RunMosaic("fit " + kEpoch + " --holdout-above 3e21 --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  j = nlohmann::json::parse(a.out);
+  EXPECT_EQ(j["holdout"]["held_out_points"].get<int>(), 4);
+  EXPECT_EQ(j["holdout"]["threshold_flops"].get<double>(), 3e21);
+  CommandResult none = RunMosaic("fit " + kEpoch + " --holdout-above 1e30");
+  EXPECT_EQ(none.exit_code, 1);
+  EXPECT_NE(none.err.find("holds out 0 of the 240 points"), std::string::npos) << none.err;
+}
+
+TEST(FitCli, RangeErrorsShowReadableBounds) {
+  CommandResult r = RunMosaic("fit " + kEpoch + " --bootstrap -3");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("-3 is not in [0, 1e+06]"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("179769"), std::string::npos) << r.err;
+  CommandResult c = RunMosaic("fit " + kEpoch + " --confidence 1");
+  EXPECT_NE(c.exit_code, 0);
+  EXPECT_NE(c.err.find("1 is not in (0, 1)"), std::string::npos) << c.err;
+  CommandResult t = RunMosaic("fit " + kEpoch + " --threads 0");
+  EXPECT_NE(t.exit_code, 0);
+  EXPECT_NE(t.err.find("0 is not in [1, 1024]"), std::string::npos) << t.err;
+}
+
+// E = 0 drops the irreducible term: L = A·C^-alpha, a straight line in log-log.
+TEST(FitCli, PinIrreducibleLossToZero) {
+  CommandResult r =
+      RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=0 --json "
+                "--predict C=1e21");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["termination"].get<std::string>(), "converged");
+  EXPECT_EQ(j["params"]["E"].get<double>(), 0);
+  const double a = j["params"]["A"].get<double>(), alpha = j["params"]["alpha"].get<double>();
+  EXPECT_GT(alpha, 0);
+  const double expected = a * std::pow(1e21, -alpha);
+  EXPECT_NEAR(j["predictions"][0]["loss"].get<double>(), expected, expected * 1e-12);
+  // A scale that is not a plain factor of its terms cannot be zero.
+  CommandResult k = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin A=-1");
+  EXPECT_EQ(k.exit_code, 1);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

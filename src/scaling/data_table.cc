@@ -130,6 +130,18 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
     }
     if (line_text.empty()) continue;  // blank line
     if (header) {
+      for (size_t c = 0; c < fields.size(); ++c) {
+        for (size_t d = 0; d < c; ++d) {
+          if (fields[d].text == fields[c].text) {
+            throw LocatedError(
+                At(origin, first_line, fields[c].column, line_text),
+                fmt::format("duplicate column name '{}': columns {} and {} of the header (1-based) "
+                            "have the same name; rename one so that the fit reads the intended "
+                            "values",
+                            fields[c].text, d + 1, c + 1));
+          }
+        }
+      }
       for (Field& f : fields) {
         table.names.push_back(f.text);
         table.derivations.emplace_back();

@@ -49,12 +49,115 @@ std::vector<std::optional<double>> PinnedTheta(
                                    name, value, law.name, name, DidYouMean(name, names),
                                    fmt::join(names, ", ")));
     }
+    if (law.params[j].kind == ParamKind::kLogScale && value == 0) {
+      // A scale pinned to zero removes the terms it multiplies (E = 0: no irreducible loss),
+      // which is only possible where it is a plain factor of those terms.
+      bool plain = true;
+      bool used = false;
+      for (const LawTerm& term : law.terms) {
+        for (const Factor& f : term.factors) {
+          if (f.param != j) continue;
+          used = true;
+          if (!f.inputs.empty() || f.sign != 1) plain = false;
+        }
+      }
+      if (!plain || !used) {
+        throw FieldError(At("--pin"), name, fmt::format("{}", value),
+                         fmt::format("{} > 0 ({} of law {} is not a plain factor of its terms, so "
+                                     "they cannot be dropped)",
+                                     name, name, law.name));
+      }
+      theta[j] = -INFINITY;
+      continue;
+    }
     theta[j] = law.ToTheta(j, value);
   }
   return theta;
 }
 
 namespace {
+
+std::string TransformedName(const LawInput& in) {
+  switch (in.transform) {
+    case InputTransform::kLog:
+      return "log " + in.name;
+    case InputTransform::kLogOneMinus:
+      return "log(1 - " + in.name + ")";
+    case InputTransform::kRaw:
+      return in.name;
+  }
+  return in.name;
+}
+
+// Throws InputError when the transformed inputs that free parameters multiply are collinear over
+// the points (e.g. D = 20·N at every point: log D = log N + log 20), so that the law cannot tell
+// the inputs' effects apart. Columns are centred and scaled before the rank test; an input is
+// reported against the ones before it in law order.
+void CheckInputsSeparable(const Law& law, const FitData& data,
+                          const std::vector<std::optional<double>>& pinned) {
+  std::vector<int> used;
+  for (size_t i = 0; i < law.inputs.size(); ++i) {
+    bool uses = false;
+    for (const LawTerm& term : law.terms) {
+      for (const Factor& f : term.factors) {
+        if (!pinned[f.param] &&
+            std::find(f.inputs.begin(), f.inputs.end(), static_cast<int>(i)) != f.inputs.end()) {
+          uses = true;
+        }
+      }
+    }
+    if (uses) used.push_back(static_cast<int>(i));
+  }
+  if (used.size() < 2) return;
+  const Eigen::Index n = static_cast<Eigen::Index>(data.size());
+  Eigen::MatrixXd t(n, static_cast<Eigen::Index>(used.size()));
+  for (size_t c = 0; c < used.size(); ++c) {
+    for (Eigen::Index r = 0; r < n; ++r) {
+      const double x = data.inputs[used[c]][r];
+      switch (law.inputs[used[c]].transform) {
+        case InputTransform::kLog:
+          t(r, c) = std::log(x);
+          break;
+        case InputTransform::kLogOneMinus:
+          t(r, c) = std::log1p(-x);
+          break;
+        case InputTransform::kRaw:
+          t(r, c) = x;
+          break;
+      }
+    }
+  }
+  Eigen::MatrixXd centred = t.rowwise() - t.colwise().mean();
+  for (Eigen::Index c = 0; c < centred.cols(); ++c) {
+    const double norm = centred.col(c).norm();
+    if (norm > 0) centred.col(c) /= norm;
+  }
+  for (Eigen::Index c = 1; c < centred.cols(); ++c) {
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(centred.leftCols(c + 1));
+    qr.setThreshold(1e-8);
+    if (qr.rank() > c) continue;
+    std::vector<std::string> before;
+    for (Eigen::Index b = 0; b < c; ++b) before.push_back(law.inputs[used[b]].name);
+    // The relation, fitted on the raw transformed columns: t_c = intercept + Σ slope_b t_b.
+    Eigen::MatrixXd lhs(n, c + 1);
+    lhs.leftCols(c) = t.leftCols(c);
+    lhs.col(c).setOnes();
+    const Eigen::VectorXd coef = lhs.colPivHouseholderQr().solve(t.col(c));
+    std::string relation;
+    for (Eigen::Index b = 0; b < c; ++b) {
+      relation += fmt::format("{:.4g}·{} + ", coef(b), TransformedName(law.inputs[used[b]]));
+    }
+    relation += fmt::format("{:.4g}", coef(c));
+    throw InputError(fmt::format(
+        "{}: singular design: column {} is determined by column{} {} at every one of the {} "
+        "points ({} = {}), so law {} cannot separate their effects. Violated constraint: the "
+        "inputs vary independently (add points off this line, or pin the parameters of one "
+        "input with --pin)",
+        data.origin, law.inputs[used[c]].name, before.size() > 1 ? "s" : "",
+        fmt::join(before, ", "), data.size(), TransformedName(law.inputs[used[c]]), relation,
+        law.name));
+  }
+}
 
 // Throws InputError when the data cannot identify the free parameters: an input that a free
 // parameter multiplies takes a single value, or the stacked term features are rank deficient.
@@ -87,6 +190,7 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
       }
     }
   }
+  CheckInputsSeparable(law, data, pinned);
   const int k = static_cast<int>(law.terms.size());
   Eigen::MatrixXd design(data.size() * k, q);
   std::vector<double> x(law.inputs.size());

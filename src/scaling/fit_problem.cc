@@ -51,7 +51,16 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
       free_.push_back(j);
     }
   }
-  terms_ = static_cast<int>(law.terms.size());
+  // Terms multiplied by a scale pinned to zero (θ = −inf, see PinnedTheta) are left out.
+  std::vector<int> kept;
+  for (size_t k = 0; k < law.terms.size(); ++k) {
+    bool zero = false;
+    for (const Factor& f : law.terms[k].factors) {
+      if (pinned[f.param] && std::isinf(*pinned[f.param]) && *pinned[f.param] < 0) zero = true;
+    }
+    if (!zero) kept.push_back(static_cast<int>(k));
+  }
+  terms_ = static_cast<int>(kept.size());
   const int q = num_free();
   const size_t n = data.size();
   y_.resize(n);
@@ -59,7 +68,8 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
   offset_.resize(n * terms_);
   // The free coordinates each term depends on, from the law's factors.
   begin_.push_back(0);
-  for (const LawTerm& term : law.terms) {
+  for (int k : kept) {
+    const LawTerm& term = law.terms[k];
     for (int j = 0; j < q; ++j) {
       for (const Factor& f : term.factors) {
         if (f.param == free_[j]) {
@@ -92,13 +102,14 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
     w_[i] = weight;
     law.Features(x, v);
     for (int k = 0; k < terms_; ++k) {
+      const int t = kept[k];
       double u = 0;
       for (int j = 0; j < p; ++j) {
-        if (pinned[j]) u += v[k * p + j] * pinned_theta_[j];
+        if (pinned[j] && v[t * p + j] != 0) u += v[t * p + j] * pinned_theta_[j];
       }
       offset_[k * n + i] = u;
       for (int use = begin_[k]; use < begin_[k + 1]; ++use) {
-        feature_[use * n + i] = v[k * p + free_[uses_[use]]];
+        feature_[use * n + i] = v[t * p + free_[uses_[use]]];
       }
     }
   }

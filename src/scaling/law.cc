@@ -58,6 +58,9 @@ std::string Law::ValidateInput(int input, double x) const {
     case InputTransform::kLogOneMinus:
       if (std::isfinite(x) && x >= 0 && x < 1) return "";
       return fmt::format("0 <= {} < 1", in.name);
+    case InputTransform::kRaw:
+      if (std::isfinite(x)) return "";
+      return fmt::format("{} finite", in.name);
   }
   return "";
 }
@@ -72,6 +75,9 @@ void Law::Features(const double* x, double* v) const {
         break;
       case InputTransform::kLogOneMinus:
         t[i] = std::log1p(-x[i]);
+        break;
+      case InputTransform::kRaw:
+        t[i] = x[i];
         break;
     }
   }
@@ -94,7 +100,10 @@ double Law::Predict(const double* x, const double* theta) const {
   double top = -INFINITY;
   for (size_t k = 0; k < terms.size(); ++k) {
     z[k] = 0;
-    for (size_t j = 0; j < p; ++j) z[k] += v[k * p + j] * theta[j];
+    // A scale pinned to zero has θ = −inf; it only enters its own terms (0·inf is skipped).
+    for (size_t j = 0; j < p; ++j) {
+      if (v[k * p + j] != 0) z[k] += v[k * p + j] * theta[j];
+    }
     top = std::max(top, z[k]);
   }
   double sum = 0;

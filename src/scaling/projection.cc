@@ -31,7 +31,15 @@ InputPoint ParseInputPoint(std::string_view text) {
       throw FieldError(At("--predict"), "--predict", text,
                        "INPUT=NUMBER[,INPUT=NUMBER...], e.g. N=70e9,D=1.4e12 or C=1e24");
     }
-    point.emplace_back(std::string(item.substr(0, eq)), value);
+    const std::string name(item.substr(0, eq));
+    for (const auto& [seen, seen_value] : point) {
+      if (seen == name) {
+        throw FieldError(At("--predict"), "--predict", text,
+                         fmt::format("each input at most once ({} is given as {} and as {})",
+                                     name, seen_value, value));
+      }
+    }
+    point.emplace_back(name, value);
     pos = comma + 1;
   }
   return point;
@@ -218,8 +226,24 @@ std::vector<double> PointCompute(const Law& law, const FitData& data,
   return c;
 }
 
+std::string HoldoutSelection::Describe(double threshold_flops) const {
+  const std::string at = fmt::format("compute >= {:.4g}", threshold_flops);
+  if (above_flops > 0) return at + " (--holdout-above)";
+  if (fraction > 0) {
+    return fmt::format("{} (the {:g}% of points with the largest compute)", at, 100 * fraction);
+  }
+  return fmt::format("{} (within a factor {:g} of the largest budget)", at, budget_ratio);
+}
+
 HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
                       double budget_ratio, double flops_per_param_token) {
+  HoldoutSelection selection;
+  selection.budget_ratio = budget_ratio;
+  return Holdout(law, data, options, selection, flops_per_param_token);
+}
+
+HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
+                      const HoldoutSelection& selection, double flops_per_param_token) {
   const std::vector<double> compute = PointCompute(law, data, flops_per_param_token);
   if (compute.empty() || std::isnan(compute[0])) {
     throw InputError(fmt::format(
@@ -227,13 +251,40 @@ HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& opt
         law.name));
   }
   HoldoutResult h;
-  h.threshold_flops = *std::max_element(compute.begin(), compute.end()) / budget_ratio;
+  if (selection.above_flops > 0) {
+    h.threshold_flops = selection.above_flops;
+  } else if (selection.fraction > 0) {
+    if (!(selection.fraction < 1)) {
+      throw FieldError(At("--holdout-fraction"), "--holdout-fraction",
+                       fmt::format("{}", selection.fraction), "0 < fraction < 1");
+    }
+    std::vector<double> sorted = compute;
+    std::sort(sorted.begin(), sorted.end(), std::greater<>());
+    const size_t count = std::max<size_t>(
+        1, static_cast<size_t>(std::ceil(selection.fraction * static_cast<double>(sorted.size()) -
+                                         1e-9)));
+    h.threshold_flops = sorted[std::min(count, sorted.size()) - 1];
+  } else {
+    if (!(selection.budget_ratio >= 1)) {
+      throw FieldError(At("--holdout-ratio"), "--holdout-ratio",
+                       fmt::format("{}", selection.budget_ratio), "ratio >= 1");
+    }
+    h.threshold_flops =
+        *std::max_element(compute.begin(), compute.end()) / selection.budget_ratio;
+  }
   std::vector<size_t> train, test;
   for (size_t i = 0; i < data.size(); ++i) {
     (compute[i] >= h.threshold_flops ? test : train).push_back(i);
   }
   h.train_points = static_cast<int>(train.size());
   h.held_out_points = static_cast<int>(test.size());
+  if (test.empty() || train.empty()) {
+    throw InputError(fmt::format(
+        "--holdout: the rule {} holds out {} of the {} points; it must leave points on both "
+        "sides (largest compute {:.4g})",
+        selection.Describe(h.threshold_flops), test.size(), data.size(),
+        *std::max_element(compute.begin(), compute.end())));
+  }
   h.fit = Fit(law, data.Subset(train), options);
   std::vector<double> x(law.inputs.size());
   for (size_t i : test) {

@@ -52,7 +52,9 @@ enum class ParamKind { kLogScale, kLinear };
 
 // How an input enters the features. kLog: log(x), x > 0. kLogOneMinus: log(1 − x), 0 <= x < 1
 // (sparsity S, so that (1−S)^gamma is linear in gamma after the log).
-enum class InputTransform { kLog, kLogOneMinus };
+// kRaw: x as given, any finite value (the inputs of a user-written expression, which never go
+// through the features).
+enum class InputTransform { kLog, kLogOneMinus, kRaw };
 
 struct LawParam {
   std::string name;           // as in the paper: "E", "A", "alpha"

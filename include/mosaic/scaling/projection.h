@@ -93,8 +93,26 @@ struct HoldoutResult {
 std::vector<double> PointCompute(const Law& law, const FitData& data,
                                  double flops_per_param_token = 6);
 
-// Holds out the points whose compute is within a factor `budget_ratio` of the largest (the
-// largest budget of an isoFLOP design), fits the rest with `options` and reports the errors.
+// Which points are held out, by compute (one rule applies, in this order of precedence):
+//   above_flops  the points with compute >= above_flops (--holdout-above C)
+//   fraction     the largest-compute fraction of the points: the ceil(fraction·n)-th largest
+//                compute is the threshold, and every point at or above it is held out, so ties
+//                at the threshold stay together (--holdout-fraction F, 0 < F < 1)
+//   budget_ratio the points within this factor of the largest compute (--holdout-ratio R, the
+//                default 1.5: the largest budget of an isoFLOP design; with continuous compute
+//                this may be a single point)
+struct HoldoutSelection {
+  double budget_ratio = 1.5;
+  double fraction = 0;     // used when > 0
+  double above_flops = 0;  // used when > 0
+  // "compute >= 3.2e+21 (the 20% of points with the largest compute)"
+  std::string Describe(double threshold_flops) const;
+};
+
+// Holds out the points `selection` picks, fits the rest with `options` and reports the errors.
+// Throws InputError when nothing would be held out or nothing would be left to fit.
+HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
+                      const HoldoutSelection& selection, double flops_per_param_token = 6);
 HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
                       double budget_ratio = 1.5, double flops_per_param_token = 6);
 
