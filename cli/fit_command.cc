@@ -16,6 +16,7 @@
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/expression_law.h"
 #include "mosaic/scaling/fit.h"
+#include "mosaic/scaling/log_losses.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/number_format.h"
@@ -35,6 +36,9 @@ struct FitCliOptions {
   std::string where;
   int drop_highest_loss = 0;
   std::string loss_column = "loss";
+  std::vector<std::string> logs;
+  std::string tag;
+  int last_k = 1;
   std::string run_column = "run";
   std::string weight_column = "weight";
   std::string objective = "huber";
@@ -99,6 +103,12 @@ struct Arm {
 
 std::string SubsetRule(const FitCliOptions& o) {
   std::vector<std::string> parts;
+  if (!o.logs.empty()) {
+    parts.push_back(fmt::format("{} = {} of tag '{}' per run from {}", o.loss_column,
+                                o.last_k == 1 ? "the final value"
+                                              : fmt::format("mean of the last {}", o.last_k),
+                                o.tag, fmt::join(o.logs, ", ")));
+  }
   for (const std::string& c : o.columns) parts.push_back("--column " + c);
   if (o.drop_highest_loss > 0) {
     parts.push_back(fmt::format("drop the {} rows with the highest {}", o.drop_highest_loss,
@@ -110,6 +120,18 @@ std::string SubsetRule(const FitCliOptions& o) {
 
 DataTable LoadTable(const std::string& path, const FitCliOptions& o) {
   DataTable table = ReadCsv(path);
+  if (!o.logs.empty()) {
+    if (o.tag.empty()) throw UsageError("fit: --logs needs --tag (the loss tag, e.g. eval/loss)");
+    std::vector<runs::Run> logged;
+    for (const runs::RunDirectory& directory : runs::DiscoverRuns(o.logs)) {
+      logged.push_back(runs::LoadRun(directory, {}));
+    }
+    AttachLossesFromLogs(table, logged,
+                         {.tag = o.tag,
+                          .last_k = o.last_k,
+                          .run_column = o.run_column,
+                          .loss_column = o.loss_column});
+  }
   std::vector<ColumnMapping> mappings;
   for (const std::string& c : o.columns) mappings.push_back(ParseColumnMapping(c));
   ApplyMappings(table, mappings);
@@ -501,6 +523,14 @@ void AddFitCommand(CLI::App& root) {
       ->check(InRange(0, 1e6));
   cmd->add_option("--loss-column", o->loss_column, "column of the observed loss")
       ->default_val("loss");
+  cmd->add_option("--logs", o->logs,
+                  "take each row's loss from training logs: LOGDIR (repeatable); the CSV's run "
+                  "column names the run (as `mosaic runs` prints it)")
+      ->take_all();
+  cmd->add_option("--tag", o->tag, "with --logs: the scalar tag holding the loss");
+  cmd->add_option("--last-k", o->last_k,
+                  "with --logs: average the last K finite points of each run (1: the final value)")
+      ->check(InRange(1, 1e6));
   cmd->add_option("--run-column", o->run_column, "column naming the run of each row")
       ->default_val("run");
   cmd->add_option("--weight-column", o->weight_column, "column of point weights")

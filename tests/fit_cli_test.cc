@@ -187,3 +187,29 @@ TEST(FitCli, PinIrreducibleLossToZero) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// Losses from training logs: each CSV row names a run; its loss is the run's final value of a tag.
+TEST(FitCli, LossesFromLogs) {
+  CommandResult r = RunMosaic(
+      "fit tests/fixtures/scaling/logged_runs.csv --logs "
+      "tests/fixtures/janosh__tensorboard-reducer/tests/runs --tag strict/foo --law compute "
+      "--column 'C=6*N*D' --pin E=1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["points"].get<int>(), 3);
+  EXPECT_NE(j["recipe"]["subset_rule"].get<std::string>().find(
+                "loss = the final value of tag 'strict/foo' per run from "
+                "tests/fixtures/janosh__tensorboard-reducer/tests/runs"),
+            std::string::npos)
+      << j["recipe"].dump();
+  r = RunMosaic("fit tests/fixtures/scaling/logged_runs.csv --logs "
+                "tests/fixtures/janosh__tensorboard-reducer/tests/runs --law compute");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "mosaic: fit: --logs needs --tag (the loss tag, e.g. eval/loss)\n");
+}
+
+}  // namespace
+}  // namespace mosaic::testing

@@ -1,0 +1,70 @@
+#include "mosaic/scaling/log_losses.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <limits>
+
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+
+namespace mosaic::scaling {
+
+void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
+                          const LogLossOptions& options) {
+  if (options.last_k < 1) {
+    throw InputError(fmt::format("--last-k = {}. Violated constraint: --last-k >= 1",
+                                 options.last_k));
+  }
+  const int run_column = table.Require(options.run_column, "the run names of --logs");
+  std::vector<std::string> run_names;
+  for (const runs::Run& run : runs) run_names.push_back(run.name);
+
+  std::vector<double> losses(table.rows(), std::numeric_limits<double>::quiet_NaN());
+  for (size_t row = 0; row < table.rows(); ++row) {
+    const std::string& name = table.text[run_column][row];
+    SourceLocation where{table.origin, table.line[row], table.cell_column[run_column][row],
+                         table.line_text[row]};
+    const runs::Run* run = nullptr;
+    for (const runs::Run& candidate : runs) {
+      if (candidate.name == name) run = &candidate;
+    }
+    if (run == nullptr) {
+      throw LocatedError(where, fmt::format("run '{}' is not in the logs{}", name,
+                                            DidYouMean(name, run_names)));
+    }
+    const runs::TimeSeries* series = run->FindSeries(options.tag);
+    if (series == nullptr) {
+      const std::vector<std::string> tags = run->Tags();
+      throw LocatedError(where, fmt::format("run '{}' has no tag '{}'{}", name, options.tag,
+                                            DidYouMean(options.tag, tags)));
+    }
+    const double loss = series->MeanOfLast(options.last_k);
+    if (!std::isfinite(loss)) {
+      throw LocatedError(where, fmt::format("run '{}': tag '{}' has no finite value", name,
+                                            options.tag));
+    }
+    losses[row] = loss;
+  }
+
+  int column = table.Find(options.loss_column);
+  if (column < 0) {
+    table.names.push_back(options.loss_column);
+    table.derivations.push_back("");
+    table.text.emplace_back(table.rows());
+    table.values.emplace_back(table.rows());
+    table.cell_column.emplace_back(table.rows(), 0);
+    column = static_cast<int>(table.names.size()) - 1;
+  }
+  table.derivations[column] =
+      options.last_k == 1 ? fmt::format("final '{}' of each run", options.tag)
+                          : fmt::format("mean of the last {} '{}' of each run", options.last_k,
+                                        options.tag);
+  for (size_t row = 0; row < table.rows(); ++row) {
+    table.values[column][row] = losses[row];
+    table.text[column][row] = fmt::format("{}", losses[row]);
+    table.cell_column[column][row] = 0;
+  }
+}
+
+}  // namespace mosaic::scaling

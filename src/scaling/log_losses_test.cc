@@ -1,0 +1,75 @@
+#include "mosaic/scaling/log_losses.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "mosaic/util/error.h"
+
+namespace mosaic::scaling {
+namespace {
+
+std::vector<runs::Run> LoadFixtureRuns() {
+  std::vector<runs::Run> loaded;
+  for (const runs::RunDirectory& directory : runs::DiscoverRuns(
+           std::string(MOSAIC_SOURCE_DIR) +
+           "/tests/fixtures/janosh__tensorboard-reducer/tests/runs")) {
+    loaded.push_back(runs::LoadRun(directory, {}));
+  }
+  return loaded;
+}
+
+// The final values of strict/foo in the three strict runs, as written in the event files
+// (float32): 1.2120903, 2.4890914, 3.3318732.
+TEST(AttachLossesFromLogs, FinalValuesOfEachRun) {
+  DataTable table = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
+                            "/tests/fixtures/scaling/logged_runs.csv");
+  AttachLossesFromLogs(table, LoadFixtureRuns(), {.tag = "strict/foo"});
+  const int loss = table.Find("loss");
+  ASSERT_GE(loss, 0);
+  EXPECT_FLOAT_EQ(static_cast<float>(table.values[loss][0]), 1.2120903f);
+  EXPECT_FLOAT_EQ(static_cast<float>(table.values[loss][1]), 2.4890914f);
+  EXPECT_FLOAT_EQ(static_cast<float>(table.values[loss][2]), 3.3318732f);
+}
+
+TEST(AttachLossesFromLogs, LastKMeanUsesTheSeries) {
+  const std::vector<runs::Run> loaded = LoadFixtureRuns();
+  DataTable table = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
+                            "/tests/fixtures/scaling/logged_runs.csv");
+  AttachLossesFromLogs(table, loaded, {.tag = "strict/foo", .last_k = 10});
+  const runs::TimeSeries* series = nullptr;
+  for (const runs::Run& run : loaded) {
+    if (run.name == "strict/run_2") series = run.FindSeries("strict/foo");
+  }
+  ASSERT_NE(series, nullptr);
+  EXPECT_DOUBLE_EQ(table.values[table.Find("loss")][1], series->MeanOfLast(10));
+}
+
+TEST(AttachLossesFromLogs, UnknownRunAndTagAreErrors) {
+  const std::vector<runs::Run> loaded = LoadFixtureRuns();
+  const std::string typo = std::string(MOSAIC_SOURCE_DIR) +
+                           "/tests/fixtures/scaling/logged_runs_typo.csv";
+  DataTable table = ReadCsv(typo);
+  try {
+    AttachLossesFromLogs(table, loaded, {.tag = "strict/foo"});
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              typo + ":3:1: run 'strict/rnu_2' is not in the logs (did you mean 'strict/run_2'?)\n"
+                     "  strict/rnu_2,2e8,4e9\n"
+                     "  ^");
+  }
+  table = ReadCsv(std::string(MOSAIC_SOURCE_DIR) + "/tests/fixtures/scaling/logged_runs.csv");
+  try {
+    AttachLossesFromLogs(table, loaded, {.tag = "strict/fo"});
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(
+                  "run 'strict/run_1' has no tag 'strict/fo' (did you mean 'strict/foo'?)"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
+}  // namespace mosaic::scaling
