@@ -349,9 +349,15 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
         run.notes.push_back(fmt::format("{}: {} non-numeric cells skipped", path,
                                         log.non_numeric_cells));
       }
+      if (log.malformed_rows > 0) {
+        run.notes.push_back(fmt::format("{}: {} {} skipped", path, log.malformed_rows,
+                                        log.malformed_rows == 1 ? "line that is not a JSON object"
+                                                                : "lines that are not JSON objects"));
+      }
       if (log.rows_without_step > 0) {
-        run.notes.push_back(fmt::format("{}: {} rows without an integer step skipped", path,
-                                        log.rows_without_step));
+        run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped", path,
+                                        log.rows_without_step,
+                                        log.rows_without_step == 1 ? "row" : "rows"));
       }
     } catch (const InputError& e) {
       file.loaded = false;

@@ -328,7 +328,7 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                              truncated_tail && object.is_discarded()
                                  ? "truncated last line dropped"
                                  : "not a JSON object; line skipped"));
-      if (!truncated_tail || !object.is_discarded()) ++log.rows_without_step;
+      if (!truncated_tail || !object.is_discarded()) ++log.malformed_rows;
       continue;
     }
     leaves.clear();

@@ -76,6 +76,17 @@ TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
   EXPECT_EQ(log.notes[0], "m.csv:3: epoch = 'x' is not an integer step; row skipped");
 }
 
+// Lines that are not JSON objects are counted apart from rows without a step.
+TEST(JsonlLog, CountsMalformedLinesApartFromRowsWithoutStep) {
+  const TableLog log = ReadJsonlLog(
+      "{\"step\": 1, \"loss\": 2}\n{bad\n{\"step\": \"x\", \"loss\": 3}\n{\"step\": 2, \"loss\": 1.5}\n",
+      "m.jsonl");
+  EXPECT_EQ(log.rows, 2);
+  EXPECT_EQ(log.malformed_rows, 1);
+  EXPECT_EQ(log.rows_without_step, 1);
+  EXPECT_EQ(log.notes[0], "m.jsonl:2: not a JSON object; line skipped");
+}
+
 TEST(JsonlLog, FlattensNestedObjectsAndToleratesATruncatedLastLine) {
   const std::string text =
       "{\"step\": 1, \"loss\": 2.5, \"opt\": {\"lr\": 0.001}}\n"

@@ -39,7 +39,8 @@ struct TableLog {
   std::string wall_time_column;  // empty when there is none (wall times are then NaN)
   std::vector<TagPoints> tags;   // in order of first appearance
   int64_t rows = 0;              // data rows read
-  int64_t rows_without_step = 0;
+  int64_t rows_without_step = 0;  // rows that parsed but have no integer step
+  int64_t malformed_rows = 0;     // JSONL lines that are not JSON objects (a truncated tail aside)
   int64_t non_numeric_cells = 0;
   std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
 };
