@@ -111,6 +111,10 @@ TEST(PlanCli, ModelPathIsRelativeToTheStudy) {
 TEST(PlanCli, RungWithoutCadenceSaysNone) {
   CommandResult r = RunMosaic("plan tests/fixtures/studies/tiny_study.toml");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // Under three minutes the estimate is in minutes, not "~0.0 h".
+  EXPECT_NE(r.out.find("| d512 | 4 | 6.31M | 126.2M | 1 | 30 | 3.00e16 | ~0.2 min |"),
+            std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("| d512 | none (no [[cadence]] rule covers d512) | 0 |"), std::string::npos)
       << r.out;
 }

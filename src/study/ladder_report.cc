@@ -10,7 +10,11 @@ namespace mosaic {
 
 namespace {
 
-std::string Hours(double hours) { return fmt::format("~{:.1f} h", hours); }
+// The seed table's "~0.6 h"; runs under 3 minutes would print "~0.0 h", so they get minutes.
+std::string Hours(double hours) {
+  if (hours < 0.05) return fmt::format("~{:.1f} min", hours * 60.0);
+  return fmt::format("~{:.1f} h", hours);
+}
 
 std::string ConventionMeaning(ActiveParamsConvention convention) {
   switch (convention) {
