@@ -162,45 +162,42 @@ bool ReadRepeatedNumber(WireReader& r, int wire_type, int element_wire, TensorFi
   return read_one(r);
 }
 
-bool DecodeShape(std::string_view bytes, TensorFields* t, WireReader& parent) {
+// Reads every field of the nested message `bytes`: `on_field(r, field, wire)` consumes one field's
+// value (r.Skip(wire) for fields it does not use) and returns false to stop. A wire-format error
+// of the nested message is reported to `parent` prefixed with `what`.
+template <typename OnField>
+bool ForEachField(std::string_view bytes, std::string_view what, WireReader& parent,
+                  OnField on_field) {
   WireReader r(bytes);
   while (!r.done()) {
     uint32_t field;
     int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    if (field == 2 && wire == kLengthDelimited) {
-      std::string_view dim;
-      if (!r.ReadBytes(&dim)) break;
-      ++t->rank;
-      WireReader d(dim);
-      while (!d.done()) {
-        uint32_t df;
-        int dw;
-        if (!d.ReadKey(&df, &dw)) break;
-        if (df == 1 && dw == kVarint) {
-          uint64_t size;
-          if (!d.ReadVarint(&size)) break;
-          if (size != 1) t->all_dims_one = false;
-        } else if (!d.Skip(dw)) {
-          break;
-        }
-      }
-      if (!d.error().empty()) return parent.Fail("tensor_shape.dim: " + d.error());
-    } else if (!r.Skip(wire)) {
-      break;
-    }
+    if (!r.ReadKey(&field, &wire) || !on_field(r, field, wire)) break;
   }
-  if (!r.error().empty()) return parent.Fail("tensor_shape: " + r.error());
+  if (!r.error().empty()) return parent.Fail(std::string(what) + ": " + r.error());
   return true;
 }
 
+bool DecodeShape(std::string_view bytes, TensorFields* t, WireReader& parent) {
+  return ForEachField(bytes, "tensor_shape", parent, [&](WireReader& r, uint32_t field, int wire) {
+    if (field != 2 || wire != kLengthDelimited) return r.Skip(wire);
+    std::string_view dim;
+    if (!r.ReadBytes(&dim)) return false;
+    ++t->rank;
+    return ForEachField(dim, "tensor_shape.dim", r, [&](WireReader& d, uint32_t df, int dw) {
+      if (df != 1 || dw != kVarint) return d.Skip(dw);
+      uint64_t size;
+      if (!d.ReadVarint(&size)) return false;
+      if (size != 1) t->all_dims_one = false;
+      return true;
+    });
+  });
+}
+
 bool DecodeTensor(std::string_view bytes, SummaryValue* value, WireReader& parent) {
-  WireReader r(bytes);
   TensorFields t;
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
+  const bool read = ForEachField(bytes, "tensor", parent, [&](WireReader& r, uint32_t field,
+                                                              int wire) {
     bool ok = true;
     switch (field) {
       case 1: {
@@ -234,9 +231,9 @@ bool DecodeTensor(std::string_view bytes, SummaryValue* value, WireReader& paren
         ok = r.Skip(wire);
         break;
     }
-    if (!ok) break;
-  }
-  if (!r.error().empty()) return parent.Fail("tensor: " + r.error());
+    return ok;
+  });
+  if (!read) return false;
 
   value->kind = ValueKind::kTensor;
   const bool single = t.rank == 0 || t.all_dims_one;
@@ -281,131 +278,82 @@ bool DecodeTensor(std::string_view bytes, SummaryValue* value, WireReader& paren
 }
 
 bool DecodeHistogram(std::string_view bytes, SummaryValue* value, WireReader& parent) {
-  WireReader r(bytes);
   HistogramSummary h;
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    if (field >= 1 && field <= 4 && wire == kFixed64) {
-      uint64_t bits = 0;
-      if (!r.ReadFixed64(&bits)) break;
-      const double v = AsDouble(bits);
-      if (field == 1) h.min = v;
-      if (field == 2) h.max = v;
-      if (field == 3) h.count = v;
-      if (field == 4) h.sum = v;
-    } else if (!r.Skip(wire)) {
-      break;
-    }
-  }
-  if (!r.error().empty()) return parent.Fail("histo: " + r.error());
+  const bool read = ForEachField(bytes, "histo", parent, [&](WireReader& r, uint32_t field,
+                                                             int wire) {
+    if (field < 1 || field > 4 || wire != kFixed64) return r.Skip(wire);
+    uint64_t bits = 0;
+    if (!r.ReadFixed64(&bits)) return false;
+    const double v = AsDouble(bits);
+    if (field == 1) h.min = v;
+    if (field == 2) h.max = v;
+    if (field == 3) h.count = v;
+    if (field == 4) h.sum = v;
+    return true;
+  });
+  if (!read) return false;
   value->kind = ValueKind::kHistogram;
   value->histogram = h;
   return true;
 }
 
 bool DecodeMetadata(std::string_view bytes, SummaryValue* value, WireReader& parent) {
-  WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    if (field == 1 && wire == kLengthDelimited) {
-      std::string_view plugin_data;
-      if (!r.ReadBytes(&plugin_data)) break;
-      WireReader p(plugin_data);
-      while (!p.done()) {
-        uint32_t pf;
-        int pw;
-        if (!p.ReadKey(&pf, &pw)) break;
-        if (pf == 1 && pw == kLengthDelimited) {
-          if (!p.ReadBytes(&value->plugin_name)) break;
-        } else if (!p.Skip(pw)) {
-          break;
-        }
-      }
-      if (!p.error().empty()) return parent.Fail("metadata.plugin_data: " + p.error());
-    } else if (!r.Skip(wire)) {
-      break;
-    }
-  }
-  if (!r.error().empty()) return parent.Fail("metadata: " + r.error());
-  return true;
+  return ForEachField(bytes, "metadata", parent, [&](WireReader& r, uint32_t field, int wire) {
+    if (field != 1 || wire != kLengthDelimited) return r.Skip(wire);
+    std::string_view plugin_data;
+    if (!r.ReadBytes(&plugin_data)) return false;
+    return ForEachField(plugin_data, "metadata.plugin_data", r,
+                        [&](WireReader& p, uint32_t pf, int pw) {
+                          if (pf != 1 || pw != kLengthDelimited) return p.Skip(pw);
+                          return p.ReadBytes(&value->plugin_name);
+                        });
+  });
 }
 
 bool DecodeValue(std::string_view bytes, SummaryValue* value, WireReader& parent) {
-  WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    bool ok = true;
-    std::string_view sub;
+  return ForEachField(bytes, "summary.value", parent, [&](WireReader& r, uint32_t field,
+                                                          int wire) {
     if (field == 2 && wire == kFixed32) {
       uint32_t bits = 0;
-      ok = r.ReadFixed32(&bits);
+      const bool ok = r.ReadFixed32(&bits);
       value->kind = ValueKind::kScalar;
       value->encoding = ScalarEncoding::kSimpleValue;
       value->float32 = true;
       value->scalar = AsFloat(bits);
-    } else if (wire != kLengthDelimited) {
-      ok = r.Skip(wire);
-    } else if (!(ok = r.ReadBytes(&sub))) {
-    } else if (field == 1) {
-      value->tag = sub;
-    } else if (field == 4) {
-      value->kind = ValueKind::kImage;
-    } else if (field == 5) {
-      ok = DecodeHistogram(sub, value, r);
-    } else if (field == 6) {
-      value->kind = ValueKind::kAudio;
-    } else if (field == 8) {
-      ok = DecodeTensor(sub, value, r);
-    } else if (field == 9) {
-      ok = DecodeMetadata(sub, value, r);
+      return ok;
     }
-    if (!ok) break;
-  }
-  if (!r.error().empty()) return parent.Fail("summary.value: " + r.error());
-  return true;
+    if (wire != kLengthDelimited) return r.Skip(wire);
+    std::string_view sub;
+    if (!r.ReadBytes(&sub)) return false;
+    switch (field) {
+      case 1: value->tag = sub; return true;
+      case 4: value->kind = ValueKind::kImage; return true;
+      case 5: return DecodeHistogram(sub, value, r);
+      case 6: value->kind = ValueKind::kAudio; return true;
+      case 8: return DecodeTensor(sub, value, r);
+      case 9: return DecodeMetadata(sub, value, r);
+      default: return true;
+    }
+  });
 }
 
 bool DecodeSummary(std::string_view bytes, Event* event, WireReader& parent) {
-  WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    if (field == 1 && wire == kLengthDelimited) {
-      std::string_view sub;
-      if (!r.ReadBytes(&sub)) break;
-      SummaryValue& value = event->values.emplace_back();
-      if (!DecodeValue(sub, &value, r)) break;
-    } else if (!r.Skip(wire)) {
-      break;
-    }
-  }
-  if (!r.error().empty()) return parent.Fail("summary: " + r.error());
-  return true;
+  return ForEachField(bytes, "summary", parent, [&](WireReader& r, uint32_t field, int wire) {
+    if (field != 1 || wire != kLengthDelimited) return r.Skip(wire);
+    std::string_view sub;
+    if (!r.ReadBytes(&sub)) return false;
+    return DecodeValue(sub, &event->values.emplace_back(), r);
+  });
 }
 
 bool DecodeSessionLog(std::string_view bytes, Event* event, WireReader& parent) {
-  WireReader r(bytes);
-  while (!r.done()) {
-    uint32_t field;
-    int wire;
-    if (!r.ReadKey(&field, &wire)) break;
-    if (field == 1 && wire == kVarint) {
-      uint64_t status;
-      if (!r.ReadVarint(&status)) break;
-      event->session_log_status = static_cast<int>(status);
-    } else if (!r.Skip(wire)) {
-      break;
-    }
-  }
-  if (!r.error().empty()) return parent.Fail("session_log: " + r.error());
-  return true;
+  return ForEachField(bytes, "session_log", parent, [&](WireReader& r, uint32_t field, int wire) {
+    if (field != 1 || wire != kVarint) return r.Skip(wire);
+    uint64_t status;
+    if (!r.ReadVarint(&status)) return false;
+    event->session_log_status = static_cast<int>(status);
+    return true;
+  });
 }
 
 }  // namespace
