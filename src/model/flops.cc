@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/wide_int.h"
 
@@ -18,10 +19,8 @@ std::string_view ToString(FlopConvention convention) {
 }
 
 std::optional<FlopConvention> FlopConventionFromString(std::string_view text) {
-  for (FlopConvention c : {FlopConvention::kLevanterTable, FlopConvention::kPhysical}) {
-    if (ToString(c) == text) return c;
-  }
-  return std::nullopt;
+  return EnumFromString<FlopConvention>(
+      text, {FlopConvention::kLevanterTable, FlopConvention::kPhysical});
 }
 
 namespace {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/util/enum_names.h"
 #include "mosaic/util/spellcheck.h"
 
 namespace mosaic {
@@ -30,17 +31,12 @@ std::string_view ToString(QkNorm kind) {
 }
 
 std::optional<NormKind> NormKindFromString(std::string_view text) {
-  for (NormKind kind : {NormKind::kRmsNorm, NormKind::kLayerNorm, NormKind::kGatedNorm}) {
-    if (ToString(kind) == text) return kind;
-  }
-  return std::nullopt;
+  return EnumFromString<NormKind>(text,
+                                  {NormKind::kRmsNorm, NormKind::kLayerNorm, NormKind::kGatedNorm});
 }
 
 std::optional<QkNorm> QkNormFromString(std::string_view text) {
-  for (QkNorm kind : {QkNorm::kNone, QkNorm::kPerHead, QkNorm::kFull}) {
-    if (ToString(kind) == text) return kind;
-  }
-  return std::nullopt;
+  return EnumFromString<QkNorm>(text, {QkNorm::kNone, QkNorm::kPerHead, QkNorm::kFull});
 }
 
 std::string_view ToString(FieldType type) {

@@ -7,6 +7,7 @@
 #include <charconv>
 #include <vector>
 
+#include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
 
@@ -22,10 +23,8 @@ std::string_view ToString(Recompute recompute) {
 }
 
 std::optional<Recompute> RecomputeFromString(std::string_view text) {
-  for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
-    if (ToString(r) == text) return r;
-  }
-  return std::nullopt;
+  return EnumFromString<Recompute>(text,
+                                   {Recompute::kNone, Recompute::kSelective, Recompute::kFull});
 }
 
 std::string_view ToString(RejectKind kind) {

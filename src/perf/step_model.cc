@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mosaic/util/enum_names.h"
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
 #include "mosaic/util/error.h"
@@ -21,10 +22,8 @@ std::string_view ToString(NumberFormat format) {
 }
 
 std::optional<NumberFormat> NumberFormatFromString(std::string_view text) {
-  for (NumberFormat f : {NumberFormat::kBf16, NumberFormat::kFp8, NumberFormat::kMxfp8}) {
-    if (ToString(f) == text) return f;
-  }
-  return std::nullopt;
+  return EnumFromString<NumberFormat>(
+      text, {NumberFormat::kBf16, NumberFormat::kFp8, NumberFormat::kMxfp8});
 }
 
 std::string_view ToString(RoutingPolicy policy) {
@@ -38,11 +37,9 @@ std::string_view ToString(RoutingPolicy policy) {
 }
 
 std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text) {
-  for (RoutingPolicy p : {RoutingPolicy::kDropless, RoutingPolicy::kBalanced,
-                          RoutingPolicy::kCapacity, RoutingPolicy::kFixedCells}) {
-    if (ToString(p) == text) return p;
-  }
-  return std::nullopt;
+  return EnumFromString<RoutingPolicy>(
+      text, {RoutingPolicy::kDropless, RoutingPolicy::kBalanced, RoutingPolicy::kCapacity,
+             RoutingPolicy::kFixedCells});
 }
 
 namespace {

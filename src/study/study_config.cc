@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 
+#include "mosaic/util/enum_names.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/spellcheck.h"
@@ -26,11 +27,9 @@ std::string_view ToString(ActiveParamsConvention convention) {
 }
 
 std::optional<ActiveParamsConvention> ActiveParamsConventionFromString(std::string_view text) {
-  for (auto c : {ActiveParamsConvention::kInclusive, ActiveParamsConvention::kNoEmbedding,
-                 ActiveParamsConvention::kMatmulNoEmbedding}) {
-    if (ToString(c) == text) return c;
-  }
-  return std::nullopt;
+  return EnumFromString<ActiveParamsConvention>(
+      text, {ActiveParamsConvention::kInclusive, ActiveParamsConvention::kNoEmbedding,
+             ActiveParamsConvention::kMatmulNoEmbedding});
 }
 
 std::string_view ToString(BudgetBasis basis) {
@@ -42,10 +41,7 @@ std::string_view ToString(BudgetBasis basis) {
 }
 
 std::optional<BudgetBasis> BudgetBasisFromString(std::string_view text) {
-  for (auto b : {BudgetBasis::kReference, BudgetBasis::kOwnArm}) {
-    if (ToString(b) == text) return b;
-  }
-  return std::nullopt;
+  return EnumFromString<BudgetBasis>(text, {BudgetBasis::kReference, BudgetBasis::kOwnArm});
 }
 
 namespace {
