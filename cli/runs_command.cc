@@ -156,10 +156,7 @@ std::string RenderText(const std::vector<Run>& runs) {
     for (const RecordIssue& issue : run.record_issues) {
       if (!issue.is_error()) out += fmt::format("  note: {}\n", issue.Message());
     }
-    for (const std::string& note : run.notes) {
-      // Skipped files are already findings ("unreadable file").
-      if (!note.starts_with("file skipped: ")) out += fmt::format("  note: {}\n", note);
-    }
+    for (const std::string& note : run.notes) out += fmt::format("  note: {}\n", note);
     out += "\n";
   }
   return out;
@@ -180,6 +177,7 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
     for (const SourceFile& f : run.files) {
       nlohmann::ordered_json jf = {{"path", f.path}, {"format", ToString(f.format)},
                                    {"loaded", f.loaded}};
+      if (!f.loaded) jf["skip_reason"] = f.skip_reason;
       if (f.format == SourceFormat::kEvents) {
         jf["records"] = f.events.records;
         jf["scalars"] = f.events.scalars;

@@ -198,13 +198,7 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
     }
   }
   for (const SourceFile& file : run.files) {
-    if (!file.loaded) {
-      for (const std::string& note : run.notes) {
-        if (note.rfind("file skipped: " + file.path, 0) == 0) {
-          findings.push_back({FindingKind::kUnreadableFile, "", {}, note.substr(14)});
-        }
-      }
-    }
+    if (!file.loaded) findings.push_back({FindingKind::kUnreadableFile, "", {}, file.skip_reason});
   }
   const std::regex spike_tags(options.spike_tags, std::regex::icase);
   for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &findings);

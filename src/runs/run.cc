@@ -306,7 +306,7 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
           break;
       }
     }
-    SourceFile file{path, SourceFormat::kEvents, reader.stats(), 0, true};
+    SourceFile file{path, SourceFormat::kEvents, reader.stats(), 0, true, {}};
     if (file.events.records == 0) {
       run.notes.push_back(fmt::format("{}: no complete record (an empty or just-created file)", path));
     }
@@ -329,7 +329,7 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
   for (const std::string& path : directory.table_files) {
     const auto source = static_cast<int32_t>(run.files.size());
     const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
-    SourceFile file{path, format, {}, 0, true};
+    SourceFile file{path, format, {}, 0, true, {}};
     const std::string text = ReadFile(path);
     try {
       TableLog log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
@@ -361,7 +361,7 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
       }
     } catch (const InputError& e) {
       file.loaded = false;
-      run.notes.push_back(std::string("file skipped: ") + e.what());
+      file.skip_reason = e.what();
     }
     run.files.push_back(std::move(file));
   }

@@ -56,7 +56,8 @@ struct SourceFile {
   SourceFormat format = SourceFormat::kEvents;
   EventFileStats events;  // event files only
   int64_t rows = 0;       // CSV/JSONL data rows
-  bool loaded = true;     // false when the file was skipped (see the run's notes)
+  bool loaded = true;     // false when the file was skipped
+  std::string skip_reason;  // why it was skipped ("<file>:<line>: ..."), reported as a finding
 };
 
 // Histogram values of one tag, summarised.
