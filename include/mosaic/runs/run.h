@@ -98,7 +98,7 @@ struct Run {
 };
 
 // Reads every file of `directory` and applies `options`. Files that cannot be read or parsed are
-// skipped and noted; damaged records are reported in record_issues. Never throws for file content;
+// skipped with their reason in SourceFile::skip_reason; damaged records are reported in record_issues. Never throws for file content;
 // throws InputError only when a file cannot be opened.
 Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
 
