@@ -98,8 +98,9 @@ struct Run {
 };
 
 // Reads every file of `directory` and applies `options`. Files that cannot be read or parsed are
-// skipped with their reason in SourceFile::skip_reason; damaged records are reported in record_issues. Never throws for file content;
-// throws InputError only when a file cannot be opened.
+// skipped with their reason in SourceFile::skip_reason; damaged records are reported in
+// record_issues. Never throws for file content; throws InputError only when a file cannot be
+// opened.
 Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
 
 }  // namespace mosaic::runs
