@@ -39,6 +39,7 @@ struct DataTable {
 // Parses CSV text; origin labels messages. Throws InputError for a row whose field count differs
 // from the header's, an unterminated quote, or an empty file.
 DataTable ParseCsv(std::string_view text, const std::string& origin);
+// ParseCsv of the file at `path` (its path labels messages); InputError when it cannot be read.
 DataTable ReadCsv(const std::string& path);
 
 struct ColumnMapping {

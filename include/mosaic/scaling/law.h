@@ -113,6 +113,7 @@ struct Law {
 // "ludziejewski"). FindLaw throws InputError with a did-you-mean for an unknown name.
 const std::vector<Law>& BuiltinLaws();
 const Law& FindLaw(std::string_view name);
+// The names of BuiltinLaws(), in the same order.
 std::vector<std::string> LawNames();
 
 }  // namespace mosaic::scaling
