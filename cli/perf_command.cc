@@ -73,6 +73,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"dense_gemm_seconds", t.dense_gemm_seconds},
                {"expert_gemm_seconds", t.expert_gemm_seconds},
                {"attention_seconds", t.attention_seconds},
+               {"elementwise_seconds", t.elementwise_seconds},
                {"recompute_seconds", t.recompute_seconds},
                {"tp_seconds", t.tp_seconds},
                {"cp_seconds", t.cp_seconds},
@@ -81,6 +82,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"dp_seconds", t.dp_seconds},
                {"pp_seconds", t.pp_seconds},
                {"exposed_comm_seconds", t.exposed_comm_seconds},
+               {"host_seconds", t.host_seconds},
                {"bubble_seconds", t.bubble_seconds},
                {"overhead_seconds", t.overhead_seconds}};
   const MemoryBreakdown& m = e.memory;
@@ -120,10 +122,11 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   auto row = [&](std::string_view name, double v, std::string_view note = "") {
     out += fmt::format("  {:<26} {:>10.4f}  {}\n", name, v, note);
   };
-  row("compute", t.compute_seconds, "dense GEMMs + expert GEMMs + attention");
+  row("compute", t.compute_seconds, "dense GEMMs + expert GEMMs + attention + memory-bound");
   row("  dense GEMMs", t.dense_gemm_seconds);
   row("  expert GEMMs", t.expert_gemm_seconds);
   row("  attention scores", t.attention_seconds);
+  row("  memory-bound kernels", t.elementwise_seconds);
   row("  of which recompute", t.recompute_seconds);
   row("tensor parallel", t.tp_seconds, "before overlap");
   row("context parallel", t.cp_seconds, "before overlap");
@@ -134,8 +137,9 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   row("data-parallel reduce", t.dp_seconds, "before overlap");
   row("pipeline send/recv", t.pp_seconds, "before overlap");
   row("exposed communication", t.exposed_comm_seconds);
+  row("host waits", t.host_seconds, "MoE token-count syncs");
   row("pipeline bubble", t.bubble_seconds);
-  row("overhead", t.overhead_seconds);
+  row("overhead", t.overhead_seconds, "fixed per step");
   out += "\nMemory per GPU\n";
   const MemoryBreakdown& m = e.memory;
   auto mrow = [&](std::string_view name, double v) {

@@ -33,7 +33,10 @@ constexpr SharedField kSharedFields[] = {
     {"overlap_fsdp", &SharedPerfParams::overlap_fsdp},
     {"overlap_dp", &SharedPerfParams::overlap_dp},
     {"overlap_pp", &SharedPerfParams::overlap_pp},
-    {"layer_overhead_seconds", &SharedPerfParams::layer_overhead_seconds},
+    {"overlap_contention", &SharedPerfParams::overlap_contention},
+    {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds},
+    {"expert_group_seconds", &SharedPerfParams::expert_group_seconds},
+    {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes},
 };
 
 struct ProfileField {
@@ -46,9 +49,20 @@ constexpr ProfileField kProfileFields[] = {
     {"step_overhead_seconds", &PerfProfile::step_overhead_seconds},
     {"activation_factor", &PerfProfile::activation_factor},
     {"memory_reserve_gb", &PerfProfile::memory_reserve_gb},
+    {"scale_up_efficiency", &PerfProfile::scale_up_efficiency},
     {"logits_fraction", &PerfProfile::logits_fraction},
     {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param},
     {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param},
+};
+
+struct ProfileFlag {
+  std::string_view name;
+  bool PerfProfile::*member;
+};
+
+constexpr ProfileFlag kProfileFlags[] = {
+    {"moe_host_sync", &PerfProfile::moe_host_sync},
+    {"fused_attention_sinks", &PerfProfile::fused_attention_sinks},
 };
 
 double Number(const toml::node& node, const std::string& where, std::string_view key) {
@@ -137,6 +151,17 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             continue;
           }
           bool found = false;
+          for (const ProfileFlag& f : kProfileFlags) {
+            if (f.name == k.str()) {
+              const auto flag = v.value<bool>();
+              if (!flag) {
+                throw InputError(fmt::format("{}: {} has type {}. Violated constraint: true or false",
+                                             at, f.name, TomlTypeName(v)));
+              }
+              p.*f.member = *flag;
+              found = true;
+            }
+          }
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
               p.*f.member = Number(v, at, f.name);
@@ -144,8 +169,10 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             }
           }
           if (!found) {
+            std::vector<std::string> names = Names(kProfileFields);
+            for (const ProfileFlag& f : kProfileFlags) names.emplace_back(f.name);
             throw InputError(fmt::format("{}: unknown profile parameter '{}'{}", at, k.str(),
-                                         DidYouMean(k.str(), Names(kProfileFields))));
+                                         DidYouMean(k.str(), names)));
           }
         }
         set.profiles.push_back(std::move(p));
@@ -175,6 +202,9 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
     out += fmt::format("\n[profiles.{}]\nhardware = \"{}\"\nstack = \"{}\"\nsource = \"{}\"\n",
                        p.name, p.hardware, p.stack, p.source);
     if (!p.recompute.empty()) out += fmt::format("recompute = \"{}\"\n", p.recompute);
+    for (const ProfileFlag& f : kProfileFlags) {
+      out += fmt::format("{} = {}\n", f.name, p.*f.member);
+    }
     for (const ProfileField& f : kProfileFields) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

@@ -368,14 +368,30 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         std::min({rows, m.routed_width,
                   static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});
     const double kernels = mb_count * layers_stage_moe * (c.glu ? 3.0 : 2.0) * layer_mult;
+    const double local_experts = static_cast<double>(c.experts) / static_cast<double>(l.ep);
     tb.expert_gemm_seconds =
-        expert_flops / (gemm_peak * shape_eff(smallest)) + kernels * sh.gemm_latency_seconds;
+        expert_flops / (gemm_peak * shape_eff(smallest)) +
+        kernels * (sh.gemm_latency_seconds + local_experts * sh.expert_group_seconds);
   }
   // Flash attention recomputes its scores inside its own backward (counted in 3×); only full
   // recompute repeats the whole forward.
   const double attn_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
-  tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
-                         (bf16 * sh.attention_efficiency);
+  if (c.attention_sinks && !profile.fused_attention_sinks) {
+    // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
+    // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
+    // and writes and reads the matrix in HBM (scores, softmax, their gradients).
+    const double keys = static_cast<double>(job.seq_len);
+    const double layer_share = static_cast<double>(m.layer_passes) * share * attn_mult / 3.0;
+    const double gemm_flops = stage_tokens * 3 * 4 * keys * m.q_dim * layer_share;
+    const double score_bytes = stage_tokens * keys * static_cast<double>(c.heads) * kActBytes *
+                               sh.unfused_attention_passes * layer_share;
+    tb.attention_seconds =
+        gemm_flops / (bf16 * shape_eff(static_cast<double>(c.resolved_head_dim()))) +
+        (hw.hbm_tb_per_s > 0 ? score_bytes / (hw.hbm_tb_per_s * 1e12) : 0);
+  } else {
+    tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
+                           (bf16 * sh.attention_efficiency);
+  }
   if (l.recompute == Recompute::kSelective) {
     // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
     // elementwise kernels, negligible beside the GEMMs).
@@ -396,10 +412,12 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   if (l.recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / 4.0;
 
   // Communication.
+  const double scale_up_efficiency =
+      profile.scale_up_efficiency > 0 ? profile.scale_up_efficiency : sh.scale_up_efficiency;
   auto bandwidth = [&](int64_t span) {
     const bool up = span <= hw.domain_gpus();
     return cluster.BandwidthForSpan(span) *
-           (up ? sh.scale_up_efficiency : sh.scale_out_efficiency);
+           (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
   const double lat = sh.collective_latency_seconds;
   const double layers_stage = static_cast<double>(x.layers_stage);
@@ -476,10 +494,15 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     hidden += comm[i] * overlap[i];
   }
   exposed += std::max(0.0, hidden - tb.compute_seconds);
+  // Hidden collectives still take SMs and HBM bandwidth from the kernels they run beside.
+  exposed += sh.overlap_contention * std::min(hidden, tb.compute_seconds);
   tb.exposed_comm_seconds = exposed;
-  tb.overhead_seconds =
-      profile.step_overhead_seconds + sh.layer_overhead_seconds * layers_stage * mb;
-  const double pipelined = tb.compute_seconds + exposed;
+  if (c.is_moe() && profile.moe_host_sync) {
+    // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.
+    tb.host_seconds = mb * layers_stage_moe * (1 + recompute_fwd / 3) * sh.moe_sync_seconds;
+  }
+  tb.overhead_seconds = profile.step_overhead_seconds;
+  const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
   if (l.pp > 1) {
     tb.bubble_seconds = static_cast<double>(l.pp - 1) / (mb * static_cast<double>(l.vpp)) *
                         pipelined;

@@ -34,8 +34,22 @@ struct SharedPerfParams {
   double overlap_fsdp = 0.6;
   double overlap_dp = 0.8;
   double overlap_pp = 0.8;
-  double layer_overhead_seconds = 0;        // host cost per layer per micro-batch (fwd+bwd); not
-                                            // fitted (0): kernel costs are in the GEMM terms
+  double overlap_contention = 0;            // share of the hidden collectives' time that the
+                                            // compute beside them loses (communication kernels
+                                            // hold SMs and HBM bandwidth)
+  // Host time the GPU waits for after each MoE layer's token-count sync, in stacks that sync
+  // (PerfProfile::moe_host_sync): the GPU idles until the host has issued the layer's next
+  // kernels, so the host's issue time adds to the GPU's instead of hiding under it. Per MoE layer
+  // pass per micro-batch (forward + backward).
+  double moe_sync_seconds = 0;
+  // Per expert GEMM of a grouped GEMM (each local expert, weight matrix and pass): the fixed
+  // cost of one expert's piece of the kernel (its partial last wave of tiles, its set-up), or of a
+  // per-expert kernel where the stack issues one GEMM per expert (Transformer Engine's
+  // GroupedLinear).
+  double expert_group_seconds = 0;
+  // Unfused attention (PerfProfile::fused_attention_sinks = false with attention sinks): bf16
+  // passes over each head's s×s score matrix per layer, forward + backward, at HBM bandwidth.
+  double unfused_attention_passes = 12;
 };
 
 struct PerfProfile {
@@ -49,12 +63,25 @@ struct PerfProfile {
   double memory_reserve_gb = 6;     // CUDA/XLA context, communication buffers, fragmentation
   double grad_bytes_per_param = 4;        // fp32 main gradients (Megatron)
   double optimizer_bytes_per_param = 12;  // Adam: fp32 master weights + two fp32 moments
+  // Achieved / nominal scale-up bandwidth of this stack's collectives when it differs from the
+  // shared (NCCL) value; 0 = the shared value. Marin's XLA collectives on GB200 NVL72 moved the
+  // hero's FSDP traffic in 6.73 s of a 18.02 s step (marin-community/marin issue 8053): 0.35.
+  double scale_up_efficiency = 0;
   double logits_fraction = 1.0;     // share of the micro-batch's logits held at once (blockwise
                                     // cross-entropy holds a few blocks of the vocabulary)
   // The recompute policy the stack's published runs use, which calibration and validation apply
   // to its rows ("" = the least recompute that fits). Megatron-Bridge's recipes recompute modules
   // (norms, activation functions, MLA up-projections), never the full layer: "selective".
   std::string recompute;
+  // Whether the MoE layer synchronises the host on the routed token counts (Megatron-Core's
+  // dropless token dispatchers copy tokens-per-expert to the host for the grouped GEMM's shapes;
+  // XLA's static shapes do not): SharedPerfParams::moe_sync_seconds applies only then.
+  bool moe_host_sync = false;
+  // Whether the stack has a fused attention kernel for learned softmax sinks (gpt-oss). Without
+  // one, Transformer Engine falls back to UnfusedDotProductAttention: FlashAttention rejects
+  // softmax_type = learnable, and cuDNN's fused attention needs cuDNN >= 9.18
+  // (NVIDIA/TransformerEngine issue 2318, verl-project/verl issue 5224).
+  bool fused_attention_sinks = true;
   bool calibrated = false;
 };
 

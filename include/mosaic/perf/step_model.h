@@ -124,8 +124,9 @@ struct StepBreakdown {
   double tp_seconds = 0, cp_seconds = 0, ep_seconds = 0, fsdp_seconds = 0, dp_seconds = 0,
          pp_seconds = 0;
   double exposed_comm_seconds = 0;
+  double host_seconds = 0;      // host issue time the GPU waits for (MoE token-count syncs)
   double bubble_seconds = 0;
-  double overhead_seconds = 0;
+  double overhead_seconds = 0;  // fixed per step
 };
 
 struct MemoryBreakdown {
