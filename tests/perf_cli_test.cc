@@ -85,14 +85,16 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
 }
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
-  // The shipped profiles on the published rows: in-sample RMS log error 0.165, leave-one-out
-  // 0.209 (it was 0.203 / 0.289 before Megatron's selective module recompute replaced a full
-  // recompute that the memory model forced). The worst rows are the small Qwen3-30B-A3B and
-  // gpt-oss rows (M11a +60%, M12b +22%, M11b -18%).
-  constexpr double kRmsTol = 0.17;
-  constexpr double kLooRmsTol = 0.22;
-  constexpr double kRowTol = 0.65;       // |predicted / measured - 1| on every row
-  constexpr double kLargeRowTol = 0.16;  // DeepSeek-V3 and Qwen3-235B rows and the Marin rows
+  // The shipped profiles on the published rows, every parameter inside its physical bound: RMS
+  // log error 0.119 in-sample, 0.143 leave-one-out (0.165 / 0.209 before the MoE host sync, the
+  // per-expert GEMM cost and unfused sink attention, with non-physical GEMM latency and NVLink
+  // efficiency). The worst row is Qwen3-30B-A3B on 16 H100 (M11a, +40%); the gpt-oss and
+  // Qwen3-30B rows on Blackwell and H100 are within 23%, the large-model and Marin rows within 12%.
+  constexpr double kRmsTol = 0.125;
+  constexpr double kLooRmsTol = 0.15;
+  constexpr double kRowTol = 0.45;       // |predicted / measured - 1| on every row
+  constexpr double kSmallRowTol = 0.25;  // every row but M11a
+  constexpr double kLargeRowTol = 0.12;  // DeepSeek-V3, Qwen3-235B, Mixtral and the Marin rows
   CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -102,9 +104,8 @@ TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
     const std::string id = row["id"].get<std::string>();
     const double err = std::abs(row["error"].get<double>());
     EXPECT_LT(err, kRowTol) << id;
-    if (id != "M10" && id.rfind("M11", 0) != 0 && id.rfind("M12", 0) != 0 && id != "M13") {
-      EXPECT_LT(err, kLargeRowTol) << id;
-    }
+    if (id != "M11a") EXPECT_LT(err, kSmallRowTol) << id;
+    if (id.rfind("M11", 0) != 0 && id.rfind("M12", 0) != 0) EXPECT_LT(err, kLargeRowTol) << id;
   }
 }
 
