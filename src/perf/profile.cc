@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/error.h"
@@ -65,11 +67,22 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"fused_attention_sinks", &PerfProfile::fused_attention_sinks},
 };
 
+// Every profile parameter is a time, a size, a count, a fraction or a factor: finite and >= 0.
 double Number(const toml::node& node, const std::string& where, std::string_view key) {
-  if (auto v = node.as_floating_point()) return v->get();
-  if (auto v = node.as_integer()) return static_cast<double>(v->get());
-  throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number", where, key,
-                               TomlTypeName(node)));
+  double x = 0;
+  if (auto v = node.as_floating_point()) {
+    x = v->get();
+  } else if (auto i = node.as_integer()) {
+    x = static_cast<double>(i->get());
+  } else {
+    throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number", where, key,
+                                 TomlTypeName(node)));
+  }
+  if (!std::isfinite(x) || x < 0) {
+    throw InputError(
+        fmt::format("{}: {} = {}. Violated constraint: a finite number >= 0", where, key, x));
+  }
+  return x;
 }
 
 template <typename Fields>
@@ -153,12 +166,12 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           bool found = false;
           for (const ProfileFlag& f : kProfileFlags) {
             if (f.name == k.str()) {
-              const auto flag = v.value<bool>();
-              if (!flag) {
+              const toml::value<bool>* flag = v.as_boolean();
+              if (flag == nullptr) {
                 throw InputError(fmt::format("{}: {} has type {}. Violated constraint: true or false",
                                              at, f.name, TomlTypeName(v)));
               }
-              p.*f.member = *flag;
+              p.*f.member = flag->get();
               found = true;
             }
           }

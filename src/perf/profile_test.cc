@@ -1,0 +1,63 @@
+// Profile files: flags and numbers parse, round-trip through ProfilesToToml, and bad entries name
+// the file, line, key and rule.
+#include "mosaic/perf/profile.h"
+
+#include <gtest/gtest.h>
+
+#include "mosaic/util/error.h"
+
+namespace mosaic {
+namespace {
+
+constexpr const char* kProfiles = R"([shared]
+moe_sync_seconds = 0.001
+expert_group_seconds = 3e-5
+
+[profiles.mine]
+hardware = "h100"
+moe_host_sync = true
+fused_attention_sinks = false
+gemm_efficiency = 0.7
+scale_up_efficiency = 0.4
+)";
+
+TEST(Profile, FlagsAndNumbersParseAndRoundTrip) {
+  const ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
+  ASSERT_EQ(set.profiles.size(), 1u);
+  const PerfProfile& p = set.profiles[0];
+  EXPECT_TRUE(p.moe_host_sync);
+  EXPECT_FALSE(p.fused_attention_sinks);
+  EXPECT_EQ(p.gemm_efficiency, 0.7);
+  EXPECT_EQ(p.scale_up_efficiency, 0.4);
+  EXPECT_EQ(set.shared.moe_sync_seconds, 0.001);
+  EXPECT_EQ(set.shared.expert_group_seconds, 3e-5);
+  const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
+  EXPECT_EQ(again.profiles[0].moe_host_sync, true);
+  EXPECT_EQ(again.profiles[0].fused_attention_sinks, false);
+  EXPECT_EQ(again.profiles[0].scale_up_efficiency, 0.4);
+  EXPECT_EQ(again.shared.expert_group_seconds, 3e-5);
+}
+
+TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
+  auto message = [](const std::string& text) {
+    try {
+      ParseProfiles(text, "bad.toml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("[profiles.x]\nmoe_host_sync = 1\n"),
+            "bad.toml:2:17: moe_host_sync has type integer. Violated constraint: true or false");
+  EXPECT_EQ(message("[profiles.x]\nmoe_host_synk = true\n"),
+            "bad.toml:2:17: unknown profile parameter 'moe_host_synk' (did you mean "
+            "'moe_host_sync'?)");
+  EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
+            "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
+  EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
+            "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
+            "'moe_sync_seconds'?)");
+}
+
+}  // namespace
+}  // namespace mosaic
