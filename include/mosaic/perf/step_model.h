@@ -3,11 +3,16 @@
 // breakdown, and the share of routed assignments dropped.
 //
 // Time (per GPU, the slowest pipeline stage):
-//   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full recompute,
-//             +the MLA up-projections for selective, Megatron module recompute), split by kind: dense GEMMs, routed-expert
-//             GEMMs (rows = the tokens each expert sees per micro-batch), attention scores. A GEMM
-//             class takes F/(peak·eff) + n_gemm·latency (efficiency falls for small GEMMs);
-//             fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)).
+//   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
+//             recompute, +the MLA up-projections for selective, Megatron module recompute), split
+//             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
+//             micro-batch), attention scores, memory-bound kernels. A GEMM class takes
+//             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
+//             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add expert_group per
+//             local expert per kernel; fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/
+//             peak_bf16 − 1)). Attention with learned sinks in a stack without a fused kernel runs
+//             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
+//             unfused_attention_passes of the score matrix through HBM.
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
 //             × link efficiency) + calls × latency. TP: 8 all-gather/reduce-scatter of the
 //             micro-batch's activations per layer (sequence parallel). CP: KV all-gather (fwd) and
@@ -18,9 +23,12 @@
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
 //             FSDP+DP: an all-reduce of each FSDP shard across DP. PP: activations between stages.
 //             Each collective hides `overlap` of itself under compute; the hidden total is capped
-//             by compute.
-//   bubble    (pp − 1)/(m·vpp) × the pipelined time (1F1B with vpp virtual stages; m micro-batches).
-//   overhead  step_overhead (+ layer_overhead × layers per stage × micro-batches, 0 as fitted).
+//             by compute, and the compute beside it loses overlap_contention of the hidden time.
+//   host      stacks whose MoE layer syncs the host on the token counts (moe_host_sync) wait
+//             moe_sync per MoE layer pass per micro-batch (×4/3 with full recompute).
+//   bubble    (pp − 1)/(m·vpp) × the pipelined time (compute + exposed comms + host; 1F1B with
+//             vpp virtual stages; m micro-batches).
+//   overhead  step_overhead, fixed per step.
 // Memory (per GPU, the first pipeline stage, which holds the most micro-batches):
 //   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
 //   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
