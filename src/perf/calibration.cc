@@ -124,7 +124,9 @@ double Predict(const PreparedRow& p, const ProfileSet& set) {
 
 // The fitted parameters as one vector: each profile's gemm_efficiency, then the shared ones.
 // Every fitted parameter is bounded to its physical range, with the reason next to the bound: a
-// fit that needs a value outside these ranges is missing a term, not a better value.
+// fit that needs a value outside these ranges is missing a term, not a better value. The other
+// shared parameters keep the physical values of the starting profiles (SharedPerfParams' defaults
+// give the reasons): the published rows cannot separate them from the fitted ones.
 struct SharedFit {
   const char* name;
   double SharedPerfParams::*member;
@@ -132,8 +134,6 @@ struct SharedFit {
   double lo, hi;
 };
 constexpr SharedFit kSharedFit[] = {
-    // A GEMM kernel's launch, prologue and tail wave: a few µs on Hopper and Blackwell (CUTLASS
-    // and cuBLAS kernels of this size take 2-10 µs end to end when tiny); 20 µs is generous.
     // Share of the fp8 peak's extra speed that GEMMs realise: between none and all of it.
     {"fp8_gain", &SharedPerfParams::fp8_gain, 1, 0, 1},
     // Overlap fractions: a collective can be hidden entirely, but 95% is the most that
@@ -145,18 +145,8 @@ constexpr SharedFit kSharedFit[] = {
     // Achieved / nominal NVLink bandwidth: NCCL's bus bandwidth on H100/B200/GB200 reaches
     // 70-90% of the datasheet for large messages; below 50% means a missing term.
     {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency, 1, 0.5, 0.9},
-    // Smallest GEMM dimension at which efficiency is half its peak: tile quantisation and wave
-    // effects on 132-148 SM parts. cuBLAS/CUTLASS bf16 GEMMs with one side of 128 rows (one
-    // tile) and large other sides reach 55-65% of the large-GEMM rate on H100 and B200, with 256
-    // rows 75-85%: a half size of about 64-128; 256 is the pessimistic end.
     // Achieved / nominal NIC bandwidth (NCCL over InfiniBand/RoCE: 70-95%).
     {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency, 1, 0.5, 1},
-    // Memory-bound kernels (norms, SwiGLU, router softmax/top-k, permute/unpermute of the
-    // dispatched tokens, fp8 casts, residual adds): reads and writes of each layer's activations
-    // per token, forward and backward, at HBM bandwidth. Forward reads and writes each once (2),
-    // backward reads input and output gradient and writes the input gradient (3), selective
-    // recompute repeats the forward (2), fp8 casts add a read and a write (2): 9; 12 leaves room
-    // for unfused kernels.
     // Host time after each MoE layer's token-count sync (Megatron-Core's dropless dispatchers copy
     // tokens-per-expert to the host before the grouped GEMMs): the rest of the layer's launches
     // (permutation, all-to-all, expert GEMMs, unpermute, auxiliary losses; some 50-150 ops

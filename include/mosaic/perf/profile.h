@@ -14,24 +14,29 @@ namespace mosaic {
 
 // Shared by every profile.
 struct SharedPerfParams {
-  double gemm_latency_seconds = 8e-6;       // fixed cost per GEMM kernel (a grouped expert GEMM
-                                            // is one kernel for all of a rank's experts)
-  double gemm_half_size = 128;              // a GEMM whose smallest dimension is s runs at
-                                            // eff·s/(s + gemm_half_size): a Calculon-style
-                                            // efficiency-vs-size curve (tile quantisation, waves)
-  double elementwise_passes = 0;            // memory-bound kernels (norms, activation functions,
-                                            // permute/unpermute, router, casts): bf16 reads and
-                                            // writes of each layer's activations per token,
-                                            // forward + backward, at the HBM bandwidth
-  double attention_efficiency = 0.45;       // attention-score FLOPs (no causal halving) per peak
+  // A GEMM kernel's launch, prologue and tail: 2-10 µs end to end for small cuBLAS/CUTLASS
+  // kernels on Hopper and Blackwell.
+  double gemm_latency_seconds = 5e-6;
+  // A GEMM whose smallest dimension is s runs at eff·s/(s + gemm_half_size): a Calculon-style
+  // efficiency-vs-size curve (tile quantisation, waves). bf16 GEMMs with one side of 128 rows
+  // (one tile) reach 55-65% of the large-GEMM rate on H100 and B200: a half size of about 64-128.
+  double gemm_half_size = 128;
+  // Memory-bound kernels (norms, SwiGLU, router, permute/unpermute, fp8 casts, residual adds):
+  // bf16 reads and writes of each layer's activations per token at the HBM bandwidth. Forward
+  // reads and writes once (2), backward reads input and output gradient and writes the input
+  // gradient (3), selective recompute repeats the forward (2), fp8 casts read and write (2): 9.
+  double elementwise_passes = 9;
+  double attention_efficiency = 0.45;       // flash-attention score FLOPs (no causal halving)
+                                            // per bf16 peak
   double fp8_gain = 0.6;                    // share of the fp8 peak's extra speed that GEMMs realise
-  double scale_up_efficiency = 0.7;         // achieved / nominal scale-up bandwidth
+  double scale_up_efficiency = 0.7;         // achieved / nominal scale-up bandwidth (NCCL)
   double scale_out_efficiency = 0.7;        // achieved / nominal NIC bandwidth
   double collective_latency_seconds = 2e-5; // per collective call
   double overlap_tp = 0.2;                  // share of each collective hidden under compute
   double overlap_cp = 0.5;
   double overlap_ep = 0.3;
-  double overlap_fsdp = 0.6;
+  // Marin's FSDP hero hid 53% of its collectives (marin-community/marin issue 8053).
+  double overlap_fsdp = 0.53;
   double overlap_dp = 0.8;
   double overlap_pp = 0.8;
   double overlap_contention = 0;            // share of the hidden collectives' time that the
