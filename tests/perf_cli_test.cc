@@ -2,6 +2,9 @@
 // validation table.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
+
 #include <cmath>
 
 #include <nlohmann/json.hpp>
@@ -82,6 +85,28 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
     EXPECT_TRUE(row.contains("loo_error")) << row["id"];
   }
   EXPECT_LT(j["rms_log_error"].get<double>(), j["loo_rms_log_error"].get<double>() + 1e-12);
+}
+
+TEST(PerfCli, CalibrationNeedsEnoughRows) {
+  // Header + one row: too few rows for the fitted parameters (an error, not a solver abort);
+  // validate still predicts it, without a leave-one-out column.
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "mosaic_one_row.csv";
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t second = text.find('\n', text.find('\n') + 1);
+  {
+    std::ofstream out(path);
+    out << text.substr(0, second + 1);
+  }
+  CommandResult r = RunMosaic("perf calibrate " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("calibration needs at least one valid measured row per fitted parameter"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("perf validate " + path.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_FALSE(nlohmann::json::parse(r.out)["rows"][0].contains("loo_error"));
+  std::filesystem::remove(path);
 }
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {

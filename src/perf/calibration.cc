@@ -251,6 +251,8 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared, const Profile
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
+  // Leaving a row out needs another row to fit on.
+  leave_one_out = leave_one_out && all.size() > 1;
   for (size_t i = 0; i < prepared.size(); ++i) {
     const PreparedRow& p = prepared[i];
     RowResult r;
@@ -427,6 +429,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       throw InputError(fmt::format("{}: row {} has no usable measurement", path, rows[i].id));
     }
   }
+  if (rows.empty()) throw InputError(fmt::format("{}: no measured rows", path));
   return rows;
 }
 
@@ -435,6 +438,23 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   std::vector<int> all;
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
+  }
+  {
+    int fitted_params = ParamMap::kShared;
+    for (size_t pi = 0; pi < initial.profiles.size(); ++pi) {
+      for (int r : all) {
+        if (prepared[r].profile_index == static_cast<int>(pi)) {
+          ++fitted_params;
+          break;
+        }
+      }
+    }
+    if (static_cast<int>(all.size()) < fitted_params) {
+      throw InputError(fmt::format(
+          "calibration needs at least one valid measured row per fitted parameter ({}); the "
+          "measurements have {}",
+          fitted_params, all.size()));
+    }
   }
   // Two starts, the given profiles and the middle of every bound; the better fit is kept.
   auto cost = [&](const ProfileSet& s) {
@@ -545,7 +565,11 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
   out += fmt::format("\nProfiles\n");
   for (const PerfProfile& p : r.profiles.profiles) {
-    out += fmt::format("  {:<16} gemm_efficiency {:.4f}\n", p.name, p.gemm_efficiency);
+    const auto [lo, hi] = ParamMap::Bounds(r.profiles, 0);
+    const bool at_bound =
+        p.gemm_efficiency <= lo * (1 + 1e-6) || p.gemm_efficiency >= hi * (1 - 1e-6);
+    out += fmt::format("  {:<16} gemm_efficiency {:.4f}{}\n", p.name, p.gemm_efficiency,
+                       p.calibrated && at_bound ? " (at bound)" : "");
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";

@@ -82,6 +82,18 @@ double Number(const toml::node& node, const std::string& where, std::string_view
     throw InputError(
         fmt::format("{}: {} = {}. Violated constraint: a finite number >= 0", where, key, x));
   }
+  // Shares (efficiencies, overlaps, the fp8 gain, the logits held) are fractions of a whole.
+  const bool fraction = key.starts_with("overlap_") || key.ends_with("_efficiency") ||
+                        key == "fp8_gain" || key == "logits_fraction";
+  if (fraction && x > 1) {
+    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} <= 1", where, key, x, key));
+  }
+  // Rates divide: a zero efficiency would be an infinite time. (A profile's scale_up_efficiency
+  // of 0 means the shared value.)
+  const bool divisor = key == "gemm_efficiency" || key == "attention_efficiency";
+  if (divisor && x <= 0) {
+    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} > 0", where, key, x, key));
+  }
   return x;
 }
 

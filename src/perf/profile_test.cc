@@ -54,6 +54,10 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
             "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
+  EXPECT_EQ(message("[shared]\noverlap_ep = 2\n"),
+            "bad.toml:2:14: overlap_ep = 2. Violated constraint: overlap_ep <= 1");
+  EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 0\n"),
+            "bad.toml:2:19: gemm_efficiency = 0. Violated constraint: gemm_efficiency > 0");
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
