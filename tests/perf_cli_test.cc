@@ -2,10 +2,9 @@
 // validation table.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
-
-#include <cmath>
 
 #include <nlohmann/json.hpp>
 
