@@ -5,6 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -166,6 +167,11 @@ constexpr SharedFit kSharedFit[] = {
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes, 1, 11, 15},
 };
 
+// Whether a fitted value sits on its lower or upper bound (relative tolerance 1e-6).
+bool AtBound(double x, double lo, double hi) {
+  return x <= lo * (1 + 1e-6) + 1e-9 || x >= hi * (1 - 1e-6);
+}
+
 struct ParamMap {
   static constexpr int kShared = static_cast<int>(std::size(kSharedFit));
   static int Size(const ProfileSet& s) { return static_cast<int>(s.profiles.size()) + kShared; }
@@ -206,8 +212,14 @@ struct FitResidual {
   }
 };
 
-ProfileSet Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
-               const ProfileSet& initial, std::string* report) {
+struct FitOutcome {
+  ProfileSet profiles;
+  double cost = 0;     // half the sum of squared log errors (Ceres' final cost)
+  std::string report;  // Ceres' brief report
+};
+
+FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
+               const ProfileSet& initial) {
   ProfileSet s = initial;
   std::vector<double> x = ParamMap::Get(s);
   auto* functor = new FitResidual{&rows, use, initial};
@@ -238,8 +250,7 @@ ProfileSet Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
   ParamMap::Set(s, x.data());
-  if (report != nullptr) *report = summary.BriefReport();
-  return s;
+  return {std::move(s), summary.final_cost, summary.BriefReport()};
 }
 
 CalibrationResult Report(const std::vector<PreparedRow>& prepared, const ProfileSet& fitted,
@@ -271,7 +282,7 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared, const Profile
       for (int j : all) {
         if (j != static_cast<int>(i)) use.push_back(j);
       }
-      ProfileSet loo = Fit(prepared, use, fitted, nullptr);
+      const ProfileSet loo = Fit(prepared, use, fitted).profiles;
       r.loo_predicted = Predict(p, loo);
       ss_loo += std::pow(std::log(r.loo_predicted / r.measured), 2);
     }
@@ -439,35 +450,20 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
-  {
-    int fitted_params = ParamMap::kShared;
-    for (size_t pi = 0; pi < initial.profiles.size(); ++pi) {
-      for (int r : all) {
-        if (prepared[r].profile_index == static_cast<int>(pi)) {
-          ++fitted_params;
-          break;
-        }
-      }
-    }
-    if (static_cast<int>(all.size()) < fitted_params) {
-      throw InputError(fmt::format(
-          "calibration needs at least one valid measured row per fitted parameter ({}); the "
-          "measurements have {}",
-          fitted_params, all.size()));
-    }
+  std::vector<int> rows_of_profile(initial.profiles.size(), 0);
+  for (int r : all) ++rows_of_profile[prepared[r].profile_index];
+  const int fitted_params =
+      ParamMap::kShared +
+      static_cast<int>(std::count_if(rows_of_profile.begin(), rows_of_profile.end(),
+                                     [](int n) { return n > 0; }));
+  if (static_cast<int>(all.size()) < fitted_params) {
+    throw InputError(fmt::format(
+        "calibration needs at least one valid measured row per fitted parameter ({}); the "
+        "measurements have {}",
+        fitted_params, all.size()));
   }
   // Two starts, the given profiles and the middle of every bound; the better fit is kept.
-  auto cost = [&](const ProfileSet& s) {
-    double ss = 0;
-    for (int r : all) {
-      ss += std::pow(std::log(std::max(Predict(prepared[r], s), 1e-9) /
-                              prepared[r].row->measured_tokens_per_s_per_gpu),
-                     2);
-    }
-    return ss;
-  };
-  std::string report;
-  ProfileSet fitted = Fit(prepared, all, initial, &report);
+  FitOutcome best = Fit(prepared, all, initial);
   {
     ProfileSet middle = initial;
     std::vector<double> x = ParamMap::Get(middle);
@@ -476,25 +472,21 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       x[i] = (lo + hi) / 2;
     }
     ParamMap::Set(middle, x.data());
-    std::string middle_report;
-    ProfileSet f = Fit(prepared, all, middle, &middle_report);
-    if (cost(f) < cost(fitted)) {
-      fitted = f;
-      report = middle_report;
-    }
+    FitOutcome f = Fit(prepared, all, middle);
+    if (f.cost < best.cost) best = std::move(f);
   }
+  ProfileSet& fitted = best.profiles;
   for (size_t pi = 0; pi < fitted.profiles.size(); ++pi) {
-    int n = 0;
-    for (int r : all) n += prepared[r].profile_index == static_cast<int>(pi);
-    if (n > 0) {
+    if (rows_of_profile[pi] > 0) {
       fitted.profiles[pi].calibrated = true;
-      fitted.profiles[pi].source = fmt::format("perf calibrate: {} measured rows", n);
+      fitted.profiles[pi].source =
+          fmt::format("perf calibrate: {} measured rows", rows_of_profile[pi]);
     } else {
-      fitted.profiles[pi] = initial.profiles[pi];
+      fitted.profiles[pi] = initial.profiles[pi];  // the middle start moved it
     }
   }
   CalibrationResult result = Report(prepared, fitted, true, false);
-  result.solver_report = report;
+  result.solver_report = best.report;
   return result;
 }
 
@@ -566,19 +558,14 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   out += fmt::format("\nProfiles\n");
   for (const PerfProfile& p : r.profiles.profiles) {
     const auto [lo, hi] = ParamMap::Bounds(r.profiles, 0);
-    const bool at_bound =
-        p.gemm_efficiency <= lo * (1 + 1e-6) || p.gemm_efficiency >= hi * (1 - 1e-6);
     out += fmt::format("  {:<16} gemm_efficiency {:.4f}{}\n", p.name, p.gemm_efficiency,
-                       p.calibrated && at_bound ? " (at bound)" : "");
+                       p.calibrated && AtBound(p.gemm_efficiency, lo, hi) ? " (at bound)" : "");
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";
   for (const SharedFit& f : kSharedFit) {
     out += fmt::format(" {} {:.4g}{}", f.name, s.*f.member * f.scale,
-                       s.*f.member * f.scale <= f.lo * (1 + 1e-6) + 1e-9 ||
-                               s.*f.member * f.scale >= f.hi * (1 - 1e-6)
-                           ? " (at bound)"
-                           : "");
+                       AtBound(s.*f.member * f.scale, f.lo, f.hi) ? " (at bound)" : "");
   }
   out += "\n";
   const DropFit& d = r.drop_fit;
