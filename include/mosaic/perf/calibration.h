@@ -44,7 +44,7 @@ struct MeasuredRow {
 };
 
 // Reads rows; throws InputError (file:line, column, value) on a malformed row, an unknown
-// dp_kind, routing or precision, or a row without any measurement.
+// dp_kind, routing or precision, a row without any measurement, or a file without rows.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
 struct RowResult {
@@ -68,15 +68,20 @@ struct CalibrationResult {
   ProfileSet profiles;
   std::vector<RowResult> rows;
   double rms_log_error = 0;       // in-sample, sqrt(mean(log(pred/meas)²))
-  double loo_rms_log_error = 0;
+  double loo_rms_log_error = 0;  // 0 when leave-one-out was not run
   std::string solver_report;
   DropFit drop_fit;
 };
 
-// Fits `initial` to `rows` and reports every row in-sample and leave-one-out.
+// Fits `initial` to `rows` (Ceres, residuals log(predicted / measured tokens/s per GPU), every
+// parameter inside its physical bound; two starts: `initial` and the middle of the bounds) and
+// reports every row in-sample and leave-one-out. Profiles without rows keep their values. Throws
+// InputError when the valid rows are fewer than the fitted parameters (the used profiles' GEMM
+// efficiencies and the fitted shared parameters).
 CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial);
 
-// Predicts every row with `profiles`; with `leave_one_out`, refits without each row; with
+// Predicts every row with `profiles`; with `leave_one_out` (and at least two valid rows), refits
+// without each row; with
 // `search`, ranks the publisher's layout among all layouts of the row's cluster.
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
                                bool leave_one_out, bool search);

@@ -101,7 +101,9 @@ struct ProfileSet {
   PerfProfile ForHardware(std::string_view hardware) const;
 };
 
-// Parses a profile file. Throws InputError (file:line:col) on syntax or unknown keys.
+// Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown
+// keys, a flag that is not a boolean, a number that is not finite and >= 0, a share (efficiency,
+// overlap, fp8 gain, logits fraction) above 1, or a GEMM or attention efficiency of 0.
 ProfileSet ParseProfiles(std::string_view toml_text, const std::string& origin);
 
 // The shipped profiles (data/perf/profiles.toml), or those of `path` when it is not empty.
