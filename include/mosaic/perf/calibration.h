@@ -81,8 +81,8 @@ struct CalibrationResult {
 CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial);
 
 // Predicts every row with `profiles`; with `leave_one_out` (and at least two valid rows), refits
-// without each row; with
-// `search`, ranks the publisher's layout among all layouts of the row's cluster.
+// without each row; with `search`, ranks the publisher's layout among all layouts of the row's
+// cluster.
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
                                bool leave_one_out, bool search);
 
