@@ -231,9 +231,14 @@ void Run(const PerfOptions& o) {
   if (!format) {
     throw InputError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
   }
-  if (*format != NumberFormat::kBf16 && hw.peak_fp8_tflops <= 0) {
+  if (*format == NumberFormat::kFp8 && hw.peak_fp8_tflops <= 0) {
     throw InputError(fmt::format("--format {}: {} has no fp8 peak (peak_fp8_tflops = 0)",
                                  o.format, hw.name));
+  }
+  if (*format == NumberFormat::kMxfp8 && hw.peak_mxfp8_tflops <= 0) {
+    throw InputError(fmt::format(
+        "--format {}: {} has no MXFP8 tensor cores (peak_mxfp8_tflops = 0; use fp8)", o.format,
+        hw.name));
   }
   job.format = *format;
   if (o.routing == "auto") {

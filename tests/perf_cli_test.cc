@@ -86,6 +86,20 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
   EXPECT_LT(j["rms_log_error"].get<double>(), j["loo_rms_log_error"].get<double>() + 1e-12);
 }
 
+TEST(PerfCli, Mxfp8NeedsBlackwellTensorCores) {
+  CommandResult r = RunMosaic(
+      "perf gpt-oss-120b --hardware h100 --gpus 64 --batch 1280 --layout pp=4,ep=8,dp=16 "
+      "--format mxfp8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err,
+            "mosaic: error: --format mxfp8: h100 has no MXFP8 tensor cores (peak_mxfp8_tflops = "
+            "0; use fp8)\n");
+  r = RunMosaic(
+      "perf gpt-oss-120b --hardware b200 --gpus 64 --batch 1280 --layout pp=4,ep=8,dp=16 "
+      "--format mxfp8 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 TEST(PerfCli, CalibrationNeedsEnoughRows) {
   // Header + one row: too few rows for the fitted parameters (an error, not a solver abort);
   // validate still predicts it, without a leave-one-out column.

@@ -18,7 +18,7 @@ constexpr std::string_view kSuffix = ".toml";
 
 constexpr std::string_view kFields[] = {
     "name",           "description",          "peak_bf16_tflops",
-    "peak_fp8_tflops", "hbm_gb",              "hbm_tb_per_s",
+    "peak_fp8_tflops", "peak_mxfp8_tflops",   "hbm_gb",              "hbm_tb_per_s",
     "scale_up_gb_per_s", "scale_up_domain_gpus", "scale_up_domain_gpus_used",
     "scale_out_gbit_per_s"};
 
@@ -51,6 +51,7 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
   const double v = ParseNumber(field, text, where);
   if (field == "peak_bf16_tflops") h.peak_bf16_tflops = v;
   else if (field == "peak_fp8_tflops") h.peak_fp8_tflops = v;
+  else if (field == "peak_mxfp8_tflops") h.peak_mxfp8_tflops = v;
   else if (field == "hbm_gb") h.hbm_gb = v;
   else if (field == "hbm_tb_per_s") h.hbm_tb_per_s = v;
   else if (field == "scale_up_gb_per_s") h.scale_up_gb_per_s = v;
@@ -71,6 +72,8 @@ void ValidateHardware(const HardwareSpec& h, const std::string& where) {
         "peak_bf16_tflops > 0");
   Check(h.peak_fp8_tflops >= 0, where, "peak_fp8_tflops", h.peak_fp8_tflops,
         "peak_fp8_tflops >= 0");
+  Check(h.peak_mxfp8_tflops >= 0, where, "peak_mxfp8_tflops", h.peak_mxfp8_tflops,
+        "peak_mxfp8_tflops >= 0");
   Check(h.hbm_gb > 0, where, "hbm_gb", h.hbm_gb, "hbm_gb > 0");
   Check(h.hbm_tb_per_s > 0, where, "hbm_tb_per_s", h.hbm_tb_per_s, "hbm_tb_per_s > 0");
   Check(h.scale_up_gb_per_s > 0, where, "scale_up_gb_per_s", h.scale_up_gb_per_s,

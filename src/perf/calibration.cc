@@ -88,6 +88,11 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     if (p.profile_index < 0) {
       throw InputError(fmt::format("row {}: no profile '{}' in the profile set", r.id, r.profile));
     }
+    if (r.format == NumberFormat::kMxfp8 && p.cluster.device.peak_mxfp8_tflops <= 0) {
+      throw InputError(fmt::format("row {}: precision mxfp8 on {}, which has no MXFP8 tensor cores "
+                                   "(peak_mxfp8_tflops = 0)",
+                                   r.id, r.hardware));
+    }
     p.layout = r.layout;
     p.valid = !CheckLayout(r.layout, it->second.config, {r.gpus, r.global_batch, r.seq_len},
                            p.cluster.device.domain_gpus());

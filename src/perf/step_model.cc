@@ -331,8 +331,10 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   // Compute. Per GPU: the stage's share of the layers, split over the stage's ranks.
   const double bf16 = hw.peak_bf16_tflops * 1e12;
   double gemm_peak = bf16;
-  if (job.format != NumberFormat::kBf16 && hw.peak_fp8_tflops > 0) {
-    gemm_peak = bf16 * (1 + sh.fp8_gain * (hw.peak_fp8_tflops / hw.peak_bf16_tflops - 1));
+  const double fp8_peak =
+      job.format == NumberFormat::kMxfp8 ? hw.peak_mxfp8_tflops : hw.peak_fp8_tflops;
+  if (job.format != NumberFormat::kBf16 && fp8_peak > 0) {
+    gemm_peak = bf16 * (1 + sh.fp8_gain * (fp8_peak / hw.peak_bf16_tflops - 1));
   }
   const double eff = profile.gemm_efficiency;
   const double stage_tokens = tokens_step / stage_group;  // tokens each rank of a stage handles

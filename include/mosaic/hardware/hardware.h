@@ -24,6 +24,9 @@ struct HardwareSpec {
   std::string origin;                         // "hardware h100" or the file path
   double peak_bf16_tflops = 0;                // dense bf16 TFLOP/s per GPU
   double peak_fp8_tflops = 0;                 // dense fp8 TFLOP/s per GPU; 0 = not supported
+  double peak_mxfp8_tflops = 0;               // dense MXFP8 (block-scaled microscaling fp8)
+                                              // TFLOP/s per GPU; 0 = no tensor-core support
+                                              // (before Blackwell)
   double hbm_gb = 0;                          // memory per GPU, GB = 1e9 bytes
   double hbm_tb_per_s = 0;                    // memory bandwidth, TB/s
   double scale_up_gb_per_s = 0;               // scale-up bandwidth per GPU per direction, GB/s

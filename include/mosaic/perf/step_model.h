@@ -10,7 +10,7 @@
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add expert_group per
 //             local expert per kernel; fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/
-//             peak_bf16 − 1)). Attention with learned sinks in a stack without a fused kernel runs
+//             peak_bf16 − 1)) (peak_mxfp8 for mxfp8). Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
 //             unfused_attention_passes of the score matrix through HBM.
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
