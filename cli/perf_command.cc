@@ -206,10 +206,10 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
 }
 
 void Run(const PerfOptions& o) {
-  if (o.model.empty()) throw InputError("mosaic perf: name a model preset or CONFIG.toml");
-  if (o.hardware.empty()) throw InputError("mosaic perf: --hardware is required (e.g. h100)");
-  if (o.gpus < 1) throw InputError("mosaic perf: --gpus is required (e.g. --gpus 64)");
-  if (o.batch < 1) throw InputError("mosaic perf: --batch is required (sequences per step)");
+  if (o.model.empty()) throw UsageError("mosaic perf: name a model preset or CONFIG.toml");
+  if (o.hardware.empty()) throw UsageError("mosaic perf: --hardware is required (e.g. h100)");
+  if (o.gpus < 1) throw UsageError("mosaic perf: --gpus is required (e.g. --gpus 64)");
+  if (o.batch < 1) throw UsageError("mosaic perf: --batch is required (sequences per step)");
   std::vector<FieldOverride> model_sets, hw_sets;
   for (const std::string& s : o.sets) {
     FieldOverride f = ParseFieldOverride(s);
@@ -229,7 +229,7 @@ void Run(const PerfOptions& o) {
   job.seq_len = o.seq;
   auto format = NumberFormatFromString(o.format);
   if (!format) {
-    throw InputError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
+    throw UsageError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
   }
   if (*format == NumberFormat::kFp8 && hw.peak_fp8_tflops <= 0) {
     throw InputError(fmt::format("--format {}: {} has no fp8 peak (peak_fp8_tflops = 0)",
@@ -246,7 +246,7 @@ void Run(const PerfOptions& o) {
   } else {
     auto r = RoutingPolicyFromString(o.routing);
     if (!r) {
-      throw InputError(fmt::format(
+      throw UsageError(fmt::format(
           "--routing {}: expected auto, dropless, balanced, capacity or fixed-cells", o.routing));
     }
     job.routing = *r;
@@ -262,7 +262,7 @@ void Run(const PerfOptions& o) {
     EmitOutput(o.output, RenderSearch(r, o, cluster));
     return;
   }
-  if (o.layout.empty()) throw InputError("mosaic perf: --layout is required (or use --search)");
+  if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
   Layout layout = ParseLayout(o.layout);
   if (auto v = CheckLayout(layout, spec.config, {o.gpus, o.batch, o.seq}, hw.domain_gpus())) {
     throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}", o.layout,

@@ -100,6 +100,17 @@ TEST(PerfCli, Mxfp8NeedsBlackwellTensorCores) {
   EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
+TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
+  CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "mosaic: mosaic perf: --batch is required (sequences per step)\n");
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --format fp4");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_EQ(r.err, "mosaic: --format fp4: expected bf16, fp8 or mxfp8\n");
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --routing x");
+  EXPECT_EQ(r.exit_code, 2);
+}
+
 TEST(PerfCli, CalibrationNeedsEnoughRows) {
   // Header + one row: too few rows for the fitted parameters (an error, not a solver abort);
   // validate still predicts it, without a leave-one-out column.
