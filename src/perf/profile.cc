@@ -3,6 +3,7 @@
 #include "mosaic/perf/layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 
@@ -112,7 +113,8 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  throw InputError(fmt::format("unknown perf profile '{}'{}", name, DidYouMean(name, names)));
+  throw InputError(fmt::format("unknown perf profile '{}'{}; known: {}", name,
+                               DidYouMean(name, names), fmt::join(names, ", ")));
 }
 
 PerfProfile ProfileSet::ForHardware(std::string_view hardware) const {

@@ -63,5 +63,15 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "'moe_sync_seconds'?)");
 }
 
+TEST(Profile, UnknownNameListsTheKnownOnes) {
+  const ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
+  try {
+    set.Get("nope");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "unknown perf profile 'nope'; known: mine");
+  }
+}
+
 }  // namespace
 }  // namespace mosaic
