@@ -111,7 +111,7 @@ TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
-TEST(PerfCli, CalibrationNeedsEnoughRows) {
+TEST(PerfCli, MeasurementFilesAreChecked) {
   // Header + one row: too few rows for the fitted parameters (an error, not a solver abort);
   // validate still predicts it, without a leave-one-out column.
   const std::filesystem::path path =
@@ -130,6 +130,20 @@ TEST(PerfCli, CalibrationNeedsEnoughRows) {
   r = RunMosaic("perf validate " + path.string() + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_FALSE(nlohmann::json::parse(r.out)["rows"][0].contains("loo_error"));
+  // A measurement that is not a positive number is an error, not a blank.
+  const std::string row = text.substr(text.find('\n') + 1, second - text.find('\n'));
+  const std::string bad_row = row.substr(0, row.find(",3139,")) + ",nan," +
+                              row.substr(row.find(",3139,") + 6);
+  {
+    std::ofstream out(path);
+    out << text.substr(0, text.find('\n') + 1) << bad_row;
+  }
+  r = RunMosaic("perf validate " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(":2: measured_tokens_per_s_per_gpu = 'nan'. Violated constraint: blank or "
+                       "a finite number > 0"),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove(path);
 }
 

@@ -350,15 +350,24 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
                                      path, line_no, name, v));
       }
     };
+    // A measurement: blank when the source did not give it (0), else a finite number > 0.
     auto number = [&](const char* name) {
       const std::string& v = cell(name);
       if (v.empty()) return 0.0;
+      double x = 0;
       try {
-        return std::stod(v);
+        size_t used = 0;
+        x = std::stod(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
       } catch (const std::exception&) {
-        throw InputError(
-            fmt::format("{}:{}: {} = '{}'. Violated constraint: a number", path, line_no, name, v));
+        x = -1;
       }
+      if (!std::isfinite(x) || x <= 0) {
+        throw InputError(fmt::format(
+            "{}:{}: {} = '{}'. Violated constraint: blank or a finite number > 0", path, line_no,
+            name, v));
+      }
+      return x;
     };
     MeasuredRow r;
     r.id = cell("id");
