@@ -107,6 +107,10 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   out += fmt::format("{} on {} × {} ({} profile), batch {} × seq {}, {}\n", spec.config.name,
                      cluster.gpus, cluster.device.name, profile.name, job.global_batch,
                      job.seq_len, ToString(job.format));
+  if (!profile.hardware.empty() && profile.hardware != cluster.device.name) {
+    out += fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
+                       profile.hardware, cluster.device.name);
+  }
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
                      e.step_seconds, e.micro_batches);
@@ -275,6 +279,7 @@ void Run(const PerfOptions& o) {
     j["hardware"] = hw.name;
     j["gpus"] = o.gpus;
     j["profile"] = profile.name;
+    j["profile_hardware"] = profile.hardware;
     j["batch"] = o.batch;
     j["seq"] = o.seq;
     j["format"] = ToString(job.format);

@@ -111,6 +111,19 @@ TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   EXPECT_EQ(r.exit_code, 2);
 }
 
+TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
+  CommandResult r = RunMosaic(
+      "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout ep=8,dp=8 --profile "
+      "marin-gb200");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: the marin-gb200 profile was calibrated on gb200-nvl72, not h100\n"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout ep=8,dp=8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("note:"), std::string::npos);
+}
+
 TEST(PerfCli, MeasurementFilesAreChecked) {
   // Header + one row: too few rows for the fitted parameters (an error, not a solver abort);
   // validate still predicts it, without a leave-one-out column.
