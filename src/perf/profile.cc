@@ -202,12 +202,26 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                          DidYouMean(k.str(), names)));
           }
         }
+        // A profile without its device or its GEMM efficiency would silently take defaults.
+        for (const char* required : {"hardware", "gemm_efficiency"}) {
+          if (!pt->contains(required)) {
+            throw InputError(fmt::format("{}: profile '{}' has no {}. Violated constraint: every "
+                                         "profile sets hardware and gemm_efficiency",
+                                         LocationOf(pnode, origin, text).ToString(), p.name,
+                                         required));
+          }
+        }
         set.profiles.push_back(std::move(p));
       }
     } else {
       throw InputError(fmt::format("{}: unknown section '{}' (expected shared or profiles)", where,
                                    key.str()));
     }
+  }
+  if (!table.contains("shared") || set.profiles.empty()) {
+    throw InputError(fmt::format("{}: a profile file has a [shared] table and at least one "
+                                 "[profiles.NAME] table",
+                                 origin));
   }
   return set;
 }

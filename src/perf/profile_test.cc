@@ -58,6 +58,11 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "bad.toml:2:14: overlap_ep = 2. Violated constraint: overlap_ep <= 1");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 0\n"),
             "bad.toml:2:19: gemm_efficiency = 0. Violated constraint: gemm_efficiency > 0");
+  EXPECT_EQ(message(""),
+            "bad.toml: a profile file has a [shared] table and at least one [profiles.NAME] table");
+  EXPECT_EQ(message("[shared]\n[profiles.x]\nhardware = \"h100\"\n"),
+            "bad.toml:2:1: profile 'x' has no gemm_efficiency. Violated constraint: every profile "
+            "sets hardware and gemm_efficiency");
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
