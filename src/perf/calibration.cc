@@ -476,8 +476,17 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
         "measurements have {}",
         fitted_params, all.size()));
   }
-  // Two starts, the given profiles and the middle of every bound; the better fit is kept.
-  FitOutcome best = Fit(prepared, all, initial);
+  // Two starts, the fitted parameters' defaults (SharedPerfParams, PerfProfile) and the middle of
+  // every bound; the better fit is kept. Neither depends on the fitted values `initial` carries,
+  // so calibrating again reproduces the shipped profiles exactly.
+  ProfileSet from_defaults = initial;
+  {
+    ProfileSet defaults = initial;
+    defaults.shared = SharedPerfParams{};
+    for (PerfProfile& p : defaults.profiles) p.gemm_efficiency = PerfProfile{}.gemm_efficiency;
+    ParamMap::Set(from_defaults, ParamMap::Get(defaults).data());
+  }
+  FitOutcome best = Fit(prepared, all, from_defaults);
   {
     ProfileSet middle = initial;
     std::vector<double> x = ParamMap::Get(middle);
