@@ -148,8 +148,9 @@ FitData LoadData(const std::string& path, const Law& law, const FitCliOptions& o
                         .weight_column = o.weight_column});
 }
 
+// `stream` is the arm's bootstrap seed stream: 0 for the base arm, 1 for the compared one.
 Arm FitArm(const std::string& path, const Law& law, const FitOptions& fit_options,
-           const FitCliOptions& o) {
+           const FitCliOptions& o, uint64_t stream) {
   Arm arm;
   arm.data = LoadData(path, law, o);
   FitOptions options = fit_options;
@@ -158,7 +159,7 @@ Arm FitArm(const std::string& path, const Law& law, const FitOptions& fit_option
   if (o.bootstrap > 0 && arm.fit.ok()) {
     BootstrapOptions b;
     b.resamples = o.bootstrap;
-    b.seed = o.seed;
+    b.seed = StreamSeed(o.seed, stream);
     b.confidence = o.confidence;
     b.threads = o.threads;
     arm.bootstrap = Bootstrap(law, arm.data, options, arm.fit, b);
@@ -355,7 +356,7 @@ void Run(const FitCliOptions& o) {
                      fmt::format("{}", o.flops_per_param_token), "> 0");
   }
 
-  const Arm base = FitArm(o.data, law, fit_options, o);
+  const Arm base = FitArm(o.data, law, fit_options, o, 0);
   const BootstrapResult* boot = base.bootstrap ? &*base.bootstrap : nullptr;
   std::vector<Prediction> predictions;
   for (const std::string& text : o.predict) {
@@ -385,7 +386,7 @@ void Run(const FitCliOptions& o) {
       throw FieldError(Flag("--at"), "--at", fmt::format("{}", o.at_flops),
                        "--compare needs the matched budget --at C > 0 (FLOPs)");
     }
-    other = FitArm(o.compare, law, fit_options, o);
+    other = FitArm(o.compare, law, fit_options, o, 1);
     comparison = CompareArms(law, base.fit, other->fit, o.at_flops, o.tps_ratio, boot,
                              other->bootstrap ? &*other->bootstrap : nullptr, o.confidence,
                              o.flops_per_param_token);

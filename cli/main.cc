@@ -36,6 +36,7 @@ constexpr Command kCommands[] = {
     {"perf", AddPerfCommand},
     {"fit", AddFitCommand},
     {"runs", AddRunsCommand},
+    {"decide", AddDecideCommand},
 };
 
 constexpr int kExitUserError = 1;

@@ -14,6 +14,7 @@
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/calibration.h"
+#include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
 #include "mosaic/util/atomic_file.h"
@@ -56,48 +57,6 @@ struct ValidateOptions {
   std::string output;
 };
 
-
-nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
-  nlohmann::ordered_json j;
-  j["layout"] = ToString(l);
-  j["step_seconds"] = e.step_seconds;
-  j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
-  j["mfu"] = e.mfu;
-  j["peak_memory_bytes"] = e.memory.peak_bytes;
-  j["fits"] = e.fits;
-  j["dropped_fraction"] = e.dropped_fraction;
-  j["micro_batches"] = e.micro_batches;
-  j["model_flops_per_step"] = e.model_flops_per_step;
-  const StepBreakdown& t = e.time;
-  j["time"] = {{"compute_seconds", t.compute_seconds},
-               {"dense_gemm_seconds", t.dense_gemm_seconds},
-               {"expert_gemm_seconds", t.expert_gemm_seconds},
-               {"attention_seconds", t.attention_seconds},
-               {"elementwise_seconds", t.elementwise_seconds},
-               {"recompute_seconds", t.recompute_seconds},
-               {"tp_seconds", t.tp_seconds},
-               {"cp_seconds", t.cp_seconds},
-               {"ep_seconds", t.ep_seconds},
-               {"fsdp_seconds", t.fsdp_seconds},
-               {"dp_seconds", t.dp_seconds},
-               {"pp_seconds", t.pp_seconds},
-               {"exposed_comm_seconds", t.exposed_comm_seconds},
-               {"host_seconds", t.host_seconds},
-               {"bubble_seconds", t.bubble_seconds},
-               {"overhead_seconds", t.overhead_seconds}};
-  const MemoryBreakdown& m = e.memory;
-  j["memory"] = {{"weights_bytes", m.weights_bytes},
-                 {"gradients_bytes", m.gradients_bytes},
-                 {"optimizer_bytes", m.optimizer_bytes},
-                 {"gather_buffer_bytes", m.gather_buffer_bytes},
-                 {"activation_bytes", m.activation_bytes},
-                 {"logits_bytes", m.logits_bytes},
-                 {"dispatch_bytes", m.dispatch_bytes},
-                 {"reserve_bytes", m.reserve_bytes},
-                 {"peak_bytes", m.peak_bytes},
-                 {"capacity_bytes", e.capacity_bytes}};
-  return j;
-}
 
 std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
@@ -214,69 +173,55 @@ void Run(const PerfOptions& o) {
   if (o.hardware.empty()) throw UsageError("mosaic perf: --hardware is required (e.g. h100)");
   if (o.gpus < 1) throw UsageError("mosaic perf: --gpus is required (e.g. --gpus 64)");
   if (o.batch < 1) throw UsageError("mosaic perf: --batch is required (sequences per step)");
-  std::vector<FieldOverride> model_sets, hw_sets;
+  PerfRequest request;
   for (const std::string& s : o.sets) {
     FieldOverride f = ParseFieldOverride(s);
     if (f.field.starts_with("hardware.")) {
-      hw_sets.push_back({f.field.substr(9), f.value, f.where});
+      request.hardware_sets.push_back({f.field.substr(9), f.value, f.where});
     } else {
-      model_sets.push_back(f);
+      request.model_sets.push_back(f);
     }
   }
-  ModelSpec spec = LoadModel(o.model, model_sets);
-  HardwareSpec hw = LoadHardware(o.hardware, hw_sets);
-  Cluster cluster = MakeCluster(hw, o.gpus);
-  ProfileSet profiles = LoadProfiles(o.profiles_file);
-  PerfProfile profile = o.profile.empty() ? profiles.ForHardware(hw.name) : profiles.Get(o.profile);
-  PerfJob job;
-  job.global_batch = o.batch;
-  job.seq_len = o.seq;
   auto format = NumberFormatFromString(o.format);
   if (!format) {
     throw UsageError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
   }
-  if (*format == NumberFormat::kFp8 && hw.peak_fp8_tflops <= 0) {
-    throw InputError(fmt::format("--format {}: {} has no fp8 peak (peak_fp8_tflops = 0)",
-                                 o.format, hw.name));
-  }
-  if (*format == NumberFormat::kMxfp8 && hw.peak_mxfp8_tflops <= 0) {
-    throw InputError(fmt::format(
-        "--format {}: {} has no MXFP8 tensor cores (peak_mxfp8_tflops = 0; use fp8)", o.format,
-        hw.name));
-  }
-  job.format = *format;
-  if (o.routing == "auto") {
-    job.routing = o.capacity_factor > 0 ? RoutingPolicy::kCapacity : RoutingPolicy::kDropless;
-  } else {
-    auto r = RoutingPolicyFromString(o.routing);
-    if (!r) {
+  if (o.routing != "auto") {
+    request.routing = RoutingPolicyFromString(o.routing);
+    if (!request.routing) {
       throw UsageError(fmt::format(
           "--routing {}: expected auto, dropless, balanced, capacity or fixed-cells", o.routing));
     }
-    job.routing = *r;
   }
-  job.capacity_factor = o.capacity_factor > 0 ? o.capacity_factor : 1.0;
-  job.bp_segment_loops = o.bp_segment;
-  ModelShape shape = MakeModelShape(spec.config, o.seq);
-  const DropParams drop = DefaultDropParams();
+  request.model = o.model;
+  request.hardware = o.hardware;
+  request.gpus = o.gpus;
+  request.batch = o.batch;
+  request.seq = o.seq;
+  request.format = *format;
+  request.capacity_factor = o.capacity_factor;
+  request.profile = o.profile;
+  request.profiles_file = o.profiles_file;
+  request.bp_segment_loops = o.bp_segment;
+  const PerfSetup setup = PreparePerf(request);
+  const ModelSpec& spec = setup.spec;
+  const Cluster& cluster = setup.cluster;
+  const PerfProfile& profile = setup.profile;
+  const PerfJob& job = setup.job;
   if (o.search) {
     SearchOptions so;
     so.top = o.top;
-    SearchResult r = SearchLayouts(shape, cluster, job, profiles.shared, profile, drop, so);
-    EmitOutput(o.output, RenderSearch(r, o, cluster));
+    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
-  Layout layout = ParseLayout(o.layout);
-  if (auto v = CheckLayout(layout, spec.config, {o.gpus, o.batch, o.seq}, hw.domain_gpus())) {
-    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}", o.layout,
-                                 ToString(v->kind), v->rule));
-  }
-  StepEstimate e = EvaluateStep(shape, cluster, layout, job, profiles.shared, profile, &drop);
+  const LayoutEstimate evaluated = EvaluateLayout(setup, o.layout);
+  const Layout& layout = evaluated.layout;
+  const StepEstimate& e = evaluated.estimate;
   if (o.json) {
     nlohmann::ordered_json j;
     j["model"] = spec.config.name;
-    j["hardware"] = hw.name;
+    j["hardware"] = setup.hardware.name;
     j["gpus"] = o.gpus;
     j["profile"] = profile.name;
     j["profile_hardware"] = profile.hardware;

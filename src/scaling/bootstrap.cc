@@ -49,6 +49,30 @@ uint64_t SplitMix(uint64_t& state) {
 
 }  // namespace
 
+uint64_t StreamSeed(uint64_t seed, uint64_t stream) {
+  if (stream == 0) return seed;
+  uint64_t state = seed ^ (stream * 0xd1b54a32d192ed03ull);
+  return SplitMix(state);
+}
+
+std::vector<int> CanonicalRunOrder(const FitData& data) {
+  const int runs = data.num_runs();
+  // Each run's points as rows of (inputs..., loss, weight), sorted; runs compare by these rows.
+  std::vector<std::vector<std::vector<double>>> rows(runs);
+  for (size_t i = 0; i < data.size(); ++i) {
+    std::vector<double> row;
+    for (const std::vector<double>& input : data.inputs) row.push_back(input[i]);
+    row.push_back(data.loss[i]);
+    row.push_back(data.weight[i]);
+    rows[data.run[i]].push_back(std::move(row));
+  }
+  for (auto& r : rows) std::sort(r.begin(), r.end());
+  std::vector<int> order(runs);
+  for (int r = 0; r < runs; ++r) order[r] = r;
+  std::stable_sort(order.begin(), order.end(), [&](int a, int b) { return rows[a] < rows[b]; });
+  return order;
+}
+
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options) {
   options.Validate();
@@ -58,6 +82,9 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   const int runs = data.num_runs();
   std::vector<std::vector<size_t>> points_of_run(runs);
   for (size_t i = 0; i < data.size(); ++i) points_of_run[data.run[i]].push_back(i);
+  // Draws index runs in a canonical order (by their points' values), so that the resamples, and
+  // every interval, are the same whatever the order of the rows in the file.
+  const std::vector<int> canonical = CanonicalRunOrder(data);
 
   std::vector<std::vector<double>> theta(options.resamples);
   std::vector<char> ok(options.resamples, 0);
@@ -67,7 +94,7 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
       uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
       std::fill(weights.begin(), weights.end(), 0.0);
       for (int draw = 0; draw < runs; ++draw) {
-        const int run = static_cast<int>(SplitMix(state) % static_cast<uint64_t>(runs));
+        const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
         for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
       }
       const SolverResult r =

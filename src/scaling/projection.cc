@@ -152,9 +152,6 @@ double LossAtCompute(const Law& law, const std::vector<double>& theta, double co
       law.name));
 }
 
-namespace {
-
-// The budget at which `theta` reaches `loss` (bisection in log C; the loss falls with C).
 double ComputeForLoss(const Law& law, const std::vector<double>& theta, double loss,
                       double flops_per_param_token) {
   double lo = std::log(1e-10), hi = std::log(1e60);
@@ -170,6 +167,8 @@ double ComputeForLoss(const Law& law, const std::vector<double>& theta, double l
   }
   return std::exp(0.5 * (lo + hi));
 }
+
+namespace {
 
 double Multiplier(const Law& law, const std::vector<double>& base,
                   const std::vector<double>& arm, double c, double k) {

@@ -13,7 +13,7 @@
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/spellcheck.h"
-#include "mosaic/util/toml_util.h"
+#include "mosaic/util/toml_reader.h"
 
 namespace mosaic {
 
@@ -45,83 +45,6 @@ std::optional<BudgetBasis> BudgetBasisFromString(std::string_view text) {
 }
 
 namespace {
-
-
-// Reads the keys of one TOML table, each with its own handler; unknown keys are errors with
-// "did you mean". Handlers receive the node and its location.
-class TableReader {
- public:
-  using Handler = std::function<void(const toml::node&, const SourceLocation&)>;
-
-  TableReader(std::string_view text, const std::string& origin) : text_(text), origin_(origin) {}
-
-  void On(std::string key, Handler handler) { handlers_.emplace(std::move(key), std::move(handler)); }
-
-  void Read(const toml::table& table, std::string_view context) {
-    for (const auto& [key, node] : table) {
-      const std::string name(key.str());
-      SourceLocation where = LocationOf(node, origin_, text_);
-      auto it = handlers_.find(name);
-      if (it == handlers_.end()) {
-        std::vector<std::string> names;
-        for (const auto& [known, unused] : handlers_) names.push_back(known);
-        throw LocatedError(where, fmt::format("unknown key '{}' in {}{}", name, context,
-                                              DidYouMean(name, names)));
-      }
-      it->second(node, where);
-    }
-  }
-
-  SourceLocation Locate(const toml::node& node) const { return LocationOf(node, origin_, text_); }
-
- private:
-  std::string_view text_;
-  std::string origin_;
-  std::map<std::string, Handler> handlers_;
-};
-
-std::string GetString(const toml::node& node, const SourceLocation& where, std::string_view key) {
-  if (auto v = node.as_string()) return v->get();
-  throw FieldError(where, key, TomlValueText(node), fmt::format("{} is a string", key));
-}
-
-int64_t GetPositiveInt(const toml::node& node, const SourceLocation& where, std::string_view key,
-                       int64_t minimum = 1) {
-  auto v = node.as_integer();
-  if (!v) {
-    throw FieldError(where, key, TomlValueText(node),
-                     fmt::format("{} is an integer", key));
-  }
-  if (v->get() < minimum) {
-    throw FieldError(where, key, std::to_string(v->get()), fmt::format("{} >= {}", key, minimum));
-  }
-  return v->get();
-}
-
-double GetNumber(const toml::node& node, const SourceLocation& where, std::string_view key) {
-  if (auto v = node.as_floating_point()) return v->get();
-  if (auto v = node.as_integer()) return static_cast<double>(v->get());
-  throw FieldError(where, key, TomlValueText(node),
-                   fmt::format("{} is a number", key));
-}
-
-const toml::table& GetTable(const toml::node& node, const SourceLocation& where,
-                            std::string_view key) {
-  if (auto t = node.as_table()) return *t;
-  throw FieldError(where, key, TomlValueText(node),
-                   fmt::format("{} is a table", key));
-}
-
-// [[key]] arrays of tables.
-const toml::array& GetTableArray(const toml::node& node, const SourceLocation& where,
-                                 std::string_view key) {
-  auto array = node.as_array();
-  if (array == nullptr || !array->is_array_of_tables()) {
-    throw FieldError(where, key, TomlValueText(node),
-                     fmt::format("{} is an array of tables ([[{}]])", key, key));
-  }
-  return *array;
-}
 
 // A `set = { field = value, ... }` table: model field overrides, checked against the field table.
 std::vector<ArmOverride> ReadOverrides(const toml::table& table, const TableReader& reader) {
@@ -312,6 +235,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
       study.cadence.push_back(rule);
     }
   });
+  AddDecisionHandlers(reader, study.decision);
   reader.Read(root, "the study");
 
   SourceLocation file;
@@ -337,6 +261,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     }
   }
   if (study.title.empty()) study.title = study.name;
+  ValidateDecisionSpec(study);
   return study;
 }
 

@@ -3,7 +3,10 @@
 // draw), so that the checkpoints of one run stay together. Each resample is refitted by the
 // solver warm-started from the full fit (one start, the full objective). Intervals are
 // percentile intervals with linear interpolation between order statistics (numpy's default).
-// Deterministic: resample b uses its own generator seeded from (seed, b), whatever the threads.
+// Deterministic: resample b uses its own generator seeded from (seed, b), whatever the threads,
+// and draws from the runs in a canonical order (CanonicalRunOrder), so that the same data in any
+// row order gives the same resamples and intervals. Two arms are resampled independently: give
+// each its own seed stream (StreamSeed).
 #pragma once
 
 #include <cstdint>
@@ -35,6 +38,14 @@ struct BootstrapResult {
   double confidence = 0.95;
   std::vector<Interval> params;            // per law parameter, value space
 };
+
+// The seed of an independent stream `stream` derived from `seed` (stream 0 is `seed` itself):
+// the base arm of a comparison uses stream 0, the compared arm stream 1.
+uint64_t StreamSeed(uint64_t seed, uint64_t stream);
+
+// The runs of `data` sorted by their points (each run's rows of inputs, loss and weight, sorted,
+// compared lexicographically); identical runs keep their order and are interchangeable.
+std::vector<int> CanonicalRunOrder(const FitData& data);
 
 // The two-sided percentile interval of `values` at `confidence` (values are copied and sorted).
 Interval PercentileInterval(std::vector<double> values, double confidence);

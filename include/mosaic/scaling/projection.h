@@ -61,6 +61,12 @@ FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
 double LossAtCompute(const Law& law, const std::vector<double>& theta, double compute_flops,
                      double flops_per_param_token = 6);
 
+// The budget C at which `theta` reaches `loss` (bisection in log C over [1e-10, 1e60], to a
+// relative 1e-13; the loss falls with C): INFINITY when the law never gets that low, 0 when it is
+// below `loss` everywhere. Throws InputError for laws LossAtCompute refuses.
+double ComputeForLoss(const Law& law, const std::vector<double>& theta, double loss,
+                      double flops_per_param_token = 6);
+
 struct Comparison {
   double compute_flops = 0;
   double base_loss = 0;
@@ -72,7 +78,9 @@ struct Comparison {
 };
 
 // Compares `arm` against `base` at `compute_flops`. The bootstraps, when both are given, are
-// paired resample by resample for the intervals.
+// combined resample by resample for the intervals; they must be drawn independently (each arm
+// with its own seed stream, StreamSeed), so that this pairing is a random one and no interval
+// depends on the order of either file's rows.
 Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary& arm,
                        double compute_flops, double tokens_per_s_ratio,
                        const BootstrapResult* base_bootstrap, const BootstrapResult* arm_bootstrap,

@@ -10,6 +10,7 @@
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
+#include "mosaic/study/decision_spec.h"
 
 namespace mosaic {
 
@@ -74,6 +75,9 @@ struct StudyConfig {
   double peak_flops_per_gpu = 0;       // FLOP/s, dense bf16 (planning convention)
   double assumed_mfu = 0;              // fraction, e.g. 0.15
   FlopConvention flop_convention = FlopConvention::kLevanterTable;
+
+  // The optional decision sections (study/decision_spec.h), read by `mosaic decide`.
+  DecisionSpec decision;
 };
 
 // Names of the embedded studies (data/studies/*.toml), sorted.
@@ -84,7 +88,8 @@ inline constexpr std::string_view kDefaultStudy = "fsdp-vs-ep";
 
 // Loads a study from a TOML file path, or an embedded study by name. Throws InputError with
 // file:line:col, field, value and rule on any problem (syntax, unknown key with "did you mean",
-// wrong type, non-positive counts, MFU outside (0, 1], empty rungs or arms).
+// wrong type, non-positive counts, MFU outside (0, 1], empty rungs or arms, and in the decision
+// sections an arm or rung the study does not have).
 StudyConfig LoadStudy(std::string_view name_or_path);
 
 // Parses study TOML text; `origin` names it in messages.

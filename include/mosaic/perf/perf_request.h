@@ -1,0 +1,71 @@
+// A performance-model request as a user states it (model, device, GPU count, batch, sequence
+// length, number format, routing, profile) turned into everything the step model and the layout
+// search need: the loaded model and its shape, the cluster, the profile and the job. One path for
+// `mosaic perf`, the decision and co-design jobs and the Python package.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/perf/dropping.h"
+#include "mosaic/perf/search.h"
+#include "mosaic/perf/step_model.h"
+#include "mosaic/util/field_override.h"
+
+#include <nlohmann/json.hpp>
+
+namespace mosaic {
+
+struct PerfRequest {
+  std::string model;                    // preset name or model TOML path
+  std::vector<FieldOverride> model_sets;     // model field overrides
+  std::vector<FieldOverride> hardware_sets;  // device field overrides
+  std::string hardware;                 // device preset or TOML path
+  int64_t gpus = 0;
+  int64_t batch = 0;                    // global batch, sequences per step
+  int64_t seq = 4096;                   // tokens per sequence
+  NumberFormat format = NumberFormat::kBf16;
+  std::optional<RoutingPolicy> routing; // nullopt: capacity when capacity_factor > 0, else dropless
+  double capacity_factor = 0;           // 0: none given (1.0 is used where a policy needs one)
+  std::string profile;                  // "" = the device's default profile
+  std::string profiles_file;            // "" = the shipped profiles
+  int64_t bp_segment_loops = 0;
+};
+
+// What the step model and the search take, built once per request.
+struct PerfSetup {
+  ModelSpec spec;
+  HardwareSpec hardware;
+  Cluster cluster;
+  ProfileSet profiles;
+  PerfProfile profile;
+  PerfJob job;
+  ModelShape shape;
+  DropParams drop;
+};
+
+// Loads the model, device and profiles and builds the job. Throws InputError for an unknown or
+// invalid model, device or profile (with "did you mean"), gpus or batch < 1, or a number format
+// the device has no peak for (fp8 without peak_fp8_tflops; mxfp8 without MXFP8 tensor cores).
+PerfSetup PreparePerf(const PerfRequest& request);
+
+// Parses `layout_text` (layout.h grammar), checks it against the model and job, and evaluates
+// one step. Throws InputError naming the layout, the violated constraint and its rule.
+struct LayoutEstimate {
+  Layout layout;
+  StepEstimate estimate;
+};
+LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text);
+
+// Every feasible layout ranked by tokens/s per GPU (search.h).
+SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options = {});
+
+// The estimate as JSON: layout, step time, tokens/s per GPU, MFU, memory and time breakdowns
+// (seconds and bytes per GPU), dropped share; the field names of `mosaic perf --json`.
+nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
+
+}  // namespace mosaic

@@ -1,0 +1,666 @@
+#include "mosaic/decision/decision.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "mosaic/model/flops.h"
+#include "mosaic/runs/health.h"
+#include "mosaic/runs/run.h"
+#include "mosaic/scaling/data_table.h"
+#include "mosaic/scaling/projection.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/embedded_data.h"
+#include "mosaic/util/number_format.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_reader.h"
+
+namespace mosaic {
+
+const RungResult* Decision::Find(const std::string& arm, int64_t d_model) const {
+  for (const RungResult& r : results) {
+    if (r.arm == arm && r.d_model == d_model) return &r;
+  }
+  return nullptr;
+}
+
+namespace {
+
+using scaling::FitData;
+using scaling::Interval;
+using scaling::Law;
+
+const LadderRow& PlanRow(const LadderPlan& plan, const std::string& arm, int64_t d_model) {
+  for (const LadderRow& row : plan.rows) {
+    if (row.arm == arm && row.d_model == d_model) return row;
+  }
+  throw std::logic_error("no ladder row for " + arm);  // validated arms and rungs always have one
+}
+
+// A file named by the study: on disk, else among the embedded data files (an embedded study's
+// paths start with data/).
+std::string ReadStudyFile(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_regular_file(path, ec)) return ReadFile(path);
+  if (path.starts_with("data/")) {
+    if (auto text = FindEmbeddedFile(std::string_view(path).substr(5))) return std::string(*text);
+  }
+  return ReadFile(path);  // throws InputError naming the path
+}
+
+SourceLocation CellLocation(const scaling::DataTable& table, int column, size_t row) {
+  SourceLocation where;
+  where.origin = table.origin;
+  where.line = table.line[row];
+  where.column = table.cell_column[column][row];
+  where.source_line = table.line_text[row];
+  return where;
+}
+
+std::optional<double> OptionalNumber(const scaling::DataTable& table, int column, size_t row,
+                                     std::string_view rule_name, bool fraction) {
+  if (column < 0) return std::nullopt;
+  const std::string& text = table.text[column][row];
+  if (text.empty()) return std::nullopt;
+  const double v = table.values[column][row];
+  const bool ok = std::isfinite(v) && (fraction ? v >= 0 && v <= 1 : v > 0);
+  if (!ok) {
+    throw FieldError(CellLocation(table, column, row), table.names[column], text,
+                     fraction ? fmt::format("{} is blank or a fraction in [0, 1]", rule_name)
+                              : fmt::format("{} is blank or a finite number > 0", rule_name));
+  }
+  return v;
+}
+
+void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
+                    std::vector<RungResult>& results) {
+  const scaling::DataTable table = scaling::ParseCsv(ReadStudyFile(spec.csv), spec.csv);
+  const int arm = table.Require(spec.arm_column, "the arm of each result");
+  const int d = table.Require(spec.d_model_column, "the rung (d_model) of each result");
+  const int dropless = table.Find(spec.dropless_column);
+  const int with_drop = table.Find(spec.with_drop_column);
+  if (dropless < 0 && with_drop < 0) {
+    throw InputError(fmt::format("{}: no loss column: the results need {} or {} (columns: {})",
+                                 spec.csv, spec.dropless_column, spec.with_drop_column,
+                                 fmt::join(table.names, ", ")));
+  }
+  const int dropped = table.Find(spec.dropped_column);
+  const int run = table.Find(spec.run_column);
+  std::vector<std::string> arms;
+  for (const Arm& a : study.arms) arms.push_back(a.name);
+  for (size_t i = 0; i < table.rows(); ++i) {
+    RungResult r;
+    r.arm = table.text[arm][i];
+    if (std::find(arms.begin(), arms.end(), r.arm) == arms.end()) {
+      throw FieldError(CellLocation(table, arm, i), table.names[arm], r.arm,
+                       fmt::format("{} names an arm of the study ({}){}", table.names[arm],
+                                   fmt::join(arms, ", "), DidYouMean(r.arm, arms)));
+    }
+    const double dv = table.values[d][i];
+    const auto rung = std::find_if(study.rungs.begin(), study.rungs.end(),
+                                   [&](const Rung& g) { return g.d_model == dv; });
+    if (rung == study.rungs.end()) {
+      std::vector<std::string> rungs;
+      for (const Rung& g : study.rungs) rungs.push_back(std::to_string(g.d_model));
+      throw FieldError(CellLocation(table, d, i), table.names[d], table.text[d][i],
+                       fmt::format("{} names a rung of the study ({})", table.names[d],
+                                   fmt::join(rungs, ", ")));
+    }
+    r.d_model = rung->d_model;
+    r.loss_dropless = OptionalNumber(table, dropless, i, "a loss", false);
+    r.loss_with_drop = OptionalNumber(table, with_drop, i, "a loss", false);
+    r.dropped_share = OptionalNumber(table, dropped, i, "the dropped share", true);
+    if (run >= 0) r.run = table.text[run][i];
+    r.source = fmt::format("{}:{}", spec.csv, table.line[i]);
+    for (const RungResult& other : results) {
+      if (other.arm == r.arm && other.d_model == r.d_model) {
+        throw LocatedError(CellLocation(table, arm, i),
+                           fmt::format("a second row for arm {} at d_model {} (first at {}); "
+                                       "give one row per arm and rung",
+                                       r.arm, r.d_model, other.source));
+      }
+    }
+    if (!r.loss_dropless && !r.loss_with_drop) continue;  // a row kept for its notes only
+    results.push_back(std::move(r));
+  }
+}
+
+// The mean of the last k finite values of `tag` in `run`.
+std::optional<double> LastKMean(const runs::Run& run, const std::string& tag, int64_t last_k,
+                                bool required, const std::string& where) {
+  const runs::TimeSeries* series = run.FindSeries(tag);
+  if (series == nullptr) {
+    if (!required) return std::nullopt;
+    const std::vector<std::string> tags = run.Tags();
+    throw InputError(fmt::format("{}: run {} has no tag '{}'{}", where, run.name, tag,
+                                 DidYouMean(tag, tags)));
+  }
+  double sum = 0;
+  int64_t n = 0;
+  for (auto it = series->points.rbegin(); it != series->points.rend() && n < last_k; ++it) {
+    if (std::isfinite(it->value)) {
+      sum += it->value;
+      ++n;
+    }
+  }
+  if (n == 0) {
+    if (!required) return std::nullopt;
+    throw InputError(fmt::format("{}: run {}, tag '{}' has no finite value", where, run.name, tag));
+  }
+  return sum / static_cast<double>(n);
+}
+
+bool IsAnomaly(runs::FindingKind kind) {
+  switch (kind) {
+    case runs::FindingKind::kNonFinite:
+    case runs::FindingKind::kSkippedUpdate:
+    case runs::FindingKind::kSpike:
+      return true;
+    case runs::FindingKind::kRestart:
+    case runs::FindingKind::kStepGap:
+    case runs::FindingKind::kStall:
+    case runs::FindingKind::kDamaged:
+    case runs::FindingKind::kUnreadableFile:
+      return false;
+  }
+  return false;
+}
+
+void LoadLogResults(const StudyConfig& study, const ResultsSpec& spec,
+                    std::vector<RungResult>& results, std::vector<std::string>& notes) {
+  std::map<std::string, runs::RunDirectory> directories;
+  for (const runs::RunDirectory& dir : runs::DiscoverRuns(spec.logs)) {
+    directories.emplace(dir.name, dir);
+  }
+  std::vector<std::string> names;
+  for (const auto& [name, unused] : directories) names.push_back(name);
+  const std::string where = fmt::format("{} [results]", study.origin);
+  std::vector<LogRunSpec> wanted = spec.runs;
+  if (!spec.run_pattern.empty()) {
+    for (const Arm& arm : study.arms) {
+      for (const Rung& rung : study.rungs) {
+        std::string name = spec.run_pattern;
+        for (auto [key, value] : {std::pair<std::string, std::string>{"{arm}", arm.name},
+                                  {"{d_model}", std::to_string(rung.d_model)}}) {
+          for (size_t at = name.find(key); at != std::string::npos; at = name.find(key, at)) {
+            name.replace(at, key.size(), value);
+            at += value.size();
+          }
+        }
+        wanted.push_back({arm.name, rung.d_model, name, spec.where});
+      }
+    }
+  }
+  for (const LogRunSpec& w : wanted) {
+    auto it = directories.find(w.run);
+    if (it == directories.end()) {
+      if (spec.run_pattern.empty()) {
+        throw FieldError(w.where, "run", "\"" + w.run + "\"",
+                         fmt::format("run names a run in {} (as `mosaic runs` prints it){}",
+                                     fmt::join(spec.logs, ", "), DidYouMean(w.run, names)));
+      }
+      notes.push_back(fmt::format("no run {} in {}: {} has no result at d{}", w.run,
+                                  fmt::join(spec.logs, ", "), w.arm, w.d_model));
+      continue;
+    }
+    const runs::Run run = runs::LoadRun(it->second, {});
+    RungResult r;
+    r.arm = w.arm;
+    r.d_model = w.d_model;
+    r.run = w.run;
+    const double loss = *LastKMean(run, spec.tag, spec.last_k, true, where);
+    (spec.loss == DecisionLoss::kDropless ? r.loss_dropless : r.loss_with_drop) = loss;
+    if (!spec.dropped_tag.empty()) {
+      r.dropped_share = LastKMean(run, spec.dropped_tag, spec.last_k, false, where);
+    }
+    r.source = fmt::format("{} ({} {})", it->second.directory, spec.tag,
+                           spec.last_k == 1 ? "final value"
+                                            : fmt::format("mean of the last {}", spec.last_k));
+    for (const runs::Finding& f : runs::CheckHealth(run)) {
+      if (IsAnomaly(f.kind)) r.anomalies.push_back(fmt::format("{}: {}", w.run, f.message));
+    }
+    results.push_back(std::move(r));
+  }
+  std::stable_sort(results.begin(), results.end(), [&](const RungResult& a, const RungResult& b) {
+    auto arm_index = [&](const std::string& name) {
+      for (size_t i = 0; i < study.arms.size(); ++i) {
+        if (study.arms[i].name == name) return i;
+      }
+      return study.arms.size();
+    };
+    return std::make_pair(arm_index(a.arm), a.d_model) < std::make_pair(arm_index(b.arm), b.d_model);
+  });
+}
+
+// Fits `law` to the arm's losses at `rungs`.
+ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64_t>& rungs,
+              uint64_t stream, const DecideOptions& options) {
+  const DecisionSpec& spec = d.study.decision;
+  const DecisionLoss which = spec.results->loss;
+  ArmFit af;
+  af.arm = arm;
+  FitData data;
+  data.origin = spec.results->csv.empty() ? fmt::format("{}", fmt::join(spec.results->logs, ", "))
+                                          : spec.results->csv;
+  for (const scaling::LawInput& in : d.law.inputs) data.input_names.push_back(in.name);
+  data.inputs.resize(d.law.inputs.size());
+  for (int64_t rung : rungs) {
+    const RungResult* r = d.Find(arm, rung);
+    if (r == nullptr || !r->Loss(which)) continue;
+    const LadderRow& row = PlanRow(d.plan, arm, rung);
+    for (size_t i = 0; i < d.law.inputs.size(); ++i) {
+      const std::string& name = d.law.inputs[i].name;
+      data.inputs[i].push_back(name == "C"   ? r->compute_flops
+                               : name == "N" ? static_cast<double>(row.active_params)
+                                             : static_cast<double>(row.token_budget));
+    }
+    data.loss.push_back(*r->Loss(which));
+    data.weight.push_back(1);
+    data.run.push_back(static_cast<int>(data.run_names.size()));
+    data.run_names.push_back(fmt::format("{} d{}", arm, rung));
+    data.line.push_back(0);
+    af.rungs.push_back(rung);
+  }
+  if (data.size() == 0) {
+    af.why_not = fmt::format("no {} loss of {} at the fitted rungs", ToString(which), arm);
+    return af;
+  }
+  scaling::FitOptions fo;
+  fo.pins = spec.fit.pins;
+  fo.multistart.threads = options.threads;
+  fo.subset_rule = fmt::format("{} losses of {} at d{}", ToString(which), arm,
+                               fmt::join(af.rungs, ", d"));
+  try {
+    af.fit = scaling::Fit(d.law, data, fo);
+  } catch (const InputError& error) {
+    af.why_not = fmt::format("{} cannot be fitted: {}", arm, error.what());
+    return af;
+  }
+  if (!af.fit.ok()) {
+    af.why_not = fmt::format("the fit of {} did not converge: {}", arm, af.fit.message);
+    return af;
+  }
+  af.fitted = true;
+  // With one run every resample is the data itself: no interval to report.
+  if (spec.fit.bootstrap > 0 && data.num_runs() >= 2) {
+    scaling::BootstrapOptions b;
+    b.resamples = static_cast<int>(spec.fit.bootstrap);
+    b.seed = scaling::StreamSeed(spec.fit.seed, stream);
+    b.confidence = spec.fit.confidence;
+    b.threads = options.threads;
+    af.bootstrap = scaling::Bootstrap(d.law, data, fo, af.fit, b);
+  }
+  return af;
+}
+
+std::string SettleRun(const Decision& d, const std::string& arm, int64_t d_model) {
+  const LadderRow& row = PlanRow(d.plan, arm, d_model);
+  return fmt::format("train {} at d{}: {} steps, {} tokens on {} {} (~{:.1f} h at the study's "
+                     "{:g}% MFU)",
+                     arm, d_model, FormatThousands(row.steps), FormatCount(static_cast<double>(row.token_budget)),
+                     row.racks, row.racks == 1 ? "rack" : "racks", row.est_hours,
+                     100 * d.study.assumed_mfu);
+}
+
+double TargetCompute(const Decision& d, std::string& rule) {
+  const DecisionSpec& spec = d.study.decision;
+  if (!spec.target) {
+    rule = "no [target]";
+    return 0;
+  }
+  const TargetSpec& t = *spec.target;
+  if (t.compute_flops > 0) {
+    rule = "[target] compute_flops";
+    return t.compute_flops;
+  }
+  const std::string& default_arm = spec.rule->default_arm;
+  for (const TargetArm& a : t.arms) {
+    if (a.arm != default_arm) continue;
+    const ModelSpec model = LoadModel(a.model);
+    const int64_t seq = t.seq_len > 0 ? t.seq_len : d.study.seq_len;
+    const FlopCount flops = CountFlops(model.config, {d.study.flop_convention, seq});
+    rule = fmt::format("3 × {} forward FLOPs per token of {} ({}) × {} tokens",
+                       FormatThousands(flops.forward_flops_per_token), a.model,
+                       ToString(d.study.flop_convention), FormatCount(t.tokens));
+    return flops.train_flops_per_token() * t.tokens;
+  }
+  rule = fmt::format("no [[target.arms]] model for the default arm {} (or [target] compute_flops)",
+                     default_arm);
+  return 0;
+}
+
+ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_arm,
+                              const std::string& arm) {
+  ArmThroughput t;
+  t.arm = arm;
+  if (target_arm == nullptr) {
+    t.why_not = fmt::format("no [[target.arms]] entry for {}", arm);
+    return t;
+  }
+  const TargetSpec& target = *study.decision.target;
+  PerfRequest request;
+  request.model = target_arm->model;
+  request.hardware = target.hardware;
+  request.gpus = target.gpus;
+  request.batch = target.batch_seqs;
+  request.seq = target.seq_len > 0 ? target.seq_len : study.seq_len;
+  request.format = *NumberFormatFromString(target.format);
+  if (target_arm->routing != "auto") request.routing = RoutingPolicyFromString(target_arm->routing);
+  request.capacity_factor = target_arm->capacity_factor;
+  request.profile = target.profile;
+  PerfSetup setup;
+  try {
+    setup = PreparePerf(request);
+  } catch (const InputError& error) {
+    throw LocatedError(target_arm->where, fmt::format("[[target.arms]] {}: {}", arm, error.what()));
+  }
+  if (study.decision.throughput.layout == "arm") {
+    try {
+      t.estimate = EvaluateLayout(setup, target_arm->layout);
+    } catch (const InputError& error) {
+      throw LocatedError(target_arm->where,
+                         fmt::format("[[target.arms]] {}: {}", arm, error.what()));
+    }
+    t.source = fmt::format("mosaic model, the arm's layout {}", ToString(t.estimate->layout));
+    if (!t.estimate->estimate.fits) {
+      t.why_not = fmt::format("{}'s layout {} does not fit in memory ({:.1f} GB of {:.1f} GB)",
+                              arm, ToString(t.estimate->layout),
+                              t.estimate->estimate.memory.peak_bytes / 1e9,
+                              t.estimate->estimate.capacity_bytes / 1e9);
+      return t;
+    }
+  } else {
+    SearchOptions so;
+    so.top = 1;
+    const SearchResult result = SearchBestLayouts(setup, so);
+    if (result.best.empty()) {
+      t.why_not = fmt::format("no layout of {} fits on {} × {} ({} do not divide, {} exceed a "
+                              "domain, {} out of memory)",
+                              arm, target.gpus, setup.hardware.name, result.rejected[0],
+                              result.rejected[1], result.rejected[2]);
+      return t;
+    }
+    t.estimate = LayoutEstimate{result.best[0].layout, result.best[0].estimate};
+    t.source = fmt::format("mosaic model, best of {} feasible layouts: {}", result.feasible(),
+                           ToString(t.estimate->layout));
+  }
+  t.known = true;
+  t.tokens_per_s_per_gpu = t.estimate->estimate.tokens_per_s_per_gpu;
+  t.mfu = t.estimate->estimate.mfu;
+  t.dropped_share = t.estimate->estimate.dropped_fraction;
+  return t;
+}
+
+void Evaluate(const Decision& d, Scenario& s, const std::vector<CriterionResult>& shared) {
+  const DecisionSpec& spec = d.study.decision;
+  const RuleSpec& rule = *spec.rule;
+  const ArmThroughput* def = nullptr;
+  const ArmThroughput* ch = nullptr;
+  for (const ArmThroughput& a : s.arms) {
+    if (a.arm == rule.default_arm) def = &a;
+    if (a.arm == rule.challenger) ch = &a;
+  }
+  AdvantageInputs in;
+  in.effective_compute = d.effective_compute;
+  in.effective_compute_interval = d.effective_compute_interval;
+  in.missing_fit = d.missing_fit;
+  in.throughput_source = s.name;
+  if (def == nullptr || !def->known || ch == nullptr || !ch->known) {
+    std::vector<std::string> why;
+    if (def == nullptr || !def->known) {
+      why.push_back(def == nullptr ? "no tokens/s of " + rule.default_arm : def->why_not);
+    }
+    if (ch == nullptr || !ch->known) {
+      why.push_back(ch == nullptr ? "no tokens/s of " + rule.challenger : ch->why_not);
+    }
+    in.missing_throughput = fmt::format("{}", fmt::join(why, "; "));
+  } else {
+    s.tokens_per_s_ratio = ch->tokens_per_s_per_gpu / def->tokens_per_s_per_gpu;
+    in.tokens_per_s_ratio = s.tokens_per_s_ratio;
+    if (d.effective_compute) {
+      s.wall_clock = *d.effective_compute * *s.tokens_per_s_ratio;
+      if (d.effective_compute_interval) {
+        s.wall_clock_interval = Interval{d.effective_compute_interval->low * *s.tokens_per_s_ratio,
+                                         d.effective_compute_interval->high * *s.tokens_per_s_ratio};
+      }
+      const double c = d.target_compute_flops;
+      const double l_default = scaling::LossAtCompute(d.law, d.fits[0].fit.theta, c);
+      const double l_challenger =
+          scaling::LossAtCompute(d.law, d.fits[1].fit.theta, c * *s.tokens_per_s_ratio);
+      s.loss_advantage = (l_default - l_challenger) / l_default;
+      in.loss_advantage = s.loss_advantage;
+    }
+  }
+  for (const std::string& name : rule.criteria) {
+    if (name == "projected_advantage") {
+      s.criteria.push_back(ProjectedAdvantage(in, rule));
+      continue;
+    }
+    for (const CriterionResult& c : shared) {
+      if (c.name == name) s.criteria.push_back(c);
+    }
+  }
+  s.verdict = ApplyRule(s.criteria, rule);
+}
+
+}  // namespace
+
+Decision Decide(const StudyConfig& study, const DecideOptions& options) {
+  const DecisionSpec& spec = study.decision;
+  const SourceLocation file = FileLocation(study.origin);
+  if (!spec.results) {
+    throw LocatedError(file, "the study has no [results] (csv = \"FILE\" or logs = [\"DIR\"]); "
+                             "`mosaic decide` needs each arm's losses");
+  }
+  if (!spec.rule) {
+    throw LocatedError(file, "the study has no [rule] (default, challenger, threshold, criteria)");
+  }
+  Decision d;
+  d.study = study;
+  d.plan = PlanLadder(study);
+  if (spec.results->csv.empty()) {
+    LoadLogResults(study, *spec.results, d.results, d.result_notes);
+    d.logs_read = true;
+  } else {
+    LoadCsvResults(study, *spec.results, d.results);
+  }
+  for (RungResult& r : d.results) {
+    r.compute_flops = PlanRow(d.plan, study.arms[0].name, r.d_model).train_flops;
+  }
+  const RuleSpec& rule = *spec.rule;
+  const DecisionLoss which = spec.results->loss;
+  d.law = scaling::FindLaw(spec.fit.law);
+  try {
+    scaling::PinnedTheta(d.law, spec.fit.pins);
+  } catch (const InputError& error) {
+    throw InputError(fmt::format("{} [fit] pin: {}", study.origin, error.what()));
+  }
+
+  // Rungs to fit: those where both compared arms have the deciding loss, or each arm's own.
+  std::vector<int64_t> common, all;
+  for (const Rung& rung : study.rungs) {
+    all.push_back(rung.d_model);
+    const RungResult* a = d.Find(rule.default_arm, rung.d_model);
+    const RungResult* b = d.Find(rule.challenger, rung.d_model);
+    if (a && b && a->Loss(which) && b->Loss(which)) common.push_back(rung.d_model);
+  }
+  const std::vector<int64_t>& fit_rungs = spec.fit.rungs == "common" ? common : all;
+  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, 0, options));
+  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, 1, options));
+  d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
+  const ArmFit& base = d.fits[0];
+  const ArmFit& challenger = d.fits[1];
+  if (!base.fitted || !challenger.fitted) {
+    d.missing_fit = !base.fitted ? base.why_not : challenger.why_not;
+    if (spec.fit.rungs == "common" && common.empty()) {
+      d.missing_fit = fmt::format("{} and {} have no rung in common with a {} loss", rule.default_arm,
+                                  rule.challenger, ToString(which));
+    }
+  } else if (d.target_compute_flops <= 0) {
+    d.missing_fit = "no target budget: " + d.target_compute_rule;
+  } else {
+    const scaling::Comparison c = scaling::CompareArms(
+        d.law, base.fit, challenger.fit, d.target_compute_flops, 1.0,
+        base.bootstrap ? &*base.bootstrap : nullptr,
+        challenger.bootstrap ? &*challenger.bootstrap : nullptr, spec.fit.confidence);
+    d.effective_compute = c.multiplier;
+    d.effective_compute_interval = c.multiplier_interval;
+    for (ArmFit& f : d.fits) {
+      f.target_loss = scaling::LossAtCompute(d.law, f.fit.theta, d.target_compute_flops);
+      if (f.bootstrap && !f.bootstrap->theta.empty()) {
+        std::vector<double> losses;
+        for (const auto& th : f.bootstrap->theta) {
+          losses.push_back(scaling::LossAtCompute(d.law, th, d.target_compute_flops));
+        }
+        f.target_loss_interval = scaling::PercentileInterval(std::move(losses), spec.fit.confidence);
+      }
+    }
+  }
+
+  // Sensitivity: the same projection with each arm fitted on every rung it ran.
+  if (spec.fit.rungs == "common" && d.target_compute_flops > 0) {
+    DecideOptions quiet = options;
+    Decision all_rungs;
+    all_rungs.study = d.study;
+    all_rungs.plan = d.plan;
+    all_rungs.results = d.results;
+    all_rungs.law = d.law;
+    all_rungs.study.decision.fit.bootstrap = 0;
+    const ArmFit a = FitArm(all_rungs, rule.default_arm, all, 0, quiet);
+    const ArmFit b = FitArm(all_rungs, rule.challenger, all, 1, quiet);
+    if (a.fitted && b.fitted && (a.rungs != d.fits[0].rungs || b.rungs != d.fits[1].rungs)) {
+      d.effective_compute_all_rungs =
+          scaling::CompareArms(d.law, a.fit, b.fit, d.target_compute_flops, 1.0, nullptr, nullptr,
+                               spec.fit.confidence)
+              .multiplier;
+      d.all_rungs_note = fmt::format("{} on d{}, {} on d{}", a.arm, fmt::join(a.rungs, ", d"),
+                                     b.arm, fmt::join(b.rungs, ", d"));
+    }
+  }
+
+  // Effective compute at each rung where an arm and the default both have a loss.
+  if (base.fitted) {
+    for (const RungResult& r : d.results) {
+      if (r.arm == rule.default_arm || !r.Loss(which)) continue;
+      const RungResult* def = d.Find(rule.default_arm, r.d_model);
+      if (def == nullptr || !def->Loss(which)) continue;
+      const double c_def = scaling::ComputeForLoss(d.law, base.fit.theta, *def->Loss(which));
+      const double c_arm = scaling::ComputeForLoss(d.law, base.fit.theta, *r.Loss(which));
+      d.rung_multipliers.push_back({r.arm, r.d_model, c_arm / c_def});
+    }
+  }
+
+  if (spec.noise) {
+    NoiseSummary n;
+    n.spec = *spec.noise;
+    const RungResult* def = d.Find(rule.default_arm, n.spec.d_model);
+    if (def && def->Loss(which)) {
+      n.default_loss = *def->Loss(which);
+    } else if (base.fitted) {
+      n.default_loss = scaling::LossAtCompute(
+          d.law, base.fit.theta, PlanRow(d.plan, study.arms[0].name, n.spec.d_model).train_flops);
+    }
+    if (base.fitted && n.default_loss > 0) {
+      n.derived_effective_compute =
+          scaling::ComputeForLoss(d.law, base.fit.theta, n.default_loss) /
+              scaling::ComputeForLoss(d.law, base.fit.theta, n.default_loss + n.spec.loss_spread) -
+          1;
+    }
+    n.used_effective_compute =
+        n.spec.effective_compute_spread > 0 ? n.spec.effective_compute_spread
+                                            : n.derived_effective_compute;
+    if (d.effective_compute && n.used_effective_compute > 0) {
+      d.inside_noise = std::abs(*d.effective_compute - 1) < n.used_effective_compute;
+    }
+    d.noise = n;
+  }
+
+  // Criteria that do not depend on the throughput source.
+  std::vector<CriterionResult> shared;
+  const int64_t largest = std::max_element(study.rungs.begin(), study.rungs.end(),
+                                           [](const Rung& a, const Rung& b) {
+                                             return a.d_model < b.d_model;
+                                           })->d_model;
+  {
+    LargestRungInputs in;
+    in.d_model = largest;
+    if (const RungResult* r = d.Find(rule.default_arm, largest)) in.default_loss = r->Loss(which);
+    if (const RungResult* r = d.Find(rule.challenger, largest)) in.challenger_loss = r->Loss(which);
+    in.settle_default = SettleRun(d, rule.default_arm, largest);
+    in.settle_challenger = SettleRun(d, rule.challenger, largest);
+    if (!common.empty()) {
+      in.common_d_model = common.back();
+      in.common_default_loss = *d.Find(rule.default_arm, common.back())->Loss(which);
+      in.common_challenger_loss = *d.Find(rule.challenger, common.back())->Loss(which);
+    }
+    if (spec.noise) in.loss_spread = spec.noise->loss_spread;
+    shared.push_back(WinsAtLargestRung(in, rule));
+  }
+  shared.push_back(ContextExtensionSmooth(spec.context_extension, rule, largest));
+  {
+    std::vector<std::string> anomalies;
+    int runs_read = 0;
+    for (const RungResult& r : d.results) {
+      if (r.arm != rule.challenger) continue;
+      ++runs_read;
+      anomalies.insert(anomalies.end(), r.anomalies.begin(), r.anomalies.end());
+    }
+    shared.push_back(NoAnomalies(d.logs_read, runs_read, anomalies, rule));
+  }
+
+  // One scenario per throughput source.
+  if (!spec.throughput.measured.empty()) {
+    Scenario s;
+    s.name = "measured";
+    s.description = "measured tokens/s ([[throughput.measured]])";
+    for (const Arm& arm : study.arms) {
+      ArmThroughput t;
+      t.arm = arm.name;
+      t.why_not = fmt::format("no measured tokens/s of {}", arm.name);
+      for (const MeasuredThroughput& m : spec.throughput.measured) {
+        if (m.arm != arm.name) continue;
+        t.known = true;
+        t.why_not.clear();
+        t.tokens_per_s_per_gpu = m.tokens_per_s / static_cast<double>(m.gpus);
+        t.mfu = m.mfu;
+        t.dropped_share = m.dropped_share;
+        t.source = m.source;
+      }
+      s.arms.push_back(std::move(t));
+    }
+    d.scenarios.push_back(std::move(s));
+  }
+  if (spec.throughput.model) {
+    Scenario s;
+    s.name = "model";
+    const TargetSpec& t = *spec.target;
+    s.description = fmt::format("mosaic's performance model on {} × {}, batch {} × {}, {} ({})",
+                                t.gpus, t.hardware, t.batch_seqs,
+                                t.seq_len > 0 ? t.seq_len : study.seq_len, t.format,
+                                spec.throughput.layout == "search" ? "best layout per arm"
+                                                                   : "each arm's own layout");
+    for (const Arm& arm : study.arms) {
+      const TargetArm* target_arm = nullptr;
+      for (const TargetArm& a : t.arms) {
+        if (a.arm == arm.name) target_arm = &a;
+      }
+      s.arms.push_back(ModelThroughput(study, target_arm, arm.name));
+    }
+    d.scenarios.push_back(std::move(s));
+  }
+  if (d.scenarios.empty()) {
+    Scenario s;
+    s.name = "none";
+    s.description = "no throughput given ([throughput] has no measured rows and model = false)";
+    d.scenarios.push_back(std::move(s));
+  }
+  for (Scenario& s : d.scenarios) Evaluate(d, s, shared);
+  return d;
+}
+
+}  // namespace mosaic

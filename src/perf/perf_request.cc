@@ -1,0 +1,104 @@
+#include "mosaic/perf/perf_request.h"
+
+#include <fmt/format.h>
+
+namespace mosaic {
+
+PerfSetup PreparePerf(const PerfRequest& request) {
+  if (request.gpus < 1) {
+    throw InputError(fmt::format("gpus = {}: the GPU count is at least 1", request.gpus));
+  }
+  if (request.batch < 1) {
+    throw InputError(fmt::format("batch = {}: the global batch is at least 1 sequence",
+                                 request.batch));
+  }
+  PerfSetup s;
+  s.spec = LoadModel(request.model, request.model_sets);
+  s.hardware = LoadHardware(request.hardware, request.hardware_sets);
+  s.cluster = MakeCluster(s.hardware, request.gpus);
+  s.profiles = LoadProfiles(request.profiles_file);
+  s.profile = request.profile.empty() ? s.profiles.ForHardware(s.hardware.name)
+                                      : s.profiles.Get(request.profile);
+  if (request.format == NumberFormat::kFp8 && s.hardware.peak_fp8_tflops <= 0) {
+    throw InputError(fmt::format("--format fp8: {} has no fp8 peak (peak_fp8_tflops = 0)",
+                                 s.hardware.name));
+  }
+  if (request.format == NumberFormat::kMxfp8 && s.hardware.peak_mxfp8_tflops <= 0) {
+    throw InputError(fmt::format(
+        "--format mxfp8: {} has no MXFP8 tensor cores (peak_mxfp8_tflops = 0; use fp8)",
+        s.hardware.name));
+  }
+  s.job.global_batch = request.batch;
+  s.job.seq_len = request.seq;
+  s.job.format = request.format;
+  s.job.routing = request.routing.value_or(request.capacity_factor > 0 ? RoutingPolicy::kCapacity
+                                                                       : RoutingPolicy::kDropless);
+  s.job.capacity_factor = request.capacity_factor > 0 ? request.capacity_factor : 1.0;
+  s.job.bp_segment_loops = request.bp_segment_loops;
+  s.shape = MakeModelShape(s.spec.config, request.seq);
+  s.drop = DefaultDropParams();
+  return s;
+}
+
+LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text) {
+  LayoutEstimate result;
+  result.layout = ParseLayout(layout_text);
+  if (auto v = CheckLayout(result.layout, setup.spec.config,
+                           {setup.cluster.gpus, setup.job.global_batch, setup.job.seq_len},
+                           setup.hardware.domain_gpus())) {
+    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}", layout_text,
+                                 ToString(v->kind), v->rule));
+  }
+  result.estimate = EvaluateStep(setup.shape, setup.cluster, result.layout, setup.job,
+                                 setup.profiles.shared, setup.profile, &setup.drop);
+  return result;
+}
+
+SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options) {
+  return SearchLayouts(setup.shape, setup.cluster, setup.job, setup.profiles.shared, setup.profile,
+                       setup.drop, options);
+}
+
+nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
+  nlohmann::ordered_json j;
+  j["layout"] = ToString(l);
+  j["step_seconds"] = e.step_seconds;
+  j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
+  j["mfu"] = e.mfu;
+  j["peak_memory_bytes"] = e.memory.peak_bytes;
+  j["fits"] = e.fits;
+  j["dropped_fraction"] = e.dropped_fraction;
+  j["micro_batches"] = e.micro_batches;
+  j["model_flops_per_step"] = e.model_flops_per_step;
+  const StepBreakdown& t = e.time;
+  j["time"] = {{"compute_seconds", t.compute_seconds},
+               {"dense_gemm_seconds", t.dense_gemm_seconds},
+               {"expert_gemm_seconds", t.expert_gemm_seconds},
+               {"attention_seconds", t.attention_seconds},
+               {"elementwise_seconds", t.elementwise_seconds},
+               {"recompute_seconds", t.recompute_seconds},
+               {"tp_seconds", t.tp_seconds},
+               {"cp_seconds", t.cp_seconds},
+               {"ep_seconds", t.ep_seconds},
+               {"fsdp_seconds", t.fsdp_seconds},
+               {"dp_seconds", t.dp_seconds},
+               {"pp_seconds", t.pp_seconds},
+               {"exposed_comm_seconds", t.exposed_comm_seconds},
+               {"host_seconds", t.host_seconds},
+               {"bubble_seconds", t.bubble_seconds},
+               {"overhead_seconds", t.overhead_seconds}};
+  const MemoryBreakdown& m = e.memory;
+  j["memory"] = {{"weights_bytes", m.weights_bytes},
+                 {"gradients_bytes", m.gradients_bytes},
+                 {"optimizer_bytes", m.optimizer_bytes},
+                 {"gather_buffer_bytes", m.gather_buffer_bytes},
+                 {"activation_bytes", m.activation_bytes},
+                 {"logits_bytes", m.logits_bytes},
+                 {"dispatch_bytes", m.dispatch_bytes},
+                 {"reserve_bytes", m.reserve_bytes},
+                 {"peak_bytes", m.peak_bytes},
+                 {"capacity_bytes", e.capacity_bytes}};
+  return j;
+}
+
+}  // namespace mosaic
