@@ -213,3 +213,44 @@ TEST(FitCli, LossesFromLogs) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// The same runs in another row order: the comparison's bootstrap intervals must not move (each
+// arm is resampled on its own, from its runs in a canonical order).
+TEST(FitCli, CompareIntervalsDoNotDependOnRowOrder) {
+  const std::string base = ReadText(SourcePath("tests/fixtures/scaling/arm_other.csv"));
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < base.size();) {
+    const size_t end = base.find('\n', start);
+    lines.push_back(base.substr(start, end - start));
+    start = end == std::string::npos ? base.size() : end + 1;
+  }
+  ASSERT_EQ(lines.size(), 6u);  // header + 5 runs
+  const std::string dir = ::testing::TempDir();
+  const auto write = [&](const std::string& name, const std::vector<int>& order) {
+    std::string text = lines[0] + "\n";
+    for (int i : order) text += lines[i] + "\n";
+    const std::string path = dir + "/" + name;
+    FILE* f = fopen(path.c_str(), "w");
+    fputs(text.c_str(), f);
+    fclose(f);
+    return path;
+  };
+  const std::string command =
+      "fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 --pin alpha=0.0941 "
+      "--at 1e20 --tps-ratio 0.9 --bootstrap 400 --json --compare ";
+  const CommandResult as_shipped = RunMosaic(command + write("given.csv", {1, 2, 3, 4, 5}));
+  const CommandResult reversed = RunMosaic(command + write("reversed.csv", {5, 4, 3, 2, 1}));
+  const CommandResult shuffled = RunMosaic(command + write("shuffled.csv", {3, 1, 5, 2, 4}));
+  ASSERT_EQ(as_shipped.exit_code, 0) << as_shipped.err;
+  const auto interval = [](const CommandResult& r) {
+    return nlohmann::json::parse(r.out)["comparison"]["multiplier_interval"].dump();
+  };
+  EXPECT_EQ(interval(as_shipped), interval(reversed));
+  EXPECT_EQ(interval(as_shipped), interval(shuffled));
+}
+
+}  // namespace
+}  // namespace mosaic::testing

@@ -6,7 +6,9 @@
 //   perf/      layouts, the step-time / memory / dropping model, search and calibration
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
 //   runs/      TensorBoard, CSV and JSONL training logs, restart policies and health checks
-// Data flows one way: study → model → perf / scaling (fed by runs).
+//   decision/  the decision job: results, fits, throughput and run health into a rule's verdict
+//   report/    text, JSON and self-contained HTML (inline SVG charts) renderings of the jobs
+// Data flows one way: study → model → perf / scaling (fed by runs) → decision → report.
 #pragma once
 
 #include "mosaic/util/atomic_file.h"
@@ -15,28 +17,26 @@
 #include "mosaic/util/field_override.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
 #include "mosaic/util/wide_int.h"
-
 #include "mosaic/model/family.h"
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_config.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
-
+#include "mosaic/study/decision_spec.h"
 #include "mosaic/study/ladder.h"
 #include "mosaic/study/ladder_report.h"
 #include "mosaic/study/study_config.h"
-
 #include "mosaic/hardware/hardware.h"
-
 #include "mosaic/perf/calibration.h"
 #include "mosaic/perf/dropping.h"
 #include "mosaic/perf/layout.h"
+#include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/profile.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
-
 #include "mosaic/scaling/bootstrap.h"
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/fit.h"
@@ -47,7 +47,6 @@
 #include "mosaic/scaling/objective.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/scaling/solver.h"
-
 #include "mosaic/runs/compare.h"
 #include "mosaic/runs/crc32c.h"
 #include "mosaic/runs/event.h"
@@ -59,3 +58,8 @@
 #include "mosaic/runs/run.h"
 #include "mosaic/runs/table_log.h"
 #include "mosaic/runs/time_series.h"
+#include "mosaic/decision/criteria.h"
+#include "mosaic/decision/decision.h"
+#include "mosaic/report/decision_report.h"
+#include "mosaic/report/html.h"
+#include "mosaic/report/svg_chart.h"

@@ -1,0 +1,258 @@
+#include "mosaic/decision/decision.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "mosaic/runs/event_writer.h"
+#include "mosaic/scaling/data_table.h"
+#include "mosaic/util/embedded_data.h"
+
+namespace mosaic {
+namespace {
+
+// The study printed 1.177× (EP64) and 0.988× (FSDP chunk 4) at d768 (marin issue 8062; the
+// shipped results, data/studies/fsdp-vs-ep-results.csv): three digits.
+constexpr double kPrintedDigits = 5e-4;
+
+const Decision::RungMultiplier* Multiplier(const Decision& d, const std::string& arm, int64_t dm) {
+  for (const auto& m : d.rung_multipliers) {
+    if (m.arm == arm && m.d_model == dm) return &m;
+  }
+  return nullptr;
+}
+
+const CriterionResult& Criterion(const Scenario& s, const std::string& name) {
+  for (const CriterionResult& c : s.criteria) {
+    if (c.name == name) return c;
+  }
+  throw std::runtime_error("no criterion " + name);
+}
+
+TEST(Decide, EmbeddedStudyReproducesThePrintedEffectiveCompute) {
+  const Decision d = Decide(LoadStudy(kDefaultStudy));
+  ASSERT_NE(Multiplier(d, "ep64", 768), nullptr);
+  ASSERT_NE(Multiplier(d, "fsdp-chunk4", 768), nullptr);
+  EXPECT_NEAR(Multiplier(d, "ep64", 768)->effective_compute, 1.177, kPrintedDigits);
+  EXPECT_NEAR(Multiplier(d, "fsdp-chunk4", 768)->effective_compute, 0.988, kPrintedDigits);
+  // The closed form ((L_base − E)/(L − E))^(1/alpha) on the dropless losses 3.0553 and 3.0331.
+  EXPECT_NEAR(Multiplier(d, "ep64", 768)->effective_compute,
+              std::pow((3.0553 - 1.6) / (3.0331 - 1.6), 1 / 0.0941), 1e-9);
+  // Only d768 has both arms: the deciding fits are on it, so the projection keeps 1.177×.
+  ASSERT_TRUE(d.effective_compute.has_value());
+  EXPECT_NEAR(*d.effective_compute, 1.177, kPrintedDigits);
+  EXPECT_EQ(d.fits[0].rungs, std::vector<int64_t>{768});
+  EXPECT_FALSE(d.fits[0].bootstrap.has_value());  // one rung: no interval
+  ASSERT_TRUE(d.effective_compute_all_rungs.has_value());
+  EXPECT_GT(*d.effective_compute_all_rungs, *d.effective_compute);
+}
+
+TEST(Decide, EmbeddedVerdictKeepsTheDefaultAndNamesTheUnknowns) {
+  const Decision d = Decide(LoadStudy(kDefaultStudy));
+  ASSERT_EQ(d.scenarios.size(), 2u);
+  EXPECT_EQ(d.scenarios[0].name, "measured");
+  EXPECT_EQ(d.scenarios[1].name, "model");
+  const Scenario& measured = d.scenarios[0];
+  // Measured: 316473 / 232700 tokens/s on one rack each.
+  ASSERT_TRUE(measured.tokens_per_s_ratio.has_value());
+  EXPECT_NEAR(*measured.tokens_per_s_ratio, 316473.0 / 232700.0, 1e-12);
+  EXPECT_EQ(Criterion(measured, "projected_advantage").status, CriterionStatus::kPass);
+  const CriterionResult& largest = Criterion(measured, "wins_at_largest_rung");
+  EXPECT_EQ(largest.status, CriterionStatus::kUnknown);
+  EXPECT_EQ(largest.missing, "no fsdp-chunk1 run at d2048");
+  EXPECT_NE(largest.settle.find("47,414 steps"), std::string::npos) << largest.settle;
+  const CriterionResult& extension = Criterion(measured, "context_extension");
+  EXPECT_EQ(extension.status, CriterionStatus::kUnknown);
+  EXPECT_NE(extension.missing.find("interrupted"), std::string::npos);
+  EXPECT_EQ(Criterion(measured, "no_anomalies").status, CriterionStatus::kUnknown);
+  for (const Scenario& s : d.scenarios) {
+    EXPECT_EQ(s.verdict.chosen_arm, "fsdp-chunk1");
+    EXPECT_FALSE(s.verdict.challenger_picked);
+    EXPECT_EQ(s.verdict.decided_by,
+              (std::vector<std::string>{"wins_at_largest_rung", "context_extension",
+                                        "no_anomalies"}));
+  }
+  // The stated noise (6.72% of effective compute) is below the projected gain (17.7%).
+  ASSERT_TRUE(d.noise.has_value());
+  EXPECT_DOUBLE_EQ(d.noise->used_effective_compute, 0.0672);
+  EXPECT_FALSE(d.inside_noise);
+  // Derived on the default arm's fit at d768: ((1.4553 + 0.0042)/1.4553)^(1/0.0941) − 1.
+  EXPECT_NEAR(d.noise->derived_effective_compute,
+              std::pow((3.0553 + 0.0042 - 1.6) / (3.0553 - 1.6), 1 / 0.0941) - 1, 1e-9);
+}
+
+// A scratch directory removed at the end of the test.
+struct ScratchDir {
+  std::filesystem::path path;
+  explicit ScratchDir(const std::string& name)
+      : path(std::filesystem::temp_directory_path() /
+             ("mosaic_decide_" + name + "_" + std::to_string(::getpid()))) {
+    std::filesystem::remove_all(path);
+    std::filesystem::create_directories(path);
+  }
+  ~ScratchDir() { std::filesystem::remove_all(path); }
+};
+
+// One event file per row of the shipped results: a few earlier evals, then the row's dropless
+// loss at the last step; `nan_arm` also logs a non-finite gradient norm.
+void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "") {
+  const std::string csv(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv"));
+  const scaling::DataTable table = scaling::ParseCsv(csv, "results.csv");
+  const int arm = table.Find("arm"), d = table.Find("d_model"), loss = table.Find("loss_dropless");
+  const int dropped = table.Find("dropped_share");
+  for (size_t i = 0; i < table.rows(); ++i) {
+    const std::string run = table.text[arm][i] + "-d" + table.text[d][i];
+    std::filesystem::create_directories(logs / run);
+    std::string bytes = runs::FrameRecord(runs::EncodeFileVersionEvent(1.7e9));
+    for (int64_t step = 1000; step <= 5000; step += 1000) {
+      const double value = step == 5000 ? table.values[loss][i] : 3.5 - step * 1e-5;
+      bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "eval/paloma/macro_loss",
+                                                         value, runs::ScalarEncoding::kDoubleVal));
+      bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "train/dropped_share",
+                                                         table.values[dropped][i],
+                                                         runs::ScalarEncoding::kDoubleVal));
+      const double grad = table.text[arm][i] == nan_arm && step == 3000 ? NAN : 0.5;
+      bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "grad/norm/total",
+                                                         grad, runs::ScalarEncoding::kDoubleVal));
+    }
+    std::ofstream(logs / run / "events.out.tfevents.1700000000.host.1.0", std::ios::binary)
+        << bytes;
+  }
+}
+
+// The embedded study with [results] read from `logs` instead of the CSV.
+StudyConfig StudyOnLogs(const std::filesystem::path& dir) {
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const std::string csv_line = "csv = \"fsdp-vs-ep-results.csv\"";
+  text.replace(text.find(csv_line), csv_line.size(),
+               "logs = [\"logs\"]\ntag = \"eval/paloma/macro_loss\"\n"
+               "dropped_tag = \"train/dropped_share\"\nrun_pattern = \"{arm}-d{d_model}\"");
+  return LoadStudyFromToml(text, (dir / "study.toml").string());
+}
+
+TEST(Decide, LogsReachTheSameNumbersAsTheCsv) {
+  ScratchDir scratch("logs");
+  WriteLogs(scratch.path / "logs");
+  const Decision from_logs = Decide(StudyOnLogs(scratch.path));
+  const Decision from_csv = Decide(LoadStudy(kDefaultStudy));
+  EXPECT_TRUE(from_logs.logs_read);
+  ASSERT_EQ(from_logs.rung_multipliers.size(), from_csv.rung_multipliers.size());
+  for (size_t i = 0; i < from_csv.rung_multipliers.size(); ++i) {
+    EXPECT_EQ(from_logs.rung_multipliers[i].arm, from_csv.rung_multipliers[i].arm);
+    EXPECT_DOUBLE_EQ(from_logs.rung_multipliers[i].effective_compute,
+                     from_csv.rung_multipliers[i].effective_compute);
+  }
+  ASSERT_TRUE(from_logs.effective_compute.has_value());
+  EXPECT_DOUBLE_EQ(*from_logs.effective_compute, *from_csv.effective_compute);
+  ASSERT_TRUE(from_logs.Find("ep64", 2048) != nullptr);
+  EXPECT_DOUBLE_EQ(*from_logs.Find("ep64", 2048)->dropped_share, 0.0711);
+  // Runs that do not exist (fsdp arms above d768) are notes, not errors.
+  EXPECT_EQ(from_logs.result_notes.size(), 6u);
+  // With logs, the health criterion is decided: clean runs pass.
+  EXPECT_EQ(Criterion(from_logs.scenarios[0], "no_anomalies").status, CriterionStatus::kPass);
+}
+
+TEST(Decide, ANonFiniteGradientInTheChallengersRunsFailsNoAnomalies) {
+  ScratchDir scratch("nan");
+  WriteLogs(scratch.path / "logs", "ep64");
+  const Decision d = Decide(StudyOnLogs(scratch.path));
+  const CriterionResult& c = Criterion(d.scenarios[0], "no_anomalies");
+  EXPECT_EQ(c.status, CriterionStatus::kFail);
+  EXPECT_NE(c.reason.find("ep64-d768"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("step 3000"), std::string::npos) << c.reason;
+  EXPECT_EQ(d.scenarios[0].verdict.decided_by, std::vector<std::string>{"no_anomalies"});
+}
+
+TEST(Decide, ALogTagThatIsMissingIsAnError) {
+  ScratchDir scratch("tag");
+  WriteLogs(scratch.path / "logs");
+  StudyConfig study = StudyOnLogs(scratch.path);
+  study.decision.results->tag = "eval/paloma/macro_los";
+  try {
+    Decide(study);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("has no tag 'eval/paloma/macro_los' (did you mean "
+                                             "'eval/paloma/macro_loss'?)"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
+std::string ErrorOf(const std::string& replace, const std::string& with,
+                    const std::string& csv = "") {
+  ScratchDir scratch("bad");
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const size_t at = text.find(replace);
+  EXPECT_NE(at, std::string::npos) << replace;
+  text.replace(at, replace.size(), with);
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << (csv.empty() ? std::string(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv")) : csv);
+  try {
+    Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+TEST(Decide, BadStudyFilesGetClearErrors) {
+  EXPECT_NE(ErrorOf("criteria = [\"projected_advantage\",", "criteria = [\"projected_advantag\",")
+                .find("each criterion is one of projected_advantage, wins_at_largest_rung, "
+                      "context_extension, no_anomalies (did you mean 'projected_advantage'?)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("threshold = 0.05", "threshold = 5")
+                .find("threshold = 5. Violated constraint: 0 < threshold < 1 (a fraction: 0.05, "
+                      "not 5)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("challenger = \"ep64\"", "challenger = \"ep65\"")
+                .find("challenger names an arm of the study (fsdp-chunk1, fsdp-chunk4, ep64) (did "
+                      "you mean 'ep64'?)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("challenger = \"ep64\"", "challenger = \"fsdp-chunk1\"")
+                .find("the challenger differs from the default arm"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf("pin = { E = 1.6, alpha = 0.0941 }", "pin = { E = 1.6, alfa = 0.0941 }")
+                .find("[fit] pin"),
+            std::string::npos);
+  // A results row naming an arm the study does not have: file, line, column, value and rule.
+  const std::string csv =
+      "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nep-64,768,3.0331\n";
+  const std::string unknown_arm = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"", csv);
+  EXPECT_NE(unknown_arm.find("fsdp-vs-ep-results.csv:3:1: arm = ep-64. Violated constraint: arm "
+                             "names an arm of the study"),
+            std::string::npos)
+      << unknown_arm;
+  const std::string bad_rung =
+      ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
+              "arm,d_model,loss_dropless\nfsdp-chunk1,769,3.0553\n");
+  EXPECT_NE(bad_rung.find("d_model = 769. Violated constraint: d_model names a rung of the study "
+                          "(768, 1024, 1536, 2048)"),
+            std::string::npos)
+      << bad_rung;
+  const std::string bad_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
+                                       "arm,d_model,loss_dropless\nfsdp-chunk1,768,-3\n");
+  EXPECT_NE(bad_loss.find("a loss is blank or a finite number > 0"), std::string::npos) << bad_loss;
+  const std::string twice =
+      ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
+              "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nfsdp-chunk1,768,3.1\n");
+  EXPECT_NE(twice.find("a second row for arm fsdp-chunk1 at d_model 768"), std::string::npos)
+      << twice;
+}
+
+TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.results.reset();
+  try {
+    Decide(study);
+    FAIL() << "no error";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("the study has no [results]"), std::string::npos);
+  }
+}
+
+}  // namespace
+}  // namespace mosaic
