@@ -23,6 +23,7 @@ void AddPerfCommand(CLI::App& root);
 void AddFitCommand(CLI::App& root);
 void AddRunsCommand(CLI::App& root);
 void AddDecideCommand(CLI::App& root);
+void AddCodesignCommand(CLI::App& root);
 
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);

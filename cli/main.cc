@@ -37,6 +37,7 @@ constexpr Command kCommands[] = {
     {"fit", AddFitCommand},
     {"runs", AddRunsCommand},
     {"decide", AddDecideCommand},
+    {"codesign", AddCodesignCommand},
 };
 
 constexpr int kExitUserError = 1;

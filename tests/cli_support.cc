@@ -40,4 +40,36 @@ CommandResult RunMosaic(const std::string& arguments) {
   return result;
 }
 
+RenderedPage RenderInChromium(const std::string& html_path) {
+  RenderedPage page;
+  if (access("/usr/bin/chromium", X_OK) != 0) {
+    page.log = "Debian's chromium is needed (tools/install_deps.sh installs it)";
+    return page;
+  }
+  char dir_template[] = "/tmp/mosaic_chromium_XXXXXX";
+  if (mkdtemp(dir_template) == nullptr) return page;
+  const std::string dir = dir_template;
+  // Flags for a closed network, as root, without a display.
+  const std::string command =
+      "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+      "--disable-extensions --enable-logging=stderr --v=0 --user-data-dir='" + dir +
+      "/profile' --dump-dom 'file://" + html_path + "' > '" + dir + "/dom.html' 2> '" + dir +
+      "/chromium.log'";
+  const int status = std::system(command.c_str());
+  page.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  page.dom = ReadText(dir + "/dom.html");
+  page.log = ReadText(dir + "/chromium.log");
+  std::system(("rm -rf '" + dir + "'").c_str());
+  return page;
+}
+
+size_t CountOf(const std::string& text, const std::string& needle) {
+  size_t count = 0;
+  for (size_t at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) {
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace mosaic::testing

@@ -20,4 +20,17 @@ std::string SourcePath(const std::string& relative);
 // The content of a file (empty when missing).
 std::string ReadText(const std::string& path);
 
+// A page as headless Chromium (Debian's /usr/bin/chromium) builds it: the DOM after loading, and
+// what Chromium logged (console messages appear as "CONSOLE" lines). `exit_code` is non-zero when
+// Chromium is missing or failed; `log` then says why.
+struct RenderedPage {
+  int exit_code = -1;
+  std::string dom;
+  std::string log;
+};
+RenderedPage RenderInChromium(const std::string& html_path);
+
+// How many times `needle` occurs in `text`.
+size_t CountOf(const std::string& text, const std::string& needle);
+
 }  // namespace mosaic::testing

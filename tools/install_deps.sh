@@ -8,7 +8,7 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
   libceres-dev libeigen3-dev libmuparser-dev
   clang-16 libclang-rt-16-dev
-  chromium
+  chromium libopenmpi-dev openmpi-bin
 )
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi

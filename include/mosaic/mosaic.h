@@ -7,6 +7,7 @@
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
 //   runs/      TensorBoard, CSV and JSONL training logs, restart policies and health checks
 //   decision/  the decision job: results, fits, throughput and run health into a rule's verdict
+//   codesign/  the co-design job: architectures × layouts under a cluster's constraints (MPI)
 //   report/    text, JSON and self-contained HTML (inline SVG charts) renderings of the jobs
 // Data flows one way: study → model → perf / scaling (fed by runs) → decision → report.
 #pragma once
@@ -58,8 +59,12 @@
 #include "mosaic/runs/run.h"
 #include "mosaic/runs/table_log.h"
 #include "mosaic/runs/time_series.h"
+#include "mosaic/codesign/codesign.h"
+#include "mosaic/codesign/distributed.h"
+#include "mosaic/codesign/space.h"
 #include "mosaic/decision/criteria.h"
 #include "mosaic/decision/decision.h"
+#include "mosaic/report/codesign_report.h"
 #include "mosaic/report/decision_report.h"
 #include "mosaic/report/html.h"
 #include "mosaic/report/svg_chart.h"

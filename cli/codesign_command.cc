@@ -1,0 +1,84 @@
+// mosaic codesign SPACE.toml: the architecture and layout to train on a cluster for a budget, and
+// how the FLOPs-only answer differs; `mpirun -n N mosaic codesign` shards the sweep.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "command.h"
+#include "mosaic/codesign/distributed.h"
+#include "mosaic/report/codesign_report.h"
+#include "mosaic/util/atomic_file.h"
+
+namespace mosaic::cli {
+namespace {
+
+struct CodesignCliOptions {
+  std::string space;
+  int threads = 2;
+  size_t top = 10;
+  bool json = false;
+  bool csv = false;
+  bool quiet = false;
+  std::string html;
+  std::string output;
+};
+
+void Run(const CodesignCliOptions& o) {
+  const MpiSession session;
+  const SpaceConfig space = LoadSpace(o.space);
+  CodesignOptions options;
+  options.threads = o.threads;
+  // A progress line for sweeps longer than a second, on a terminal only.
+  if (!o.quiet && session.rank() == 0 && ::isatty(STDERR_FILENO) && session.size() == 1) {
+    const auto start = std::chrono::steady_clock::now();
+    options.progress = [start, shown = false](size_t done, size_t total) mutable {
+      const double elapsed =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed < 1.0 && done < total) return;
+      if (elapsed < 1.0 && !shown) return;
+      shown = true;
+      const double rate = elapsed > 0 ? double(done) / elapsed : 0;
+      const double left = rate > 0 ? double(total - done) / rate : 0;
+      std::fprintf(stderr, "\r%zu/%zu architectures, %.0f/s, %.0f s left   %s", done, total, rate,
+                   left, done == total ? "\n" : "");
+      std::fflush(stderr);
+    };
+  }
+  const std::optional<CodesignResult> result = RunCodesignDistributed(space, options, session);
+  if (!result) return;  // not rank 0
+  if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderCodesignHtml(*result, o.top));
+  EmitOutput(o.output, o.json  ? report::RenderCodesignJson(*result)
+                       : o.csv ? report::RenderCodesignCsv(*result)
+                               : report::RenderCodesignText(*result, o.top));
+}
+
+}  // namespace
+
+void AddCodesignCommand(CLI::App& root) {
+  auto o = std::make_shared<CodesignCliOptions>();
+  CLI::App* cmd = root.add_subcommand(
+      "codesign",
+      "Architecture and parallel layout together (MOSAIC): for every architecture of a space, the "
+      "fastest layout that fits the cluster, the tokens it trains in the budget and its predicted "
+      "loss, against the same architectures under a pure model-FLOPs budget.\n\nExamples:\n"
+      "  mosaic codesign gb200-nvl72-sparsity          # an embedded example space\n"
+      "  mosaic codesign my_space.toml --html codesign.html --threads 8\n"
+      "  mpirun -n 4 mosaic codesign my_space.toml --json --output codesign.json");
+  cmd->add_option("space", o->space, "space TOML file or embedded space name")->required();
+  cmd->add_option("--threads", o->threads, "threads per process")
+      ->check(CLI::Range(1, 1024))
+      ->default_val(2);
+  cmd->add_option("--top", o->top, "architectures listed in the ranking")->default_val(10);
+  auto* json = cmd->add_flag("--json", o->json, "every number as JSON");
+  cmd->add_flag("--csv", o->csv, "one CSV row per architecture")->excludes(json);
+  cmd->add_flag("--quiet", o->quiet, "no progress line on stderr");
+  cmd->add_option("--html", o->html, "also write the HTML report to FILE (whole or not at all)");
+  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  cmd->callback([o] { Run(*o); });
+}
+
+}  // namespace mosaic::cli

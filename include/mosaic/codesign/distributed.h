@@ -1,0 +1,49 @@
+// The co-design sweep over many processes with MPI: `mpirun -n N mosaic codesign SPACE.toml`
+// gives each rank a contiguous share of the architectures, evaluates it (with the rank's own
+// threads) and gathers every result on rank 0, which summarizes and prints. The output is
+// byte-identical to a single-process run. Without MPI (built without it, or not started by an MPI
+// launcher) the session has one rank and the sweep runs locally.
+#pragma once
+
+#include <optional>
+
+#include "mosaic/codesign/codesign.h"
+
+namespace mosaic {
+
+// True when mosaic was built with MPI.
+bool BuiltWithMpi();
+
+// MPI for the lifetime of the object: initialised only when the process was started by an MPI
+// launcher (OMPI_COMM_WORLD_SIZE, PMI_SIZE or PMIX_RANK in the environment) and mosaic was built
+// with MPI; finalised on destruction.
+class MpiSession {
+ public:
+  MpiSession();
+  ~MpiSession();
+  MpiSession(const MpiSession&) = delete;
+  MpiSession& operator=(const MpiSession&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  bool active() const { return active_; }
+
+ private:
+  int rank_ = 0;
+  int size_ = 1;
+  bool active_ = false;
+};
+
+// The sweep sharded over the session's ranks: the result on rank 0, nullopt on the others.
+// With one rank it is RunCodesign.
+std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
+                                                     const CodesignOptions& options,
+                                                     const MpiSession& session);
+
+// The evaluated part of results (not the losses, which Summarize computes) as bytes and back;
+// exact (doubles bit for bit). Used to gather results over MPI; DecodeResults throws
+// std::runtime_error on a malformed buffer.
+std::string EncodeResults(const std::vector<ArchitectureResult>& results, size_t begin, size_t end);
+void DecodeResults(std::string_view bytes, std::vector<ArchitectureResult>& out, size_t begin);
+
+}  // namespace mosaic

@@ -1,0 +1,185 @@
+#include "mosaic/codesign/codesign.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "mosaic/codesign/distributed.h"
+#include "mosaic/hardware/hardware.h"
+
+namespace mosaic {
+namespace {
+
+constexpr double kRelTol = 1e-12;
+
+std::string ErrorOf(const std::string& toml) {
+  try {
+    LoadSpaceFromToml(toml, "space.toml");
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+const std::string kSpace = R"(name = "tiny"
+base = "marin-ladder"
+[cluster]
+hardware = "h100"
+gpus = 8
+[budget]
+days = 1
+reference_mfu = 0.5
+[axes]
+d_model = [768]
+experts = [8, 16]
+top_k = [2]
+[law]
+name = "sparse"
+params = { E = 1.5, A = 400, B = 400, alpha = 0.3, beta = 0.3, gamma = 0.5 }
+[search]
+batch_seqs = 64
+seq_len = 1024
+)";
+
+ArchitectureResult Hand(int64_t active, int64_t total, double tokens_per_s_per_gpu, double mfu) {
+  ArchitectureResult r;
+  r.active_params = active;
+  r.total_params = total;
+  r.sparsity = 1 - double(active) / double(total);
+  r.model_flops_per_token = 6e9;
+  r.estimate.tokens_per_s_per_gpu = tokens_per_s_per_gpu;
+  r.estimate.mfu = mfu;
+  return r;
+}
+
+// L = 1.5 + 400·(1−S)^0.5 / N^0.3 + 400 / D^0.3, computed directly.
+double SparseLoss(double active, double sparsity, double tokens) {
+  return 1.5 + 400 * std::sqrt(1 - sparsity) / std::pow(active, 0.3) + 400 / std::pow(tokens, 0.3);
+}
+
+// Four architectures with the same active parameters and FLOPs per token: sparser ones run slower
+// on the cluster, and the sparsest does not fit. Under the FLOPs-only budget every architecture
+// trains the same tokens, so the sparsest wins (the edge); on the cluster S = 0.5 wins (interior).
+TEST(Summarize, AHandComputedSpaceHasTheKnownOptima) {
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  std::vector<ArchitectureResult> archs = {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40),
+                                           Hand(1'000'000'000, 2'000'000'000, 900, 0.36),
+                                           Hand(1'000'000'000, 4'000'000'000, 300, 0.12),
+                                           Hand(1'000'000'000, 16'000'000'000, 0, 0)};
+  archs[3].rejected = ArchRejection::kMemory;
+  archs[3].rule = "no layout fits";
+  const CodesignResult r = Summarize(space, archs);
+  const double peak = LoadHardware("h100").peak_bf16_tflops * 1e12;
+  EXPECT_DOUBLE_EQ(r.cluster_seconds, 86400);
+  EXPECT_NEAR(r.flops_budget, 86400 * 8 * peak * 0.5, 86400 * 8 * peak * 0.5 * kRelTol);
+  const double flops_tokens = r.flops_budget / 6e9;
+  for (size_t i = 0; i < archs.size(); ++i) {
+    EXPECT_NEAR(r.architectures[i].flops_loss,
+                SparseLoss(1e9, archs[i].sparsity, flops_tokens), kRelTol);
+  }
+  for (size_t i = 0; i < 3; ++i) {
+    const double tokens = archs[i].estimate.tokens_per_s_per_gpu * 8 * 86400;
+    EXPECT_DOUBLE_EQ(r.architectures[i].cluster_tokens, tokens);
+    EXPECT_NEAR(r.architectures[i].cluster_loss, SparseLoss(1e9, archs[i].sparsity, tokens),
+                kRelTol);
+  }
+  EXPECT_TRUE(std::isnan(r.architectures[3].cluster_loss));
+  ASSERT_TRUE(r.flops_optimum && r.cluster_optimum);
+  EXPECT_EQ(*r.flops_optimum, 3u);
+  EXPECT_EQ(*r.cluster_optimum, 1u);
+  EXPECT_EQ(r.ranking, (std::vector<size_t>{1, 2, 0}));
+  EXPECT_FALSE(r.flops_sparsity->interior);
+  EXPECT_TRUE(r.cluster_sparsity->interior);
+  EXPECT_EQ(r.finding.rfind("The MOSAIC effect holds for these inputs", 0), 0u) << r.finding;
+  ASSERT_EQ(r.by_sparsity.size(), 4u);
+  EXPECT_TRUE(std::isnan(r.by_sparsity[3].cluster_loss));  // S = 0.9375 fits nowhere
+
+  // With the given budget in model FLOPs instead, the wall-clock follows at the reference MFU.
+  SpaceConfig flops_space = space;
+  flops_space.budget = {.model_flops = 1e21, .reference_mfu = 0.5};
+  const CodesignResult f = Summarize(flops_space, archs);
+  EXPECT_NEAR(f.cluster_seconds, 1e21 / (8 * peak * 0.5), 1e21 / (8 * peak * 0.5) * kRelTol);
+}
+
+TEST(Summarize, TheReferenceMfuDefaultsToTheMedianOfWhatFits) {
+  SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  space.budget.reference_mfu = 0;
+  const CodesignResult r = Summarize(space, {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40),
+                                             Hand(1'000'000'000, 2'000'000'000, 900, 0.36),
+                                             Hand(1'000'000'000, 4'000'000'000, 300, 0.12)});
+  EXPECT_DOUBLE_EQ(r.reference_mfu, 0.36);
+}
+
+TEST(EnumerateArchitectures, CrossesTheAxesInOrder) {
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  const std::vector<Architecture> all = EnumerateArchitectures(space);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].experts, 8);
+  EXPECT_EQ(all[1].experts, 16);
+}
+
+TEST(RunCodesign, ThreadsDoNotChangeTheResult) {
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  const CodesignResult one = RunCodesign(space, {.threads = 1});
+  const CodesignResult two = RunCodesign(space, {.threads = 2});
+  ASSERT_EQ(one.architectures.size(), 2u);
+  for (size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(one.architectures[i].arch.Name(), two.architectures[i].arch.Name());
+    EXPECT_EQ(one.architectures[i].layout, two.architectures[i].layout);
+    EXPECT_EQ(one.architectures[i].cluster_loss, two.architectures[i].cluster_loss);
+  }
+  // The family derives the depth and the expert width from d_model.
+  EXPECT_EQ(one.architectures[0].arch.Name(), "d768 L8 E8 k2 w384 s2");
+}
+
+TEST(DistributedCodec, RoundTripsEveryEvaluatedField) {
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  const CodesignResult r = RunCodesign(space, {.threads = 1});
+  std::vector<ArchitectureResult> copy(r.architectures.size());
+  DecodeResults(EncodeResults(r.architectures, 0, r.architectures.size()), copy, 0);
+  for (size_t i = 0; i < copy.size(); ++i) {
+    EXPECT_EQ(copy[i].arch.Name(), r.architectures[i].arch.Name());
+    EXPECT_EQ(copy[i].rule, r.architectures[i].rule);
+    EXPECT_EQ(copy[i].layout, r.architectures[i].layout);
+    EXPECT_EQ(copy[i].estimate.step_seconds, r.architectures[i].estimate.step_seconds);
+    EXPECT_EQ(copy[i].layouts_evaluated, r.architectures[i].layouts_evaluated);
+  }
+  EXPECT_THROW(DecodeResults("abc", copy, 0), std::runtime_error);
+}
+
+TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
+  auto replace = [](std::string text, const std::string& from, const std::string& to) {
+    text.replace(text.find(from), from.size(), to);
+    return text;
+  };
+  EXPECT_EQ(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = []")),
+            "space.toml:11:11: experts = []. Violated constraint: experts has at least one value\n"
+            "  experts = []\n"
+            "            ^");
+  EXPECT_NE(ErrorOf(replace(kSpace, ", gamma = 0.5 }", " }"))
+                .find("[law] sparse is missing parameters gamma"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "gamma = 0.5", "gama = 0.5"))
+                .find("law sparse has parameters E, A, B, alpha, beta, gamma (did you mean "
+                      "'gamma'?)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "base = \"marin-ladder\"", "base = \"marin-ladderr\""))
+                .find("unknown model preset 'marin-ladderr' (did you mean 'marin-ladder'?)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"", "name = \"sprase\""))
+                .find("(did you mean 'sparse'?)"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1\ngpu_hours = 5"))
+                .find("[budget] gives exactly one of gpu_hours, days"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = { from = 8, to = 4, factor = 2 }"))
+                .find("from <= to"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "top_k = [2]", "top_k = [2]\nexpert_width = [\"d/2\"]\n"
+                                                   "granularity = [2]"))
+                .find("expert_width or granularity, not both"),
+            std::string::npos);
+}
+
+}  // namespace
+}  // namespace mosaic

@@ -1,0 +1,161 @@
+#include "mosaic/codesign/distributed.h"
+
+#include <cstdlib>
+#include <cstring>
+#include <stdexcept>
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <type_traits>
+
+#ifdef MOSAIC_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace mosaic {
+
+bool BuiltWithMpi() {
+#ifdef MOSAIC_HAVE_MPI
+  return true;
+#else
+  return false;
+#endif
+}
+
+MpiSession::MpiSession() {
+#ifdef MOSAIC_HAVE_MPI
+  const bool launched = std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr ||
+                        std::getenv("PMI_SIZE") != nullptr || std::getenv("PMIX_RANK") != nullptr;
+  if (!launched) return;
+  int initialized = 0;
+  MPI_Initialized(&initialized);
+  if (!initialized) MPI_Init(nullptr, nullptr);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &size_);
+  active_ = true;
+#endif
+}
+
+MpiSession::~MpiSession() {
+#ifdef MOSAIC_HAVE_MPI
+  if (active_) {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (!finalized) MPI_Finalize();
+  }
+#endif
+}
+
+namespace {
+
+static_assert(std::is_trivially_copyable_v<Architecture>);
+static_assert(std::is_trivially_copyable_v<Layout>);
+static_assert(std::is_trivially_copyable_v<StepEstimate>);
+
+template <typename T>
+void Put(std::string& out, const T& value) {
+  out.append(reinterpret_cast<const char*>(&value), sizeof(T));
+}
+
+template <typename T>
+T Take(std::string_view& in) {
+  if (in.size() < sizeof(T)) throw std::runtime_error("truncated co-design results");
+  T value;
+  std::memcpy(&value, in.data(), sizeof(T));
+  in.remove_prefix(sizeof(T));
+  return value;
+}
+
+}  // namespace
+
+std::string EncodeResults(const std::vector<ArchitectureResult>& results, size_t begin, size_t end) {
+  std::string out;
+  for (size_t i = begin; i < end; ++i) {
+    const ArchitectureResult& r = results[i];
+    Put(out, r.arch);
+    Put(out, static_cast<int32_t>(r.rejected));
+    Put(out, static_cast<uint64_t>(r.rule.size()));
+    out += r.rule;
+    Put(out, r.active_params);
+    Put(out, r.total_params);
+    Put(out, r.sparsity);
+    Put(out, r.granularity);
+    Put(out, r.model_flops_per_token);
+    Put(out, r.layout);
+    Put(out, r.estimate);
+    Put(out, r.layouts_evaluated);
+  }
+  return out;
+}
+
+void DecodeResults(std::string_view in, std::vector<ArchitectureResult>& out, size_t begin) {
+  for (size_t i = begin; !in.empty(); ++i) {
+    if (i >= out.size()) throw std::runtime_error("more co-design results than architectures");
+    ArchitectureResult& r = out[i];
+    r.arch = Take<Architecture>(in);
+    r.rejected = static_cast<ArchRejection>(Take<int32_t>(in));
+    const uint64_t length = Take<uint64_t>(in);
+    if (in.size() < length) throw std::runtime_error("truncated co-design results");
+    r.rule.assign(in.substr(0, length));
+    in.remove_prefix(length);
+    r.active_params = Take<int64_t>(in);
+    r.total_params = Take<int64_t>(in);
+    r.sparsity = Take<double>(in);
+    r.granularity = Take<double>(in);
+    r.model_flops_per_token = Take<double>(in);
+    r.layout = Take<Layout>(in);
+    r.estimate = Take<StepEstimate>(in);
+    r.layouts_evaluated = Take<int64_t>(in);
+  }
+}
+
+std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
+                                                     const CodesignOptions& options,
+                                                     const MpiSession& session) {
+  if (session.size() <= 1) return RunCodesign(space, options);
+#ifdef MOSAIC_HAVE_MPI
+  const std::vector<Architecture> all = EnumerateArchitectures(space);
+  const auto context = PrepareSweep(space);
+  std::vector<ArchitectureResult> out(all.size());
+  const size_t n = all.size(), size = size_t(session.size()), rank = size_t(session.rank());
+  const auto share_begin = [&](size_t r) { return n * r / size; };
+  const size_t begin = share_begin(rank), end = share_begin(rank + 1);
+  // The rank's share on its own threads.
+  {
+    std::vector<std::thread> pool;
+    std::atomic<size_t> next{begin};
+    auto work = [&] {
+      for (size_t b = next.fetch_add(8); b < end; b = next.fetch_add(8)) {
+        EvaluateRange(*context, all, b, std::min(end, b + 8), out);
+      }
+    };
+    for (int t = 0; t < std::max(1, options.threads); ++t) pool.emplace_back(work);
+    for (std::thread& th : pool) th.join();
+  }
+  const std::string mine = EncodeResults(out, begin, end);
+  const int length = static_cast<int>(mine.size());
+  std::vector<int> lengths(size), offsets(size);
+  MPI_Gather(&length, 1, MPI_INT, lengths.data(), 1, MPI_INT, 0, MPI_COMM_WORLD);
+  std::string gathered;
+  if (rank == 0) {
+    size_t total = 0;
+    for (size_t r = 0; r < size; ++r) {
+      offsets[r] = static_cast<int>(total);
+      total += size_t(lengths[r]);
+    }
+    gathered.resize(total);
+  }
+  MPI_Gatherv(mine.data(), length, MPI_CHAR, gathered.data(), lengths.data(), offsets.data(),
+              MPI_CHAR, 0, MPI_COMM_WORLD);
+  if (rank != 0) return std::nullopt;
+  for (size_t r = 1; r < size; ++r) {
+    DecodeResults(std::string_view(gathered).substr(size_t(offsets[r]), size_t(lengths[r])), out,
+                  share_begin(r));
+  }
+  return Summarize(space, std::move(out));
+#else
+  return RunCodesign(space, options);
+#endif
+}
+
+}  // namespace mosaic

@@ -1,0 +1,347 @@
+#include "mosaic/codesign/space.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/scaling/law.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/embedded_data.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_reader.h"
+
+namespace mosaic {
+namespace {
+
+constexpr int64_t kMaxAxisValues = 4096;
+
+// An integer axis: [1, 2, 4] or { from = 8, to = 512, factor = 2 } / { from = 1, to = 8, step = 1 }.
+std::vector<int64_t> ReadIntAxis(const toml::node& node, const SourceLocation& where,
+                                 const TableReader& parent, std::string_view key, int64_t minimum) {
+  std::vector<int64_t> values;
+  if (auto array = node.as_array()) {
+    for (const toml::node& element : *array) {
+      values.push_back(GetPositiveInt(element, parent.Locate(element), key, minimum));
+    }
+  } else if (auto table = node.as_table()) {
+    int64_t from = 0, to = 0, step = 0, factor = 0;
+    bool has_from = false, has_to = false;
+    TableReader r(parent.text(), parent.origin());
+    r.On("from", [&](auto& n, auto& w) {
+      from = GetPositiveInt(n, w, "from", minimum);
+      has_from = true;
+    });
+    r.On("to", [&](auto& n, auto& w) {
+      to = GetPositiveInt(n, w, "to", minimum);
+      has_to = true;
+    });
+    r.On("step", [&](auto& n, auto& w) { step = GetPositiveInt(n, w, "step", 1); });
+    r.On("factor", [&](auto& n, auto& w) { factor = GetPositiveInt(n, w, "factor", 2); });
+    r.Read(*table, fmt::format("the range of {}", key));
+    if (!has_from || !has_to || (step == 0) == (factor == 0)) {
+      throw LocatedError(where, fmt::format("{}: a range needs from, to and one of step or factor, "
+                                            "e.g. {{ from = 8, to = 256, factor = 2 }}",
+                                            key));
+    }
+    if (to < from) {
+      throw FieldError(where, key, fmt::format("from = {}, to = {}", from, to), "from <= to");
+    }
+    for (int64_t v = from; v <= to; v = factor > 0 ? v * factor : v + step) {
+      values.push_back(v);
+      if (values.size() > static_cast<size_t>(kMaxAxisValues)) break;
+      if (factor > 0 && v > to / factor) break;
+    }
+  } else {
+    throw FieldError(where, key, TomlValueText(node),
+                     fmt::format("{} is a list of integers or a range {{ from, to, step | factor }}",
+                                 key));
+  }
+  if (values.empty()) throw FieldError(where, key, "[]", fmt::format("{} has at least one value", key));
+  if (values.size() > static_cast<size_t>(kMaxAxisValues)) {
+    throw FieldError(where, key, TomlValueText(node),
+                     fmt::format("{} has at most {} values", key, kMaxAxisValues));
+  }
+  return values;
+}
+
+// An axis of integers or expressions in d ("d/2").
+std::vector<AxisValue> ReadExpressionAxis(const toml::node& node, const SourceLocation& where,
+                                          const TableReader& parent, std::string_view key) {
+  std::vector<AxisValue> values;
+  auto array = node.as_array();
+  if (array == nullptr) {
+    for (int64_t v : ReadIntAxis(node, where, parent, key, 0)) values.push_back(std::to_string(v));
+    return values;
+  }
+  for (const toml::node& element : *array) {
+    const SourceLocation at = parent.Locate(element);
+    if (auto s = element.as_string()) {
+      values.push_back(s->get());
+    } else {
+      values.push_back(std::to_string(GetPositiveInt(element, at, key, 0)));
+    }
+  }
+  if (values.empty()) throw FieldError(where, key, "[]", fmt::format("{} has at least one value", key));
+  return values;
+}
+
+std::string ResolvePath(const std::string& path, const std::string& origin) {
+  const std::filesystem::path p(path);
+  if (p.is_absolute()) return path;
+  const std::filesystem::path dir = std::filesystem::path(origin).parent_path();
+  std::error_code ec;
+  if (!dir.empty() && std::filesystem::exists(dir / p, ec)) return (dir / p).string();
+  return path;
+}
+
+// "params" of a `mosaic fit --json` output for law `law`.
+std::vector<std::pair<std::string, double>> ReadFitJson(const std::string& path,
+                                                        const std::string& law,
+                                                        const SourceLocation& where) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(ReadFile(path));
+  } catch (const nlohmann::json::exception& error) {
+    throw LocatedError(where, fmt::format("fit_json {}: not JSON ({})", path, error.what()));
+  }
+  if (!j.is_object() || !j.contains("law") || !j.contains("params") || !j["params"].is_object()) {
+    throw LocatedError(where, fmt::format("fit_json {}: not a `mosaic fit --json` output (no law "
+                                          "and params)",
+                                          path));
+  }
+  if (j["law"] != law) {
+    throw LocatedError(where, fmt::format("fit_json {} is a fit of law {}, not {}", path,
+                                          j["law"].dump(), law));
+  }
+  std::vector<std::pair<std::string, double>> params;
+  for (const auto& [name, value] : j["params"].items()) {
+    if (!value.is_number()) {
+      throw LocatedError(where, fmt::format("fit_json {}: parameter {} is {}, not a number", path,
+                                            name, value.dump()));
+    }
+    params.emplace_back(name, value.get<double>());
+  }
+  return params;
+}
+
+}  // namespace
+
+std::vector<std::string> SpaceNames() { return EmbeddedTomlNames("spaces"); }
+
+SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) {
+  const toml::table root = ParseToml(text, origin);
+  SpaceConfig space;
+  space.origin = origin;
+  TableReader reader(text, origin);
+  SourceLocation base_where, law_where, budget_where, axes_where;
+  std::string fit_json;
+  reader.On("name", [&](auto& n, auto& w) { space.name = GetString(n, w, "name"); });
+  reader.On("title", [&](auto& n, auto& w) { space.title = GetString(n, w, "title"); });
+  reader.On("source", [&](auto& n, auto& w) { space.source = GetString(n, w, "source"); });
+  reader.On("base", [&](auto& n, auto& w) {
+    space.base = GetString(n, w, "base");
+    base_where = w;
+  });
+  reader.On("cluster", [&](auto& n, auto& w) {
+    TableReader r(text, origin);
+    r.On("hardware", [&](auto& n2, auto& w2) { space.hardware = GetString(n2, w2, "hardware"); });
+    r.On("gpus", [&](auto& n2, auto& w2) { space.gpus = GetPositiveInt(n2, w2, "gpus"); });
+    r.Read(GetTable(n, w, "cluster"), "[cluster]");
+    if (space.hardware.empty() || space.gpus == 0) {
+      throw LocatedError(w, "[cluster] needs hardware and gpus");
+    }
+  });
+  reader.On("budget", [&](auto& n, auto& w) {
+    budget_where = w;
+    BudgetSpec& b = space.budget;
+    TableReader r(text, origin);
+    auto positive = [](const toml::node& n2, const SourceLocation& w2, std::string_view key) {
+      const double v = GetNumber(n2, w2, key);
+      if (!(v > 0) || !std::isfinite(v)) {
+        throw FieldError(w2, key, TomlValueText(n2), fmt::format("{} > 0 and finite", key));
+      }
+      return v;
+    };
+    r.On("gpu_hours", [&](auto& n2, auto& w2) { b.gpu_hours = positive(n2, w2, "gpu_hours"); });
+    r.On("days", [&](auto& n2, auto& w2) { b.days = positive(n2, w2, "days"); });
+    r.On("model_flops", [&](auto& n2, auto& w2) { b.model_flops = positive(n2, w2, "model_flops"); });
+    r.On("reference_mfu", [&](auto& n2, auto& w2) {
+      b.reference_mfu = GetNumber(n2, w2, "reference_mfu");
+      if (!(b.reference_mfu > 0 && b.reference_mfu <= 1)) {
+        throw FieldError(w2, "reference_mfu", TomlValueText(n2),
+                         "0 < reference_mfu <= 1 (a fraction: 0.4, not 40)");
+      }
+    });
+    r.Read(GetTable(n, w, "budget"), "[budget]");
+    const int given = (b.gpu_hours > 0) + (b.days > 0) + (b.model_flops > 0);
+    if (given != 1) {
+      throw LocatedError(w, "[budget] gives exactly one of gpu_hours, days (wall-clock on the "
+                            "cluster) and model_flops");
+    }
+  });
+  reader.On("axes", [&](auto& n, auto& w) {
+    axes_where = w;
+    AxesSpec& a = space.axes;
+    TableReader r(text, origin);
+    r.On("d_model", [&](auto& n2, auto& w2) { a.d_model = ReadIntAxis(n2, w2, r, "d_model", 1); });
+    r.On("layers", [&](auto& n2, auto& w2) { a.layers = ReadIntAxis(n2, w2, r, "layers", 1); });
+    r.On("aspect_ratio",
+         [&](auto& n2, auto& w2) { a.aspect_ratio = GetPositiveInt(n2, w2, "aspect_ratio"); });
+    r.On("experts", [&](auto& n2, auto& w2) { a.experts = ReadIntAxis(n2, w2, r, "experts", 0); });
+    r.On("top_k", [&](auto& n2, auto& w2) { a.top_k = ReadIntAxis(n2, w2, r, "top_k", 1); });
+    r.On("expert_width", [&](auto& n2, auto& w2) {
+      a.expert_width = ReadExpressionAxis(n2, w2, r, "expert_width");
+    });
+    r.On("granularity",
+         [&](auto& n2, auto& w2) { a.granularity = ReadIntAxis(n2, w2, r, "granularity", 1); });
+    r.On("shared_experts", [&](auto& n2, auto& w2) {
+      a.shared_experts = ReadIntAxis(n2, w2, r, "shared_experts", 0);
+    });
+    r.On("latent_dim",
+         [&](auto& n2, auto& w2) { a.latent_dim = ReadExpressionAxis(n2, w2, r, "latent_dim"); });
+    r.Read(GetTable(n, w, "axes"), "[axes]");
+    if (!a.expert_width.empty() && !a.granularity.empty()) {
+      throw LocatedError(w, "[axes] gives expert_width or granularity, not both");
+    }
+    if (!a.layers.empty() && a.aspect_ratio > 0) {
+      throw LocatedError(w, "[axes] gives layers (free depth) or aspect_ratio (depth rule), not "
+                            "both");
+    }
+  });
+  reader.On("law", [&](auto& n, auto& w) {
+    law_where = w;
+    TableReader r(text, origin);
+    r.On("name", [&](auto& n2, auto& w2) { space.law.name = GetString(n2, w2, "name"); });
+    r.On("params", [&](auto& n2, auto& w2) {
+      for (const auto& [key, value] : GetTable(n2, w2, "params")) {
+        const std::string name(key.str());
+        const double v = GetNumber(value, r.Locate(value), name);
+        if (!std::isfinite(v)) {
+          throw FieldError(r.Locate(value), name, TomlValueText(value), name + " is finite");
+        }
+        space.law.params.emplace_back(name, v);
+      }
+    });
+    r.On("fit_json", [&](auto& n2, auto& w2) { fit_json = GetString(n2, w2, "fit_json"); });
+    r.Read(GetTable(n, w, "law"), "[law]");
+  });
+  reader.On("search", [&](auto& n, auto& w) {
+    SearchSpec& s = space.search;
+    TableReader r(text, origin);
+    r.On("profile", [&](auto& n2, auto& w2) { s.profile = GetString(n2, w2, "profile"); });
+    r.On("format", [&](auto& n2, auto& w2) {
+      s.format = GetString(n2, w2, "format");
+      if (s.format != "bf16" && s.format != "fp8" && s.format != "mxfp8") {
+        throw FieldError(w2, "format", "\"" + s.format + "\"", "format is bf16, fp8 or mxfp8");
+      }
+    });
+    r.On("routing", [&](auto& n2, auto& w2) {
+      s.routing = GetString(n2, w2, "routing");
+      const std::vector<std::string> known = {"auto", "dropless", "balanced", "capacity",
+                                              "fixed-cells"};
+      if (std::find(known.begin(), known.end(), s.routing) == known.end()) {
+        throw FieldError(w2, "routing", "\"" + s.routing + "\"",
+                         fmt::format("routing is one of {}{}", fmt::join(known, ", "),
+                                     DidYouMean(s.routing, known)));
+      }
+    });
+    r.On("capacity_factor", [&](auto& n2, auto& w2) {
+      s.capacity_factor = GetNumber(n2, w2, "capacity_factor");
+      if (!(s.capacity_factor > 0 && s.capacity_factor <= 1000)) {
+        throw FieldError(w2, "capacity_factor", TomlValueText(n2), "0 < capacity_factor <= 1000");
+      }
+    });
+    r.On("batch_seqs", [&](auto& n2, auto& w2) { s.batch_seqs = GetPositiveInt(n2, w2, "batch_seqs"); });
+    r.On("seq_len", [&](auto& n2, auto& w2) { s.seq_len = GetPositiveInt(n2, w2, "seq_len"); });
+    r.On("max_cp", [&](auto& n2, auto& w2) { s.max_cp = GetPositiveInt(n2, w2, "max_cp"); });
+    r.On("max_vpp", [&](auto& n2, auto& w2) { s.max_vpp = GetPositiveInt(n2, w2, "max_vpp"); });
+    r.Read(GetTable(n, w, "search"), "[search]");
+  });
+  reader.Read(root, "the space");
+
+  const SourceLocation file = FileLocation(origin);
+  if (space.name.empty()) space.name = origin;
+  if (space.title.empty()) space.title = space.name;
+  if (space.base.empty()) throw LocatedError(file, "the space names no base model (base = \"PRESET\")");
+  if (space.hardware.empty()) throw LocatedError(file, "the space has no [cluster] (hardware, gpus)");
+  if (budget_where.origin.empty()) {
+    throw LocatedError(file, "the space has no [budget] (gpu_hours, days or model_flops)");
+  }
+  if (axes_where.origin.empty()) throw LocatedError(file, "the space has no [axes]");
+  if (space.search.batch_seqs == 0) {
+    throw LocatedError(file, "the space has no [search] batch_seqs (sequences per step)");
+  }
+  if (law_where.origin.empty()) {
+    throw LocatedError(file, "the space has no [law] (name and params, or fit_json)");
+  }
+  // The base model and the device must load; their errors keep their own locations.
+  if (space.base.ends_with(".toml")) space.base = ResolvePath(space.base, origin);
+  try {
+    LoadModel(space.base);
+  } catch (const InputError& error) {
+    throw LocatedError(base_where, fmt::format("base = \"{}\": {}", space.base, error.what()));
+  }
+  LoadHardware(space.hardware);
+  // The law: known, its parameters complete and known.
+  const std::vector<std::string> names = scaling::LawNames();
+  if (std::find(names.begin(), names.end(), space.law.name) == names.end()) {
+    throw FieldError(law_where, "name", "\"" + space.law.name + "\"",
+                     fmt::format("name is a law of `mosaic fit` ({}){}", fmt::join(names, ", "),
+                                 DidYouMean(space.law.name, names)));
+  }
+  const scaling::Law& law = scaling::FindLaw(space.law.name);
+  if (!fit_json.empty()) {
+    if (!space.law.params.empty()) {
+      throw LocatedError(law_where, "[law] gives params or fit_json, not both");
+    }
+    const std::string path = ResolvePath(fit_json, origin);
+    space.law.params = ReadFitJson(path, space.law.name, law_where);
+    space.law.origin = path;
+  } else {
+    space.law.origin = "inline in " + origin;
+  }
+  std::vector<std::string> param_names;
+  for (const scaling::LawParam& p : law.params) param_names.push_back(p.name);
+  for (const auto& [name, value] : space.law.params) {
+    if (std::find(param_names.begin(), param_names.end(), name) == param_names.end()) {
+      throw FieldError(law_where, "params", name,
+                       fmt::format("law {} has parameters {}{}", law.name,
+                                   fmt::join(param_names, ", "), DidYouMean(name, param_names)));
+    }
+  }
+  std::vector<std::string> missing;
+  for (const std::string& name : param_names) {
+    const bool given = std::any_of(space.law.params.begin(), space.law.params.end(),
+                                   [&](const auto& p) { return p.first == name; });
+    if (!given) missing.push_back(name);
+  }
+  if (!missing.empty()) {
+    throw LocatedError(law_where, fmt::format("[law] {} is missing parameters {} (the law: {})",
+                                              law.name, fmt::join(missing, ", "), law.formula));
+  }
+  return space;
+}
+
+SpaceConfig LoadSpace(std::string_view name_or_path) {
+  const std::string argument(name_or_path);
+  std::error_code ignored;
+  if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
+    return LoadSpaceFromToml(ReadFile(argument), argument);
+  }
+  const std::string path = "spaces/" + argument + ".toml";
+  if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
+    return LoadSpaceFromToml(*text, "data/" + path);
+  }
+  const std::vector<std::string> names = SpaceNames();
+  throw InputError(fmt::format("unknown space '{}'{} (no such file either)\nEmbedded spaces: {}",
+                               argument, DidYouMean(argument, names), fmt::join(names, ", ")));
+}
+
+}  // namespace mosaic
