@@ -9,6 +9,8 @@ packages=(
   libceres-dev libeigen3-dev libmuparser-dev
   clang-16 libclang-rt-16-dev
   chromium libopenmpi-dev openmpi-bin
+  pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest python3-setuptools
+  python3-pip python3-venv
 )
 as_root=()
 if [ "$(id -u)" -ne 0 ]; then as_root=(sudo); fi

@@ -1,0 +1,297 @@
+"""mosaic: plan, size and decide how to train sparse Mixture-of-Experts language models.
+
+The C++ library of the ``mosaic`` command line, for notebooks: exact model accounting, the
+performance model (step time, MFU, memory, best layout), scaling-law fits with bootstrap
+intervals, training-log reading into pandas, and the decision and co-design jobs.
+
+Every function raises :class:`InputError` (a ``ValueError``) with the command line's message on
+bad input. Long computations (layout search, multi-start fits, log reading, the jobs) release the
+GIL, so threads run them in parallel.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from typing import Iterable, Mapping, Sequence
+
+import numpy as np
+import pandas as pd
+
+from . import _mosaic
+from ._mosaic import InputError
+
+__all__ = [
+    "InputError",
+    "Model",
+    "model",
+    "perf",
+    "search",
+    "Fit",
+    "fit",
+    "Runs",
+    "read_runs",
+    "Decision",
+    "decide",
+    "Codesign",
+    "codesign",
+]
+
+
+def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
+    out = {}
+    for name, value in overrides.items():
+        if isinstance(value, bool):
+            out[name] = "true" if value else "false"
+        else:
+            out[name] = str(value)
+    return out
+
+
+class _Document:
+    """A JSON document with attribute access to its top-level fields."""
+
+    def __init__(self, document: dict):
+        self._document = document
+
+    def __getattr__(self, name: str):
+        try:
+            return self._document[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def to_dict(self) -> dict:
+        """Every field, as the command line's ``--json`` prints it."""
+        return self._document
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({json.dumps(self._document)[:200]}...)"
+
+
+class Model(_Document):
+    """Exact parameter and FLOP accounting of a model (``mosaic model --json``).
+
+    Attributes: ``total_params``, ``active_params``, ``active_params_no_embedding``,
+    ``active_params_matmul_no_embedding``, ``embedding_params`` (parameters, exact integers),
+    ``sparsity`` (1 − active/total), ``components`` (per-component counts and formulas),
+    ``flops`` (``{"physical": {...}, "levanter_table": {...}}``, FLOPs per token, exact).
+    """
+
+    def components_frame(self) -> pd.DataFrame:
+        """Parameters per component as a DataFrame (name, category, total_params, active_params)."""
+        return pd.DataFrame(self._document["components"])
+
+
+def model(name_or_path: str, *, seq: int = 4096, tokens: float = 0, **overrides) -> Model:
+    """Parameter and FLOP breakdown of a preset or a model TOML file.
+
+    ``overrides`` set model fields as ``--set`` does, e.g. ``model("marin-ladder", d_model=1024)``.
+    ``seq`` (tokens) is the attention span of the FLOP counts; ``tokens`` > 0 adds the training
+    FLOPs for that many tokens.
+    """
+    return Model(json.loads(_mosaic.model_json(name_or_path, _text_overrides(overrides), seq, tokens)))
+
+
+def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor, profile,
+               profiles, overrides):
+    return (model, _text_overrides(overrides), hardware, int(gpus), int(batch), int(seq), format,
+            routing, float(capacity_factor or 0), profile or "", profiles or "")
+
+
+def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: int = 4096,
+         format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
+         profile: str | None = None, profiles: str | None = None, **overrides) -> dict:
+    """The step estimate of one layout (``mosaic perf --json``).
+
+    ``batch`` is the global batch in sequences, ``seq`` the sequence length in tokens, ``layout``
+    the layout string (``"tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full"``). Returns a dict with
+    ``step_seconds``, ``tokens_per_s_per_gpu``, ``mfu`` (fraction), ``peak_memory_bytes``,
+    ``dropped_fraction``, and the ``time`` (seconds) and ``memory`` (bytes per GPU) breakdowns.
+    """
+    (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
+                                                         routing, capacity_factor, profile,
+                                                         profiles, overrides)
+    return json.loads(_mosaic.perf_json(m, sets, hw, g, layout, b, s, f, r, cf, p, pf))
+
+
+def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
+           format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
+           profile: str | None = None, profiles: str | None = None, top: int = 100,
+           **overrides) -> pd.DataFrame:
+    """Every feasible layout ranked by tokens/s per GPU (``mosaic perf --search``).
+
+    Returns a DataFrame of the ``top`` fastest layouts, best first: ``rank``, ``layout``,
+    ``tokens_per_s_per_gpu``, ``mfu``, ``step_seconds``, ``peak_memory_bytes``,
+    ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
+    evaluated, feasible and rejected by reason.
+    """
+    (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
+                                                         routing, capacity_factor, profile,
+                                                         profiles, overrides)
+    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, p, pf, int(top)))
+    columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
+               "peak_memory_bytes", "dropped_fraction", "micro_batches"]
+    frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],
+                         columns=columns)
+    frame.attrs.update({k: result[k] for k in ("evaluated", "feasible", "rejected")})
+    return frame
+
+
+class Fit(_Document):
+    """A fitted scaling law (``mosaic fit --json``): ``law``, ``params`` (paper names),
+    ``intervals`` (bootstrap percentile intervals, when asked), ``objective``, ``points``,
+    ``runs``, ``recipe``."""
+
+    def __init__(self, handle):
+        super().__init__(json.loads(handle.json()))
+        self._handle = handle
+
+    def predict(self, **inputs) -> pd.DataFrame:
+        """Loss at the law's inputs, given as equal-length arrays or scalars by name (e.g.
+        ``N=..., D=...`` or ``C=...``). Returns a DataFrame with the inputs, ``loss`` and, with a
+        bootstrap, ``low`` and ``high``."""
+        arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in inputs.items()}
+        loss, low, high = self._handle.predict(arrays)
+        frame = pd.DataFrame(arrays)
+        frame["loss"] = loss
+        if "intervals" in self._document:
+            frame["low"] = low
+            frame["high"] = high
+        return frame
+
+    def frontier(self, compute_flops: float) -> dict:
+        """The compute-optimal parameters, tokens and loss at budget C (FLOPs, C = 6·N·D), for a
+        law in N and D (chinchilla)."""
+        return self._handle.frontier(float(compute_flops))
+
+
+def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: str = "",
+        drop_highest_loss: int = 0, pins: Mapping[str, float] | None = None,
+        objective: str = "huber", space: str = "log", delta: float = 1e-3, bootstrap: int = 0,
+        seed: int = 0, confidence: float = 0.95, threads: int = 2, loss_column: str = "loss",
+        run_column: str = "run") -> Fit:
+    """Fit a scaling law (``mosaic fit``), by default Hoffmann et al.'s Approach 3 (Huber δ=1e-3 on
+    log loss from the full start grid).
+
+    ``data`` is a CSV path or a DataFrame with columns named after the law's inputs and ``loss``
+    (optionally ``run`` and ``weight``); ``columns`` maps or derives columns first
+    (``"N=Model Size"``, ``"D=C/(6*N)"``), ``where`` keeps rows (``"C < 1e21"``). ``pins`` fixes
+    parameters by name. ``bootstrap`` resamples runs for percentile intervals.
+    """
+    args = (law, list(columns), where, int(drop_highest_loss), dict(pins or {}), objective, space,
+            float(delta), int(bootstrap), int(seed), float(confidence), int(threads), loss_column,
+            run_column)
+    if isinstance(data, (str, os.PathLike)):
+        return Fit(_mosaic.fit_csv(os.fspath(data), *args))
+    if not isinstance(data, pd.DataFrame):
+        raise InputError("fit: data is a CSV path or a pandas DataFrame")
+    numeric, text = {}, {}
+    for name in data.columns:
+        series = data[name]
+        if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
+            numeric[str(name)] = series.to_numpy(dtype=float)
+        else:
+            text[str(name)] = ["" if pd.isna(v) else str(v) for v in series]
+    return Fit(_mosaic.fit_columns(numeric, text, *args))
+
+
+class Runs:
+    """Training logs read by the run reader (``mosaic runs``).
+
+    ``scalars``: a long DataFrame with columns ``run``, ``tag``, ``step``, ``wall_time``
+    (seconds), ``value``, ``pass`` (1 for the first pass over a step; restarts add passes).
+    ``findings``: a DataFrame of health findings (``run``, ``kind``, ``tag``, ``steps``,
+    ``message``). ``summary``: one row per run and tag (points, last step, final value).
+    """
+
+    def __init__(self, scalars: pd.DataFrame, findings: pd.DataFrame):
+        self.scalars = scalars
+        self.findings = findings
+
+    @property
+    def summary(self) -> pd.DataFrame:
+        s = self.scalars.sort_values(["run", "tag", "step"], kind="stable")
+        grouped = s.groupby(["run", "tag"], observed=True, sort=True)
+        return pd.DataFrame({
+            "points": grouped.size(),
+            "last_step": grouped["step"].max(),
+            "final_value": grouped["value"].last(),
+        }).reset_index()
+
+    def __repr__(self) -> str:
+        runs = self.scalars["run"].nunique() if len(self.scalars) else 0
+        return f"Runs({runs} runs, {len(self.scalars)} points, {len(self.findings)} findings)"
+
+
+def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, restarts: str = "first",
+              tags: str | None = None) -> Runs:
+    """Read TensorBoard event files, CSV and JSONL logs under ``logdirs`` (searched recursively),
+    as ``mosaic runs`` does. ``restarts`` is ``first``, ``last`` or ``all`` (which pass of a step
+    written twice to keep); ``tags`` keeps tags matching a regular expression."""
+    if isinstance(logdirs, (str, os.PathLike)):
+        logdirs = [logdirs]
+    (run_names, tag_names, run, tag, step, wall, value, passes, findings) = _mosaic.read_runs(
+        [os.fspath(d) for d in logdirs], restarts, tags or "")
+    scalars = pd.DataFrame({
+        "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
+        "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
+        "step": step,
+        "wall_time": wall,
+        "value": value,
+        "pass": passes,
+    })
+    return Runs(scalars, pd.DataFrame(findings, columns=["run", "kind", "tag", "steps", "message"]))
+
+
+class Decision(_Document):
+    """The decision report of a study (``mosaic decide --json``); in a notebook it shows as the
+    HTML report. ``verdict`` is the first throughput scenario's verdict."""
+
+    def __init__(self, document: dict, html: str):
+        super().__init__(document)
+        self._html = html
+
+    @property
+    def verdict(self) -> dict:
+        return self._document["scenarios"][0]["verdict"]
+
+    def criteria(self) -> pd.DataFrame:
+        """Every scenario's criteria: throughput, name, status, reason, settle."""
+        rows = [dict(throughput=s["throughput"], **c) for s in self._document["scenarios"]
+                for c in s["criteria"]]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+
+def decide(study: str | os.PathLike = "fsdp-vs-ep", *, threads: int = 2) -> Decision:
+    """Run the decision job on a study file or embedded study name (``mosaic decide``)."""
+    document, html = _mosaic.decide(os.fspath(study), int(threads))
+    return Decision(json.loads(document), html)
+
+
+class Codesign(_Document):
+    """The co-design result of a space (``mosaic codesign --json``); in a notebook it shows as the
+    HTML report."""
+
+    def __init__(self, document: dict, html: str):
+        super().__init__(document)
+        self._html = html
+
+    def architectures_frame(self) -> pd.DataFrame:
+        """One row per architecture (without the nested layout estimate)."""
+        rows = [{k: v for k, v in a.items() if k != "estimate"}
+                | ({"layout": a["estimate"]["layout"], "mfu": a["estimate"]["mfu"]}
+                   if "estimate" in a else {})
+                for a in self._document["architectures"]]
+        return pd.DataFrame(rows)
+
+    def _repr_html_(self) -> str:
+        return self._html
+
+
+def codesign(space: str | os.PathLike, *, threads: int = 2) -> Codesign:
+    """Run the co-design job on a space file or embedded space name (``mosaic codesign``)."""
+    document, html = _mosaic.codesign(os.fspath(space), int(threads))
+    return Codesign(json.loads(document), html)

@@ -1,0 +1,437 @@
+// The Python extension `mosaic._mosaic`: the C++ library bound with pybind11. It returns plain
+// Python values (JSON documents, numpy arrays, lists); python/mosaic/__init__.py turns them into
+// the package's objects and pandas DataFrames. Long C++ work runs without the GIL. InputError and
+// UsageError become mosaic.InputError (a ValueError) with the CLI's message.
+#include <fmt/format.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mosaic/codesign/codesign.h"
+#include "mosaic/decision/decision.h"
+#include "mosaic/model/model_json.h"
+#include "mosaic/perf/perf_request.h"
+#include "mosaic/report/codesign_report.h"
+#include "mosaic/report/decision_report.h"
+#include "mosaic/runs/health.h"
+#include "mosaic/runs/run.h"
+#include "mosaic/scaling/fit_request.h"
+#include "mosaic/scaling/projection.h"
+#include "mosaic/study/study_config.h"
+
+namespace py = pybind11;
+using namespace mosaic;
+
+namespace {
+
+std::vector<FieldOverride> Overrides(const std::map<std::string, std::string>& fields) {
+  std::vector<FieldOverride> out;
+  for (const auto& [name, value] : fields) {
+    FieldOverride f;
+    f.field = name;
+    f.value = value;
+    f.where.origin = name + "=" + value;
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+std::string Dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+}
+
+PerfSetup Setup(const std::string& model, const std::map<std::string, std::string>& sets,
+                const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
+                const std::string& format, const std::string& routing, double capacity_factor,
+                const std::string& profile, const std::string& profiles_file) {
+  PerfRequest r;
+  r.model = model;
+  r.model_sets = Overrides(sets);
+  r.hardware = hardware;
+  r.gpus = gpus;
+  r.batch = batch;
+  r.seq = seq;
+  auto f = NumberFormatFromString(format);
+  if (!f) throw InputError("format '" + format + "': expected bf16, fp8 or mxfp8");
+  r.format = *f;
+  if (routing != "auto") {
+    r.routing = RoutingPolicyFromString(routing);
+    if (!r.routing) {
+      throw InputError("routing '" + routing +
+                       "': expected auto, dropless, balanced, capacity or fixed-cells");
+    }
+  }
+  r.capacity_factor = capacity_factor;
+  r.profile = profile;
+  r.profiles_file = profiles_file;
+  return PreparePerf(r);
+}
+
+// A fitted law, kept for predictions and the frontier.
+struct FitHandle {
+  scaling::Law law;
+  scaling::FittedArm arm;
+  double flops_per_param_token = 6;
+
+  std::string Json() const {
+    const scaling::FitSummary& s = arm.fit;
+    nlohmann::ordered_json j;
+    j["law"] = law.name;
+    j["formula"] = law.formula;
+    j["termination"] = ToString(s.termination);
+    j["message"] = s.message;
+    j["objective"] = s.objective;
+    nlohmann::ordered_json params = nlohmann::ordered_json::object();
+    nlohmann::ordered_json pinned = nlohmann::ordered_json::array();
+    for (const scaling::FittedParam& p : s.params) {
+      params[p.name] = std::isfinite(p.value) ? nlohmann::ordered_json(p.value) : nullptr;
+      if (p.pinned) pinned.push_back(p.name);
+    }
+    j["params"] = params;
+    j["pinned"] = pinned;
+    if (arm.bootstrap) {
+      nlohmann::ordered_json intervals = nlohmann::ordered_json::object();
+      for (size_t i = 0; i < s.params.size(); ++i) {
+        intervals[s.params[i].name] = {arm.bootstrap->params[i].low, arm.bootstrap->params[i].high};
+      }
+      j["intervals"] = intervals;
+      j["bootstrap"] = {{"resamples", arm.bootstrap->resamples},
+                        {"failed", arm.bootstrap->failed},
+                        {"confidence", arm.bootstrap->confidence}};
+    }
+    j["points"] = s.points;
+    j["runs"] = s.runs;
+    j["inputs"] = nlohmann::ordered_json::array();
+    for (const scaling::LawInput& in : law.inputs) j["inputs"].push_back(in.name);
+    j["recipe"] = {{"data", s.recipe.data},       {"subset_rule", s.recipe.subset_rule},
+                   {"objective", s.recipe.objective}, {"grid", s.recipe.grid},
+                   {"solver", s.recipe.solver},   {"citation", s.recipe.citation}};
+    return Dump(j);
+  }
+
+  // Loss at the given inputs (equal-length arrays by input name), with the bootstrap interval
+  // when there is one: (loss, low, high); low and high are NaN without a bootstrap.
+  py::tuple Predict(const std::map<std::string, py::array_t<double>>& inputs) const {
+    size_t n = 0;
+    std::vector<py::array_t<double>> columns;
+    for (const scaling::LawInput& in : law.inputs) {
+      auto it = inputs.find(in.name);
+      if (it == inputs.end()) {
+        std::string names;
+        for (const scaling::LawInput& i : law.inputs) names += (names.empty() ? "" : ", ") + i.name;
+        throw InputError("predict: law " + law.name + " needs input " + in.name + " (inputs: " +
+                         names + ")");
+      }
+      if (columns.empty()) n = static_cast<size_t>(it->second.size());
+      if (static_cast<size_t>(it->second.size()) != n) {
+        throw InputError("predict: the input arrays differ in length");
+      }
+      columns.push_back(it->second);
+    }
+    for (const auto& [name, unused] : inputs) {
+      if (law.InputIndex(name) < 0) throw InputError("predict: law " + law.name + " has no input " + name);
+    }
+    py::array_t<double> loss(n), low(n), high(n);
+    auto l = loss.mutable_unchecked<1>();
+    auto lo = low.mutable_unchecked<1>();
+    auto hi = high.mutable_unchecked<1>();
+    std::vector<double> x(law.inputs.size());
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t k = 0; k < columns.size(); ++k) {
+        x[k] = columns[k].at(static_cast<py::ssize_t>(i));
+        const std::string rule = law.ValidateInput(static_cast<int>(k), x[k]);
+        if (!rule.empty()) {
+          throw InputError("predict: " + law.inputs[k].name + " = " + std::to_string(x[k]) +
+                           " violates " + rule);
+        }
+      }
+      l(i) = law.Predict(x.data(), arm.fit.theta.data());
+      lo(i) = hi(i) = NAN;
+      if (arm.bootstrap && !arm.bootstrap->theta.empty()) {
+        std::vector<double> values;
+        for (const auto& th : arm.bootstrap->theta) values.push_back(law.Predict(x.data(), th.data()));
+        const scaling::Interval band =
+            scaling::PercentileInterval(std::move(values), arm.bootstrap->confidence);
+        lo(i) = band.low;
+        hi(i) = band.high;
+      }
+    }
+    return py::make_tuple(loss, low, high);
+  }
+
+  py::dict Frontier(double compute_flops) const {
+    const scaling::FrontierPoint p =
+        scaling::ComputeOptimal(law, arm.fit.theta, compute_flops, flops_per_param_token);
+    py::dict d;
+    d["compute_flops"] = p.compute_flops;
+    d["params"] = p.params;
+    d["tokens"] = p.tokens;
+    d["loss"] = p.loss;
+    return d;
+  }
+};
+
+scaling::FitRequest Request(const std::vector<std::string>& columns, const std::string& where,
+                            int drop_highest_loss, const std::map<std::string, double>& pins,
+                            const std::string& objective, const std::string& space, double delta,
+                            int bootstrap, uint64_t seed, double confidence, int threads,
+                            const std::string& loss_column, const std::string& run_column) {
+  scaling::FitRequest r;
+  r.columns = columns;
+  r.where = where;
+  r.drop_highest_loss = drop_highest_loss;
+  for (const auto& [name, value] : pins) r.pins.emplace_back(name, value);
+  r.objective = objective;
+  r.space = space;
+  r.delta = delta;
+  r.bootstrap = bootstrap;
+  r.seed = seed;
+  r.confidence = confidence;
+  r.threads = threads;
+  r.loss_column = loss_column;
+  r.run_column = run_column;
+  return r;
+}
+
+// A DataTable from named numeric columns (a DataFrame's numeric columns) and text columns.
+scaling::DataTable TableFromColumns(const std::map<std::string, py::array_t<double>>& numeric,
+                                    const std::map<std::string, std::vector<std::string>>& text) {
+  scaling::DataTable t;
+  t.origin = "DataFrame";
+  size_t rows = 0;
+  bool first = true;
+  auto check_rows = [&](size_t n) {
+    if (first) {
+      rows = n;
+      first = false;
+    } else if (n != rows) {
+      throw InputError("fit: the DataFrame's columns differ in length");
+    }
+  };
+  for (const auto& [name, values] : numeric) {
+    check_rows(static_cast<size_t>(values.size()));
+    t.names.push_back(name);
+    t.derivations.emplace_back();
+    std::vector<double> v(rows);
+    std::vector<std::string> cells(rows);
+    for (size_t i = 0; i < rows; ++i) {
+      v[i] = values.at(static_cast<py::ssize_t>(i));
+      cells[i] = std::isnan(v[i]) ? "" : fmt::format("{}", v[i]);
+    }
+    t.values.push_back(std::move(v));
+    t.text.push_back(std::move(cells));
+    t.cell_column.emplace_back(rows, 0);
+  }
+  for (const auto& [name, values] : text) {
+    check_rows(values.size());
+    t.names.push_back(name);
+    t.derivations.emplace_back();
+    t.values.emplace_back(rows, NAN);
+    t.text.push_back(values);
+    t.cell_column.emplace_back(rows, 0);
+  }
+  for (size_t i = 0; i < rows; ++i) {
+    t.line.push_back(static_cast<int>(i + 2));
+    t.line_text.emplace_back();
+  }
+  return t;
+}
+
+}  // namespace
+
+PYBIND11_MODULE(_mosaic, m) {
+  m.doc() = "mosaic's C++ library (internal; use the mosaic package)";
+  static py::exception<InputError> input_error(m, "InputError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      input_error(e.what());
+    } catch (const UsageError& e) {
+      input_error(e.what());
+    }
+  });
+
+  m.def("model_json",
+        [](const std::string& model, const std::map<std::string, std::string>& sets, int64_t seq,
+           double tokens) {
+          const std::vector<FieldOverride> overrides = Overrides(sets);
+          return Dump(ModelJson(LoadModel(model, overrides), seq, tokens));
+        },
+        py::arg("model"), py::arg("sets"), py::arg("seq"), py::arg("tokens"));
+
+  m.def("perf_json",
+        [](const std::string& model, const std::map<std::string, std::string>& sets,
+           const std::string& hardware, int64_t gpus, const std::string& layout, int64_t batch,
+           int64_t seq, const std::string& format, const std::string& routing,
+           double capacity_factor, const std::string& profile, const std::string& profiles_file) {
+          py::gil_scoped_release release;
+          const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
+                                    capacity_factor, profile, profiles_file);
+          const LayoutEstimate e = EvaluateLayout(s, layout);
+          nlohmann::ordered_json j;
+          j["model"] = s.spec.config.name;
+          j["hardware"] = s.hardware.name;
+          j["gpus"] = gpus;
+          j["profile"] = s.profile.name;
+          j["batch"] = batch;
+          j["seq"] = seq;
+          j["format"] = ToString(s.job.format);
+          j["routing"] = ToString(s.job.routing);
+          j["capacity_factor"] = s.job.capacity_factor;
+          const nlohmann::ordered_json estimate = EstimateJson(e.layout, e.estimate);
+          for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+          return Dump(j);
+        });
+
+  m.def("search_json",
+        [](const std::string& model, const std::map<std::string, std::string>& sets,
+           const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
+           const std::string& format, const std::string& routing, double capacity_factor,
+           const std::string& profile, const std::string& profiles_file, int64_t top) {
+          py::gil_scoped_release release;
+          const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
+                                    capacity_factor, profile, profiles_file);
+          SearchOptions options;
+          options.top = top;
+          const SearchResult r = SearchBestLayouts(s, options);
+          nlohmann::ordered_json j;
+          j["evaluated"] = r.evaluated;
+          j["feasible"] = r.feasible();
+          j["rejected"] = {{"does_not_divide", r.rejected[0]},
+                           {"exceeds_a_domain", r.rejected[1]},
+                           {"out_of_memory", r.rejected[2]}};
+          nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+          int64_t rank = 1;
+          for (const SearchCandidate& c : r.best) {
+            nlohmann::ordered_json e = EstimateJson(c.layout, c.estimate);
+            e["rank"] = rank++;
+            ranked.push_back(e);
+          }
+          j["ranked"] = ranked;
+          return Dump(j);
+        });
+
+  py::class_<FitHandle>(m, "Fit")
+      .def("json", &FitHandle::Json)
+      .def("predict", &FitHandle::Predict)
+      .def("frontier", &FitHandle::Frontier);
+
+  m.def("fit_csv",
+        [](const std::string& path, const std::string& law, const std::vector<std::string>& columns,
+           const std::string& where, int drop_highest_loss, const std::map<std::string, double>& pins,
+           const std::string& objective, const std::string& space, double delta, int bootstrap,
+           uint64_t seed, double confidence, int threads, const std::string& loss_column,
+           const std::string& run_column) {
+          py::gil_scoped_release release;
+          FitHandle h;
+          h.law = scaling::FindLaw(law);
+          h.arm = scaling::FitFile(h.law, path,
+                                   Request(columns, where, drop_highest_loss, pins, objective, space,
+                                           delta, bootstrap, seed, confidence, threads,
+                                           loss_column, run_column));
+          return h;
+        });
+
+  m.def("fit_columns",
+        [](const std::map<std::string, py::array_t<double>>& numeric,
+           const std::map<std::string, std::vector<std::string>>& text, const std::string& law,
+           const std::vector<std::string>& columns, const std::string& where,
+           int drop_highest_loss, const std::map<std::string, double>& pins,
+           const std::string& objective, const std::string& space, double delta, int bootstrap,
+           uint64_t seed, double confidence, int threads, const std::string& loss_column,
+           const std::string& run_column) {
+          scaling::DataTable table = TableFromColumns(numeric, text);
+          py::gil_scoped_release release;
+          const scaling::FitRequest r = Request(columns, where, drop_highest_loss, pins, objective,
+                                                space, delta, bootstrap, seed, confidence, threads,
+                                                loss_column, run_column);
+          scaling::PrepareTable(table, r);
+          FitHandle h;
+          h.law = scaling::FindLaw(law);
+          h.arm = scaling::FitTable(h.law, table, r);
+          return h;
+        });
+
+  m.def("read_runs",
+        [](const std::vector<std::string>& logdirs, const std::string& restarts,
+           const std::string& tags) {
+          std::vector<runs::Run> loaded;
+          {
+            py::gil_scoped_release release;
+            runs::LoadOptions options;
+            options.restarts = runs::RestartPolicyFromString(restarts);
+            if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
+            for (const runs::RunDirectory& d : runs::DiscoverRuns(logdirs)) {
+              loaded.push_back(runs::LoadRun(d, options));
+            }
+          }
+          // Long table: one row per point, runs and tags as codes into the name lists.
+          size_t points = 0;
+          for (const runs::Run& r : loaded) {
+            for (const runs::TimeSeries& s : r.series) points += s.points.size();
+          }
+          py::array_t<int32_t> run(points), tag(points), pass(points);
+          py::array_t<int64_t> step(points);
+          py::array_t<double> wall(points), value(points);
+          auto ru = run.mutable_unchecked<1>();
+          auto ta = tag.mutable_unchecked<1>();
+          auto pa = pass.mutable_unchecked<1>();
+          auto st = step.mutable_unchecked<1>();
+          auto wa = wall.mutable_unchecked<1>();
+          auto va = value.mutable_unchecked<1>();
+          std::vector<std::string> run_names, tag_names;
+          std::map<std::string, int32_t> tag_codes;
+          py::list findings;
+          size_t i = 0;
+          for (size_t r = 0; r < loaded.size(); ++r) {
+            run_names.push_back(loaded[r].name);
+            for (const runs::TimeSeries& s : loaded[r].series) {
+              auto [it, fresh] = tag_codes.try_emplace(s.tag, int32_t(tag_names.size()));
+              if (fresh) tag_names.push_back(s.tag);
+              for (const runs::ScalarPoint& p : s.points) {
+                ru(i) = int32_t(r);
+                ta(i) = it->second;
+                st(i) = p.step;
+                wa(i) = p.wall_time_seconds;
+                va(i) = p.value;
+                pa(i) = p.pass;
+                ++i;
+              }
+            }
+            for (const runs::Finding& f : runs::CheckHealth(loaded[r])) {
+              py::dict d;
+              d["run"] = loaded[r].name;
+              d["kind"] = std::string(runs::ToString(f.kind));
+              d["tag"] = f.tag;
+              d["steps"] = f.steps;
+              d["message"] = f.message;
+              findings.append(d);
+            }
+          }
+          return py::make_tuple(run_names, tag_names, run, tag, step, wall, value, pass, findings);
+        });
+
+  m.def("decide",
+        [](const std::string& study, int threads) {
+          py::gil_scoped_release release;
+          DecideOptions options;
+          options.threads = threads;
+          const Decision d = Decide(LoadStudy(study), options);
+          return std::make_pair(report::RenderDecisionJson(d), report::RenderDecisionHtml(d));
+        });
+
+  m.def("codesign",
+        [](const std::string& space, int threads) {
+          py::gil_scoped_release release;
+          CodesignOptions options;
+          options.threads = threads;
+          const CodesignResult r = RunCodesign(LoadSpace(space), options);
+          return std::make_pair(report::RenderCodesignJson(r), report::RenderCodesignHtml(r));
+        });
+}

@@ -1,0 +1,143 @@
+"""Tests of the Python package on the repository's fixtures, with parity against the command
+line's --json output for the same inputs. Run by ctest (python.pytest) with PYTHONPATH pointing
+at build/python, MOSAIC_BINARY at the built command line and MOSAIC_SOURCE_DIR at the checkout."""
+
+import json
+import os
+import subprocess
+import threading
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import mosaic
+
+SOURCE = os.environ.get("MOSAIC_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+BINARY = os.environ.get("MOSAIC_BINARY", os.path.join(SOURCE, "build", "mosaic"))
+EPOCH = os.path.join(SOURCE, "tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv")
+EPOCH_COLUMNS = ["N=Model Size", "C=Training FLOP", "D=C/(6*N)"]
+REL_TOL = 2e-3  # parameters of the flat Chinchilla surface (tests/fit_cli_test.cc)
+
+
+def cli_json(*args):
+    out = subprocess.run([BINARY, *args, "--json"], cwd=SOURCE, check=True, capture_output=True,
+                         text=True).stdout
+    return json.loads(out)
+
+
+def test_model_is_exact_and_matches_the_cli():
+    m = mosaic.model("mixtral-8x7b")
+    assert m.total_params == 46_702_792_704
+    assert m.to_dict() == cli_json("model", "mixtral-8x7b")
+    ladder = mosaic.model("marin-ladder", d_model=1024)
+    assert ladder.to_dict() == cli_json("model", "marin-ladder", "--set", "d_model=1024")
+    assert set(m.components_frame().columns) >= {"name", "total_params", "active_params"}
+
+
+def test_perf_matches_the_cli():
+    args = dict(hardware="gb200-nvl72", gpus=64, layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full",
+                batch=1024, seq=4096, capacity_factor=1.0, profile="marin-gb200")
+    p = mosaic.perf("marin-hero-fsdp", **args)
+    cli = cli_json("perf", "marin-hero-fsdp", "--hardware", "gb200-nvl72", "--gpus", "64",
+                   "--layout", args["layout"], "--batch", "1024", "--seq", "4096",
+                   "--capacity-factor", "1.0", "--profile", "marin-gb200")
+    cli.pop("profile_hardware", None)
+    assert p == cli
+    assert 0 < p["mfu"] < 1
+
+
+def test_search_is_a_sorted_dataframe_matching_the_cli():
+    frame = mosaic.search("mixtral-8x7b", hardware="h100", gpus=64, batch=512, seq=4096, top=20)
+    assert list(frame["rank"]) == list(range(1, len(frame) + 1))
+    assert frame["tokens_per_s_per_gpu"].is_monotonic_decreasing
+    cli = cli_json("perf", "mixtral-8x7b", "--hardware", "h100", "--gpus", "64", "--batch", "512",
+                   "--search", "--top", "20")
+    assert frame["layout"].tolist() == [r["layout"] for r in cli["ranked"]]
+    assert frame.attrs["evaluated"] == cli["evaluated"]
+
+
+def test_fit_of_epochs_chinchilla_data_reaches_epochs_objective():
+    f = mosaic.fit(EPOCH, law="chinchilla", columns=EPOCH_COLUMNS, drop_highest_loss=5)
+    assert f.objective == pytest.approx(0.0010182740, abs=5e-11)
+    assert f.params["E"] == pytest.approx(1.8172, rel=REL_TOL)
+    assert f.points == 240
+    cli = cli_json("fit", "tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv",
+                   *sum((["--column", c] for c in EPOCH_COLUMNS), []), "--drop-highest-loss", "5")
+    assert f.params == cli["params"]
+    frontier = f.frontier(5.76e23)
+    assert frontier["params"] * frontier["tokens"] * 6 == pytest.approx(5.76e23, rel=1e-12)
+
+
+def test_fit_of_a_dataframe_predicts_on_arrays_with_intervals():
+    frame = pd.read_csv(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"))
+    f = mosaic.fit(frame, law="compute", pins={"E": 1.6, "alpha": 0.0941}, bootstrap=200)
+    from_file = mosaic.fit(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"),
+                           law="compute", pins={"E": 1.6, "alpha": 0.0941}, bootstrap=200)
+    assert f.params == from_file.params
+    assert f.intervals == from_file.intervals
+    c = np.array([1e18, 1e20, 1e22])
+    p = f.predict(C=c)
+    expected = 1.6 + f.params["A"] * c ** -0.0941
+    np.testing.assert_allclose(p["loss"], expected, rtol=1e-12)
+    assert (p["low"] <= p["loss"]).all() and (p["loss"] <= p["high"]).all()
+
+
+def test_read_runs_gives_a_long_dataframe():
+    runs = mosaic.read_runs(os.path.join(SOURCE, "tests/fixtures/orktes__go-tensorboard"))
+    s = runs.scalars
+    assert list(s.columns) == ["run", "tag", "step", "wall_time", "value", "pass"]
+    assert len(s) > 0
+    # The fixture's TF2 scalar is 0.5 × step (tests/fixtures/README.md).
+    np.testing.assert_allclose(s["value"], 0.5 * s["step"], rtol=1e-6)
+    summary = runs.summary
+    assert (summary["points"] > 0).all()
+
+
+def test_read_runs_restart_policies_keep_first_or_all_passes():
+    path = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs/duplicate_steps")
+    first = mosaic.read_runs(path, restarts="first").scalars
+    every = mosaic.read_runs(path, restarts="all").scalars
+    assert len(every) > len(first)
+    assert not first.duplicated(["run", "tag", "step"]).any()
+
+
+def test_decide_has_the_verdict_and_an_html_view():
+    d = mosaic.decide()
+    assert d.verdict["chosen_arm"] == "fsdp-chunk1"
+    assert d.target["effective_compute"] == pytest.approx(1.177, abs=5e-4)
+    assert "<svg" in d._repr_html_()
+    assert set(d.criteria()["status"]) == {"PASS", "UNKNOWN"}
+    assert d.to_dict() == cli_json("decide")
+
+
+def test_codesign_matches_the_cli():
+    c = mosaic.codesign("h100-sparsity")
+    assert len(c.architectures_frame()) == 18
+    assert c.to_dict() == cli_json("codesign", "h100-sparsity")
+
+
+def test_bad_input_raises_input_error_with_the_cli_message():
+    with pytest.raises(mosaic.InputError, match="unknown model preset 'mixtral-8x8b'"):
+        mosaic.model("mixtral-8x8b")
+    with pytest.raises(ValueError):  # InputError is a ValueError
+        mosaic.perf("mixtral-8x7b", hardware="h100", gpus=8, layout="tp=3", batch=8)
+    with pytest.raises(mosaic.InputError, match="law compute needs input C"):
+        mosaic.fit(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"), law="compute",
+                   pins={"E": 1.6, "alpha": 0.0941}).predict(N=[1e9])
+    with pytest.raises(mosaic.InputError):
+        mosaic.read_runs("/nonexistent/logdir")
+
+
+def test_threads_run_searches_concurrently():
+    results = [None, None]
+
+    def work(i):
+        results[i] = mosaic.search("mixtral-8x7b", hardware="h100", gpus=64, batch=512, top=5)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results[0].equals(results[1])

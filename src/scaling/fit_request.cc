@@ -1,0 +1,86 @@
+#include "mosaic/scaling/fit_request.h"
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "mosaic/runs/run.h"
+#include "mosaic/scaling/log_losses.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic::scaling {
+
+FitOptions MakeFitOptions(const FitRequest& r) {
+  FitOptions options;
+  options.objective.loss = LossKindFromString(r.objective);
+  options.objective.space = ResidualSpaceFromString(r.space);
+  options.objective.delta = r.delta;
+  options.pins = r.pins;
+  options.multistart.threads = r.threads;
+  options.multistart.cut_short = r.cut_short;
+  options.subset_rule = SubsetRule(r);
+  return options;
+}
+
+std::string SubsetRule(const FitRequest& r) {
+  std::vector<std::string> parts;
+  if (!r.logs.empty()) {
+    parts.push_back(fmt::format("{} = {} of tag '{}' per run from {}", r.loss_column,
+                                r.last_k == 1 ? "the final value"
+                                              : fmt::format("mean of the last {}", r.last_k),
+                                r.tag, fmt::join(r.logs, ", ")));
+  }
+  for (const std::string& c : r.columns) parts.push_back("--column " + c);
+  if (r.drop_highest_loss > 0) {
+    parts.push_back(fmt::format("drop the {} rows with the highest {}", r.drop_highest_loss,
+                                r.loss_column));
+  }
+  if (!r.where.empty()) parts.push_back("keep rows where " + r.where);
+  return parts.empty() ? "all rows" : fmt::format("{}", fmt::join(parts, "; "));
+}
+
+void PrepareTable(DataTable& table, const FitRequest& r) {
+  if (!r.logs.empty()) {
+    if (r.tag.empty()) throw UsageError("fit: --logs needs --tag (the loss tag, e.g. eval/loss)");
+    std::vector<runs::Run> logged;
+    for (const runs::RunDirectory& directory : runs::DiscoverRuns(r.logs)) {
+      logged.push_back(runs::LoadRun(directory, {}));
+    }
+    AttachLossesFromLogs(table, logged,
+                         {.tag = r.tag,
+                          .last_k = r.last_k,
+                          .run_column = r.run_column,
+                          .loss_column = r.loss_column});
+  }
+  std::vector<ColumnMapping> mappings;
+  for (const std::string& c : r.columns) mappings.push_back(ParseColumnMapping(c));
+  ApplyMappings(table, mappings);
+  if (r.drop_highest_loss > 0) DropHighest(table, r.loss_column, r.drop_highest_loss);
+  if (!r.where.empty()) FilterRows(table, r.where);
+}
+
+FittedArm FitTable(const Law& law, const DataTable& table, const FitRequest& r, uint64_t stream) {
+  FittedArm arm;
+  arm.data = SelectFitData(table, law,
+                           {.loss_column = r.loss_column,
+                            .run_column = r.run_column,
+                            .weight_column = r.weight_column});
+  const FitOptions options = MakeFitOptions(r);
+  arm.fit = Fit(law, arm.data, options);
+  if (r.bootstrap > 0 && arm.fit.ok()) {
+    BootstrapOptions b;
+    b.resamples = r.bootstrap;
+    b.seed = StreamSeed(r.seed, stream);
+    b.confidence = r.confidence;
+    b.threads = r.threads;
+    arm.bootstrap = Bootstrap(law, arm.data, options, arm.fit, b);
+  }
+  return arm;
+}
+
+FittedArm FitFile(const Law& law, const std::string& path, const FitRequest& r, uint64_t stream) {
+  DataTable table = ReadCsv(path);
+  PrepareTable(table, r);
+  return FitTable(law, table, r, stream);
+}
+
+}  // namespace mosaic::scaling
