@@ -5,7 +5,8 @@
 //   hardware/  devices and clusters
 //   perf/      layouts, the step-time / memory / dropping model, search and calibration
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
-//   runs/      TensorBoard, CSV and JSONL training logs, restart policies and health checks
+//   runs/      TensorBoard, CSV and JSONL training logs, restart policies, health checks and per-loop
+//              diagnostics
 //   decision/  the decision job: results, fits, throughput and run health into a rule's verdict
 //   report/    text, JSON and self-contained HTML (inline SVG charts) renderings of the jobs
 // Data flows one way: study → model → perf / scaling (fed by runs) → decision → report.
@@ -54,6 +55,7 @@
 #include "mosaic/runs/event_writer.h"
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
+#include "mosaic/runs/module_diag.h"
 #include "mosaic/runs/restart_policy.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/runs/table_log.h"
