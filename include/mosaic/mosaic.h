@@ -5,8 +5,8 @@
 //   hardware/  devices and clusters
 //   perf/      layouts, the step-time / memory / dropping model, search and calibration
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
-//   runs/      TensorBoard, CSV and JSONL training logs, restart policies, health checks and per-loop
-//              diagnostics
+//   runs/      TensorBoard, CSV and JSONL training logs, restart policies, health checks, per-loop
+//              diagnostics and the ablation job (effects against a baseline on another cluster)
 //   decision/  the decision job: results, fits, throughput and run health into a rule's verdict
 //   report/    text, JSON and self-contained HTML (inline SVG charts) renderings of the jobs
 // Data flows one way: study → model → perf / scaling (fed by runs) → decision → report.
@@ -48,6 +48,7 @@
 #include "mosaic/scaling/objective.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/scaling/solver.h"
+#include "mosaic/runs/ablation.h"
 #include "mosaic/runs/compare.h"
 #include "mosaic/runs/crc32c.h"
 #include "mosaic/runs/event.h"
