@@ -63,6 +63,7 @@
 #include "mosaic/runs/time_series.h"
 #include "mosaic/decision/criteria.h"
 #include "mosaic/decision/decision.h"
+#include "mosaic/report/ablation_report.h"
 #include "mosaic/report/decision_report.h"
 #include "mosaic/report/html.h"
 #include "mosaic/report/svg_chart.h"
