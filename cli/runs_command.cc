@@ -11,10 +11,13 @@
 #include <vector>
 
 #include "command.h"
+#include "mosaic/report/ablation_report.h"
+#include "mosaic/runs/ablation.h"
 #include "mosaic/runs/compare.h"
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
+#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
@@ -42,6 +45,22 @@ struct CompareOptions {
   std::string restarts = "first";
   std::string step_column;
   bool json = false;
+  std::string output;
+};
+
+struct AblationCliOptions {
+  std::string ablation_dir;
+  std::string baseline_dir;
+  std::string offset_pair;
+  std::vector<std::string> pairs;
+  std::string tag;
+  std::string align = "step";
+  std::string restarts = "first";
+  std::string step_column;
+  double sigmas = 2.0;
+  int noise_window = 10;
+  bool json = false;
+  std::string html;
   std::string output;
 };
 
@@ -316,6 +335,21 @@ void RunCompare(const CompareOptions& options) {
   EmitOutput(options.output, out);
 }
 
+void RunAblationCommand(const AblationCliOptions& o) {
+  AblationOptions options;
+  options.tag = o.tag;
+  options.offset_pair = ParseRunPair("--offset-pair", o.offset_pair);
+  for (const std::string& pair : o.pairs) options.pairs.push_back(ParseRunPair("--pair", pair));
+  options.alignment = AlignmentFromString(o.align);
+  options.sigmas = o.sigmas;
+  options.noise_window = o.noise_window;
+  const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
+                                        MakeLoadOptions(o.restarts, "", o.step_column));
+  if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderAblationHtml(ablation));
+  EmitOutput(o.output, o.json ? report::RenderAblationJson(ablation)
+                              : report::RenderAblationText(ablation));
+}
+
 }  // namespace
 
 void AddRunsCommand(CLI::App& root) {
@@ -329,7 +363,8 @@ void AddRunsCommand(CLI::App& root) {
       "  mosaic runs logs/ --restarts last --tags 'loss|grad_norm'\n"
       "  mosaic runs logs/ --export csv --output points.csv\n"
       "  mosaic runs logs/ --restarts all --export json\n"
-      "  mosaic runs compare logs/nobpk_H3 base/H3 --tag eval/loss");
+      "  mosaic runs compare logs/nobpk_H3 base/H3 --tag eval/loss\n"
+      "  mosaic runs ablation logs/ --baseline base/ --offset-pair nobpk_H3=H3 --tag eval/loss");
   cmd->add_option("logdir", options->logdirs,
                   "log directories (searched recursively) or single log files");
   cmd->add_option("--restarts", options->restarts,
@@ -369,8 +404,61 @@ void AddRunsCommand(CLI::App& root) {
   cmp->add_option("--output", compare->output, "write to FILE (whole or not at all)");
   cmp->callback([compare] { RunCompare(*compare); });
 
-  cmd->callback([options, cmp] {
-    if (cmp->parsed()) return;
+  auto ablation = std::make_shared<AblationCliOptions>();
+  CLI::App* abl = cmd->add_subcommand(
+      "ablation",
+      "One-switch ablations against baseline runs from another cluster: the platform offset from "
+      "an equivalent pair, each run's offset-corrected effect with its uncertainty and health, "
+      "and per-loop diagnostics.\n\n"
+      "Per run: its baseline run, the values at the compared step and at every common evaluation "
+      "step, the difference, the effect once the offset (mean and standard error of run − "
+      "baseline over the equivalent pair's common steps) is taken out, whether it lies inside the "
+      "offset's uncertainty; the steps logged twice, non-finite values, spikes and whether the "
+      "run ended early; module_diag columns per layer, branch and loop summarised per loop.\n\n"
+      "Examples:\n"
+      "  mosaic runs ablation logs/ --baseline base/ --offset-pair nobpk_H3=H3 --tag eval/loss\n"
+      "  mosaic runs ablation logs/ --baseline base/ --offset-pair nobpk_H3=H3 --tag eval/loss \\\n"
+      "      --pair nobpk_H9_mb8=H9 --pair nobpk_H12_mb8=H12 --html ablation.html\n"
+      "  mosaic runs ablation logs/ --baseline base/ --offset-pair nobpk_H3=H3 --tag eval/loss "
+      "--align fraction --json");
+  abl->add_option("ablation_dir", ablation->ablation_dir,
+                  "directory of the ablation runs (searched recursively)")
+      ->required();
+  abl->add_option("--baseline", ablation->baseline_dir, "directory of the baseline runs")
+      ->required();
+  abl->add_option("--offset-pair", ablation->offset_pair,
+                  "RUN=BASE_RUN: the ablation run equivalent to the base recipe and its baseline "
+                  "run; their mean difference is the platform offset")
+      ->required();
+  abl->add_option("--tag", ablation->tag, "the tag compared, e.g. eval/loss")->required();
+  abl->add_option("--pair", ablation->pairs,
+                  "RUN=BASE_RUN (repeatable): the baseline run of an ablation run; runs without one "
+                  "are compared with the offset pair's baseline run");
+  abl->add_option("--align", ablation->align,
+                  "step: compare at common steps (a shorter run at its own final step, default); "
+                  "fraction: at matched fractions of each run's schedule")
+      ->check(CLI::IsMember({"step", "fraction"}))
+      ->default_val("step");
+  abl->add_option("--restarts", ablation->restarts, "first (default), last or all")
+      ->check(CLI::IsMember({"first", "last", "all"}))
+      ->default_val("first");
+  abl->add_option("--sigmas", ablation->sigmas,
+                  "an effect within this many times the offset's uncertainty is marked inside it")
+      ->check(CLI::PositiveNumber)
+      ->default_val(2.0);
+  abl->add_option("--noise-window", ablation->noise_window,
+                  "compared points from which a run's own noise is estimated")
+      ->check(CLI::Range(3, 1 << 30))
+      ->default_val(10);
+  abl->add_option("--step-column", ablation->step_column, "CSV/JSONL step column");
+  abl->add_flag("--json", ablation->json, "every number as JSON");
+  abl->add_option("--html", ablation->html,
+                  "also write a self-contained HTML report to FILE (whole or not at all)");
+  abl->add_option("--output", ablation->output, "write the text or JSON to FILE (whole or not at all)");
+  abl->callback([ablation] { RunAblationCommand(*ablation); });
+
+  cmd->callback([options, cmp, abl] {
+    if (cmp->parsed() || abl->parsed()) return;
     if (options->logdirs.empty()) {
       throw CLI::RequiredError("logdir: name at least one log directory");
     }

@@ -5,7 +5,8 @@
 //   hardware/  devices and clusters
 //   perf/      layouts, the step-time / memory / dropping model, search and calibration
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
-//   runs/      TensorBoard, CSV and JSONL training logs, restart policies and health checks
+//   runs/      TensorBoard, CSV and JSONL training logs, restart policies, health checks, per-loop
+//              diagnostics and the ablation job (effects against a baseline on another cluster)
 //   decision/  the decision job: results, fits, throughput and run health into a rule's verdict
 //   codesign/  the co-design job: architectures × layouts under a cluster's constraints (MPI)
 //   report/    text, JSON and self-contained HTML (inline SVG charts) renderings of the jobs
@@ -48,6 +49,7 @@
 #include "mosaic/scaling/objective.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/scaling/solver.h"
+#include "mosaic/runs/ablation.h"
 #include "mosaic/runs/compare.h"
 #include "mosaic/runs/crc32c.h"
 #include "mosaic/runs/event.h"
@@ -55,6 +57,7 @@
 #include "mosaic/runs/event_writer.h"
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
+#include "mosaic/runs/module_diag.h"
 #include "mosaic/runs/restart_policy.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/runs/table_log.h"
@@ -64,6 +67,7 @@
 #include "mosaic/codesign/space.h"
 #include "mosaic/decision/criteria.h"
 #include "mosaic/decision/decision.h"
+#include "mosaic/report/ablation_report.h"
 #include "mosaic/report/codesign_report.h"
 #include "mosaic/report/decision_report.h"
 #include "mosaic/report/html.h"

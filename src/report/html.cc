@@ -41,6 +41,8 @@ td.unknown { background: #fbf1d0; font-weight: bold; }
 .note { color: #555; font-size: 0.92em; }
 figure { margin: 1em 0; }
 figcaption { color: #555; font-size: 0.9em; }
+.multiples { display: flex; flex-wrap: wrap; gap: 0.4em; }
+.multiples figure { margin: 0; }
 )";
   return fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"

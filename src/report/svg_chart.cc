@@ -129,18 +129,22 @@ std::string Header(int width, int height, const std::string& title) {
       width, height, EscapeXml(title), width / 2);
 }
 
+// The legend's width: right of the y axis, 640 pixels in a 720-pixel chart.
+int LegendWidth(int chart_width) { return chart_width - kLeft - 2; }
+
 // How a legend entry is drawn: a solid or dashed line, a marker, or a filled box (bars).
 enum class Swatch { kLine, kDashed, kMarker, kBox };
 
+// Entries wrap onto a new row past `width` pixels (the chart's width right of the y axis).
 std::string Legend(const std::vector<std::pair<std::string, std::string>>& entries, int x, int y,
-                   const std::vector<Swatch>& swatches) {
+                   int width, const std::vector<Swatch>& swatches) {
   std::string out;
   int cx = x;
   int row = 0;
   for (size_t i = 0; i < entries.size(); ++i) {
     const auto& [name, color] = entries[i];
     const int w = 28 + static_cast<int>(name.size()) * 7;
-    if (cx + w > x + 640 && cx > x) {
+    if (cx + w > x + width && cx > x) {
       cx = x;
       ++row;
     }
@@ -169,11 +173,11 @@ std::string Legend(const std::vector<std::pair<std::string, std::string>>& entri
   return out;
 }
 
-int LegendRows(const std::vector<std::string>& names) {
+int LegendRows(const std::vector<std::string>& names, int width) {
   int rows = 1, cx = 0;
   for (const std::string& name : names) {
     const int w = 28 + static_cast<int>(name.size()) * 7;
-    if (cx + w > 640 && cx > 0) {
+    if (cx + w > width && cx > 0) {
       cx = 0;
       ++rows;
     }
@@ -187,7 +191,7 @@ int LegendRows(const std::vector<std::string>& names) {
 std::string RenderXyChart(const XyChart& chart) {
   std::vector<std::string> names;
   for (const XySeries& s : chart.series) names.push_back(s.name);
-  const int legend_rows = LegendRows(names);
+  const int legend_rows = LegendRows(names, LegendWidth(chart.width));
   const int plot_bottom = chart.height - kBottom - legend_rows * kLegendRow;
   Axis x{.log = chart.log_x, .pixel_lo = kLeft, .pixel_hi = double(chart.width - kRight)};
   Axis y{.log = chart.log_y, .pixel_lo = double(plot_bottom), .pixel_hi = kTop};
@@ -295,7 +299,7 @@ std::string RenderXyChart(const XyChart& chart) {
       }
     }
   }
-  out += Legend(legend, kLeft, plot_bottom + 52, swatches);
+  out += Legend(legend, kLeft, plot_bottom + 52, LegendWidth(chart.width), swatches);
   out += "</svg>\n";
   return out;
 }
@@ -303,7 +307,7 @@ std::string RenderXyChart(const XyChart& chart) {
 std::string RenderBarChart(const BarChart& chart) {
   std::vector<std::string> names;
   for (const BarSeries& s : chart.series) names.push_back(s.name);
-  const int legend_rows = LegendRows(names);
+  const int legend_rows = LegendRows(names, LegendWidth(chart.width));
   const int plot_bottom = chart.height - kBottom - legend_rows * kLegendRow;
   std::vector<double> values = {0};
   for (size_t c = 0; c < chart.categories.size(); ++c) {
@@ -385,7 +389,7 @@ std::string RenderBarChart(const BarChart& chart) {
   }
   std::vector<std::pair<std::string, std::string>> legend;
   for (const BarSeries& s : chart.series) legend.emplace_back(s.name, s.color);
-  out += Legend(legend, kLeft, plot_bottom + 40, {});
+  out += Legend(legend, kLeft, plot_bottom + 40, LegendWidth(chart.width), {});
   out += "</svg>\n";
   return out;
 }

@@ -22,7 +22,8 @@ std::string HtmlTable(const std::vector<std::string>& header,
                       const std::vector<std::vector<Cell>>& rows);
 
 // A whole page: <!DOCTYPE html>, a <title>, the report's stylesheet, and `body_html` (trusted
-// markup built by the caller from escaped text and rendered charts).
+// markup built by the caller from escaped text and rendered charts). Table cells take the classes
+// "num", "pass", "fail" and "unknown"; a <div class="multiples"> lays out small charts side by side.
 std::string HtmlDocument(std::string_view title, std::string_view body_html);
 
 }  // namespace mosaic::report

@@ -1,0 +1,175 @@
+// End-to-end tests of `mosaic runs ablation` on seed-004-shaped logs written by the generator in
+// tests/support: the text and JSON reports, the HTML page rendered in headless Chromium, and
+// errors.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include "cli_support.h"
+#include "seed004_logs.h"
+
+namespace mosaic::testing {
+namespace {
+
+// eval/loss is stored as float32; an effect is built from three such values.
+constexpr double kFloat32Tol = 2e-6;
+
+class AblationCli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = new std::string(::testing::TempDir() + "mosaic_ablation_cli_" +
+                            std::to_string(::getpid()));
+    WriteSeed004Logs(*root_);
+  }
+  static void TearDownTestSuite() {
+    std::filesystem::remove_all(*root_);
+    delete root_;
+  }
+  // The command of the seed: the offset pair and the explicit pairs.
+  static std::string Command(const std::string& extra = "") {
+    return "runs ablation " + *root_ + "/ablation --baseline " + *root_ +
+           "/baseline --offset-pair nobpk_H3=H3 --tag eval/loss --pair nobpk_H6=H6 "
+           "--pair nobpk_H9_mb8=H9 --pair nobpk_H12_mb8=H12 --pair nonorm_H3_5k=H3_5k "
+           "--pair noreinject_H3_5k=H3_5k" +
+           (extra.empty() ? "" : " " + extra);
+  }
+  static std::string* root_;
+};
+std::string* AblationCli::root_ = nullptr;
+
+TEST_F(AblationCli, TextReportHasTheOffsetEffectsHealthAndLoops) {
+  const CommandResult r = RunMosaic(Command());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Platform offset, nobpk_H3 − H3 over 40 common steps (250–10000):\n"
+                       "  +0.03750 ± 0.00032 (standard error); sd 0.00203"),
+            std::string::npos)
+      << r.out;
+  // nobpk_H6: −0.015 from the switch, −0.002 of eval noise at step 10000.
+  EXPECT_NE(r.out.find("-0.0170 ± 0.0028"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("logged twice 1000–1500 (first pass kept); non-finite train/grad_norm at "
+                       "1500, 1852"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("spike train/loss at 8390"), std::string::npos);
+  EXPECT_NE(r.out.find("5000 (run's final; baseline to 10000)"), std::string::npos);
+  EXPECT_NE(r.out.find("lam1_H3_5k        H3 †"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("act_norm (activation norm, moe) grows most in cH12"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("eff_rank (effective rank, moe) falls most in cH12 L07"), std::string::npos);
+  EXPECT_NE(r.out.find("20 always-zero columns ignored (module_diag/L00/attn/grad_norm_mean, …)"),
+            std::string::npos);
+}
+
+TEST_F(AblationCli, JsonHasEveryNumber) {
+  const CommandResult r = RunMosaic(Command("--json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NEAR(j["offset"]["mean_difference"].get<double>(), kPlatformOffset, kFloat32Tol);
+  ASSERT_EQ(j["runs"].size(), 7u);
+  for (const auto& row : j["runs"]) {
+    const SeedRun& run = FindSeedRun(row["run"]);
+    const SeedRun& base = FindSeedRun(row["base_run"]);
+    if (run.steps != base.steps) continue;
+    EXPECT_NEAR(row["effect"].get<double>(), run.effect - kEvalNoise, kFloat32Tol) << row["run"];
+    EXPECT_EQ(row["points"].size(), static_cast<size_t>(run.steps / kEvalEvery));
+  }
+  EXPECT_EQ(j["runs"][0]["run"], "nobpk_H3");
+  EXPECT_TRUE(j["runs"][0]["inside_offset_uncertainty"].get<bool>());
+  const auto& h9 = j["runs"][4];  // the offset pair, then by name
+  ASSERT_EQ(h9["run"], "nobpk_H9_mb8");
+  EXPECT_EQ(h9["health"]["logged_twice"][0]["from_step"], 1000);
+  EXPECT_EQ(h9["health"]["non_finite"][0]["steps"], nlohmann::json::array({1500, 1852}));
+  EXPECT_EQ(h9["diagnostics"]["loops"].size(), 9u);
+  EXPECT_EQ(h9["diagnostics"]["zero_columns"].size(), 20u);
+  EXPECT_EQ(j["baseline_health"].size(), 5u);
+}
+
+TEST_F(AblationCli, MatchedFractionsAreAnOption) {
+  const CommandResult r = RunMosaic(Command("--align fraction --json"));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  for (const auto& row : j["runs"]) {
+    if (row["run"] != "lam1_H3_5k") continue;
+    EXPECT_EQ(row["alignment"], "fraction");
+    EXPECT_EQ(row["compared_at"]["base_step"], 10000);
+    EXPECT_NEAR(row["effect"].get<double>(),
+                BaseEvalLoss(5000, 5000, 3) - BaseEvalLoss(10000, 10000, 3) - 0.010 - kEvalNoise,
+                kFloat32Tol);
+  }
+  const CommandResult text = RunMosaic(Command("--align fraction"));
+  EXPECT_NE(text.out.find("f 1.000: 5000 ↔ 10000"), std::string::npos) << text.out;
+}
+
+// Renders the page in headless Chromium (as the decision report's test does) and reads back the
+// DOM it built: the page loads, with its charts, the offset and the effect table.
+TEST_F(AblationCli, HtmlReportRendersInHeadlessChromium) {
+  const std::string dir = ::testing::TempDir() + "ablation_html_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string page = dir + "/ablation.html";
+  const CommandResult r = RunMosaic(Command("--html " + page));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("Platform offset"), std::string::npos);  // the text still goes to stdout
+  const std::string html = ReadText(page);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);  // nothing fetched from the network
+  ASSERT_TRUE(std::filesystem::exists("/usr/bin/chromium"))
+      << "Debian's chromium is needed (tools/install_deps.sh installs it)";
+  const std::string dom = dir + "/dom.html", log = dir + "/chromium.log";
+  const std::string command =
+      "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
+      "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
+      "--disable-extensions --enable-logging=stderr --v=0 --user-data-dir=" + dir +
+      "/profile --dump-dom file://" + page + " > " + dom + " 2> " + log;
+  ASSERT_EQ(std::system(command.c_str()), 0) << ReadText(log);
+  const std::string rendered = ReadText(dom);
+  size_t charts = 0;
+  for (size_t at = rendered.find("<svg"); at != std::string::npos;
+       at = rendered.find("<svg", at + 1)) {
+    ++charts;
+  }
+  // Two effect charts, seven curves, 5 metrics × 2 branches by loop, 7 runs × 2 branches over time.
+  EXPECT_EQ(charts, 2u + 7u + 10u + 14u);
+  EXPECT_NE(rendered.find("id=\"offset\""), std::string::npos);
+  EXPECT_NE(rendered.find("Platform offset +0.03750 ± 0.00032"), std::string::npos);
+  EXPECT_NE(rendered.find("<td>nobpk_H9_mb8</td>"), std::string::npos);
+  EXPECT_NE(rendered.find("act_norm · moe"), std::string::npos);
+  EXPECT_NE(rendered.find("2 of 7 runs have an effect inside the offset's uncertainty"),
+            std::string::npos);
+  const std::string messages = ReadText(log);
+  EXPECT_EQ(messages.find("CONSOLE"), std::string::npos) << messages;
+  EXPECT_EQ(messages.find("net::ERR"), std::string::npos) << messages;
+  std::filesystem::remove_all(dir);
+}
+
+TEST_F(AblationCli, ErrorsAndExitCodes) {
+  const CommandResult missing = RunMosaic("runs ablation " + *root_ + "/ablation --baseline " +
+                                          *root_ + "/baseline --tag eval/loss");
+  EXPECT_EQ(missing.exit_code, 2) << missing.err;
+  EXPECT_NE(missing.err.find("--offset-pair"), std::string::npos) << missing.err;
+  const CommandResult unknown = RunMosaic(Command("--pair nobpk_H9=H9"));
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("--pair = nobpk_H9=H9. Violated constraint: RUN must be a run of the "
+                             "ablation directory"),
+            std::string::npos)
+      << unknown.err;
+  EXPECT_NE(unknown.err.find("(did you mean 'nobpk_H9_mb8'?)"), std::string::npos);
+  const CommandResult malformed = RunMosaic(Command("--pair nobpk_H6"));
+  EXPECT_EQ(malformed.exit_code, 1);
+  EXPECT_NE(malformed.err.find("--pair = nobpk_H6. Violated constraint: RUN=BASE_RUN"),
+            std::string::npos)
+      << malformed.err;
+  const CommandResult align = RunMosaic(Command("--align steps"));
+  EXPECT_EQ(align.exit_code, 2);
+  const CommandResult no_dir = RunMosaic("runs ablation " + *root_ + "/nothing --baseline " +
+                                         *root_ + "/baseline --offset-pair a=b --tag eval/loss");
+  EXPECT_EQ(no_dir.exit_code, 1);
+  EXPECT_NE(no_dir.err.find("no such file or directory"), std::string::npos) << no_dir.err;
+}
+
+}  // namespace
+}  // namespace mosaic::testing
