@@ -186,6 +186,22 @@ int LegendRows(const std::vector<std::string>& names, int width) {
   return names.empty() ? 0 : rows;
 }
 
+// Horizontal grid lines with their tick labels, and the plot frame.
+std::string YGridAndFrame(const Axis& y, int width, int plot_bottom) {
+  std::string out;
+  for (double t : Ticks(y)) {
+    const double py = y.Map(t);
+    out += fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e5e5e5\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+        kLeft, py, width - kRight, kLeft - 6, py + 4, TickLabel(t));
+  }
+  out += fmt::format(
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft,
+      kTop, width - kRight - kLeft, plot_bottom - kTop);
+  return out;
+}
+
 }  // namespace
 
 std::string RenderXyChart(const XyChart& chart) {
@@ -219,16 +235,7 @@ std::string RenderXyChart(const XyChart& chart) {
         "<text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
         px, kTop, plot_bottom, plot_bottom + 16, TickLabel(t));
   }
-  for (double t : Ticks(y)) {
-    const double py = y.Map(t);
-    out += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e5e5e5\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        kLeft, py, chart.width - kRight, kLeft - 6, py + 4, TickLabel(t));
-  }
-  out += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft,
-      kTop, chart.width - kRight - kLeft, plot_bottom - kTop);
+  out += YGridAndFrame(y, chart.width, plot_bottom);
   out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">{}</text>\n",
                      (kLeft + chart.width - kRight) / 2, plot_bottom + 36,
                      EscapeXml(chart.x_label + (chart.log_x ? " (log scale)" : "")));
@@ -324,16 +331,7 @@ std::string RenderBarChart(const BarChart& chart) {
   Fit(y, values);
   y.lo = 0;
   std::string out = Header(chart.width, chart.height, chart.title);
-  for (double t : Ticks(y)) {
-    const double py = y.Map(t);
-    out += fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e5e5e5\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
-        kLeft, py, chart.width - kRight, kLeft - 6, py + 4, TickLabel(t));
-  }
-  out += fmt::format(
-      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#333\"/>\n", kLeft,
-      kTop, chart.width - kRight - kLeft, plot_bottom - kTop);
+  out += YGridAndFrame(y, chart.width, plot_bottom);
   out += fmt::format(
       "<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
       (kTop + plot_bottom) / 2, EscapeXml(chart.y_label));
