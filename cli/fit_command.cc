@@ -19,6 +19,7 @@
 #include "mosaic/scaling/log_losses.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::cli {
@@ -317,7 +318,7 @@ void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
       preds.push_back({{"at", PointText(point)}, {"loss", Number(loss)}});
     }
     j["predictions"] = preds;
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
     return;
   }
   std::string out = FitText(law, arm, "");
@@ -436,7 +437,7 @@ void Run(const FitCliOptions& o) {
       }
       j["comparison"] = c;
     }
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
     return;
   }
 

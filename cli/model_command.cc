@@ -11,6 +11,7 @@
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/wide_int.h"
 
@@ -80,7 +81,7 @@ std::string RenderJson(const ModelSpec& spec, const ParamCount& p, const FlopCou
   j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
   if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
-  return j.dump(2) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
@@ -163,7 +164,7 @@ void Run(const ModelOptions& options) {
       out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, ToString(field.type),
                          value, field.help);
     }
-    EmitOutput(options.output, options.json ? fields.dump(2) + "\n" : out);
+    EmitOutput(options.output, options.json ? DumpJson(fields) + "\n" : out);
     return;
   }
   if (options.list) {
@@ -180,7 +181,7 @@ void Run(const ModelOptions& options) {
                          FormatCount(static_cast<double>(p.total_params)),
                          FormatCount(static_cast<double>(p.active_params)), spec.config.source);
     }
-    EmitOutput(options.output, options.json ? presets.dump(2) + "\n" : out);
+    EmitOutput(options.output, options.json ? DumpJson(presets) + "\n" : out);
     return;
   }
   if (options.model.empty()) {

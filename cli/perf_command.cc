@@ -17,6 +17,7 @@
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::cli {
@@ -184,7 +185,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
                     {"rule", x.violation.rule}});
     }
     j["rejected_examples"] = ex;
-    return j.dump(2) + "\n";
+    return DumpJson(j) + "\n";
   }
   std::string out = fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
@@ -287,7 +288,7 @@ void Run(const PerfOptions& o) {
     j["capacity_factor"] = job.capacity_factor;
     const nlohmann::ordered_json estimate = EstimateJson(layout, e);
     for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
   } else {
     EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
   }

@@ -16,6 +16,7 @@
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
 
@@ -231,7 +232,7 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
     j["notes"] = run.notes;
     all.push_back(j);
   }
-  return all.dump(2) + "\n";
+  return DumpJson(all) + "\n";
 }
 
 void RunRuns(const RunsOptions& options) {
@@ -295,7 +296,7 @@ void RunCompare(const CompareOptions& options) {
     } else {
       j["common_steps"] = 0;
     }
-    EmitOutput(options.output, j.dump(2) + "\n");
+    EmitOutput(options.output, DumpJson(j) + "\n");
     return;
   }
   std::string out = fmt::format("offset of {} against {} on '{}' (restarts: {})\n", options.run_b,

@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "cli_support.h"
 
@@ -209,6 +213,33 @@ TEST(FitCli, LossesFromLogs) {
                 "tests/fixtures/janosh__tensorboard-reducer/tests/runs --law compute");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "mosaic: fit: --logs needs --tag (the loss tag, e.g. eval/loss)\n");
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A data file and column named in Latin-1 reach the JSON (recipe) as U+FFFD: valid JSON.
+TEST(FitCli, NamesThatAreNotUtf8GiveValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_fit_latin1_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path data = dir / "co\xFBt.csv";
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_base.csv"), data);
+  std::string text = ReadText(data.string());
+  text.replace(0, text.find('\n'), "run,FLOP\xE9,loss");
+  { std::ofstream(data, std::ios::binary) << text; }
+  CommandResult r = RunMosaic("fit '" + data.string() +
+                              "' --law compute --column 'C=FLOP\xE9' --pin E=1.6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["recipe"]["data"].get<std::string>().find("co\xEF\xBF\xBDt.csv"), std::string::npos);
+  EXPECT_EQ(j["recipe"]["subset_rule"].get<std::string>(), "--column C=FLOP\xEF\xBF\xBD");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "cli_support.h"
 
 namespace mosaic::testing {
@@ -144,6 +148,28 @@ TEST(ModelCli, ListAndFieldsHaveJson) {
   r = RunMosaic("model --fields --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"].get<std::string>(), "name");
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A model file in a folder named in Latin-1: its origin reaches the JSON as U+FFFD.
+TEST(ModelCli, FileNamedInLatin1GivesValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_mod\xE8le_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "tiny.toml";
+  fs::copy_file(SourcePath("tests/fixtures/studies/tiny_model.toml"), model);
+  CommandResult r = RunMosaic("model '" + model.string() + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(nlohmann::json::parse(r.out)["origin"].get<std::string>().find("mod\xEF\xBF\xBDle"),
+            std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

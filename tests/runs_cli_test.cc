@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_support.h"
+#include "mosaic/runs/event_writer.h"
 
 namespace mosaic::testing {
 namespace {
@@ -192,6 +193,40 @@ TEST(RunsCli, UnusableFilesAreReportedOnce) {
   EXPECT_EQ(r.out.find("note: file skipped"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no complete record (an empty or just-created file)"), std::string::npos)
       << r.out;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// Names that are not UTF-8 (a Latin-1 folder, CSV column and event tag) reach JSON as U+FFFD, so
+// the JSON stays valid; the CSV export keeps the bytes as they were.
+TEST(RunsCli, NamesThatAreNotUtf8GiveValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("mosaic_latin1_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const fs::path run = root / "r\xE9sum\xE9";
+  fs::create_directories(run);
+  { std::ofstream(run / "metrics.csv") << "step,caf\xE9_loss\n1,2.5\n2,2.25\n"; }
+  {
+    std::ofstream events(run / "events.out.tfevents.1.host", std::ios::binary);
+    events << runs::FrameRecord(runs::EncodeFileVersionEvent(1))
+           << runs::FrameRecord(runs::EncodeScalarEvent(1, 1, "na\xEFve", 0.5));
+  }
+  for (const std::string format : {"--json", "--export json"}) {
+    CommandResult r = RunMosaic("runs '" + root.string() + "' " + format);
+    ASSERT_EQ(r.exit_code, 0) << format << r.err;
+    EXPECT_TRUE(nlohmann::json::accept(r.out)) << format << r.out;
+    EXPECT_NE(r.out.find("caf\xEF\xBF\xBD_loss"), std::string::npos) << format << r.out;
+    EXPECT_NE(r.out.find("na\xEF\xBF\xBDve"), std::string::npos) << format << r.out;
+  }
+  CommandResult csv = RunMosaic("runs '" + root.string() + "' --export csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find("r\xE9sum\xE9,caf\xE9_loss,1,"), std::string::npos) << csv.out;
   fs::remove_all(root);
 }
 
