@@ -230,5 +230,39 @@ TEST(RunsCli, NamesThatAreNotUtf8GiveValidJson) {
   fs::remove_all(root);
 }
 
+// --tags is matched by RE2: a pattern that backtracking engines need exponential time or stack
+// for is matched in linear time; a huge or deeply nested pattern is compiled or refused with the
+// flag named, never a crash.
+TEST(RunsCli, TagPatternsCannotHangOrCrash) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("mosaic_tags_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string as(5000, 'a');
+  { std::ofstream(root / "metrics.csv") << "step," << as << "," << as << "!\n1,1,2\n"; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "' --tags '^(a+)+$' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j[0]["tags"].size(), 1u);
+  EXPECT_EQ(j[0]["tags"][0]["tag"], as);
+
+  std::string long_pattern;
+  while (long_pattern.size() < 90000) long_pattern += "(ab|cd)?";
+  const std::string nested = std::string(30000, '(') + "a" + std::string(30000, ')');
+  for (const std::string& pattern : {long_pattern, nested}) {
+    CommandResult p = RunMosaic("runs '" + root.string() + "' --tags '" + pattern + "'");
+    EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 1) << p.exit_code << p.err.substr(0, 300);
+    if (p.exit_code == 1) {
+      EXPECT_EQ(p.err.rfind("mosaic: error: --tags = ", 0), 0u) << p.err.substr(0, 300);
+      EXPECT_NE(p.err.find("Violated constraint: a valid regular expression (RE2 syntax: "),
+                std::string::npos)
+          << p.err.substr(0, 300);
+      EXPECT_LT(p.err.size(), 400u);  // the pattern is shortened
+    }
+  }
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace mosaic::testing
