@@ -68,6 +68,41 @@ TEST(FitCli, PinnedComputeLawComparison) {
   EXPECT_NEAR(c["wall_clock_multiplier"].get<double>(), expected * 0.9, expected * 1e-9);
 }
 
+// A law with every parameter pinned is a model to evaluate: its objective, predictions and
+// frontier are reported (Hoffmann et al.'s fitted law at Chinchilla's budget: N* 32.2B, D* 2.98T).
+TEST(FitCli, EveryParameterPinned) {
+  CommandResult r = RunMosaic(
+      "fit tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv --law chinchilla "
+      "--column 'N=Model Size' --column 'C=Training FLOP' --column 'D=C/(6*N)' --pin E=1.69 "
+      "--pin A=406.4 --pin B=410.7 --pin alpha=0.34 --pin beta=0.28 --frontier 5.76e23 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["termination"].get<std::string>(), "converged");
+  EXPECT_EQ(j["pinned"].size(), 5u);
+  EXPECT_GT(j["objective"].get<double>(), 0);
+  EXPECT_EQ(j["recipe"]["grid"].get<std::string>(), "1 start: every parameter pinned");
+  const nlohmann::json& f = j["frontier"]["points"][0];
+  EXPECT_NEAR(f["N"].get<double>(), 3.2190e10, 3.2190e10 * 1e-4);
+  EXPECT_NEAR(f["D"].get<double>(), 2.9823e12, 2.9823e12 * 1e-4);
+  EXPECT_NEAR(f["loss"].get<double>(), 1.930748, 1e-6);
+
+  // The compute law pinned whole, with a bootstrap: every interval is the pinned value itself.
+  const std::string pins = " --pin E=1.6 --pin A=88.32 --pin alpha=0.0941 --json";
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 20" + pins);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["intervals"]["alpha"][0].get<double>(), 0.0941);
+  EXPECT_EQ(j["intervals"]["alpha"][1].get<double>(), 0.0941);
+  const double objective = j["objective"].get<double>();
+
+  // The same law written as an expression: no solver run, the same objective.
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)'" + pins);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["termination"].get<std::string>(), "converged");
+  EXPECT_NEAR(j["objective"].get<double>(), objective, objective * 1e-9);
+}
+
 TEST(FitCli, NonPositiveValueNamesFileLineColumnAndRule) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/bad_nonpositive.csv");
   EXPECT_EQ(r.exit_code, 1);
