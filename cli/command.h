@@ -26,4 +26,9 @@ void AddRunsCommand(CLI::App& root);
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
 
+// A range check for a number flag whose message shows the bounds as written ("-3 is not in
+// [0, 1e+06]"): CLI11's own ranges print the full digits of their default bounds and let NaN pass.
+// NaN, and text that is not a number from end to end, are never in range.
+CLI::Validator InRange(double low, double high, bool open_low = false, bool open_high = false);
+
 }  // namespace mosaic::cli

@@ -3,10 +3,13 @@
 // Exit codes (docs/spec): 0 success or an outcome, 1 user error (message on stderr), 2 usage error.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "command.h"
 #include "mosaic/util/atomic_file.h"
@@ -26,6 +29,26 @@ void EmitOutput(const std::string& output_path, std::string_view text) {
   } else {
     WriteFileAtomically(output_path, text);
   }
+}
+
+CLI::Validator InRange(double low, double high, bool open_low, bool open_high) {
+  const std::string range = fmt::format("{}{:g}, {:g}{}", open_low ? '(' : '[', low, high,
+                                        open_high ? ')' : ']');
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = NAN;
+        try {
+          size_t used = 0;
+          value = std::stod(text, &used);
+          if (used != text.size()) value = NAN;
+        } catch (const std::exception&) {
+          value = NAN;
+        }
+        const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
+                        (open_high ? value < high : value <= high);
+        return ok ? std::string() : fmt::format("{} is not in {}", text, range);
+      },
+      "in " + range);
 }
 
 namespace {

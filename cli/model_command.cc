@@ -217,7 +217,7 @@ void AddModelCommand(CLI::App& root) {
       ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--tokens", options->tokens, "also print training FLOPs for this many tokens")
-      ->check(CLI::Range(0.0, 1e30));
+      ->check(InRange(0, 1e30));
   cmd->add_flag("--json", options->json, "machine-readable output (also with --list, --fields)");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
   cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");

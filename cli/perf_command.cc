@@ -347,7 +347,7 @@ void AddPerfCommand(CLI::App& root) {
       ->default_val(4096);
   cmd->add_option("--capacity-factor", o->capacity_factor,
                   "expert capacity factor (routing becomes 'capacity' unless --routing is given)")
-      ->check(CLI::Range(0.01, 1000.0));
+      ->check(InRange(0.01, 1000));
   cmd->add_option("--routing", o->routing,
                   "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");

@@ -277,5 +277,29 @@ TEST(FitCli, NamesThatAreNotUtf8GiveValidJson) {
   fs::remove_all(dir);
 }
 
+// Values that parse but mean nothing are refused with the rule (usage errors, exit 2), as are
+// flags that only work with another one.
+TEST(FitCli, MeaninglessValuesAreRefused) {
+  const std::string base = "fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 ";
+  for (const std::string flag : {"--frontier -1", "--frontier nan", "--frontier inf",
+                                 "--tps-ratio 0", "--tps-ratio nan", "--at nan --compare x.csv"}) {
+    CommandResult r = RunMosaic(base + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE(r.err.find("is not in (0, 1e+300]"), std::string::npos) << flag << r.err;
+  }
+  for (const auto& [flag, needs] :
+       {std::pair<std::string, std::string>{"--tag eval/loss", "--tag requires --logs"},
+        {"--last-k 3", "--last-k requires --logs"},
+        {"--at 1e20", "--at requires --compare"}}) {
+    CommandResult r = RunMosaic(base + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE(r.err.find(needs), std::string::npos) << flag << r.err;
+  }
+  CommandResult at = RunMosaic(base + "--compare tests/fixtures/scaling/arm_other.csv");
+  EXPECT_EQ(at.exit_code, 1);
+  EXPECT_NE(at.err.find("--compare needs the matched budget --at C > 0"), std::string::npos)
+      << at.err;
+}
+
 }  // namespace
 }  // namespace mosaic::testing

@@ -172,5 +172,14 @@ TEST(ModelCli, FileNamedInLatin1GivesValidJson) {
   fs::remove_all(dir);
 }
 
+TEST(ModelCli, TokensMustBeANumberInRange) {
+  for (const char* tokens : {"nan", "-1", "1e31"}) {
+    CommandResult r = RunMosaic(std::string("model mixtral-8x7b --tokens ") + tokens);
+    EXPECT_EQ(r.exit_code, 2) << tokens;
+    EXPECT_NE(r.err.find(std::string(tokens) + " is not in [0, 1e+30]"), std::string::npos)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace mosaic::testing
