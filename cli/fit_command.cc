@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "mosaic/runs/run.h"
 #include "mosaic/scaling/bootstrap.h"
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/expression_law.h"
@@ -309,7 +310,19 @@ void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
   EmitOutput(o.output, out);
 }
 
+// The files the fit reads: the data, the second arm and the log files under --logs.
+std::vector<std::string> InputFiles(const FitCliOptions& o) {
+  std::vector<std::string> files = {o.data, o.compare};
+  if (!o.logs.empty()) {
+    for (std::string& file : runs::LogFiles(runs::DiscoverRuns(o.logs))) {
+      files.push_back(std::move(file));
+    }
+  }
+  return files;
+}
+
 void Run(const FitCliOptions& o) {
+  CheckOutputIsNotInput(o.output, InputFiles(o));
   if (!o.law_expr.empty()) {
     FitOptions fit_options;
     fit_options.objective.loss = LossKindFromString(o.objective);
@@ -569,7 +582,7 @@ void AddFitCommand(CLI::App& root) {
       ->default_val(1)
       ->check(InRange(0, 1e300, true));
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->output);
   cmd->callback([o] { Run(*o); });
 }
 

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -28,6 +29,28 @@ void EmitOutput(const std::string& output_path, std::string_view text) {
     }
   } else {
     WriteFileAtomically(output_path, text);
+  }
+}
+
+CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output, const std::string& help) {
+  return cmd->add_option("--output", *output, help)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.empty() ? std::string("FILE is empty (leave --output out for stdout)")
+                                : std::string();
+          },
+          "FILE"));
+}
+
+void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty()) return;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (input.empty() || !std::filesystem::is_regular_file(input, ec)) continue;
+    if (std::filesystem::equivalent(output, input, ec) && !ec) {
+      throw FieldError({}, "--output", output,
+                       fmt::format("not one of the command's input files ({} is read)", input));
+    }
   }
 }
 

@@ -189,6 +189,7 @@ void Run(const ModelOptions& options) {
   }
   std::vector<FieldOverride> overrides;
   for (const std::string& text : options.sets) overrides.push_back(ParseFieldOverride(text));
+  CheckOutputIsNotInput(options.output, {options.model});
   ModelSpec spec = LoadModel(options.model, overrides);
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
@@ -221,7 +222,7 @@ void AddModelCommand(CLI::App& root) {
   cmd->add_flag("--json", options->json, "machine-readable output (also with --list, --fields)");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
   cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");
-  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &options->output);
   cmd->callback([options] { Run(*options); });
 }
 

@@ -215,6 +215,7 @@ void Run(const PerfOptions& o) {
   if (o.hardware.empty()) throw UsageError("mosaic perf: --hardware is required (e.g. h100)");
   if (o.gpus < 1) throw UsageError("mosaic perf: --gpus is required (e.g. --gpus 64)");
   if (o.batch < 1) throw UsageError("mosaic perf: --batch is required (sequences per step)");
+  CheckOutputIsNotInput(o.output, {o.model, o.hardware, o.profiles_file});
   std::vector<FieldOverride> model_sets, hw_sets;
   for (const std::string& s : o.sets) {
     FieldOverride f = ParseFieldOverride(s);
@@ -295,6 +296,7 @@ void Run(const PerfOptions& o) {
 }
 
 void RunCalibrate(const CalibrateOptions& o) {
+  CheckOutputIsNotInput(o.output, {o.csv});
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   CalibrationResult result = Calibrate(rows, LoadProfiles());
   std::string header = fmt::format(
@@ -307,6 +309,7 @@ void RunCalibrate(const CalibrateOptions& o) {
 }
 
 void RunValidate(const ValidateOptions& o) {
+  CheckOutputIsNotInput(o.output, {o.csv, o.profiles_file});
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   ProfileSet profiles = LoadProfiles(o.profiles_file);
   CalibrationResult result = ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search);
@@ -360,7 +363,7 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_flag("--search", o->search, "rank every valid layout");
   cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->output);
   cmd->callback([o, cmd] {
     if (cmd->get_subcommands().empty()) Run(*o);
   });
@@ -373,7 +376,7 @@ void AddPerfCommand(CLI::App& root) {
       "--output data/perf/profiles.toml");
   cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)")
       ->required();
-  cal->add_option("--output", c->output, "write the fitted profiles (TOML) to FILE");
+  AddOutputOption(cal, &c->output, "write the fitted profiles (TOML) to FILE");
   cal->add_flag("--json", c->json, "machine-readable output");
   cal->callback([c] { RunCalibrate(*c); });
 
@@ -387,7 +390,7 @@ void AddPerfCommand(CLI::App& root) {
   val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)");
   val->add_flag("--search", v->search, "also search each row's cluster for the best layout");
   val->add_flag("--json", v->json, "machine-readable output");
-  val->add_option("--output", v->output, "write to FILE (whole or not at all)");
+  AddOutputOption(val, &v->output);
   val->callback([v] { RunValidate(*v); });
 }
 

@@ -55,14 +55,6 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   return options;
 }
 
-std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
-  std::vector<Run> runs;
-  for (const RunDirectory& directory : DiscoverRuns(logdirs)) {
-    runs.push_back(LoadRun(directory, options));
-  }
-  return runs;
-}
-
 
 std::string ShortValue(double v) {
   if (!std::isfinite(v)) return FormatValue(v, false);
@@ -237,7 +229,10 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
 
 void RunRuns(const RunsOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
-  const std::vector<Run> runs = LoadAll(options.logdirs, load);
+  const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
+  CheckOutputIsNotInput(options.output, LogFiles(directories));
+  std::vector<Run> runs;
+  for (const RunDirectory& directory : directories) runs.push_back(LoadRun(directory, load));
   if (!options.export_format.empty()) {
     EmitOutput(options.output, ExportRuns(runs, ExportFormatFromString(options.export_format),
                                           load.restarts == RestartPolicy::kAll));
@@ -272,6 +267,7 @@ Run LoadOneRun(const std::string& path, const std::string& tag, const LoadOption
 
 void RunCompare(const CompareOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, "", options.step_column);
+  CheckOutputIsNotInput(options.output, LogFiles(DiscoverRuns({options.run_a, options.run_b})));
   const Run a = LoadOneRun(options.run_a, options.tag, load);
   const Run b = LoadOneRun(options.run_b, options.tag, load);
   const TimeSeries& sa = *a.FindSeries(options.tag);
@@ -350,7 +346,7 @@ void AddRunsCommand(CLI::App& root) {
       ->check(CLI::Range(1, 1 << 30))
       ->default_val(10);
   cmd->add_flag("--json", options->json, "machine-readable summary with findings");
-  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &options->output);
 
   auto compare = std::make_shared<CompareOptions>();
   CLI::App* cmp = cmd->add_subcommand(
@@ -367,7 +363,7 @@ void AddRunsCommand(CLI::App& root) {
       ->default_val("first");
   cmp->add_option("--step-column", compare->step_column, "CSV/JSONL step column");
   cmp->add_flag("--json", compare->json, "machine-readable output");
-  cmp->add_option("--output", compare->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmp, &compare->output);
   cmp->callback([compare] { RunCompare(*compare); });
 
   cmd->callback([options, cmp] {

@@ -299,6 +299,31 @@ TEST(FitCli, MeaninglessValuesAreRefused) {
   EXPECT_EQ(at.exit_code, 1);
   EXPECT_NE(at.err.find("--compare needs the matched budget --at C > 0"), std::string::npos)
       << at.err;
+  CommandResult empty = RunMosaic(base + "--output ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
+}
+
+// --output naming the data (however spelled) would replace it: refused, the file untouched.
+TEST(FitCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_fit_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_base.csv"), dir / "base.csv");
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_other.csv"), dir / "other.csv");
+  const std::string before = ReadText((dir / "other.csv").string());
+  CommandResult r = RunMosaic("fit '" + (dir / "base.csv").string() +
+                              "' --law compute --pin E=1.6 --pin alpha=0.0941 --compare '" +
+                              (dir / "other.csv").string() + "' --at 1e20 --output '" +
+                              (dir / "." / "other.csv").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText((dir / "other.csv").string()), before);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -172,6 +172,24 @@ TEST(ModelCli, FileNamedInLatin1GivesValidJson) {
   fs::remove_all(dir);
 }
 
+// Writing the output over the model file (however spelled) is refused, the file untouched.
+TEST(ModelCli, OutputOverTheModelFileIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_model_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "tiny.toml";
+  fs::copy_file(SourcePath("tests/fixtures/studies/tiny_model.toml"), model);
+  const std::string before = ReadText(model.string());
+  CommandResult r = RunMosaic("model '" + model.string() + "' --output '" +
+                              (dir / ".." / dir.filename() / "tiny.toml").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadText(model.string()), before);
+  fs::remove_all(dir);
+}
+
 TEST(ModelCli, TokensMustBeANumberInRange) {
   for (const char* tokens : {"nan", "-1", "1e31"}) {
     CommandResult r = RunMosaic(std::string("model mixtral-8x7b --tokens ") + tokens);

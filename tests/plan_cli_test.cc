@@ -144,5 +144,26 @@ TEST(PlanCli, StudyNamedInLatin1GivesValidJson) {
   fs::remove_all(dir);
 }
 
+// Writing the output over the study or the model file it names is refused, the file untouched.
+TEST(PlanCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_plan_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"tiny_study.toml", "tiny_model.toml"}) {
+    fs::copy_file(SourcePath(std::string("tests/fixtures/studies/") + file), dir / file);
+  }
+  const std::string study = (dir / "tiny_study.toml").string();
+  for (const char* file : {"tiny_study.toml", "tiny_model.toml"}) {
+    const std::string before = ReadText((dir / file).string());
+    CommandResult r = RunMosaic("plan '" + study + "' --output '" + (dir / file).string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << file;
+    EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+    EXPECT_EQ(ReadText((dir / file).string()), before);
+  }
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

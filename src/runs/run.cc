@@ -240,6 +240,15 @@ std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs) 
   return runs;
 }
 
+std::vector<std::string> LogFiles(const std::vector<RunDirectory>& runs) {
+  std::vector<std::string> files;
+  for (const RunDirectory& run : runs) {
+    files.insert(files.end(), run.event_files.begin(), run.event_files.end());
+    files.insert(files.end(), run.table_files.begin(), run.table_files.end());
+  }
+  return files;
+}
+
 std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
   RE2::Options options;
   options.set_log_errors(false);

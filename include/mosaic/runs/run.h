@@ -51,6 +51,9 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 // argument) is named by the label alone. Runs keep the order of the arguments, then by name.
 std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs);
 
+// Every log file of `runs`: each run's event files, then its CSV and JSONL files.
+std::vector<std::string> LogFiles(const std::vector<RunDirectory>& runs);
+
 // The start time written in an event file's name (events.out.tfevents.<seconds>.<...>), or -1.
 int64_t EventFileStartSeconds(std::string_view file_name);
 
