@@ -30,6 +30,9 @@ struct CodesignCliOptions {
 void Run(const CodesignCliOptions& o) {
   const MpiSession session;
   const SpaceConfig space = LoadSpace(o.space);
+  for (const std::string& output : {o.output, o.html}) {
+    CheckOutputIsNotInput(output, {o.space, space.base, space.law.origin});
+  }
   CodesignOptions options;
   options.threads = o.threads;
   // A progress line for sweeps longer than a second, on a terminal only.
@@ -76,8 +79,9 @@ void AddCodesignCommand(CLI::App& root) {
   auto* json = cmd->add_flag("--json", o->json, "every number as JSON");
   cmd->add_flag("--csv", o->csv, "one CSV row per architecture")->excludes(json);
   cmd->add_flag("--quiet", o->quiet, "no progress line on stderr");
-  cmd->add_option("--html", o->html, "also write the HTML report to FILE (whole or not at all)");
-  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->html, "also write the HTML report to FILE (whole or not at all)",
+                  "--html");
+  AddOutputOption(cmd, &o->output);
   cmd->callback([o] { Run(*o); });
 }
 

@@ -6,6 +6,7 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mosaic::cli {
 
@@ -27,5 +28,21 @@ void AddCodesignCommand(CLI::App& root);
 
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
+
+// Adds `--output FILE` (or another file flag, e.g. `--html`) to `cmd`. An empty FILE is a usage
+// error (an omitted --output means stdout).
+CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output,
+                             const std::string& help = "write to FILE (whole or not at all)",
+                             const std::string& flag = "--output");
+
+// Throws InputError when `output` is an existing file that is also one of `inputs` (the same file
+// by std::filesystem::equivalent, whatever the spelling: "./a.csv", links). Inputs that are not
+// existing files (preset names, "") are skipped; an empty `output` (stdout) never conflicts.
+void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs);
+
+// A range check for a number flag whose message shows the bounds as written ("-3 is not in
+// [0, 1e+06]"): CLI11's own ranges print the full digits of their default bounds and let NaN pass.
+// NaN, and text that is not a number from end to end, are never in range.
+CLI::Validator InRange(double low, double high, bool open_low = false, bool open_high = false);
 
 }  // namespace mosaic::cli

@@ -2,6 +2,7 @@
 // study on its real results).
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "command.h"
 #include "mosaic/decision/decision.h"
@@ -22,7 +23,14 @@ struct DecideOptions {
 void Run(const DecideOptions& o) {
   mosaic::DecideOptions options;
   options.threads = o.threads;
-  const Decision decision = Decide(LoadStudy(o.study), options);
+  const StudyConfig study = LoadStudy(o.study);
+  std::vector<std::string> inputs = {o.study, study.model};
+  if (study.decision.results) {
+    inputs.push_back(study.decision.results->csv);
+    for (const std::string& dir : study.decision.results->logs) inputs.push_back(dir);
+  }
+  for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
+  const Decision decision = Decide(study, options);
   if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderDecisionHtml(decision));
   EmitOutput(o.output, o.json ? report::RenderDecisionJson(decision)
                               : report::RenderDecisionText(decision));
@@ -45,11 +53,12 @@ void AddDecideCommand(CLI::App& root) {
                   "study TOML file with [results] and [rule], or an embedded study name "
                   "(default: fsdp-vs-ep)");
   cmd->add_flag("--json", o->json, "every number of the report as JSON");
-  cmd->add_option("--html", o->html, "also write the HTML report to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->html, "also write the HTML report to FILE (whole or not at all)",
+                  "--html");
   cmd->add_option("--threads", o->threads, "threads for the bootstrap")
       ->check(CLI::Range(1, 1024))
       ->default_val(2);
-  cmd->add_option("--output", o->output, "write the text or JSON to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->output, "write the text or JSON to FILE (whole or not at all)");
   cmd->callback([o] { Run(*o); });
 }
 

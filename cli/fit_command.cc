@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "command.h"
+#include "mosaic/runs/run.h"
 #include "mosaic/scaling/bootstrap.h"
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/expression_law.h"
@@ -19,6 +20,7 @@
 #include "mosaic/scaling/log_losses.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::cli {
@@ -68,28 +70,6 @@ SourceLocation Flag(std::string name) {
   SourceLocation where;
   where.origin = std::move(name);
   return where;
-}
-
-// A range check whose message shows the bounds as written ("-3 is not in [0, 1000000]"): CLI11's
-// own ranges print the full digits of their default bounds.
-CLI::Validator InRange(double low, double high, bool open_low = false, bool open_high = false) {
-  const std::string range = fmt::format("{}{:g}, {:g}{}", open_low ? '(' : '[', low, high,
-                                        open_high ? ')' : ']');
-  return CLI::Validator(
-      [=](std::string& text) -> std::string {
-        double value = NAN;
-        try {
-          size_t used = 0;
-          value = std::stod(text, &used);
-          if (used != text.size()) value = NAN;
-        } catch (const std::exception&) {
-          value = NAN;
-        }
-        const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
-                        (open_high ? value < high : value <= high);
-        return ok ? std::string() : fmt::format("{} is not in {}", text, range);
-      },
-      "in " + range);
 }
 
 // JSON has no NaN or infinity: non-finite values are written as null.
@@ -318,7 +298,7 @@ void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
       preds.push_back({{"at", PointText(point)}, {"loss", Number(loss)}});
     }
     j["predictions"] = preds;
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
     return;
   }
   std::string out = FitText(law, arm, "");
@@ -331,7 +311,19 @@ void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
   EmitOutput(o.output, out);
 }
 
+// The files the fit reads: the data, the second arm and the log files under --logs.
+std::vector<std::string> InputFiles(const FitCliOptions& o) {
+  std::vector<std::string> files = {o.data, o.compare};
+  if (!o.logs.empty()) {
+    for (std::string& file : runs::LogFiles(runs::DiscoverRuns(o.logs))) {
+      files.push_back(std::move(file));
+    }
+  }
+  return files;
+}
+
 void Run(const FitCliOptions& o) {
+  CheckOutputIsNotInput(o.output, InputFiles(o));
   if (!o.law_expr.empty()) {
     FitOptions fit_options;
     fit_options.objective.loss = LossKindFromString(o.objective);
@@ -437,7 +429,7 @@ void Run(const FitCliOptions& o) {
       }
       j["comparison"] = c;
     }
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
     return;
   }
 
@@ -524,14 +516,16 @@ void AddFitCommand(CLI::App& root) {
       ->check(InRange(0, 1e6));
   cmd->add_option("--loss-column", o->loss_column, "column of the observed loss")
       ->default_val("loss");
-  cmd->add_option("--logs", o->logs,
-                  "take each row's loss from training logs: LOGDIR (repeatable); the CSV's run "
-                  "column names the run (as `mosaic runs` prints it)")
-      ->take_all();
-  cmd->add_option("--tag", o->tag, "with --logs: the scalar tag holding the loss");
+  CLI::Option* logs =
+      cmd->add_option("--logs", o->logs,
+                      "take each row's loss from training logs: LOGDIR (repeatable); the CSV's "
+                      "run column names the run (as `mosaic runs` prints it)")
+          ->take_all();
+  cmd->add_option("--tag", o->tag, "with --logs: the scalar tag holding the loss")->needs(logs);
   cmd->add_option("--last-k", o->last_k,
                   "with --logs: average the last K finite points of each run (1: the final value)")
-      ->check(InRange(1, 1e6));
+      ->check(InRange(1, 1e6))
+      ->needs(logs);
   cmd->add_option("--run-column", o->run_column, "column naming the run of each row")
       ->default_val("run");
   cmd->add_option("--weight-column", o->weight_column, "column of point weights")
@@ -555,7 +549,8 @@ void AddFitCommand(CLI::App& root) {
                   "predict loss at INPUT=V[,INPUT=V]: N=70e9,D=1.4e12 or C=1e24 (repeatable)")
       ->take_all();
   cmd->add_option("--frontier", o->frontier, "compute-optimal N*, D*, loss at budget C")
-      ->take_all();
+      ->take_all()
+      ->check(InRange(0, 1e300, true));
   cmd->add_option("--flops-per-param-token", o->flops_per_param_token,
                   "k in C = k·N·D (6: the 6ND convention)")
       ->default_val(6)
@@ -579,12 +574,16 @@ void AddFitCommand(CLI::App& root) {
   fraction->excludes(ratio);
   above->excludes(ratio);
   above->excludes(fraction);
-  cmd->add_option("--compare", o->compare, "second arm's CSV: effective-compute multiplier");
-  cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare");
+  CLI::Option* compare =
+      cmd->add_option("--compare", o->compare, "second arm's CSV: effective-compute multiplier");
+  cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare")
+      ->check(InRange(0, 1e300, true))
+      ->needs(compare);
   cmd->add_option("--tps-ratio", o->tps_ratio, "arm tokens/s over base tokens/s")
-      ->default_val(1);
+      ->default_val(1)
+      ->check(InRange(0, 1e300, true));
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->output);
   cmd->callback([o] { Run(*o); });
 }
 

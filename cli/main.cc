@@ -3,10 +3,14 @@
 // Exit codes (docs/spec): 0 success or an outcome, 1 user error (message on stderr), 2 usage error.
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "command.h"
 #include "mosaic/util/atomic_file.h"
@@ -26,6 +30,48 @@ void EmitOutput(const std::string& output_path, std::string_view text) {
   } else {
     WriteFileAtomically(output_path, text);
   }
+}
+
+CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output, const std::string& help,
+                             const std::string& flag) {
+  return cmd->add_option(flag, *output, help)
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return text.empty() ? std::string("FILE is empty") : std::string();
+          },
+          "FILE"));
+}
+
+void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs) {
+  if (output.empty()) return;
+  for (const std::string& input : inputs) {
+    std::error_code ec;
+    if (input.empty() || !std::filesystem::is_regular_file(input, ec)) continue;
+    if (std::filesystem::equivalent(output, input, ec) && !ec) {
+      throw FieldError({}, "--output", output,
+                       fmt::format("not one of the command's input files ({} is read)", input));
+    }
+  }
+}
+
+CLI::Validator InRange(double low, double high, bool open_low, bool open_high) {
+  const std::string range = fmt::format("{}{:g}, {:g}{}", open_low ? '(' : '[', low, high,
+                                        open_high ? ')' : ']');
+  return CLI::Validator(
+      [=](std::string& text) -> std::string {
+        double value = NAN;
+        try {
+          size_t used = 0;
+          value = std::stod(text, &used);
+          if (used != text.size()) value = NAN;
+        } catch (const std::exception&) {
+          value = NAN;
+        }
+        const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
+                        (open_high ? value < high : value <= high);
+        return ok ? std::string() : fmt::format("{} is not in {}", text, range);
+      },
+      "in " + range);
 }
 
 namespace {

@@ -11,6 +11,7 @@
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/wide_int.h"
 
@@ -80,7 +81,7 @@ std::string RenderJson(const ModelSpec& spec, const ParamCount& p, const FlopCou
   j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
   if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
-  return j.dump(2) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
@@ -163,7 +164,7 @@ void Run(const ModelOptions& options) {
       out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, ToString(field.type),
                          value, field.help);
     }
-    EmitOutput(options.output, options.json ? fields.dump(2) + "\n" : out);
+    EmitOutput(options.output, options.json ? DumpJson(fields) + "\n" : out);
     return;
   }
   if (options.list) {
@@ -180,7 +181,7 @@ void Run(const ModelOptions& options) {
                          FormatCount(static_cast<double>(p.total_params)),
                          FormatCount(static_cast<double>(p.active_params)), spec.config.source);
     }
-    EmitOutput(options.output, options.json ? presets.dump(2) + "\n" : out);
+    EmitOutput(options.output, options.json ? DumpJson(presets) + "\n" : out);
     return;
   }
   if (options.model.empty()) {
@@ -188,6 +189,7 @@ void Run(const ModelOptions& options) {
   }
   std::vector<FieldOverride> overrides;
   for (const std::string& text : options.sets) overrides.push_back(ParseFieldOverride(text));
+  CheckOutputIsNotInput(options.output, {options.model});
   ModelSpec spec = LoadModel(options.model, overrides);
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
@@ -216,11 +218,11 @@ void AddModelCommand(CLI::App& root) {
       ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--tokens", options->tokens, "also print training FLOPs for this many tokens")
-      ->check(CLI::Range(0.0, 1e30));
+      ->check(InRange(0, 1e30));
   cmd->add_flag("--json", options->json, "machine-readable output (also with --list, --fields)");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
   cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");
-  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &options->output);
   cmd->callback([options] { Run(*options); });
 }
 

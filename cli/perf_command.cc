@@ -18,6 +18,7 @@
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::cli {
@@ -143,7 +144,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
                     {"rule", x.violation.rule}});
     }
     j["rejected_examples"] = ex;
-    return j.dump(2) + "\n";
+    return DumpJson(j) + "\n";
   }
   std::string out = fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
@@ -173,6 +174,7 @@ void Run(const PerfOptions& o) {
   if (o.hardware.empty()) throw UsageError("mosaic perf: --hardware is required (e.g. h100)");
   if (o.gpus < 1) throw UsageError("mosaic perf: --gpus is required (e.g. --gpus 64)");
   if (o.batch < 1) throw UsageError("mosaic perf: --batch is required (sequences per step)");
+  CheckOutputIsNotInput(o.output, {o.model, o.hardware, o.profiles_file});
   PerfRequest request;
   for (const std::string& s : o.sets) {
     FieldOverride f = ParseFieldOverride(s);
@@ -232,13 +234,14 @@ void Run(const PerfOptions& o) {
     j["capacity_factor"] = job.capacity_factor;
     const nlohmann::ordered_json estimate = EstimateJson(layout, e);
     for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-    EmitOutput(o.output, j.dump(2) + "\n");
+    EmitOutput(o.output, DumpJson(j) + "\n");
   } else {
     EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
   }
 }
 
 void RunCalibrate(const CalibrateOptions& o) {
+  CheckOutputIsNotInput(o.output, {o.csv});
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   CalibrationResult result = Calibrate(rows, LoadProfiles());
   std::string header = fmt::format(
@@ -251,6 +254,7 @@ void RunCalibrate(const CalibrateOptions& o) {
 }
 
 void RunValidate(const ValidateOptions& o) {
+  CheckOutputIsNotInput(o.output, {o.csv, o.profiles_file});
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   ProfileSet profiles = LoadProfiles(o.profiles_file);
   CalibrationResult result = ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search);
@@ -291,7 +295,7 @@ void AddPerfCommand(CLI::App& root) {
       ->default_val(4096);
   cmd->add_option("--capacity-factor", o->capacity_factor,
                   "expert capacity factor (routing becomes 'capacity' unless --routing is given)")
-      ->check(CLI::Range(0.01, 1000.0));
+      ->check(InRange(0.01, 1000));
   cmd->add_option("--routing", o->routing,
                   "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
@@ -304,7 +308,7 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_flag("--search", o->search, "rank every valid layout");
   cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
   cmd->add_flag("--json", o->json, "machine-readable output");
-  cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &o->output);
   cmd->callback([o, cmd] {
     if (cmd->get_subcommands().empty()) Run(*o);
   });
@@ -317,7 +321,7 @@ void AddPerfCommand(CLI::App& root) {
       "--output data/perf/profiles.toml");
   cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)")
       ->required();
-  cal->add_option("--output", c->output, "write the fitted profiles (TOML) to FILE");
+  AddOutputOption(cal, &c->output, "write the fitted profiles (TOML) to FILE");
   cal->add_flag("--json", c->json, "machine-readable output");
   cal->callback([c] { RunCalibrate(*c); });
 
@@ -331,7 +335,7 @@ void AddPerfCommand(CLI::App& root) {
   val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)");
   val->add_flag("--search", v->search, "also search each row's cluster for the best layout");
   val->add_flag("--json", v->json, "machine-readable output");
-  val->add_option("--output", v->output, "write to FILE (whole or not at all)");
+  AddOutputOption(val, &v->output);
   val->callback([v] { RunValidate(*v); });
 }
 

@@ -17,7 +17,9 @@ struct PlanOptions {
 };
 
 void Run(const PlanOptions& options) {
-  const LadderPlan plan = PlanLadder(LoadStudy(options.study));
+  const StudyConfig study = LoadStudy(options.study);
+  CheckOutputIsNotInput(options.output, {options.study, study.model});
+  const LadderPlan plan = PlanLadder(study);
   EmitOutput(options.output, options.json  ? RenderLadderJson(plan)
                              : options.csv ? RenderLadderCsv(plan)
                                            : RenderLadderText(plan));
@@ -38,7 +40,7 @@ void AddPlanCommand(CLI::App& root) {
                   "study TOML file or embedded study name (default: fsdp-vs-ep)");
   auto* json = cmd->add_flag("--json", options->json, "rows as JSON with exact numbers");
   cmd->add_flag("--csv", options->csv, "rows as CSV with exact numbers")->excludes(json);
-  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &options->output);
   cmd->callback([options] { Run(*options); });
 }
 

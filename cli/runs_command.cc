@@ -19,6 +19,7 @@
 #include "mosaic/runs/run.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
 
@@ -71,14 +72,6 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   if (!tags.empty()) options.tags = CompileTagFilter(tags);
   options.step_column = step_column;
   return options;
-}
-
-std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
-  std::vector<Run> runs;
-  for (const RunDirectory& directory : DiscoverRuns(logdirs)) {
-    runs.push_back(LoadRun(directory, options));
-  }
-  return runs;
 }
 
 
@@ -250,12 +243,15 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
     j["notes"] = run.notes;
     all.push_back(j);
   }
-  return all.dump(2) + "\n";
+  return DumpJson(all) + "\n";
 }
 
 void RunRuns(const RunsOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
-  const std::vector<Run> runs = LoadAll(options.logdirs, load);
+  const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
+  CheckOutputIsNotInput(options.output, LogFiles(directories));
+  std::vector<Run> runs;
+  for (const RunDirectory& directory : directories) runs.push_back(LoadRun(directory, load));
   if (!options.export_format.empty()) {
     EmitOutput(options.output, ExportRuns(runs, ExportFormatFromString(options.export_format),
                                           load.restarts == RestartPolicy::kAll));
@@ -290,6 +286,7 @@ Run LoadOneRun(const std::string& path, const std::string& tag, const LoadOption
 
 void RunCompare(const CompareOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, "", options.step_column);
+  CheckOutputIsNotInput(options.output, LogFiles(DiscoverRuns({options.run_a, options.run_b})));
   const Run a = LoadOneRun(options.run_a, options.tag, load);
   const Run b = LoadOneRun(options.run_b, options.tag, load);
   const TimeSeries& sa = *a.FindSeries(options.tag);
@@ -314,7 +311,7 @@ void RunCompare(const CompareOptions& options) {
     } else {
       j["common_steps"] = 0;
     }
-    EmitOutput(options.output, j.dump(2) + "\n");
+    EmitOutput(options.output, DumpJson(j) + "\n");
     return;
   }
   std::string out = fmt::format("offset of {} against {} on '{}' (restarts: {})\n", options.run_b,
@@ -343,6 +340,8 @@ void RunAblationCommand(const AblationCliOptions& o) {
   options.alignment = AlignmentFromString(o.align);
   options.sigmas = o.sigmas;
   options.noise_window = o.noise_window;
+  const std::vector<std::string> inputs = LogFiles(DiscoverRuns({o.ablation_dir, o.baseline_dir}));
+  for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
   if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderAblationHtml(ablation));
@@ -384,7 +383,7 @@ void AddRunsCommand(CLI::App& root) {
       ->check(CLI::Range(1, 1 << 30))
       ->default_val(10);
   cmd->add_flag("--json", options->json, "machine-readable summary with findings");
-  cmd->add_option("--output", options->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmd, &options->output);
 
   auto compare = std::make_shared<CompareOptions>();
   CLI::App* cmp = cmd->add_subcommand(
@@ -401,7 +400,7 @@ void AddRunsCommand(CLI::App& root) {
       ->default_val("first");
   cmp->add_option("--step-column", compare->step_column, "CSV/JSONL step column");
   cmp->add_flag("--json", compare->json, "machine-readable output");
-  cmp->add_option("--output", compare->output, "write to FILE (whole or not at all)");
+  AddOutputOption(cmp, &compare->output);
   cmp->callback([compare] { RunCompare(*compare); });
 
   auto ablation = std::make_shared<AblationCliOptions>();
@@ -452,9 +451,9 @@ void AddRunsCommand(CLI::App& root) {
       ->default_val(10);
   abl->add_option("--step-column", ablation->step_column, "CSV/JSONL step column");
   abl->add_flag("--json", ablation->json, "every number as JSON");
-  abl->add_option("--html", ablation->html,
-                  "also write a self-contained HTML report to FILE (whole or not at all)");
-  abl->add_option("--output", ablation->output, "write the text or JSON to FILE (whole or not at all)");
+  AddOutputOption(abl, &ablation->html,
+                  "also write a self-contained HTML report to FILE (whole or not at all)", "--html");
+  AddOutputOption(abl, &ablation->output, "write the text or JSON to FILE (whole or not at all)");
   abl->callback([ablation] { RunAblationCommand(*ablation); });
 
   cmd->callback([options, cmp, abl] {

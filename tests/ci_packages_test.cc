@@ -37,6 +37,7 @@ TEST(CiPackages, CiAndInstallScriptInstallTheSamePackages) {
   EXPECT_FALSE(ci.empty());
   EXPECT_EQ(ci, script);
   EXPECT_TRUE(ci.contains("libceres-dev"));
+  EXPECT_TRUE(ci.contains("libre2-dev"));
 }
 
 }  // namespace

@@ -4,7 +4,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 
 #include "cli_support.h"
 
@@ -62,6 +66,41 @@ TEST(FitCli, PinnedComputeLawComparison) {
   EXPECT_NEAR(c["effective_compute_multiplier"].get<double>(), expected, expected * 1e-9);
   EXPECT_GT(expected, 1);
   EXPECT_NEAR(c["wall_clock_multiplier"].get<double>(), expected * 0.9, expected * 1e-9);
+}
+
+// A law with every parameter pinned is a model to evaluate: its objective, predictions and
+// frontier are reported (Hoffmann et al.'s fitted law at Chinchilla's budget: N* 32.2B, D* 2.98T).
+TEST(FitCli, EveryParameterPinned) {
+  CommandResult r = RunMosaic(
+      "fit tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv --law chinchilla "
+      "--column 'N=Model Size' --column 'C=Training FLOP' --column 'D=C/(6*N)' --pin E=1.69 "
+      "--pin A=406.4 --pin B=410.7 --pin alpha=0.34 --pin beta=0.28 --frontier 5.76e23 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["termination"].get<std::string>(), "converged");
+  EXPECT_EQ(j["pinned"].size(), 5u);
+  EXPECT_GT(j["objective"].get<double>(), 0);
+  EXPECT_EQ(j["recipe"]["grid"].get<std::string>(), "1 start: every parameter pinned");
+  const nlohmann::json& f = j["frontier"]["points"][0];
+  EXPECT_NEAR(f["N"].get<double>(), 3.2190e10, 3.2190e10 * 1e-4);
+  EXPECT_NEAR(f["D"].get<double>(), 2.9823e12, 2.9823e12 * 1e-4);
+  EXPECT_NEAR(f["loss"].get<double>(), 1.930748, 1e-6);
+
+  // The compute law pinned whole, with a bootstrap: every interval is the pinned value itself.
+  const std::string pins = " --pin E=1.6 --pin A=88.32 --pin alpha=0.0941 --json";
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 20" + pins);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["intervals"]["alpha"][0].get<double>(), 0.0941);
+  EXPECT_EQ(j["intervals"]["alpha"][1].get<double>(), 0.0941);
+  const double objective = j["objective"].get<double>();
+
+  // The same law written as an expression: no solver run, the same objective.
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)'" + pins);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["termination"].get<std::string>(), "converged");
+  EXPECT_NEAR(j["objective"].get<double>(), objective, objective * 1e-9);
 }
 
 TEST(FitCli, NonPositiveValueNamesFileLineColumnAndRule) {
@@ -250,6 +289,76 @@ TEST(FitCli, CompareIntervalsDoNotDependOnRowOrder) {
   };
   EXPECT_EQ(interval(as_shipped), interval(reversed));
   EXPECT_EQ(interval(as_shipped), interval(shuffled));
+}
+
+// A data file and column named in Latin-1 reach the JSON (recipe) as U+FFFD: valid JSON.
+TEST(FitCli, NamesThatAreNotUtf8GiveValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_fit_latin1_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path data = dir / "co\xFBt.csv";
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_base.csv"), data);
+  std::string text = ReadText(data.string());
+  text.replace(0, text.find('\n'), "run,FLOP\xE9,loss");
+  { std::ofstream(data, std::ios::binary) << text; }
+  CommandResult r = RunMosaic("fit '" + data.string() +
+                              "' --law compute --column 'C=FLOP\xE9' --pin E=1.6 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["recipe"]["data"].get<std::string>().find("co\xEF\xBF\xBDt.csv"), std::string::npos);
+  EXPECT_EQ(j["recipe"]["subset_rule"].get<std::string>(), "--column C=FLOP\xEF\xBF\xBD");
+  fs::remove_all(dir);
+}
+
+// Values that parse but mean nothing are refused with the rule (usage errors, exit 2), as are
+// flags that only work with another one.
+TEST(FitCli, MeaninglessValuesAreRefused) {
+  const std::string base = "fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 ";
+  for (const std::string flag : {"--frontier -1", "--frontier nan", "--frontier inf",
+                                 "--tps-ratio 0", "--tps-ratio nan", "--at nan --compare x.csv"}) {
+    CommandResult r = RunMosaic(base + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE(r.err.find("is not in (0, 1e+300]"), std::string::npos) << flag << r.err;
+  }
+  for (const auto& [flag, needs] :
+       {std::pair<std::string, std::string>{"--tag eval/loss", "--tag requires --logs"},
+        {"--last-k 3", "--last-k requires --logs"},
+        {"--at 1e20", "--at requires --compare"}}) {
+    CommandResult r = RunMosaic(base + flag);
+    EXPECT_EQ(r.exit_code, 2) << flag;
+    EXPECT_NE(r.err.find(needs), std::string::npos) << flag << r.err;
+  }
+  CommandResult at = RunMosaic(base + "--compare tests/fixtures/scaling/arm_other.csv");
+  EXPECT_EQ(at.exit_code, 1);
+  EXPECT_NE(at.err.find("--compare needs the matched budget --at C > 0"), std::string::npos)
+      << at.err;
+  CommandResult empty = RunMosaic(base + "--output ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
+}
+
+// --output naming the data (however spelled) would replace it: refused, the file untouched.
+TEST(FitCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_fit_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_base.csv"), dir / "base.csv");
+  fs::copy_file(SourcePath("tests/fixtures/scaling/arm_other.csv"), dir / "other.csv");
+  const std::string before = ReadText((dir / "other.csv").string());
+  CommandResult r = RunMosaic("fit '" + (dir / "base.csv").string() +
+                              "' --law compute --pin E=1.6 --pin alpha=0.0941 --compare '" +
+                              (dir / "other.csv").string() + "' --at 1e20 --output '" +
+                              (dir / "." / "other.csv").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText((dir / "other.csv").string()), before);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -3,6 +3,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "cli_support.h"
 
 namespace mosaic::testing {
@@ -144,6 +148,55 @@ TEST(ModelCli, ListAndFieldsHaveJson) {
   r = RunMosaic("model --fields --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"].get<std::string>(), "name");
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A model file in a folder named in Latin-1: its origin reaches the JSON as U+FFFD.
+TEST(ModelCli, FileNamedInLatin1GivesValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_mod\xE8le_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "tiny.toml";
+  fs::copy_file(SourcePath("tests/fixtures/studies/tiny_model.toml"), model);
+  CommandResult r = RunMosaic("model '" + model.string() + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(nlohmann::json::parse(r.out)["origin"].get<std::string>().find("mod\xEF\xBF\xBDle"),
+            std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Writing the output over the model file (however spelled) is refused, the file untouched.
+TEST(ModelCli, OutputOverTheModelFileIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_model_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path model = dir / "tiny.toml";
+  fs::copy_file(SourcePath("tests/fixtures/studies/tiny_model.toml"), model);
+  const std::string before = ReadText(model.string());
+  CommandResult r = RunMosaic("model '" + model.string() + "' --output '" +
+                              (dir / ".." / dir.filename() / "tiny.toml").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadText(model.string()), before);
+  fs::remove_all(dir);
+}
+
+TEST(ModelCli, TokensMustBeANumberInRange) {
+  for (const char* tokens : {"nan", "-1", "1e31"}) {
+    CommandResult r = RunMosaic(std::string("model mixtral-8x7b --tokens ") + tokens);
+    EXPECT_EQ(r.exit_code, 2) << tokens;
+    EXPECT_NE(r.err.find(std::string(tokens) + " is not in [0, 1e+30]"), std::string::npos)
+        << r.err;
+  }
 }
 
 }  // namespace

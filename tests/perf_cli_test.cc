@@ -237,6 +237,11 @@ TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
   CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 0 --batch 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--gpus: Value 0 not in range 1 to 16777216"), std::string::npos) << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 "
+                "--capacity-factor nan");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--capacity-factor: nan is not in [0.01, 1000]"), std::string::npos)
+      << r.err;
   r = RunMosaic("perf mixtral-8x7b --hardware gb200 --gpus 8 --batch 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("(did you mean 'gb200-nvl72'?)"), std::string::npos) << r.err;

@@ -3,6 +3,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <cstdio>
 #include <filesystem>
 
@@ -117,6 +119,50 @@ TEST(PlanCli, RungWithoutCadenceSaysNone) {
       << r.out;
   EXPECT_NE(r.out.find("| d512 | none (no [[cadence]] rule covers d512) | 0 |"), std::string::npos)
       << r.out;
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A study in a folder named in Latin-1: its origin reaches the JSON as U+FFFD.
+TEST(PlanCli, StudyNamedInLatin1GivesValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_\xE9tude_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"tiny_study.toml", "tiny_model.toml"}) {
+    fs::copy_file(SourcePath(std::string("tests/fixtures/studies/") + file), dir / file);
+  }
+  CommandResult r = RunMosaic("plan '" + (dir / "tiny_study.toml").string() + "' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_NE(j["study"]["origin"].get<std::string>().find("\xEF\xBF\xBDtude"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// Writing the output over the study or the model file it names is refused, the file untouched.
+TEST(PlanCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_plan_own_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"tiny_study.toml", "tiny_model.toml"}) {
+    fs::copy_file(SourcePath(std::string("tests/fixtures/studies/") + file), dir / file);
+  }
+  const std::string study = (dir / "tiny_study.toml").string();
+  for (const char* file : {"tiny_study.toml", "tiny_model.toml"}) {
+    const std::string before = ReadText((dir / file).string());
+    CommandResult r = RunMosaic("plan '" + study + "' --output '" + (dir / file).string() + "'");
+    EXPECT_EQ(r.exit_code, 1) << file;
+    EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+    EXPECT_EQ(ReadText((dir / file).string()), before);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "cli_support.h"
+#include "mosaic/runs/event_writer.h"
 
 namespace mosaic::testing {
 namespace {
@@ -192,6 +193,95 @@ TEST(RunsCli, UnusableFilesAreReportedOnce) {
   EXPECT_EQ(r.out.find("note: file skipped"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no complete record (an empty or just-created file)"), std::string::npos)
       << r.out;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// Names that are not UTF-8 (a Latin-1 folder, CSV column and event tag) reach JSON as U+FFFD, so
+// the JSON stays valid; the CSV export keeps the bytes as they were.
+TEST(RunsCli, NamesThatAreNotUtf8GiveValidJson) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("mosaic_latin1_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const fs::path run = root / "r\xE9sum\xE9";
+  fs::create_directories(run);
+  { std::ofstream(run / "metrics.csv") << "step,caf\xE9_loss\n1,2.5\n2,2.25\n"; }
+  {
+    std::ofstream events(run / "events.out.tfevents.1.host", std::ios::binary);
+    events << runs::FrameRecord(runs::EncodeFileVersionEvent(1))
+           << runs::FrameRecord(runs::EncodeScalarEvent(1, 1, "na\xEFve", 0.5));
+  }
+  for (const std::string format : {"--json", "--export json"}) {
+    CommandResult r = RunMosaic("runs '" + root.string() + "' " + format);
+    ASSERT_EQ(r.exit_code, 0) << format << r.err;
+    EXPECT_TRUE(nlohmann::json::accept(r.out)) << format << r.out;
+    EXPECT_NE(r.out.find("caf\xEF\xBF\xBD_loss"), std::string::npos) << format << r.out;
+    EXPECT_NE(r.out.find("na\xEF\xBF\xBDve"), std::string::npos) << format << r.out;
+  }
+  CommandResult csv = RunMosaic("runs '" + root.string() + "' --export csv");
+  ASSERT_EQ(csv.exit_code, 0) << csv.err;
+  EXPECT_NE(csv.out.find("r\xE9sum\xE9,caf\xE9_loss,1,"), std::string::npos) << csv.out;
+  fs::remove_all(root);
+}
+
+// --tags is matched by RE2: a pattern that backtracking engines need exponential time or stack
+// for is matched in linear time; a huge or deeply nested pattern is compiled or refused with the
+// flag named, never a crash.
+TEST(RunsCli, TagPatternsCannotHangOrCrash) {
+  namespace fs = std::filesystem;
+  const fs::path root =
+      fs::path(::testing::TempDir()) / ("mosaic_tags_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  const std::string as(5000, 'a');
+  { std::ofstream(root / "metrics.csv") << "step," << as << "," << as << "!\n1,1,2\n"; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "' --tags '^(a+)+$' --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j[0]["tags"].size(), 1u);
+  EXPECT_EQ(j[0]["tags"][0]["tag"], as);
+
+  std::string long_pattern;
+  while (long_pattern.size() < 90000) long_pattern += "(ab|cd)?";
+  const std::string nested = std::string(30000, '(') + "a" + std::string(30000, ')');
+  for (const std::string& pattern : {long_pattern, nested}) {
+    CommandResult p = RunMosaic("runs '" + root.string() + "' --tags '" + pattern + "'");
+    EXPECT_TRUE(p.exit_code == 0 || p.exit_code == 1) << p.exit_code << p.err.substr(0, 300);
+    if (p.exit_code == 1) {
+      EXPECT_EQ(p.err.rfind("mosaic: error: --tags = ", 0), 0u) << p.err.substr(0, 300);
+      EXPECT_NE(p.err.find("Violated constraint: a valid regular expression (RE2 syntax: "),
+                std::string::npos)
+          << p.err.substr(0, 300);
+      EXPECT_LT(p.err.size(), 400u);  // the pattern is shortened
+    }
+  }
+  fs::remove_all(root);
+}
+
+// An output file that is one of the logs read is refused before anything is written.
+TEST(RunsCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / ("mosaic_own_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "run");
+  const std::string log = "step,loss\n1,2.5\n2,2.25\n";
+  { std::ofstream(root / "run" / "metrics.csv") << log; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "' --export csv --output '" +
+                              (root / "run" / ".." / "run" / "metrics.csv").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText((root / "run" / "metrics.csv").string()), log);
+  CommandResult empty = RunMosaic("runs '" + root.string() + "' --json --output ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
   fs::remove_all(root);
 }
 

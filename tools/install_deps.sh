@@ -6,7 +6,7 @@ packages=(
   cmake ninja-build g++ pkg-config
   libfmt-dev libtomlplusplus-dev nlohmann-json3-dev libcli11-dev
   libgtest-dev libgmock-dev libbenchmark-dev
-  libceres-dev libeigen3-dev libmuparser-dev
+  libceres-dev libeigen3-dev libmuparser-dev libre2-dev
   clang-16 libclang-rt-16-dev
   chromium libopenmpi-dev openmpi-bin
   pybind11-dev python3-dev python3-numpy python3-pandas python3-pytest python3-setuptools

@@ -23,6 +23,7 @@
 #include "mosaic/scaling/fit_request.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/study/study_config.h"
+#include "mosaic/util/json_output.h"
 
 namespace py = pybind11;
 using namespace mosaic;
@@ -42,7 +43,7 @@ std::vector<FieldOverride> Overrides(const std::map<std::string, std::string>& f
 }
 
 std::string Dump(const nlohmann::ordered_json& j) {
-  return j.dump(-1, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  return DumpJson(j, -1);
 }
 
 PerfSetup Setup(const std::string& model, const std::map<std::string, std::string>& sets,

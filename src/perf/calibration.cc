@@ -16,6 +16,7 @@
 #include "mosaic/perf/search.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 
 namespace mosaic {
 namespace {
@@ -554,7 +555,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                      {"popularity_sigma", r.drop_fit.params.popularity_sigma},
                      {"predicted", r.drop_fit.predicted},
                      {"rms_relative_error", r.drop_fit.rms_relative_error}};
-    return j.dump(2) + "\n";
+    return DumpJson(j) + "\n";
   }
   std::string out;
   out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}\n", "row",

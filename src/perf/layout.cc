@@ -43,7 +43,7 @@ std::string ToString(const Layout& l) {
                      ToString(l.recompute), l.moe_chunk);
 }
 
-Layout ParseLayout(std::string_view text) {
+Layout ParseLayout(std::string_view text, std::string_view label) {
   static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk"};
@@ -64,7 +64,8 @@ Layout ParseLayout(std::string_view text) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       throw InputError(fmt::format(
-          "--layout {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", text, item));
+          "{} {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", label, text,
+          item));
     }
     const std::string key(item.substr(0, eq));
     const std::string_view value = item.substr(eq + 1);
@@ -73,12 +74,12 @@ Layout ParseLayout(std::string_view text) {
     if (!known) {
       std::string lower = key;
       for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      throw InputError(fmt::format("--layout {}: unknown layout key '{}'{}", text, key,
+      throw InputError(fmt::format("{} {}: unknown layout key '{}'{}", label, text, key,
                                    DidYouMean(lower, kKeys)));
     }
     for (const std::string& s : seen) {
       if (s == key) {
-        throw InputError(fmt::format("--layout {}: {} is given twice", text, key));
+        throw InputError(fmt::format("{} {}: {} is given twice", label, text, key));
       }
     }
     seen.push_back(key);
@@ -86,9 +87,8 @@ Layout ParseLayout(std::string_view text) {
       auto r = RecomputeFromString(value);
       if (!r) {
         throw InputError(fmt::format(
-            "--layout {}: recompute = {}. Violated constraint: recompute is none, selective or "
-            "full",
-            text, value));
+            "{} {}: recompute = {}. Violated constraint: recompute is none, selective or full",
+            label, text, value));
       }
       l.recompute = *r;
       continue;
@@ -97,7 +97,7 @@ Layout ParseLayout(std::string_view text) {
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
       throw InputError(fmt::format(
-          "--layout {}: {} = {}. Violated constraint: {} is a positive integer", text, key,
+          "{} {}: {} = {}. Violated constraint: {} is a positive integer", label, text, key,
           value, key));
     }
     if (key == "tp") l.tp = v;

@@ -1,5 +1,6 @@
 // The ablation's text and JSON reports, and the short texts both reports share.
 #include "mosaic/report/ablation_report.h"
+#include "mosaic/util/json_output.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -570,7 +571,7 @@ std::string RenderAblationJson(const Ablation& a) {
   for (const RunHealth& h : a.baseline_health) base.push_back(HealthJson(h));
   j["baseline_health"] = base;
   j["notes"] = a.notes;
-  return j.dump(2) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 }  // namespace mosaic::report

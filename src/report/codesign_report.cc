@@ -12,6 +12,7 @@
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/report/html.h"
 #include "mosaic/report/svg_chart.h"
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::report {
@@ -174,7 +175,7 @@ std::string RenderCodesignJson(const CodesignResult& r) {
   j["cluster_sparsity"] = place(r.cluster_sparsity);
   j["flops_sparsity"] = place(r.flops_sparsity);
   j["finding"] = r.finding;
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 std::string RenderCodesignCsv(const CodesignResult& r) {

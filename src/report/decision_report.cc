@@ -8,6 +8,7 @@
 
 #include <cmath>
 
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic::report {
@@ -318,7 +319,7 @@ std::string RenderDecisionJson(const Decision& d) {
   }
   j["scenarios"] = scenarios;
   j["rule"] = {{"threshold", rule.threshold}, {"measure", rule.measure}, {"criteria", rule.criteria}};
-  return j.dump(2, ' ', false, Json::error_handler_t::replace) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 }  // namespace mosaic::report

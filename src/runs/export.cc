@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/json_output.h"
 
 namespace mosaic::runs {
 namespace {
@@ -20,7 +21,9 @@ std::string CsvField(const std::string& text) {
   return quoted + "\"";
 }
 
-std::string JsonString(const std::string& text) { return nlohmann::json(text).dump(); }
+std::string JsonString(const std::string& text) {
+  return DumpJson(nlohmann::ordered_json(text), -1);
+}
 
 }  // namespace
 

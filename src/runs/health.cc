@@ -1,10 +1,11 @@
 #include "mosaic/runs/health.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
-#include <regex>
 
 namespace mosaic::runs {
 namespace {
@@ -32,12 +33,12 @@ double Median(std::vector<double>& values) {
 }
 
 bool IsGradNorm(const std::string& tag) {
-  static const std::regex kGradNorm("grad[_-]?norm|gradnorm", std::regex::icase);
-  return std::regex_search(tag, kGradNorm);
+  static const RE2 kGradNorm("(?i)grad[_-]?norm|gradnorm");
+  return RE2::PartialMatch(tag, kGradNorm);
 }
 
 void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& options,
-                 const std::regex& spike_tags, std::vector<Finding>* out) {
+                 const RE2& spike_tags, std::vector<Finding>* out) {
   // Non-finite values and skipped updates.
   std::vector<int64_t> non_finite;
   for (const ScalarPoint& p : s.points) {
@@ -50,8 +51,8 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
                                 non_finite.size() == 1 ? "" : "s", StepList(non_finite),
                                 IsGradNorm(s.tag) ? " (update skipped)" : "")});
   }
-  static const std::regex kSkipTag("skip", std::regex::icase);
-  if (std::regex_search(s.tag, kSkipTag)) {
+  static const RE2 kSkipTag("(?i)skip");
+  if (RE2::PartialMatch(s.tag, kSkipTag)) {
     std::vector<int64_t> skipped;
     for (size_t i = 1; i < s.points.size(); ++i) {
       if (s.points[i].value > s.points[i - 1].value) skipped.push_back(s.points[i].step);
@@ -64,7 +65,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   }
 
   // Spikes against a rolling robust baseline.
-  if (std::regex_search(s.tag, spike_tags)) {
+  if (RE2::PartialMatch(s.tag, spike_tags)) {
     std::vector<double> window;
     std::vector<double> scratch;
     std::vector<int64_t> spikes;
@@ -200,7 +201,10 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
   for (const SourceFile& file : run.files) {
     if (!file.loaded) findings.push_back({FindingKind::kUnreadableFile, "", {}, file.skip_reason});
   }
-  const std::regex spike_tags(options.spike_tags, std::regex::icase);
+  RE2::Options case_insensitive;
+  case_insensitive.set_case_sensitive(false);
+  const RE2 spike_tags(options.spike_tags, case_insensitive);
+  assert(spike_tags.ok() && "HealthOptions::spike_tags is a valid RE2 pattern");
   for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &findings);
   return findings;
 }

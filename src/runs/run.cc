@@ -1,6 +1,7 @@
 #include "mosaic/runs/run.h"
 
 #include <fmt/format.h>
+#include <re2/re2.h>
 
 #include <algorithm>
 #include <charconv>
@@ -83,7 +84,7 @@ class TagTable {
     if (it != index_.end()) return *it->second;
     auto [node, inserted] = by_tag_.try_emplace(std::string(tag));
     Accumulator& added = node->second;
-    if (options_.tags) added.keep = std::regex_search(node->first, *options_.tags);
+    if (options_.tags) added.keep = RE2::PartialMatch(node->first, *options_.tags);
     index_.emplace(node->first, &added);
     return added;
   }
@@ -239,12 +240,27 @@ std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs) 
   return runs;
 }
 
-std::shared_ptr<const std::regex> CompileTagFilter(const std::string& pattern) {
-  try {
-    return std::make_shared<const std::regex>(pattern, std::regex::ECMAScript);
-  } catch (const std::regex_error& e) {
-    throw FieldError({}, "--tags", pattern, fmt::format("a valid regular expression ({})", e.what()));
+std::vector<std::string> LogFiles(const std::vector<RunDirectory>& runs) {
+  std::vector<std::string> files;
+  for (const RunDirectory& run : runs) {
+    files.insert(files.end(), run.event_files.begin(), run.event_files.end());
+    files.insert(files.end(), run.table_files.begin(), run.table_files.end());
   }
+  return files;
+}
+
+std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
+  RE2::Options options;
+  options.set_log_errors(false);
+  auto compiled = std::make_shared<const RE2>(pattern, options);
+  if (compiled->ok()) return compiled;
+  constexpr size_t kShown = 80;
+  const std::string shown =
+      pattern.size() <= kShown
+          ? pattern
+          : fmt::format("{}… ({} characters)", pattern.substr(0, kShown), pattern.size());
+  throw FieldError({}, "--tags", shown,
+                   fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
 }
 
 const TimeSeries* Run::FindSeries(std::string_view tag) const {

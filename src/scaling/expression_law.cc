@@ -268,6 +268,11 @@ class ExpressionFitter {
     for (size_t j = 0; j < free_.size(); ++j) out.values[free_[j]] = start[j];
     out.objective = Total(out.values.data(), &out.bad_point, &out.bad_value);
     if (!std::isfinite(out.objective)) return out;
+    if (free_.empty()) {
+      // Every parameter pinned: nothing to solve, the objective at the pins is the result.
+      out.termination = Termination::kConverged;
+      return out;
+    }
     const bool log_space = options_.objective.space == ResidualSpace::kLog;
     std::vector<double> free_values(start);
     std::vector<double> scratch = out.values;
@@ -477,7 +482,9 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
                                                law.params[j].name, g[0], g[1], g.back(),
                                                g.size()));
   }
-  r.grid = fmt::format("{} ({} starts; values as written)", fmt::join(grid, "; "), starts);
+  r.grid = free.empty() ? "1 start: every parameter pinned"
+                        : fmt::format("{} ({} starts; values as written)", fmt::join(grid, "; "),
+                                      starts);
   r.pins = options.pins;
   r.solver = fmt::format(
       "Ceres Solver Levenberg-Marquardt (DENSE_QR), central numeric derivatives of the "

@@ -191,6 +191,7 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
     }
   }
   CheckInputsSeparable(law, data, pinned);
+  if (q == 0) return;  // every parameter pinned: nothing to identify
   const int k = static_cast<int>(law.terms.size());
   Eigen::MatrixXd design(data.size() * k, q);
   std::vector<double> x(law.inputs.size());

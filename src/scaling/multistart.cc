@@ -24,6 +24,7 @@ void StartGrid::Start(size_t index, double* x) const {
 }
 
 std::string StartGrid::Describe(const FitProblem& problem) const {
+  if (values.empty()) return "1 start: every parameter pinned";
   std::vector<std::string> parts;
   for (size_t j = 0; j < values.size(); ++j) {
     const LawParam& p = problem.law().params[problem.free_param(static_cast<int>(j))];

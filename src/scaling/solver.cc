@@ -37,6 +37,7 @@ int BasinMemo::Find(const double* point, int size) const {
 }
 
 void BasinMemo::Add(const std::vector<double>& path, int size, int minimum, int at) {
+  if (size < 1) return;  // every parameter pinned: no path, no cells
   if (at >= static_cast<int>(cells.size())) cells.resize(at + 1);
   auto& table = cells[at];
   for (size_t i = 0; i + size <= path.size(); i += size) {

@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
 namespace mosaic {
@@ -191,7 +192,7 @@ std::string RenderLadderJson(const LadderPlan& plan) {
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();
   for (const LadderRow& r : plan.rows) rows.push_back(RowJson(r));
   j["rows"] = rows;
-  return j.dump(2) + "\n";
+  return DumpJson(j) + "\n";
 }
 
 std::string RenderLadderCsv(const LadderPlan& plan) {

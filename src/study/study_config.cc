@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 
+#include "mosaic/perf/layout.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
@@ -185,10 +186,12 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     for (const toml::node& element : GetTableArray(n, w, "rungs")) {
       Rung rung;
       bool has_d = false;
+      SourceLocation d_where;
       TableReader rung_reader(text, origin);
       rung_reader.On("d_model", [&](auto& n2, auto& w2) {
         rung.d_model = GetPositiveInt(n2, w2, "d_model");
         has_d = true;
+        d_where = w2;
       });
       rung_reader.On("racks", [&](auto& n2, auto& w2) { rung.racks = GetPositiveInt(n2, w2, "racks"); });
       rung_reader.On("set", [&](auto& n2, auto& w2) {
@@ -196,6 +199,12 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
       });
       rung_reader.Read(*element.as_table(), "[[rungs]]");
       if (!has_d) throw LocatedError(reader.Locate(element), "[[rungs]] entry without d_model");
+      for (const Rung& other : study.rungs) {
+        if (other.d_model == rung.d_model) {
+          throw FieldError(d_where, "d_model", std::to_string(rung.d_model),
+                           "each [[rungs]] entry has its own d_model (this one is given twice)");
+        }
+      }
       study.rungs.push_back(std::move(rung));
     }
   });
@@ -206,7 +215,14 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
       arm_reader.On("name", [&](auto& n2, auto& w2) { arm.name = GetString(n2, w2, "name"); });
       arm_reader.On("description",
                     [&](auto& n2, auto& w2) { arm.description = GetString(n2, w2, "description"); });
-      arm_reader.On("layout", [&](auto& n2, auto& w2) { arm.layout = GetString(n2, w2, "layout"); });
+      arm_reader.On("layout", [&](auto& n2, auto& w2) {
+        arm.layout = GetString(n2, w2, "layout");
+        try {
+          ParseLayout(arm.layout, "layout");
+        } catch (const InputError& e) {
+          throw LocatedError(w2, e.what());
+        }
+      });
       arm_reader.On("set", [&](auto& n2, auto& w2) {
         arm.overrides = ReadOverrides(GetTable(n2, w2, "set"), arm_reader);
       });

@@ -68,6 +68,30 @@ TEST(LoadStudy, NoRungs) {
             "study.toml: the study has no [[rungs]]");
 }
 
+// Arm layouts are perf layouts ("fsdp=64, moe_chunk=1"); a key that is not one is an error.
+TEST(LoadStudy, ArmLayoutIsALayout) {
+  const auto with_layout = [](const std::string& layout) {
+    return std::string(kMinimal) + "[[arms]]\nname = \"a\"\nlayout = \"" + layout + "\"\n";
+  };
+  EXPECT_EQ(LoadStudyFromToml(with_layout("fsdp=64, moe_chunk=1"), "study.toml").arms.at(0).layout,
+            "fsdp=64, moe_chunk=1");
+  EXPECT_EQ(ErrorOf(with_layout("fsdp=64, moe_chunks=1")),
+            "study.toml:8:10: layout fsdp=64, moe_chunks=1: unknown layout key 'moe_chunks' (did "
+            "you mean 'moe_chunk'?)\n"
+            "  layout = \"fsdp=64, moe_chunks=1\"\n"
+            "           ^");
+  EXPECT_NE(ErrorOf(with_layout("ep=0")), "");
+  EXPECT_NE(ErrorOf(with_layout("fsdp")), "");
+}
+
+TEST(LoadStudy, RungsHaveDistinctWidths) {
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[[rungs]]\nd_model = 768\nracks = 2\n"),
+            "study.toml:7:11: d_model = 768. Violated constraint: each [[rungs]] entry has its own "
+            "d_model (this one is given twice)\n"
+            "  d_model = 768\n"
+            "            ^");
+}
+
 TEST(ResolveOverride, EvaluatesExpressionsInD) {
   EXPECT_EQ(ResolveOverride({"latent_dim", "d/2", {}}, 1536), "768");
   EXPECT_EQ(ResolveOverride({"expert_width", "d", {}}, 1536), "1536");

@@ -1,6 +1,7 @@
 #include "mosaic/util/spellcheck.h"
 
 #include <algorithm>
+#include <cctype>
 #include <numeric>
 #include <vector>
 
@@ -21,8 +22,24 @@ int EditDistance(std::string_view a, std::string_view b) {
   return row[b.size()];
 }
 
+namespace {
+
+bool EqualIgnoringCase(std::string_view a, std::string_view b) {
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+}  // namespace
+
 std::optional<std::string> ClosestMatch(std::string_view word,
                                         std::span<const std::string> candidates) {
+  // The same name in other case ("runb" for "runB") is what was meant, whatever else is near.
+  for (const std::string& candidate : candidates) {
+    if (EqualIgnoringCase(word, candidate)) return candidate;
+  }
   const int max_distance = std::max<int>(2, static_cast<int>(word.size()) / 3);
   std::optional<std::string> best;
   int best_distance = max_distance + 1;

@@ -25,5 +25,12 @@ TEST(ClosestMatch, SuggestsNearNamesOnly) {
   EXPECT_EQ(DidYouMean("xyzxyzxyz", names), "");
 }
 
+TEST(ClosestMatch, PrefersTheSameNameInOtherCase) {
+  // "runA" is one edit from "runb" and comes first; "runB" differs only in case.
+  const std::vector<std::string> runs = {"runA", "runB", "runb-long"};
+  EXPECT_EQ(ClosestMatch("runb", runs), "runB");
+  EXPECT_EQ(ClosestMatch("RUNA", runs), "runA");
+}
+
 }  // namespace
 }  // namespace mosaic

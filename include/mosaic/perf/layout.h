@@ -54,9 +54,10 @@ struct Layout {
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above.
 std::string ToString(const Layout& layout);
 
-// Parses "key=value,key=value". Throws InputError naming the key and the rule: unknown key (did you
-// mean), a value that is not a positive integer, an unknown recompute policy, a repeated key.
-Layout ParseLayout(std::string_view text);
+// Parses "key=value,key=value" (spaces around items are ignored). Throws InputError naming the
+// key and the rule: unknown key (did you mean), a value that is not a positive integer, an unknown
+// recompute policy, a repeated key; messages open with `label` and the text ("--layout tp=0: ...").
+Layout ParseLayout(std::string_view text, std::string_view label = "--layout");
 
 // The job a layout runs: batch and sequence length.
 struct JobShape {

@@ -28,7 +28,7 @@ struct HealthOptions {
   double gap_factor = 3.0;             // step interval / median interval that counts as a gap
   double stall_factor = 10.0;          // wall-time interval / median interval that counts as a stall
   double stall_min_seconds = 300.0;    // and at least this long
-  // Tags checked for spikes: case-insensitive match of this regular expression.
+  // Tags checked for spikes: case-insensitive match of this regular expression (RE2 syntax).
   std::string spike_tags = "loss|grad[_-]?norm|gradnorm";
 };
 

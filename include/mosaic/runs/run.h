@@ -11,7 +11,6 @@
 
 #include <cstdint>
 #include <memory>
-#include <regex>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +20,10 @@
 #include "mosaic/runs/restart_policy.h"
 #include "mosaic/runs/tfrecord_reader.h"
 #include "mosaic/runs/time_series.h"
+
+namespace re2 {
+class RE2;
+}  // namespace re2
 
 namespace mosaic::runs {
 
@@ -48,6 +51,9 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 // argument) is named by the label alone. Runs keep the order of the arguments, then by name.
 std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs);
 
+// Every log file of `runs`: each run's event files, then its CSV and JSONL files.
+std::vector<std::string> LogFiles(const std::vector<RunDirectory>& runs);
+
 // The start time written in an event file's name (events.out.tfevents.<seconds>.<...>), or -1.
 int64_t EventFileStartSeconds(std::string_view file_name);
 
@@ -70,15 +76,16 @@ struct HistogramSeries {
 
 struct LoadOptions {
   RestartPolicy restarts = RestartPolicy::kFirst;
-  // Keep only tags in which this regular expression finds a match; null keeps all.
-  std::shared_ptr<const std::regex> tags;
+  // Keep only tags in which this regular expression (RE2) finds a match; null keeps all.
+  std::shared_ptr<const re2::RE2> tags;
   // The CSV/JSONL step column; empty = detect (table_log.h).
   std::string step_column;
 };
 
-// Compiles `--tags` (ECMAScript syntax). Throws InputError naming the flag, value and the
-// regex library's complaint.
-std::shared_ptr<const std::regex> CompileTagFilter(const std::string& pattern);
+// Compiles `--tags` with RE2 (github.com/google/re2/wiki/Syntax): matching takes time linear in
+// the tag and compiling is bounded in memory, whatever the pattern. Throws InputError naming the
+// flag, the pattern (shortened when long) and RE2's complaint (syntax, pattern too large).
+std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern);
 
 struct Run {
   std::string name;

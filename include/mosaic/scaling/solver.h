@@ -67,7 +67,8 @@ struct BasinMemo {
   uint64_t Cell(const double* point, int size) const;
   // Index of the minimum recorded for point's cell in table `stage`, or −1.
   int Find(const double* point, int size) const;
-  // Records the cells of `path` (iterates of `size` coordinates, concatenated) in table `at`.
+  // Records the cells of `path` (iterates of `size` coordinates, concatenated) in table `at`;
+  // nothing for size 0 (every parameter pinned).
   void Add(const std::vector<double>& path, int size, int minimum, int at);
   int AddMinimum(const std::vector<double>& point, double value);
 };

@@ -31,7 +31,8 @@ struct ArmOverride {
 struct Arm {
   std::string name;
   std::string description;
-  std::string layout;                  // the parallel layout, for reports ("ep=64", "fsdp, moe_chunk=4")
+  // The parallel layout, for reports, in perf/layout.h's syntax ("ep=64", "fsdp=64, moe_chunk=4").
+  std::string layout;
   std::vector<ArmOverride> overrides;  // model fields that differ from the base model
 };
 
@@ -88,8 +89,9 @@ inline constexpr std::string_view kDefaultStudy = "fsdp-vs-ep";
 
 // Loads a study from a TOML file path, or an embedded study by name. Throws InputError with
 // file:line:col, field, value and rule on any problem (syntax, unknown key with "did you mean",
-// wrong type, non-positive counts, MFU outside (0, 1], empty rungs or arms, and in the decision
-// sections an arm or rung the study does not have).
+// wrong type, non-positive counts, MFU outside (0, 1], empty rungs or arms, an arm layout that
+// does not parse, two rungs of the same d_model, and in the decision sections an arm or rung the
+// study does not have).
 StudyConfig LoadStudy(std::string_view name_or_path);
 
 // Parses study TOML text; `origin` names it in messages.
