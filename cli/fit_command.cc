@@ -17,6 +17,8 @@
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/expression_law.h"
 #include "mosaic/scaling/fit.h"
+#include "mosaic/scaling/fit_json.h"
+#include "mosaic/scaling/fit_request.h"
 #include "mosaic/scaling/log_losses.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
@@ -75,123 +77,36 @@ SourceLocation Flag(std::string name) {
 // JSON has no NaN or infinity: non-finite values are written as null.
 Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
-struct Arm {
-  FitData data;
-  FitSummary fit;
-  std::optional<BootstrapResult> bootstrap;
-};
+using Arm = FittedArm;
 
-std::string SubsetRule(const FitCliOptions& o) {
-  std::vector<std::string> parts;
-  if (!o.logs.empty()) {
-    parts.push_back(fmt::format("{} = {} of tag '{}' per run from {}", o.loss_column,
-                                o.last_k == 1 ? "the final value"
-                                              : fmt::format("mean of the last {}", o.last_k),
-                                o.tag, fmt::join(o.logs, ", ")));
-  }
-  for (const std::string& c : o.columns) parts.push_back("--column " + c);
-  if (o.drop_highest_loss > 0) {
-    parts.push_back(fmt::format("drop the {} rows with the highest {}", o.drop_highest_loss,
-                                o.loss_column));
-  }
-  if (!o.where.empty()) parts.push_back("keep rows where " + o.where);
-  return parts.empty() ? "all rows" : fmt::format("{}", fmt::join(parts, "; "));
+// The library's fit request for the flags.
+FitRequest Request(const FitCliOptions& o) {
+  FitRequest r;
+  r.columns = o.columns;
+  r.where = o.where;
+  r.drop_highest_loss = o.drop_highest_loss;
+  r.loss_column = o.loss_column;
+  r.run_column = o.run_column;
+  r.weight_column = o.weight_column;
+  r.logs = o.logs;
+  r.tag = o.tag;
+  r.last_k = o.last_k;
+  r.objective = o.objective;
+  r.space = o.space;
+  r.delta = o.delta;
+  for (const std::string& p : o.pins) r.pins.push_back(ParsePin(p));
+  r.threads = o.threads;
+  r.cut_short = !o.no_cut_short;
+  r.bootstrap = o.bootstrap;
+  r.seed = o.seed;
+  r.confidence = o.confidence;
+  return r;
 }
 
 DataTable LoadTable(const std::string& path, const FitCliOptions& o) {
   DataTable table = ReadCsv(path);
-  if (!o.logs.empty()) {
-    if (o.tag.empty()) throw UsageError("fit: --logs needs --tag (the loss tag, e.g. eval/loss)");
-    std::vector<runs::Run> logged;
-    for (const runs::RunDirectory& directory : runs::DiscoverRuns(o.logs)) {
-      logged.push_back(runs::LoadRun(directory, {}));
-    }
-    AttachLossesFromLogs(table, logged,
-                         {.tag = o.tag,
-                          .last_k = o.last_k,
-                          .run_column = o.run_column,
-                          .loss_column = o.loss_column});
-  }
-  std::vector<ColumnMapping> mappings;
-  for (const std::string& c : o.columns) mappings.push_back(ParseColumnMapping(c));
-  ApplyMappings(table, mappings);
-  if (o.drop_highest_loss > 0) DropHighest(table, o.loss_column, o.drop_highest_loss);
-  if (!o.where.empty()) FilterRows(table, o.where);
+  PrepareTable(table, Request(o));
   return table;
-}
-
-FitData LoadData(const std::string& path, const Law& law, const FitCliOptions& o) {
-  const DataTable table = LoadTable(path, o);
-  return SelectFitData(table, law,
-                       {.loss_column = o.loss_column,
-                        .run_column = o.run_column,
-                        .weight_column = o.weight_column});
-}
-
-// `stream` is the arm's bootstrap seed stream: 0 for the base arm, 1 for the compared one.
-Arm FitArm(const std::string& path, const Law& law, const FitOptions& fit_options,
-           const FitCliOptions& o, uint64_t stream) {
-  Arm arm;
-  arm.data = LoadData(path, law, o);
-  FitOptions options = fit_options;
-  options.subset_rule = SubsetRule(o);
-  arm.fit = Fit(law, arm.data, options);
-  if (o.bootstrap > 0 && arm.fit.ok()) {
-    BootstrapOptions b;
-    b.resamples = o.bootstrap;
-    b.seed = StreamSeed(o.seed, stream);
-    b.confidence = o.confidence;
-    b.threads = o.threads;
-    arm.bootstrap = Bootstrap(law, arm.data, options, arm.fit, b);
-  }
-  return arm;
-}
-
-Json FitJson(const Law& law, const Arm& arm) {
-  const FitSummary& s = arm.fit;
-  Json j;
-  j["law"] = law.name;
-  j["formula"] = law.formula;
-  j["termination"] = ToString(s.termination);
-  j["message"] = s.message;
-  j["objective"] = Number(s.objective);
-  Json params = Json::object();
-  for (const FittedParam& p : s.params) params[p.name] = Number(p.value);
-  j["params"] = params;
-  Json pinned = Json::array();
-  for (const FittedParam& p : s.params) {
-    if (p.pinned) pinned.push_back(p.name);
-  }
-  j["pinned"] = pinned;
-  if (arm.bootstrap) {
-    Json intervals = Json::object();
-    for (size_t i = 0; i < s.params.size(); ++i) {
-      intervals[s.params[i].name] = {Number(arm.bootstrap->params[i].low),
-                                     Number(arm.bootstrap->params[i].high)};
-    }
-    j["intervals"] = intervals;
-    j["bootstrap"] = {{"resamples", arm.bootstrap->resamples},
-                      {"failed", arm.bootstrap->failed},
-                      {"confidence", arm.bootstrap->confidence},
-                      {"by", "run"}};
-  }
-  j["points"] = s.points;
-  j["runs"] = s.runs;
-  j["convergence"] = {{"starts", s.starts},
-                      {"converged_starts", s.converged_starts},
-                      {"tolerance", 1e-6},
-                      {"cut_short_starts", s.cut_short_starts},
-                      {"inferred_starts", s.inferred_starts},
-                      {"failed_starts", s.failed_starts},
-                      {"iterations", s.iterations}};
-  const FitRecipe& r = s.recipe;
-  Json pins = Json::object();
-  for (const auto& [name, value] : r.pins) pins[name] = value;
-  j["recipe"] = {{"law", r.law},         {"formula", r.formula},   {"citation", r.citation},
-                 {"data", r.data},       {"subset_rule", r.subset_rule},
-                 {"objective", r.loss},  {"space", r.space},       {"delta", r.delta},
-                 {"grid", r.grid},       {"pins", pins},           {"solver", r.solver}};
-  return j;
 }
 
 std::string Interval(const std::optional<scaling::Interval>& i) {
@@ -240,7 +155,8 @@ std::string PointText(const InputPoint& point) {
 
 // --law-expr: fit, print and predict; the projections that need a built-in law's structure
 // (bootstrap warm starts, frontier, holdout, comparison) are refused.
-void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
+void RunExpression(const FitCliOptions& o) {
+  const FitOptions fit_options = MakeFitOptions(Request(o));
   const auto refuse = [](bool given, const char* flag) {
     if (given) {
       throw InputError(fmt::format("{} is not supported with --law-expr (only the fit and "
@@ -266,9 +182,7 @@ void RunExpression(const FitCliOptions& o, const FitOptions& fit_options) {
                            {.loss_column = o.loss_column,
                             .run_column = o.run_column,
                             .weight_column = o.weight_column});
-  FitOptions options = fit_options;
-  options.subset_rule = SubsetRule(o);
-  arm.fit = FitExpression(expression, arm.data, options);
+  arm.fit = FitExpression(expression, arm.data, fit_options);
   ExpressionEvaluator evaluate(expression);
   std::vector<std::pair<InputPoint, double>> predictions;
   for (const std::string& text : o.predict) {
@@ -325,30 +239,19 @@ std::vector<std::string> InputFiles(const FitCliOptions& o) {
 void Run(const FitCliOptions& o) {
   CheckOutputIsNotInput(o.output, InputFiles(o));
   if (!o.law_expr.empty()) {
-    FitOptions fit_options;
-    fit_options.objective.loss = LossKindFromString(o.objective);
-    fit_options.objective.space = ResidualSpaceFromString(o.space);
-    fit_options.objective.delta = o.delta;
-    for (const std::string& p : o.pins) fit_options.pins.push_back(ParsePin(p));
-    fit_options.multistart.threads = o.threads;
-    RunExpression(o, fit_options);
+    RunExpression(o);
     return;
   }
   if (!o.params.empty()) throw InputError("--param needs --law-expr (a built-in law has its grid)");
   const Law& law = FindLaw(o.law);
-  FitOptions fit_options;
-  fit_options.objective.loss = LossKindFromString(o.objective);
-  fit_options.objective.space = ResidualSpaceFromString(o.space);
-  fit_options.objective.delta = o.delta;
-  for (const std::string& p : o.pins) fit_options.pins.push_back(ParsePin(p));
-  fit_options.multistart.threads = o.threads;
-  fit_options.multistart.cut_short = !o.no_cut_short;
+  const FitRequest request = Request(o);
+  const FitOptions fit_options = MakeFitOptions(request);
   if (!(o.flops_per_param_token > 0)) {
     throw FieldError(Flag("--flops-per-param-token"), "flops_per_param_token",
                      fmt::format("{}", o.flops_per_param_token), "> 0");
   }
 
-  const Arm base = FitArm(o.data, law, fit_options, o, 0);
+  const Arm base = FitFile(law, o.data, request, 0);
   const BootstrapResult* boot = base.bootstrap ? &*base.bootstrap : nullptr;
   std::vector<Prediction> predictions;
   for (const std::string& text : o.predict) {
@@ -366,10 +269,10 @@ void Run(const FitCliOptions& o) {
   selection.above_flops = o.holdout_above;
   if (o.holdout || o.holdout_fraction > 0 || o.holdout_above > 0) {
     FitOptions h = fit_options;
-    h.subset_rule = SubsetRule(o) + "; held out: the largest budgets";
+    h.subset_rule = SubsetRule(request) + "; held out: the largest budgets";
     holdout = Holdout(law, base.data, h, selection, o.flops_per_param_token);
     holdout->fit.recipe.subset_rule =
-        SubsetRule(o) + "; held out: " + selection.Describe(holdout->threshold_flops);
+        SubsetRule(request) + "; held out: " + selection.Describe(holdout->threshold_flops);
   }
   std::optional<Arm> other;
   std::optional<Comparison> comparison;
@@ -378,7 +281,7 @@ void Run(const FitCliOptions& o) {
       throw FieldError(Flag("--at"), "--at", fmt::format("{}", o.at_flops),
                        "--compare needs the matched budget --at C > 0 (FLOPs)");
     }
-    other = FitArm(o.compare, law, fit_options, o, 1);
+    other = FitFile(law, o.compare, request, 1);
     comparison = CompareArms(law, base.fit, other->fit, o.at_flops, o.tps_ratio, boot,
                              other->bootstrap ? &*other->bootstrap : nullptr, o.confidence,
                              o.flops_per_param_token);

@@ -9,11 +9,11 @@
 
 #include "command.h"
 #include "mosaic/model/flops.h"
+#include "mosaic/model/model_json.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
-#include "mosaic/util/wide_int.h"
 
 namespace mosaic::cli {
 namespace {
@@ -28,61 +28,6 @@ struct ModelOptions {
   bool fields = false;
   std::string output;
 };
-
-// Kaplan-style 6·N with N = active_params_no_embedding; a looped model applies them `loops` times.
-int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& p) {
-  return NarrowToInt64(WideInt{6} * p.active_params_no_embedding * config.loops,
-                       "six_n_flops_per_token");
-}
-
-nlohmann::ordered_json FlopsJson(const FlopCount& f, double tokens) {
-  nlohmann::ordered_json j;
-  j["convention"] = ToString(f.convention);
-  j["attention_span_tokens"] = f.attention_span_tokens;
-  j["global_layers"] = f.global_layers;
-  j["forward_flops_per_token"] = f.forward_flops_per_token;
-  j["mlp_flops_per_token"] = f.mlp_flops;
-  j["router_flops_per_token"] = f.router_flops;
-  j["latent_projection_flops_per_token"] = f.latent_projection_flops;
-  j["attention_projection_flops_per_token"] = f.attention_projection_flops;
-  j["attention_score_flops_per_token"] = f.attention_score_flops;
-  j["lm_head_flops_per_token"] = f.lm_head_flops;
-  j["train_flops_per_token"] = f.train_flops_per_token();
-  if (tokens > 0) j["train_flops"] = f.train_flops_per_token() * tokens;
-  return j;
-}
-
-std::string RenderJson(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
-                       const FlopCount& physical, const ModelOptions& options) {
-  nlohmann::ordered_json j;
-  j["name"] = spec.config.name;
-  j["origin"] = spec.origin;
-  j["source"] = spec.config.source;
-  j["total_params"] = p.total_params;
-  j["active_params"] = p.active_params;
-  j["active_params_no_embedding"] = p.active_params_no_embedding;
-  j["active_params_matmul_no_embedding"] = p.active_params_matmul_no_embedding;
-  j["total_params_matmul"] = p.total_params_matmul;
-  j["active_params_matmul"] = p.active_params_matmul;
-  j["embedding_params"] = p.embedding_params;
-  j["sparsity"] = p.sparsity;
-  nlohmann::ordered_json components = nlohmann::ordered_json::array();
-  for (const ParamComponent& c : p.components) {
-    components.push_back({{"name", c.name},
-                          {"category", ToString(c.category)},
-                          {"total_params", c.total_params},
-                          {"active_params", c.active_params},
-                          {"formula", c.formula}});
-  }
-  j["components"] = components;
-  j["seq_len"] = options.seq_len;
-  j["flops"] = {{"physical", FlopsJson(physical, options.tokens)},
-                {"levanter_table", FlopsJson(table, options.tokens)}};
-  j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
-  if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
-  if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
-  return DumpJson(j) + "\n";
-}
 
 std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
                        const FlopCount& physical, const ModelOptions& options) {
@@ -194,7 +139,8 @@ void Run(const ModelOptions& options) {
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
   FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, options.seq_len});
-  EmitOutput(options.output, options.json ? RenderJson(spec, p, table, physical, options)
+  EmitOutput(options.output, options.json ? DumpJson(ModelJson(spec, options.seq_len,
+                                                               options.tokens)) + "\n"
                                           : RenderText(spec, p, table, physical, options));
 }
 

@@ -123,28 +123,7 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
 
 std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster) {
   if (o.json) {
-    nlohmann::ordered_json j;
-    j["evaluated"] = r.evaluated;
-    j["feasible"] = r.feasible();
-    j["rejected"] = {{"does_not_divide", r.rejected[0]},
-                     {"exceeds_a_domain", r.rejected[1]},
-                     {"out_of_memory", r.rejected[2]}};
-    nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
-    int64_t rank = 1;
-    for (const SearchCandidate& c : r.best) {
-      nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
-      cj["rank"] = rank++;
-      ranked.push_back(cj);
-    }
-    j["ranked"] = ranked;
-    nlohmann::ordered_json ex = nlohmann::ordered_json::array();
-    for (const Rejection& x : r.examples) {
-      ex.push_back({{"layout", ToString(x.layout)},
-                    {"reason", ToString(x.violation.kind)},
-                    {"rule", x.violation.rule}});
-    }
-    j["rejected_examples"] = ex;
-    return DumpJson(j) + "\n";
+    return DumpJson(SearchJson(r)) + "\n";
   }
   std::string out = fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
@@ -221,20 +200,7 @@ void Run(const PerfOptions& o) {
   const Layout& layout = evaluated.layout;
   const StepEstimate& e = evaluated.estimate;
   if (o.json) {
-    nlohmann::ordered_json j;
-    j["model"] = spec.config.name;
-    j["hardware"] = setup.hardware.name;
-    j["gpus"] = o.gpus;
-    j["profile"] = profile.name;
-    j["profile_hardware"] = profile.hardware;
-    j["batch"] = o.batch;
-    j["seq"] = o.seq;
-    j["format"] = ToString(job.format);
-    j["routing"] = ToString(job.routing);
-    j["capacity_factor"] = job.capacity_factor;
-    const nlohmann::ordered_json estimate = EstimateJson(layout, e);
-    for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-    EmitOutput(o.output, DumpJson(j) + "\n");
+    EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");
   } else {
     EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
   }

@@ -53,7 +53,7 @@ RenderedPage RenderInChromium(const std::string& html_path) {
   const std::string command =
       "timeout 120 /usr/bin/chromium --headless --no-sandbox --disable-gpu --disable-quic "
       "--no-first-run --disable-background-networking --disable-component-update --disable-sync "
-      "--disable-extensions --enable-logging=stderr --v=0 --user-data-dir='" + dir +
+      "--disable-extensions --disable-dev-shm-usage --enable-logging=stderr --v=0 --user-data-dir='" + dir +
       "/profile' --dump-dom 'file://" + html_path + "' > '" + dir + "/dom.html' 2> '" + dir +
       "/chromium.log'";
   const int status = std::system(command.c_str());

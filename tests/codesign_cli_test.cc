@@ -55,15 +55,22 @@ TEST(CodesignCli, TextCsvAndHtml) {
 TEST(CodesignCli, MpiRanksGiveTheSameOutputAsOneProcess) {
   if (!BuiltWithMpi()) GTEST_SKIP() << "mosaic was built without MPI (libopenmpi-dev)";
   ASSERT_EQ(access("/usr/bin/mpirun", X_OK), 0) << "MPI is built in but mpirun is missing";
-  const CommandResult one = RunMosaic("codesign gb200-nvl72-sparsity --json");
-  ASSERT_EQ(one.exit_code, 0) << one.err;
-  const std::string command =
+  // Loopback only, as root where tests run as root, oversubscribing the cores.
+  const std::string mpirun =
       "cd '" + std::string(MOSAIC_SOURCE_DIR) +
       "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated "
       "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 "
-      "timeout 300 mpirun -n 2 --oversubscribe --mca btl self,vader '" + std::string(MOSAIC_BINARY) +
-      "' codesign gb200-nvl72-sparsity --json > '" + ::testing::TempDir() + "mpi_out.json' 2> '" +
-      ::testing::TempDir() + "mpi_err.txt'";
+      "timeout 300 mpirun -n 2 --oversubscribe --mca btl self,vader ";
+  // A machine that cannot start two ranks of anything (no shared memory, a locked-down
+  // container) cannot run this comparison; say so rather than fail on the environment.
+  if (std::system((mpirun + "true > /dev/null 2>&1").c_str()) != 0) {
+    GTEST_SKIP() << "mpirun cannot start two ranks here";
+  }
+  const CommandResult one = RunMosaic("codesign gb200-nvl72-sparsity --json");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  const std::string command =
+      mpirun + "'" + std::string(MOSAIC_BINARY) + "' codesign gb200-nvl72-sparsity --json > '" +
+      ::testing::TempDir() + "mpi_out.json' 2> '" + ::testing::TempDir() + "mpi_err.txt'";
   const int status = std::system(command.c_str());
   ASSERT_EQ(status, 0) << ReadText(::testing::TempDir() + "mpi_err.txt");
   EXPECT_EQ(ReadText(::testing::TempDir() + "mpi_out.json"), one.out);

@@ -20,6 +20,7 @@
 #include "mosaic/report/decision_report.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
+#include "mosaic/scaling/fit_json.h"
 #include "mosaic/scaling/fit_request.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/study/study_config.h"
@@ -79,41 +80,7 @@ struct FitHandle {
   scaling::FittedArm arm;
   double flops_per_param_token = 6;
 
-  std::string Json() const {
-    const scaling::FitSummary& s = arm.fit;
-    nlohmann::ordered_json j;
-    j["law"] = law.name;
-    j["formula"] = law.formula;
-    j["termination"] = ToString(s.termination);
-    j["message"] = s.message;
-    j["objective"] = s.objective;
-    nlohmann::ordered_json params = nlohmann::ordered_json::object();
-    nlohmann::ordered_json pinned = nlohmann::ordered_json::array();
-    for (const scaling::FittedParam& p : s.params) {
-      params[p.name] = std::isfinite(p.value) ? nlohmann::ordered_json(p.value) : nullptr;
-      if (p.pinned) pinned.push_back(p.name);
-    }
-    j["params"] = params;
-    j["pinned"] = pinned;
-    if (arm.bootstrap) {
-      nlohmann::ordered_json intervals = nlohmann::ordered_json::object();
-      for (size_t i = 0; i < s.params.size(); ++i) {
-        intervals[s.params[i].name] = {arm.bootstrap->params[i].low, arm.bootstrap->params[i].high};
-      }
-      j["intervals"] = intervals;
-      j["bootstrap"] = {{"resamples", arm.bootstrap->resamples},
-                        {"failed", arm.bootstrap->failed},
-                        {"confidence", arm.bootstrap->confidence}};
-    }
-    j["points"] = s.points;
-    j["runs"] = s.runs;
-    j["inputs"] = nlohmann::ordered_json::array();
-    for (const scaling::LawInput& in : law.inputs) j["inputs"].push_back(in.name);
-    j["recipe"] = {{"data", s.recipe.data},       {"subset_rule", s.recipe.subset_rule},
-                   {"objective", s.recipe.objective}, {"grid", s.recipe.grid},
-                   {"solver", s.recipe.solver},   {"citation", s.recipe.citation}};
-    return Dump(j);
-  }
+  std::string Json() const { return DumpJson(scaling::FitJson(law, arm), -1); }
 
   // Loss at the given inputs (equal-length arrays by input name), with the bootstrap interval
   // when there is one: (loss, low, high); low and high are NaN without a bootstrap.
@@ -274,20 +241,7 @@ PYBIND11_MODULE(_mosaic, m) {
           py::gil_scoped_release release;
           const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
                                     capacity_factor, profile, profiles_file);
-          const LayoutEstimate e = EvaluateLayout(s, layout);
-          nlohmann::ordered_json j;
-          j["model"] = s.spec.config.name;
-          j["hardware"] = s.hardware.name;
-          j["gpus"] = gpus;
-          j["profile"] = s.profile.name;
-          j["batch"] = batch;
-          j["seq"] = seq;
-          j["format"] = ToString(s.job.format);
-          j["routing"] = ToString(s.job.routing);
-          j["capacity_factor"] = s.job.capacity_factor;
-          const nlohmann::ordered_json estimate = EstimateJson(e.layout, e.estimate);
-          for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-          return Dump(j);
+          return Dump(PerfJson(s, EvaluateLayout(s, layout)));
         });
 
   m.def("search_json",
@@ -300,22 +254,7 @@ PYBIND11_MODULE(_mosaic, m) {
                                     capacity_factor, profile, profiles_file);
           SearchOptions options;
           options.top = top;
-          const SearchResult r = SearchBestLayouts(s, options);
-          nlohmann::ordered_json j;
-          j["evaluated"] = r.evaluated;
-          j["feasible"] = r.feasible();
-          j["rejected"] = {{"does_not_divide", r.rejected[0]},
-                           {"exceeds_a_domain", r.rejected[1]},
-                           {"out_of_memory", r.rejected[2]}};
-          nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
-          int64_t rank = 1;
-          for (const SearchCandidate& c : r.best) {
-            nlohmann::ordered_json e = EstimateJson(c.layout, c.estimate);
-            e["rank"] = rank++;
-            ranked.push_back(e);
-          }
-          j["ranked"] = ranked;
-          return Dump(j);
+          return Dump(SearchJson(SearchBestLayouts(s, options)));
         });
 
   py::class_<FitHandle>(m, "Fit")

@@ -101,4 +101,46 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   return j;
 }
 
+nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evaluated) {
+  nlohmann::ordered_json j;
+  j["model"] = s.spec.config.name;
+  j["hardware"] = s.hardware.name;
+  j["gpus"] = s.cluster.gpus;
+  j["profile"] = s.profile.name;
+  j["profile_hardware"] = s.profile.hardware;
+  j["batch"] = s.job.global_batch;
+  j["seq"] = s.job.seq_len;
+  j["format"] = ToString(s.job.format);
+  j["routing"] = ToString(s.job.routing);
+  j["capacity_factor"] = s.job.capacity_factor;
+  const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
+  for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+  return j;
+}
+
+nlohmann::ordered_json SearchJson(const SearchResult& r) {
+  nlohmann::ordered_json j;
+  j["evaluated"] = r.evaluated;
+  j["feasible"] = r.feasible();
+  j["rejected"] = {{"does_not_divide", r.rejected[0]},
+                   {"exceeds_a_domain", r.rejected[1]},
+                   {"out_of_memory", r.rejected[2]}};
+  nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
+  int64_t rank = 1;
+  for (const SearchCandidate& c : r.best) {
+    nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
+    cj["rank"] = rank++;
+    ranked.push_back(cj);
+  }
+  j["ranked"] = ranked;
+  nlohmann::ordered_json examples = nlohmann::ordered_json::array();
+  for (const Rejection& x : r.examples) {
+    examples.push_back({{"layout", ToString(x.layout)},
+                        {"reason", ToString(x.violation.kind)},
+                        {"rule", x.violation.rule}});
+  }
+  j["rejected_examples"] = examples;
+  return j;
+}
+
 }  // namespace mosaic

@@ -68,4 +68,12 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 // (seconds and bytes per GPU), dropped share; the field names of `mosaic perf --json`.
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
 
+// `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
+// was calibrated on, batch, seq, format, routing, capacity factor) and EstimateJson's fields.
+nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
+
+// `mosaic perf --search --json`: layouts evaluated, feasible, rejected by reason, the ranked
+// candidates (EstimateJson with "rank") and examples of rejections with their rules.
+nlohmann::ordered_json SearchJson(const SearchResult& result);
+
 }  // namespace mosaic
