@@ -74,9 +74,11 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
                      e.step_seconds, e.micro_batches);
   out += fmt::format("  tokens/s per GPU      {:>10.1f}\n", e.tokens_per_s_per_gpu);
-  out += fmt::format("  MFU                   {:>10.4f}     (model FLOPs {:.4e} per step / "
+  out += fmt::format("  MFU                   {:>10.4f}     (full-square FLOPs {:.4e} per step / "
                      "(time × {} TFLOP/s bf16 × {} GPUs))\n",
                      e.mfu, e.model_flops_per_step, cluster.device.peak_bf16_tflops, cluster.gpus);
+  out += fmt::format("  MFU, causal FLOPs     {:>10.4f}     (half the attention square)\n",
+                     e.mfu_causal);
   out += fmt::format("  dropped assignments   {:>10.4f}\n", e.dropped_fraction);
   out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n\n", Gb(e.memory.peak_bytes),
                      Gb(e.capacity_bytes), e.fits ? "fits" : "DOES NOT FIT");
@@ -151,8 +153,8 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
       r.evaluated, cluster.gpus, cluster.device.name, r.feasible(), r.rejected[0], r.rejected[1],
       r.rejected[2]);
   if (r.best.empty()) out += "No feasible layout.\n";
-  out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU", "MFU",
-                     "step s", "memory GB", "dropped", "layout");
+  out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
+                     "MFU(fs)", "step s", "memory GB", "dropped", "layout");
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {
     out += fmt::format("{:>4} {:>12.1f} {:>8.4f} {:>9.3f} {:>10.2f} {:>8.4f}  {}\n", rank++,
@@ -282,7 +284,7 @@ void AddPerfCommand(CLI::App& root) {
                                              "tpu-v5p) or a device TOML file");
   cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
-                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|full,"
+                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|full,"
                   "moe_chunk= (a missing key is 1)");
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));

@@ -17,14 +17,15 @@ std::string_view ToString(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
+    case Recompute::kModules: return "modules";
     case Recompute::kFull: return "full";
   }
   return "?";
 }
 
 std::optional<Recompute> RecomputeFromString(std::string_view text) {
-  return EnumFromString<Recompute>(text,
-                                   {Recompute::kNone, Recompute::kSelective, Recompute::kFull});
+  return EnumFromString<Recompute>(
+      text, {Recompute::kNone, Recompute::kSelective, Recompute::kModules, Recompute::kFull});
 }
 
 std::string_view ToString(RejectKind kind) {
@@ -86,8 +87,8 @@ Layout ParseLayout(std::string_view text) {
       auto r = RecomputeFromString(value);
       if (!r) {
         throw InputError(fmt::format(
-            "--layout {}: recompute = {}. Violated constraint: recompute is none, selective or "
-            "full",
+            "--layout {}: recompute = {}. Violated constraint: recompute is none, selective, "
+            "modules or full",
             text, value));
       }
       l.recompute = *r;
@@ -175,6 +176,12 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     return fail(kIndivisible, fmt::format("dp·fsdp·mbs divides batch ({}·{}·{} = {} does not "
                                           "divide {})",
                                           l.dp, l.fsdp, l.mbs, per_step, job.global_batch));
+  }
+  if (l.vpp > 1 && (job.global_batch / per_step) % l.pp != 0) {
+    return fail(kIndivisible,
+                fmt::format("vpp > 1 needs micro-batches per pipeline a multiple of pp, as "
+                            "Megatron-Core's interleaved schedule ({} % {} != 0)",
+                            job.global_batch / per_step, l.pp));
   }
   if (l.tp > domain_gpus) {
     return fail(kDomain, fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus));

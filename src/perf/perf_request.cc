@@ -65,6 +65,8 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   j["step_seconds"] = e.step_seconds;
   j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
   j["mfu"] = e.mfu;
+  j["mfu_convention"] = "full-square";
+  j["mfu_causal"] = e.mfu_causal;
   j["peak_memory_bytes"] = e.memory.peak_bytes;
   j["fits"] = e.fits;
   j["dropped_fraction"] = e.dropped_fraction;

@@ -71,7 +71,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.embedding_params = static_cast<double>(p.embedding_params);
   s.layer_params = static_cast<double>(p.total_params) - s.expert_params - s.embedding_params;
 
-  const FlopCount f = CountFlops(c, {FlopConvention::kPhysical, seq_len});
+  const FlopCount f = CountFlops(c, {FlopConvention::kFullSquare, seq_len});
   const double d = static_cast<double>(c.d_model);
   const double mats = c.glu ? 3 : 2;
   s.layer_passes = c.layers * c.loops;
@@ -86,6 +86,8 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
                             s.attention_score_flops_per_token - s.head_flops_per_token;
   s.model_flops_per_token = f.train_flops_per_token();
+  s.causal_model_flops_per_token =
+      CountFlops(c, {FlopConvention::kCausal, seq_len}).train_flops_per_token();
 
   // Widths.
   const double H = static_cast<double>(c.heads);
@@ -106,6 +108,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   // statistics (fp32 per head).
   s.attention_act_bytes_per_token =
       kActBytes * (3 * d + 2 * s.q_dim + 2 * s.kv_dim) + 4 * H;
+  s.core_attention_saved_bytes_per_token = 4 * H;
   auto ffn = [&](double width) { return kActBytes * (d + (mats - 1) * width + width); };
   double mlp = kActBytes * 2 * d;  // norm input and its output
   if (c.is_moe()) {
@@ -271,7 +274,7 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   double in_flight = 1;
   if (l.pp > 1) {
     in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp));
-    if (l.vpp > 1) {
+    if (l.vpp > 1 && x.micro_batches > l.pp) {
       in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
     }
   }
@@ -290,6 +293,14 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
                    mem.dispatch_bytes + mem.reserve_bytes;
   (void)cluster;
   return mem;
+}
+
+double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
+  const double p = static_cast<double>(pp);
+  const double v = static_cast<double>(vpp);
+  const double m = static_cast<double>(micro_batches);
+  if (micro_batches >= pp) return (p - 1) * t / v;
+  return (p - m) * t + (m - 1) * t / v;
 }
 
 double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob& job,
@@ -375,9 +386,10 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         expert_flops / (gemm_peak * shape_eff(smallest)) +
         kernels * (sh.gemm_latency_seconds + local_experts * sh.expert_group_seconds);
   }
-  // Flash attention recomputes its scores inside its own backward (counted in 3×); only full
-  // recompute repeats the whole forward.
-  const double attn_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
+  // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
+  // core-attention (selective) recompute repeat the attention forward.
+  const double attn_mult =
+      l.recompute == Recompute::kFull || l.recompute == Recompute::kSelective ? 4.0 : 3.0;
   if (c.attention_sinks && !profile.fused_attention_sinks) {
     // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
     // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
@@ -394,7 +406,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
                            (bf16 * sh.attention_efficiency);
   }
-  if (l.recompute == Recompute::kSelective) {
+  if (l.recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
+  if (l.recompute == Recompute::kModules) {
     // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
     // elementwise kernels, negligible beside the GEMMs).
     tb.recompute_seconds =
@@ -431,7 +444,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
-    const double calls = mb * layers_stage * (8 + 4 * recompute_fwd);
+    const double calls = mb * layers_stage * (10 + 4 * recompute_fwd);
     tb.tp_seconds = calls * (bytes / bandwidth(l.tp) + lat);
   }
   if (l.cp > 1) {
@@ -506,14 +519,14 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   tb.overhead_seconds = profile.step_overhead_seconds;
   const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
   if (l.pp > 1) {
-    tb.bubble_seconds = static_cast<double>(l.pp - 1) / (mb * static_cast<double>(l.vpp)) *
-                        pipelined;
+    tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches, pipelined / mb);
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
   e.tokens_per_s_per_gpu = tokens_step / e.step_seconds / N;
   e.model_flops_per_step = m.model_flops_per_token * tokens_step;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
+  e.mfu_causal = m.causal_model_flops_per_token * tokens_step / (e.step_seconds * bf16 * N);
   e.memory = EstimateMemory(m, cluster, l, job, profile);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;

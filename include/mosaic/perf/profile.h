@@ -24,7 +24,7 @@ struct SharedPerfParams {
   // Memory-bound kernels (norms, SwiGLU, router, permute/unpermute, fp8 casts, residual adds):
   // bf16 reads and writes of each layer's activations per token at the HBM bandwidth. Forward
   // reads and writes once (2), backward reads input and output gradient and writes the input
-  // gradient (3), selective recompute repeats the forward (2), fp8 casts read and write (2): 9.
+  // gradient (3), module recompute repeats the forward (2), fp8 casts read and write (2): 9.
   double elementwise_passes = 9;
   double attention_efficiency = 0.45;       // flash-attention score FLOPs (no causal halving)
                                             // per bf16 peak
@@ -76,7 +76,7 @@ struct PerfProfile {
                                     // cross-entropy holds a few blocks of the vocabulary)
   // The recompute policy the stack's published runs use, which calibration and validation apply
   // to its rows ("" = the least recompute that fits). Megatron-Bridge's recipes recompute modules
-  // (norms, activation functions, MLA up-projections), never the full layer: "selective".
+  // (norms, activation functions, MLA up-projections), never the full layer: "modules".
   std::string recompute;
   // Whether the MoE layer synchronises the host on the routed token counts (Megatron-Core's
   // dropless token dispatchers copy tokens-per-expert to the host for the grouped GEMM's shapes;
