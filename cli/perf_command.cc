@@ -60,16 +60,25 @@ struct ValidateOptions {
 
 std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
+// Which profile a run uses, and a note when it was calibrated on another device.
+std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
+  if (profile.hardware.empty() || profile.hardware == cluster.device.name) return "";
+  if (CalibratedSibling(cluster.device.name) == profile.hardware) {
+    return fmt::format("note: no profile is calibrated on {}; using {}, calibrated on its closest "
+                       "calibrated sibling {}\n",
+                       cluster.device.name, profile.name, profile.hardware);
+  }
+  return fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
+                     profile.hardware, cluster.device.name);
+}
+
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
                        const PerfJob& job, const Layout& l, const StepEstimate& e) {
   std::string out;
   out += fmt::format("{} on {} × {} ({} profile), batch {} × seq {}, {}\n", spec.config.name,
                      cluster.gpus, cluster.device.name, profile.name, job.global_batch,
                      job.seq_len, ToString(job.format));
-  if (!profile.hardware.empty() && profile.hardware != cluster.device.name) {
-    out += fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
-                       profile.hardware, cluster.device.name);
-  }
+  out += ProfileNote(profile, cluster);
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
                      e.step_seconds, e.micro_batches);
@@ -122,9 +131,12 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   return out;
 }
 
-std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster) {
+std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster,
+                         const PerfProfile& profile) {
   if (o.json) {
     nlohmann::ordered_json j;
+    j["profile"] = profile.name;
+    j["profile_hardware"] = profile.hardware;
     j["evaluated"] = r.evaluated;
     j["feasible"] = r.feasible();
     j["rejected"] = {{"does_not_divide", r.rejected[0]},
@@ -147,7 +159,11 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
     j["rejected_examples"] = ex;
     return j.dump(2) + "\n";
   }
-  std::string out = fmt::format(
+  std::string out = fmt::format("profile: {} ({})\n", profile.name,
+                                profile.calibrated ? "calibrated on " + profile.hardware
+                                                   : "uncalibrated defaults");
+  out += ProfileNote(profile, cluster);
+  out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
       "domain, {} out of memory\n\n",
       r.evaluated, cluster.gpus, cluster.device.name, r.feasible(), r.rejected[0], r.rejected[1],
@@ -210,10 +226,14 @@ void Run(const PerfOptions& o) {
   const Cluster& cluster = setup.cluster;
   const PerfProfile& profile = setup.profile;
   const PerfJob& job = setup.job;
+  if (o.search && !o.layout.empty()) {
+    throw UsageError("mosaic perf: --layout and --search exclude each other (--search ranks "
+                     "every layout; drop one)");
+  }
   if (o.search) {
     SearchOptions so;
     so.top = o.top;
-    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster));
+    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster, profile));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
@@ -304,7 +324,9 @@ void AddPerfCommand(CLI::App& root) {
                   "looped models: loops per backprop segment (0 = all loops in one graph)")
       ->check(CLI::Range(int64_t{0}, kMaxModelLayers));
   cmd->add_flag("--search", o->search, "rank every valid layout");
-  cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
+  cmd->add_option("--top", o->top, "layouts printed by --search")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->default_val(10);
   cmd->add_flag("--json", o->json, "machine-readable output");
   cmd->add_option("--output", o->output, "write to FILE (whole or not at all)");
   cmd->callback([o, cmd] {

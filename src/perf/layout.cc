@@ -186,6 +186,9 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (l.tp > domain_gpus) {
     return fail(kDomain, fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus));
   }
+  if (l.etp > domain_gpus) {
+    return fail(kDomain, fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus));
+  }
   if (l.tp * l.cp > domain_gpus && l.cp > 1) {
     return fail(kDomain, fmt::format("tp·cp <= scale-up domain ({} > {} GPUs)", l.tp * l.cp,
                                      domain_gpus));

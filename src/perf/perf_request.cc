@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "mosaic/util/error.h"
+
 namespace mosaic {
 
 PerfSetup PreparePerf(const PerfRequest& request) {
@@ -12,8 +16,29 @@ PerfSetup PreparePerf(const PerfRequest& request) {
     throw InputError(fmt::format("batch = {}: the global batch is at least 1 sequence",
                                  request.batch));
   }
+  if (request.capacity_factor != 0 &&
+      !(std::isfinite(request.capacity_factor) && request.capacity_factor > 0)) {
+    throw InputError(fmt::format("--capacity-factor = {}. Violated constraint: a finite number > 0",
+                                 request.capacity_factor));
+  }
   PerfSetup s;
   s.spec = LoadModel(request.model, request.model_sets);
+  if (request.bp_segment_loops < 0) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment >= 0",
+                                 request.bp_segment_loops));
+  }
+  if (request.bp_segment_loops > 0 && s.spec.config.loops <= 1) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: only looped models "
+                                 "(loops > 1) segment backprop; {} has loops = {}",
+                                 request.bp_segment_loops, s.spec.config.name,
+                                 s.spec.config.loops));
+  }
+  if (request.bp_segment_loops > s.spec.config.loops && s.spec.config.loops > 1) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment <= loops "
+                                 "({} > {})",
+                                 request.bp_segment_loops, request.bp_segment_loops,
+                                 s.spec.config.loops));
+  }
   s.hardware = LoadHardware(request.hardware, request.hardware_sets);
   s.cluster = MakeCluster(s.hardware, request.gpus);
   s.profiles = LoadProfiles(request.profiles_file);

@@ -447,6 +447,15 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double calls = mb * layers_stage * (10 + 4 * recompute_fwd);
     tb.tp_seconds = calls * (bytes / bandwidth(l.tp) + lat);
   }
+  if (c.is_moe() && l.etp > 1) {
+    // Expert tensor parallelism: each etp group all-gathers the tokens dispatched to it and
+    // reduce-scatters the expert outputs, forward and backward (+2 with full recompute).
+    const double etp = static_cast<double>(l.etp);
+    const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
+                         m.routed_width * kActBytes * (etp - 1);
+    const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
+    tb.tp_seconds += calls * (bytes / bandwidth(l.etp) + lat);
+  }
   if (l.cp > 1) {
     const double cp = static_cast<double>(l.cp);
     const double bytes = x.tokens_mb_seq * 2 * m.kv_dim * kActBytes * (cp - 1) /

@@ -96,10 +96,18 @@ struct ProfileSet {
 
   // The profile named `name`; throws InputError (did you mean) when unknown.
   const PerfProfile& Get(std::string_view name) const;
-  // The profile for a device when the user names none: "megatron-<device>" when shipped, else an
-  // uncalibrated "generic" profile with the defaults above.
+  // The profile for a device when the user names none, the first of: the device's Megatron
+  // profile, its closest calibrated sibling's (CalibratedSibling; `hardware` then names the
+  // sibling), another profile of the device, another of the sibling; else an uncalibrated
+  // "generic" profile with the defaults above.
   PerfProfile ForHardware(std::string_view hardware) const;
 };
+
+// The device whose profiles stand in for `hardware` when it has none: the same silicon and
+// software stack with other memory or links. h200 (H100 with 141 GB at 4.8 TB/s) and h800 (H100
+// with NVLink cut to 400 GB/s) → h100; gb200 → gb200-nvl72. "" when there is none (the step
+// model takes the device's own peaks, HBM and links from its hardware file either way).
+std::string_view CalibratedSibling(std::string_view hardware);
 
 // Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown
 // keys, a flag that is not a boolean, a number that is not finite and >= 0, a share (efficiency,
