@@ -210,19 +210,22 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
 
 }  // namespace
 
-MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
-                               const PerfJob& job, const PerfProfile& profile) {
+namespace {
+
+// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes.
+MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                            const PerfProfile& profile, const Derived& x, int64_t layers,
+                            int64_t stage) {
   const ModelConfig& c = m.config;
-  const Derived x = Derive(m, l, job);
+  const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
   MemoryBreakdown mem;
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
   // (and the lm_head when pp = 1).
-  const double emb_share = l.pp == 1 ? 1.0 : 0.5;
-  const double dense_gpu = (m.layer_params * x.stage_share + m.embedding_params * emb_share) / tp;
-  const double expert_gpu =
-      m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
+  const double emb_share = stage > 0 ? 0.0 : l.pp == 1 ? 1.0 : 0.5;
+  const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
+  const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
   const double dense_state_shards =
       l.fsdp > 1 ? fsdp : static_cast<double>(l.dp * l.cp);  // ZeRO-1 over dp·cp
   const double expert_state_shards =
@@ -260,20 +263,23 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   switch (l.recompute) {
     case Recompute::kNone: break;
     case Recompute::kSelective:
+      per_layer = std::max(per_layer_full - t * m.core_attention_saved_bytes_per_token, 0.0);
+      break;
+    case Recompute::kModules:
       per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
       break;
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
   // Layers whose activations are held: with segmented backprop, only the segment's loops.
-  double held_layers = static_cast<double>(x.layers_stage);
+  double held_layers = static_cast<double>(layers);
   if (job.bp_segment_loops > 0 && c.loops > 1) {
     const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
     held_layers *= seg / static_cast<double>(c.loops);
   }
   double in_flight = 1;
   if (l.pp > 1) {
-    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp));
+    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
     if (l.vpp > 1 && x.micro_batches > l.pp) {
       in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
     }
@@ -291,8 +297,26 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
                    mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
                    mem.dispatch_bytes + mem.reserve_bytes;
-  (void)cluster;
   return mem;
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                               const PerfJob& job, const PerfProfile& profile) {
+  (void)cluster;
+  const Derived x = Derive(m, l, job);
+  if (l.pp > 1 && l.vpp == 1 && m.layer_passes % l.pp != 0) {
+    // Uneven stages: the pp·ceil(L/pp) − L stages one layer short come first (Megatron-Core's
+    // --decoder-first-pipeline-num-layers), as the first stage holds the embedding and the most
+    // in-flight micro-batches; the peak is the larger of the first stage and the first full one.
+    const int64_t full = x.layers_stage;
+    const int64_t short_stages = l.pp * full - m.layer_passes;
+    const MemoryBreakdown first = StageMemory(m, l, job, profile, x, full - 1, 0);
+    const MemoryBreakdown heavy = StageMemory(m, l, job, profile, x, full, short_stages);
+    return first.peak_bytes >= heavy.peak_bytes ? first : heavy;
+  }
+  return StageMemory(m, l, job, profile, x, x.layers_stage, 0);
 }
 
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {

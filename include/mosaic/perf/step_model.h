@@ -35,7 +35,10 @@
 //   bubble    PipelineBubbleSeconds below, t = the pipelined time (compute + exposed comms +
 //             host) / m: (pp − 1)·t/vpp for 1F1B with vpp virtual stages when m >= pp.
 //   overhead  step_overhead, fixed per step.
-// Memory (per GPU, the first pipeline stage, which holds the most micro-batches):
+// Memory (per GPU, the first pipeline stage, which holds the most micro-batches: stage i of 1F1B
+// holds min(m, pp − i); when pp does not divide the layers (vpp = 1), the stages one layer short
+// come first, as Megatron-Core's --decoder-first-pipeline-num-layers places them, and the peak is
+// the larger of the first stage (with the embedding) and the first full stage):
 //   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
 //   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
 //   dp·cp·fsdp under ZeRO-1); expert parameters split by pp·ep·etp and by their FSDP shard; FSDP
