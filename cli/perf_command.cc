@@ -61,23 +61,34 @@ struct ValidateOptions {
 
 std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
+// Which profile a run uses, and a note when it was calibrated on another device.
+std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
+  if (profile.hardware.empty() || profile.hardware == cluster.device.name) return "";
+  if (CalibratedSibling(cluster.device.name) == profile.hardware) {
+    return fmt::format("note: no profile is calibrated on {}; using {}, calibrated on its closest "
+                       "calibrated sibling {}\n",
+                       cluster.device.name, profile.name, profile.hardware);
+  }
+  return fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
+                     profile.hardware, cluster.device.name);
+}
+
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
                        const PerfJob& job, const Layout& l, const StepEstimate& e) {
   std::string out;
   out += fmt::format("{} on {} × {} ({} profile), batch {} × seq {}, {}\n", spec.config.name,
                      cluster.gpus, cluster.device.name, profile.name, job.global_batch,
                      job.seq_len, ToString(job.format));
-  if (!profile.hardware.empty() && profile.hardware != cluster.device.name) {
-    out += fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
-                       profile.hardware, cluster.device.name);
-  }
+  out += ProfileNote(profile, cluster);
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
                      e.step_seconds, e.micro_batches);
   out += fmt::format("  tokens/s per GPU      {:>10.1f}\n", e.tokens_per_s_per_gpu);
-  out += fmt::format("  MFU                   {:>10.4f}     (model FLOPs {:.4e} per step / "
+  out += fmt::format("  MFU                   {:>10.4f}     (full-square FLOPs {:.4e} per step / "
                      "(time × {} TFLOP/s bf16 × {} GPUs))\n",
                      e.mfu, e.model_flops_per_step, cluster.device.peak_bf16_tflops, cluster.gpus);
+  out += fmt::format("  MFU, causal FLOPs     {:>10.4f}     (half the attention square)\n",
+                     e.mfu_causal);
   out += fmt::format("  dropped assignments   {:>10.4f}\n", e.dropped_fraction);
   out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n\n", Gb(e.memory.peak_bytes),
                      Gb(e.capacity_bytes), e.fits ? "fits" : "DOES NOT FIT");
@@ -121,18 +132,23 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   return out;
 }
 
-std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster) {
+std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster,
+                         const PerfProfile& profile) {
   if (o.json) {
-    return DumpJson(SearchJson(r)) + "\n";
+    return DumpJson(SearchJson(r, &profile)) + "\n";
   }
-  std::string out = fmt::format(
+  std::string out = fmt::format("profile: {} ({})\n", profile.name,
+                                profile.calibrated ? "calibrated on " + profile.hardware
+                                                   : "uncalibrated defaults");
+  out += ProfileNote(profile, cluster);
+  out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
       "domain, {} out of memory\n\n",
       r.evaluated, cluster.gpus, cluster.device.name, r.feasible(), r.rejected[0], r.rejected[1],
       r.rejected[2]);
   if (r.best.empty()) out += "No feasible layout.\n";
-  out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU", "MFU",
-                     "step s", "memory GB", "dropped", "layout");
+  out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
+                     "MFU(fs)", "step s", "memory GB", "dropped", "layout");
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {
     out += fmt::format("{:>4} {:>12.1f} {:>8.4f} {:>9.3f} {:>10.2f} {:>8.4f}  {}\n", rank++,
@@ -189,10 +205,14 @@ void Run(const PerfOptions& o) {
   const Cluster& cluster = setup.cluster;
   const PerfProfile& profile = setup.profile;
   const PerfJob& job = setup.job;
+  if (o.search && !o.layout.empty()) {
+    throw UsageError("mosaic perf: --layout and --search exclude each other (--search ranks "
+                     "every layout; drop one)");
+  }
   if (o.search) {
     SearchOptions so;
     so.top = o.top;
-    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster));
+    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster, profile));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
@@ -252,7 +272,7 @@ void AddPerfCommand(CLI::App& root) {
                                              "tpu-v5p) or a device TOML file");
   cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
-                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|full,"
+                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|full,"
                   "moe_chunk= (a missing key is 1)");
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
@@ -272,7 +292,9 @@ void AddPerfCommand(CLI::App& root) {
                   "looped models: loops per backprop segment (0 = all loops in one graph)")
       ->check(CLI::Range(int64_t{0}, kMaxModelLayers));
   cmd->add_flag("--search", o->search, "rank every valid layout");
-  cmd->add_option("--top", o->top, "layouts printed by --search")->default_val(10);
+  cmd->add_option("--top", o->top, "layouts printed by --search")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->default_val(10);
   cmd->add_flag("--json", o->json, "machine-readable output");
   AddOutputOption(cmd, &o->output);
   cmd->callback([o, cmd] {

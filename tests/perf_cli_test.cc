@@ -252,3 +252,122 @@ TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+TEST(PerfCli, ExpertTensorParallelismIsChargedAndBoundedByTheDomain) {
+  // etp = 64 on 8-GPU NVLink nodes would need a 64-GPU scale-up domain.
+  CommandResult r =
+      RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --layout dp=64,etp=64");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("etp <= scale-up domain (64 > 8 GPUs)"), std::string::npos) << r.err;
+  // Inside the domain, etp all-gathers the dispatched tokens and reduce-scatters the outputs.
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8,etp=8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_GT(nlohmann::json::parse(r.out)["time"]["tp_seconds"].get<double>(), 0.0);
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["time"]["tp_seconds"].get<double>(), 0.0);
+}
+
+TEST(PerfCli, UncalibratedDeviceUsesItsClosestCalibratedSibling) {
+  // h200 is H100 silicon with more and faster HBM: the H100 Megatron profile, said so, and never
+  // slower than h100 on the same layout.
+  const std::string base = "perf mixtral-8x7b --gpus 64 --batch 256 --layout pp=4,ep=8,dp=16";
+  CommandResult h200 = RunMosaic(base + " --hardware h200 --json");
+  CommandResult h100 = RunMosaic(base + " --hardware h100 --json");
+  ASSERT_EQ(h200.exit_code, 0) << h200.err;
+  ASSERT_EQ(h100.exit_code, 0) << h100.err;
+  const nlohmann::json a = nlohmann::json::parse(h200.out);
+  const nlohmann::json b = nlohmann::json::parse(h100.out);
+  EXPECT_EQ(a["profile"], "megatron-h100");
+  EXPECT_EQ(a["profile_hardware"], "h100");
+  EXPECT_GE(a["tokens_per_s_per_gpu"].get<double>(), b["tokens_per_s_per_gpu"].get<double>());
+  CommandResult text = RunMosaic(base + " --hardware h200");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  const std::string note =
+      "note: no profile is calibrated on h200; using megatron-h100, calibrated on its closest "
+      "calibrated sibling h100\n";
+  EXPECT_NE(text.out.find(note), std::string::npos) << text.out;
+  CommandResult search = RunMosaic(
+      "perf mixtral-8x7b --gpus 64 --batch 256 --hardware h200 --search --top 1");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_NE(search.out.find("profile: megatron-h100 (calibrated on h100)\n"), std::string::npos)
+      << search.out;
+  EXPECT_NE(search.out.find(note), std::string::npos) << search.out;
+  search = RunMosaic(
+      "perf mixtral-8x7b --gpus 64 --batch 256 --hardware h200 --search --top 1 --json");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_EQ(nlohmann::json::parse(search.out)["profile"], "megatron-h100");
+}
+
+TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "mosaic_invalid_row.csv";
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t header_end = text.find('\n') + 1;
+  const size_t first_end = text.find('\n', header_end) + 1;
+  const size_t second_end = text.find('\n', first_end) + 1;
+  std::string invalid = text.substr(header_end, first_end - header_end);  // M3, 256 GPUs
+  invalid.replace(invalid.find(",256,"), 5, ",128,");
+  {
+    std::ofstream out(path);
+    out << text.substr(0, header_end) << invalid;
+  }
+  CommandResult r = RunMosaic("perf validate " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  // 128 GPUs at pp 4 leave 32 data-parallel ranks, too few for ep 64.
+  EXPECT_NE(r.err.find("no measured row has a valid layout, so there is no error to report "
+                       "(row M3: ep·etp divides tp·cp·dp·fsdp (64·1 = 64 does not divide 32))"),
+            std::string::npos)
+      << r.err;
+  {
+    std::ofstream out(path);
+    out << text.substr(0, header_end) << invalid << text.substr(first_end, second_end - first_end);
+  }
+  r = RunMosaic("perf validate " + path.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["left_out"], nlohmann::json::array({"M3"}));
+  EXPECT_EQ(j["rows_in_figures"].get<int64_t>(), 1);
+  EXPECT_FALSE(j["rows"][0].contains("error"));
+  EXPECT_GT(j["rms_log_error"].get<double>(), 0.0);
+  r = RunMosaic("perf validate " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("row M3 left out of every figure: its layout breaks ep·etp divides"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("RMS log error over 1 rows:"), std::string::npos) << r.out;
+  std::filesystem::remove(path);
+}
+
+TEST(PerfCli, MeaninglessOptionValuesAreRejected) {
+  const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 ";
+  CommandResult r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor nan");
+  EXPECT_NE(r.exit_code, 0);
+  EXPECT_NE(r.err.find("--capacity-factor"), std::string::npos) << r.err;
+  for (const char* top : {"0", "-1"}) {
+    r = RunMosaic(base + "--search --top " + top);
+    EXPECT_EQ(r.exit_code, 2) << top;
+    EXPECT_NE(r.err.find("--top"), std::string::npos) << r.err;
+  }
+  r = RunMosaic(base + "--layout ep=8,dp=8 --bp-segment 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--bp-segment = 2. Violated constraint: only looped models (loops > 1) "
+                       "segment backprop; mixtral-8x7b has loops = 1"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("perf looped-moe-329m --hardware h100 --gpus 8 --batch 64 --seq 1024 "
+                "--layout fsdp=8 --bp-segment 4");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--bp-segment = 4. Violated constraint: --bp-segment <= loops (4 > 3)"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic(base + "--layout ep=8,dp=8 --search");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--layout and --search exclude each other"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace mosaic::testing

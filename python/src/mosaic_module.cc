@@ -254,7 +254,7 @@ PYBIND11_MODULE(_mosaic, m) {
                                     capacity_factor, profile, profiles_file);
           SearchOptions options;
           options.top = top;
-          return Dump(SearchJson(SearchBestLayouts(s, options)));
+          return Dump(SearchJson(SearchBestLayouts(s, options), &s.profile));
         });
 
   py::class_<FitHandle>(m, "Fit")

@@ -13,14 +13,16 @@ namespace mosaic {
 std::string_view ToString(FlopConvention convention) {
   switch (convention) {
     case FlopConvention::kLevanterTable: return "levanter-table";
-    case FlopConvention::kPhysical: return "physical";
+    case FlopConvention::kFullSquare: return "full-square";
+    case FlopConvention::kCausal: return "causal";
   }
   return "?";
 }
 
 std::optional<FlopConvention> FlopConventionFromString(std::string_view text) {
+  if (text == "physical") return FlopConvention::kFullSquare;
   return EnumFromString<FlopConvention>(
-      text, {FlopConvention::kLevanterTable, FlopConvention::kPhysical});
+      text, {FlopConvention::kLevanterTable, FlopConvention::kFullSquare, FlopConvention::kCausal});
 }
 
 namespace {
@@ -98,7 +100,11 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
       const bool global = c.is_global_layer(i);
       f.global_layers += global ? 1 : 0;
       projections += QkvFlops(c, c.kv_heads_of_layer(i));
-      scores += AttentionScoreFlops(c, global ? S : std::min(W, S));
+      if (global && options.convention == FlopConvention::kCausal) {
+        scores += AttentionScoreFlops(c, S) / 2;
+      } else {
+        scores += AttentionScoreFlops(c, global ? S : std::min(W, S));
+      }
     }
   }
   projections += L * OutputProjectionFlops(c);

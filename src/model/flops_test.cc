@@ -101,10 +101,28 @@ TEST(Flops, DenseModelNearTwoN) {
 }
 
 TEST(FlopConvention, RoundTripsNames) {
-  for (FlopConvention c : {FlopConvention::kLevanterTable, FlopConvention::kPhysical}) {
+  for (FlopConvention c :
+       {FlopConvention::kLevanterTable, FlopConvention::kFullSquare, FlopConvention::kCausal}) {
     EXPECT_EQ(FlopConventionFromString(ToString(c)), c);
   }
+  EXPECT_EQ(ToString(FlopConvention::kFullSquare), "full-square");
+  EXPECT_EQ(ToString(FlopConvention::kCausal), "causal");
+  // The former name of the full-square convention still reads.
+  EXPECT_EQ(FlopConventionFromString("physical"), FlopConvention::kFullSquare);
   EXPECT_EQ(FlopConventionFromString("levanter"), std::nullopt);
+}
+
+// Causal: the global layers' scores are half the square (Mixtral: every layer global, 32 layers
+// at span 4096); everything else is the full-square count.
+TEST(Flops, CausalCountsHalfTheAttentionSquare) {
+  const ModelConfig config = LoadModel("mixtral-8x7b").config;
+  const FlopCount full = CountFlops(config, {FlopConvention::kFullSquare, 4096});
+  const FlopCount causal = CountFlops(config, {FlopConvention::kCausal, 4096});
+  const int64_t H = 32, hd = 128;
+  EXPECT_EQ(causal.attention_score_flops, 32 * (4096 * (4 * H * hd + 3 * H) / 2));
+  EXPECT_EQ(full.forward_flops_per_token - causal.forward_flops_per_token,
+            full.attention_score_flops - causal.attention_score_flops);
+  EXPECT_EQ(causal.convention, FlopConvention::kCausal);
 }
 
 }  // namespace

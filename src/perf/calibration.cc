@@ -62,6 +62,7 @@ struct PreparedRow {
   PerfJob job;
   Layout layout;
   bool valid = false;
+  std::string invalid_rule;  // the broken layout rule when !valid
   bool fits = false;
   double peak_bytes = 0;
   int profile_index = 0;
@@ -95,8 +96,11 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
                                    r.id, r.hardware));
     }
     p.layout = r.layout;
-    p.valid = !CheckLayout(r.layout, it->second.config, {r.gpus, r.global_batch, r.seq_len},
-                           p.cluster.device.domain_gpus());
+    const auto violation = CheckLayout(r.layout, it->second.config,
+                                       {r.gpus, r.global_batch, r.seq_len},
+                                       p.cluster.device.domain_gpus());
+    p.valid = !violation;
+    if (violation) p.invalid_rule = violation->rule;
     const std::string& policy = set.profiles[p.profile_index].recompute;
     if (p.valid && !policy.empty()) {
       // The stack's documented policy.
@@ -106,7 +110,8 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
       p.peak_bytes = m.peak_bytes;
       p.fits = m.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
     } else if (p.valid) {
-      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kModules,
+                            Recompute::kFull}) {
         p.layout.recompute = rc;
         MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
                                            set.profiles[p.profile_index]);
@@ -277,6 +282,8 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared, const Profile
     r.profile = p.row->profile;
     r.layout = ToString(p.layout);
     r.valid = p.valid;
+    r.invalid_rule = p.invalid_rule;
+    if (!p.valid) result.left_out.push_back(r.id);
     r.fits = p.fits;
     r.peak_memory_gb = p.peak_bytes / 1e9;
     r.measured = p.row->measured_tokens_per_s_per_gpu;
@@ -517,6 +524,19 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
                                bool leave_one_out, bool search) {
   std::vector<PreparedRow> prepared = Prepare(rows, profiles);
+  bool any_valid = false;
+  std::string first_invalid;
+  for (const PreparedRow& p : prepared) {
+    any_valid = any_valid || p.valid;
+    if (!p.valid && first_invalid.empty()) {
+      first_invalid = fmt::format("row {}: {}", p.row->id, p.invalid_rule);
+    }
+  }
+  if (!any_valid) {
+    throw InputError(fmt::format("no measured row has a valid layout, so there is no error to "
+                                 "report ({}{})",
+                                 first_invalid, prepared.size() > 1 ? ", …" : ""));
+  }
   return Report(prepared, profiles, leave_one_out, search);
 }
 
@@ -525,6 +545,8 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     nlohmann::ordered_json j;
     j["rms_log_error"] = r.rms_log_error;
     j["loo_rms_log_error"] = r.loo_rms_log_error;
+    j["rows_in_figures"] = r.rows.size() - r.left_out.size();
+    j["left_out"] = r.left_out;
     j["solver"] = r.solver_report;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const RowResult& x : r.rows) {
@@ -536,8 +558,12 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                                    {"peak_memory_gb", x.peak_memory_gb},
                                    {"measured_tokens_per_s_per_gpu", x.measured},
                                    {"basis", x.basis},
-                                   {"predicted_tokens_per_s_per_gpu", x.predicted},
-                                   {"error", x.predicted / x.measured - 1}};
+                                   {"predicted_tokens_per_s_per_gpu", x.predicted}};
+      if (x.valid) {
+        rj["error"] = x.predicted / x.measured - 1;
+      } else {
+        rj["invalid_rule"] = x.invalid_rule;
+      }
       if (x.loo_predicted > 0) {
         rj["loo_predicted_tokens_per_s_per_gpu"] = x.loo_predicted;
         rj["loo_error"] = x.loo_predicted / x.measured - 1;
@@ -576,8 +602,14 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                          x.best_over_published, x.best_layout);
     }
   }
-  out += fmt::format("\nRMS log error: in-sample {:.4f}, leave-one-out {:.4f}\n", r.rms_log_error,
-                     r.loo_rms_log_error);
+  for (const RowResult& x : r.rows) {
+    if (!x.valid) {
+      out += fmt::format("       row {} left out of every figure: its layout breaks {}\n", x.id,
+                         x.invalid_rule);
+    }
+  }
+  out += fmt::format("\nRMS log error over {} rows: in-sample {:.4f}, leave-one-out {:.4f}\n",
+                     r.rows.size() - r.left_out.size(), r.rms_log_error, r.loo_rms_log_error);
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
   out += fmt::format("\nProfiles\n");
   for (const PerfProfile& p : r.profiles.profiles) {

@@ -17,14 +17,15 @@ std::string_view ToString(Recompute recompute) {
   switch (recompute) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
+    case Recompute::kModules: return "modules";
     case Recompute::kFull: return "full";
   }
   return "?";
 }
 
 std::optional<Recompute> RecomputeFromString(std::string_view text) {
-  return EnumFromString<Recompute>(text,
-                                   {Recompute::kNone, Recompute::kSelective, Recompute::kFull});
+  return EnumFromString<Recompute>(
+      text, {Recompute::kNone, Recompute::kSelective, Recompute::kModules, Recompute::kFull});
 }
 
 std::string_view ToString(RejectKind kind) {
@@ -87,7 +88,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       auto r = RecomputeFromString(value);
       if (!r) {
         throw InputError(fmt::format(
-            "{} {}: recompute = {}. Violated constraint: recompute is none, selective or full",
+            "{} {}: recompute = {}. Violated constraint: recompute is none, selective, modules "
+            "or full",
             label, text, value));
       }
       l.recompute = *r;
@@ -176,8 +178,17 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                                           "divide {})",
                                           l.dp, l.fsdp, l.mbs, per_step, job.global_batch));
   }
+  if (l.vpp > 1 && (job.global_batch / per_step) % l.pp != 0) {
+    return fail(kIndivisible,
+                fmt::format("vpp > 1 needs micro-batches per pipeline a multiple of pp, as "
+                            "Megatron-Core's interleaved schedule ({} % {} != 0)",
+                            job.global_batch / per_step, l.pp));
+  }
   if (l.tp > domain_gpus) {
     return fail(kDomain, fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus));
+  }
+  if (l.etp > domain_gpus) {
+    return fail(kDomain, fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus));
   }
   if (l.tp * l.cp > domain_gpus && l.cp > 1) {
     return fail(kDomain, fmt::format("tp·cp <= scale-up domain ({} > {} GPUs)", l.tp * l.cp,

@@ -20,6 +20,9 @@ TEST(Layout, ParsesKeysAndDefaults) {
   EXPECT_EQ(l.recompute, Recompute::kSelective);
   EXPECT_EQ(l.gpus(), 1024);
   EXPECT_EQ(ParseLayout(ToString(l)), l);
+  EXPECT_EQ(ParseLayout("recompute=modules").recompute, Recompute::kModules);
+  EXPECT_EQ(ParseLayout(ToString(ParseLayout("recompute=modules"))).recompute,
+            Recompute::kModules);
 }
 
 TEST(Layout, RejectsUnknownKeyWithSuggestion) {
@@ -75,6 +78,20 @@ TEST(Layout, TpOverTheDomainIsRejected) {
 TEST(Layout, UnevenPipelineStagesAreValid) {
   ModelConfig m = LoadModel("deepseek-v3").config;  // 61 layers
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=1,pp=16,ep=8,dp=16"), m, {256, 4096, 4096}, 8));
+}
+
+TEST(Layout, InterleavingNeedsAMultipleOfPpMicroBatches) {
+  // Megatron-Core's interleaved 1F1B refuses a micro-batch count that pp does not divide: llama3
+  // 70B on 64 H100 at batch 4 has one micro-batch per pipeline at dp = 4.
+  ModelConfig m = LoadModel("llama3-70b").config;
+  auto v = CheckLayout(ParseLayout("tp=8,pp=2,vpp=8,dp=4"), m, {64, 4, 4096}, 8);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->kind, RejectKind::kIndivisible);
+  EXPECT_EQ(v->rule,
+            "vpp > 1 needs micro-batches per pipeline a multiple of pp, as Megatron-Core's "
+            "interleaved schedule (1 % 2 != 0)");
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,pp=2,dp=4"), m, {64, 4, 4096}, 8));
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,pp=2,vpp=8,dp=4"), m, {64, 8, 4096}, 8));
 }
 
 }  // namespace

@@ -2,6 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
+
+#include "mosaic/util/error.h"
+
 namespace mosaic {
 
 PerfSetup PreparePerf(const PerfRequest& request) {
@@ -12,8 +16,29 @@ PerfSetup PreparePerf(const PerfRequest& request) {
     throw InputError(fmt::format("batch = {}: the global batch is at least 1 sequence",
                                  request.batch));
   }
+  if (request.capacity_factor != 0 &&
+      !(std::isfinite(request.capacity_factor) && request.capacity_factor > 0)) {
+    throw InputError(fmt::format("--capacity-factor = {}. Violated constraint: a finite number > 0",
+                                 request.capacity_factor));
+  }
   PerfSetup s;
   s.spec = LoadModel(request.model, request.model_sets);
+  if (request.bp_segment_loops < 0) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment >= 0",
+                                 request.bp_segment_loops));
+  }
+  if (request.bp_segment_loops > 0 && s.spec.config.loops <= 1) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: only looped models "
+                                 "(loops > 1) segment backprop; {} has loops = {}",
+                                 request.bp_segment_loops, s.spec.config.name,
+                                 s.spec.config.loops));
+  }
+  if (request.bp_segment_loops > s.spec.config.loops && s.spec.config.loops > 1) {
+    throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment <= loops "
+                                 "({} > {})",
+                                 request.bp_segment_loops, request.bp_segment_loops,
+                                 s.spec.config.loops));
+  }
   s.hardware = LoadHardware(request.hardware, request.hardware_sets);
   s.cluster = MakeCluster(s.hardware, request.gpus);
   s.profiles = LoadProfiles(request.profiles_file);
@@ -65,6 +90,8 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   j["step_seconds"] = e.step_seconds;
   j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
   j["mfu"] = e.mfu;
+  j["mfu_convention"] = "full-square";
+  j["mfu_causal"] = e.mfu_causal;
   j["peak_memory_bytes"] = e.memory.peak_bytes;
   j["fits"] = e.fits;
   j["dropped_fraction"] = e.dropped_fraction;
@@ -118,8 +145,12 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   return j;
 }
 
-nlohmann::ordered_json SearchJson(const SearchResult& r) {
+nlohmann::ordered_json SearchJson(const SearchResult& r, const PerfProfile* profile) {
   nlohmann::ordered_json j;
+  if (profile != nullptr) {
+    j["profile"] = profile->name;
+    j["profile_hardware"] = profile->hardware;
+  }
   j["evaluated"] = r.evaluated;
   j["feasible"] = r.feasible();
   j["rejected"] = {{"does_not_divide", r.rejected[0]},

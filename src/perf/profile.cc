@@ -117,12 +117,21 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
                                DidYouMean(name, names), fmt::join(names, ", ")));
 }
 
+std::string_view CalibratedSibling(std::string_view hardware) {
+  if (hardware == "h200" || hardware == "h800") return "h100";
+  if (hardware == "gb200" || hardware.starts_with("gb200-")) return "gb200-nvl72";
+  return "";
+}
+
 PerfProfile ProfileSet::ForHardware(std::string_view hardware) const {
-  for (const PerfProfile& p : profiles) {
-    if (p.hardware == hardware && p.name.starts_with("megatron-")) return p;
-  }
-  for (const PerfProfile& p : profiles) {
-    if (p.hardware == hardware) return p;
+  const std::string_view sibling = CalibratedSibling(hardware);
+  for (bool megatron : {true, false}) {
+    for (std::string_view device : {hardware, sibling}) {
+      if (device.empty()) continue;
+      for (const PerfProfile& p : profiles) {
+        if (p.hardware == device && (!megatron || p.name.starts_with("megatron-"))) return p;
+      }
+    }
   }
   PerfProfile generic;
   generic.name = "generic";
@@ -172,7 +181,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             p.recompute = v.value_or(std::string());
             if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {
               throw InputError(fmt::format("{}: recompute = '{}'. Violated constraint: none, "
-                                           "selective or full",
+                                           "selective, modules or full",
                                            at, p.recompute));
             }
             continue;

@@ -96,8 +96,18 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                   }
                   for (int64_t mbs = 1; job.global_batch % (dp * fsdp * mbs) == 0; mbs *= 2) {
                     l.mbs = mbs;
+                    // Interleaving needs a multiple of pp micro-batches; fewer (larger
+                    // micro-batches) cannot regain it.
+                    if (vpp > 1 && (job.global_batch / (dp * fsdp * mbs)) % pp != 0) {
+                      if (mbs > 1) {
+                        ++result.evaluated;
+                        ++result.rejected[static_cast<int>(RejectKind::kIndivisible)];
+                      }
+                      break;
+                    }
                     bool any_fit = false;
-                    for (Recompute r : {Recompute::kNone, Recompute::kSelective, Recompute::kFull}) {
+                    for (Recompute r : {Recompute::kNone, Recompute::kSelective,
+                                        Recompute::kModules, Recompute::kFull}) {
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
                       const MemoryBreakdown mem = EstimateMemory(model, cluster, l, job, profile);

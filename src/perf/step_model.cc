@@ -71,7 +71,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.embedding_params = static_cast<double>(p.embedding_params);
   s.layer_params = static_cast<double>(p.total_params) - s.expert_params - s.embedding_params;
 
-  const FlopCount f = CountFlops(c, {FlopConvention::kPhysical, seq_len});
+  const FlopCount f = CountFlops(c, {FlopConvention::kFullSquare, seq_len});
   const double d = static_cast<double>(c.d_model);
   const double mats = c.glu ? 3 : 2;
   s.layer_passes = c.layers * c.loops;
@@ -86,6 +86,8 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
                             s.attention_score_flops_per_token - s.head_flops_per_token;
   s.model_flops_per_token = f.train_flops_per_token();
+  s.causal_model_flops_per_token =
+      CountFlops(c, {FlopConvention::kCausal, seq_len}).train_flops_per_token();
 
   // Widths.
   const double H = static_cast<double>(c.heads);
@@ -106,6 +108,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   // statistics (fp32 per head).
   s.attention_act_bytes_per_token =
       kActBytes * (3 * d + 2 * s.q_dim + 2 * s.kv_dim) + 4 * H;
+  s.core_attention_saved_bytes_per_token = 4 * H;
   auto ffn = [&](double width) { return kActBytes * (d + (mats - 1) * width + width); };
   double mlp = kActBytes * 2 * d;  // norm input and its output
   if (c.is_moe()) {
@@ -207,19 +210,22 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
 
 }  // namespace
 
-MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
-                               const PerfJob& job, const PerfProfile& profile) {
+namespace {
+
+// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes.
+MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                            const PerfProfile& profile, const Derived& x, int64_t layers,
+                            int64_t stage) {
   const ModelConfig& c = m.config;
-  const Derived x = Derive(m, l, job);
+  const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
   MemoryBreakdown mem;
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
   // (and the lm_head when pp = 1).
-  const double emb_share = l.pp == 1 ? 1.0 : 0.5;
-  const double dense_gpu = (m.layer_params * x.stage_share + m.embedding_params * emb_share) / tp;
-  const double expert_gpu =
-      m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
+  const double emb_share = stage > 0 ? 0.0 : l.pp == 1 ? 1.0 : 0.5;
+  const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
+  const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
   const double dense_state_shards =
       l.fsdp > 1 ? fsdp : static_cast<double>(l.dp * l.cp);  // ZeRO-1 over dp·cp
   const double expert_state_shards =
@@ -257,21 +263,24 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   switch (l.recompute) {
     case Recompute::kNone: break;
     case Recompute::kSelective:
+      per_layer = std::max(per_layer_full - t * m.core_attention_saved_bytes_per_token, 0.0);
+      break;
+    case Recompute::kModules:
       per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
       break;
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
   // Layers whose activations are held: with segmented backprop, only the segment's loops.
-  double held_layers = static_cast<double>(x.layers_stage);
+  double held_layers = static_cast<double>(layers);
   if (job.bp_segment_loops > 0 && c.loops > 1) {
     const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
     held_layers *= seg / static_cast<double>(c.loops);
   }
   double in_flight = 1;
   if (l.pp > 1) {
-    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp));
-    if (l.vpp > 1) {
+    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
+    if (l.vpp > 1 && x.micro_batches > l.pp) {
       in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
     }
   }
@@ -288,8 +297,34 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
                    mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
                    mem.dispatch_bytes + mem.reserve_bytes;
-  (void)cluster;
   return mem;
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                               const PerfJob& job, const PerfProfile& profile) {
+  (void)cluster;
+  const Derived x = Derive(m, l, job);
+  if (l.pp > 1 && l.vpp == 1 && m.layer_passes % l.pp != 0) {
+    // Uneven stages: the pp·ceil(L/pp) − L stages one layer short come first (Megatron-Core's
+    // --decoder-first-pipeline-num-layers), as the first stage holds the embedding and the most
+    // in-flight micro-batches; the peak is the larger of the first stage and the first full one.
+    const int64_t full = x.layers_stage;
+    const int64_t short_stages = l.pp * full - m.layer_passes;
+    const MemoryBreakdown first = StageMemory(m, l, job, profile, x, full - 1, 0);
+    const MemoryBreakdown heavy = StageMemory(m, l, job, profile, x, full, short_stages);
+    return first.peak_bytes >= heavy.peak_bytes ? first : heavy;
+  }
+  return StageMemory(m, l, job, profile, x, x.layers_stage, 0);
+}
+
+double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
+  const double p = static_cast<double>(pp);
+  const double v = static_cast<double>(vpp);
+  const double m = static_cast<double>(micro_batches);
+  if (micro_batches >= pp) return (p - 1) * t / v;
+  return (p - m) * t + (m - 1) * t / v;
 }
 
 double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob& job,
@@ -375,9 +410,10 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         expert_flops / (gemm_peak * shape_eff(smallest)) +
         kernels * (sh.gemm_latency_seconds + local_experts * sh.expert_group_seconds);
   }
-  // Flash attention recomputes its scores inside its own backward (counted in 3×); only full
-  // recompute repeats the whole forward.
-  const double attn_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
+  // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
+  // core-attention (selective) recompute repeat the attention forward.
+  const double attn_mult =
+      l.recompute == Recompute::kFull || l.recompute == Recompute::kSelective ? 4.0 : 3.0;
   if (c.attention_sinks && !profile.fused_attention_sinks) {
     // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
     // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
@@ -394,7 +430,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
                            (bf16 * sh.attention_efficiency);
   }
-  if (l.recompute == Recompute::kSelective) {
+  if (l.recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
+  if (l.recompute == Recompute::kModules) {
     // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
     // elementwise kernels, negligible beside the GEMMs).
     tb.recompute_seconds =
@@ -431,8 +468,17 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
-    const double calls = mb * layers_stage * (8 + 4 * recompute_fwd);
+    const double calls = mb * layers_stage * (10 + 4 * recompute_fwd);
     tb.tp_seconds = calls * (bytes / bandwidth(l.tp) + lat);
+  }
+  if (c.is_moe() && l.etp > 1) {
+    // Expert tensor parallelism: each etp group all-gathers the tokens dispatched to it and
+    // reduce-scatters the expert outputs, forward and backward (+2 with full recompute).
+    const double etp = static_cast<double>(l.etp);
+    const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
+                         m.routed_width * kActBytes * (etp - 1);
+    const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
+    tb.tp_seconds += calls * (bytes / bandwidth(l.etp) + lat);
   }
   if (l.cp > 1) {
     const double cp = static_cast<double>(l.cp);
@@ -506,14 +552,14 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   tb.overhead_seconds = profile.step_overhead_seconds;
   const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
   if (l.pp > 1) {
-    tb.bubble_seconds = static_cast<double>(l.pp - 1) / (mb * static_cast<double>(l.vpp)) *
-                        pipelined;
+    tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches, pipelined / mb);
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
   e.tokens_per_s_per_gpu = tokens_step / e.step_seconds / N;
   e.model_flops_per_step = m.model_flops_per_token * tokens_step;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
+  e.mfu_causal = m.causal_model_flops_per_token * tokens_step / (e.step_seconds * bf16 * N);
   e.memory = EstimateMemory(m, cluster, l, job, profile);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;

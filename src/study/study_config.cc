@@ -178,7 +178,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     auto c = FlopConventionFromString(value);
     if (!c) {
       throw FieldError(w, "flop_convention", "\"" + value + "\"",
-                       "flop_convention is levanter-table or physical");
+                       "flop_convention is levanter-table, full-square (or physical) or causal");
     }
     study.flop_convention = *c;
   });

@@ -1,15 +1,21 @@
 // Forward FLOPs per token by the Levanter analytic estimate (levanter: lm_flops_per_token in
-// src/levanter/utils/flop_utils.py, as used by Marin's MoE ladder; docs/accounting.md), in two named
-// conventions:
+// src/levanter/utils/flop_utils.py, as used by Marin's MoE ladder; docs/accounting.md), in three
+// named conventions:
 //
 //   kLevanterTable  what the seed-000 ladder table used: the attention span is the model config's
 //                   max_seq_len (8192 for the ladder) although training ran at 4096, and the number
 //                   of global layers is L // global_every (5 for d2048, which really has 6).
-//   kPhysical       the span is the training sequence length and the global layers are counted
-//                   from the real layer pattern (global_every and last_layer_global).
+//   kFullSquare     "full-square" (formerly "physical", still accepted): the span is the training
+//                   sequence length and the global layers are counted from the real layer pattern
+//                   (global_every and last_layer_global); every query meets every key of the
+//                   sequence, the whole s×s square, as PaLM (arXiv 2204.02311, appendix B) and
+//                   Levanter count.
+//   kCausal         "causal": as kFullSquare, but a global layer's scores cover half the square
+//                   (AttentionScoreFlops(s) / 2, rounded down), as a causal kernel computes and as
+//                   MaxText and Megatron-LM now count; windowed layers keep their window span.
 //
-// Both count a matmul of m×n weights as 2·m·n FLOPs per token, attention over a span s as
-// s·(2·H·qk_hd + 2·H·v_hd + 3·H) (QKᵀ, PV, softmax; no causal halving), the router as 2·d·E when
+// All count a matmul of m×n weights as 2·m·n FLOPs per token, attention over a span s as
+// s·(2·H·qk_hd + 2·H·v_hd + 3·H) (QKᵀ, PV, softmax), the router as 2·d·E when
 // E > 1, the lm_head as 2·d·V, and ignore norms, gates, biases and convolutions. Looped models pay
 // the layer stack `loops` times. Training FLOPs are 3× forward (forward + backward).
 #pragma once
@@ -22,14 +28,22 @@
 
 namespace mosaic {
 
-enum class FlopConvention { kLevanterTable, kPhysical };
+enum class FlopConvention {
+  kLevanterTable,
+  kFullSquare,
+  kCausal,
+  kPhysical = kFullSquare,  // the former name of kFullSquare
+};
 
-std::string_view ToString(FlopConvention convention);  // "levanter-table", "physical"
+// "levanter-table", "full-square", "causal"
+std::string_view ToString(FlopConvention convention);
+// Also accepts "physical", the former name of "full-square".
 std::optional<FlopConvention> FlopConventionFromString(std::string_view text);
 
 struct FlopOptions {
   FlopConvention convention = FlopConvention::kPhysical;
-  // Training sequence length in tokens. kPhysical uses it as the attention span; kLevanterTable
+  // Training sequence length in tokens. kFullSquare and kCausal use it as the attention span;
+  // kLevanterTable
   // uses config.max_seq_len instead and falls back to this when max_seq_len is 0.
   int64_t seq_len = 4096;
 };

@@ -52,6 +52,7 @@ struct RowResult {
   std::string profile;
   std::string layout;           // the publisher's layout with the chosen recompute policy
   bool valid = false;           // passes CheckLayout
+  std::string invalid_rule;     // the rule it breaks when !valid (left out of every figure)
   bool fits = false;            // fits in memory with some recompute policy
   double peak_memory_gb = 0;
   double measured = 0;          // tokens/s per GPU
@@ -69,6 +70,7 @@ struct CalibrationResult {
   std::vector<RowResult> rows;
   double rms_log_error = 0;       // in-sample, sqrt(mean(log(pred/meas)²))
   double loo_rms_log_error = 0;  // 0 when leave-one-out was not run
+  std::vector<std::string> left_out;  // ids of invalid rows, in no figure
   std::string solver_report;
   DropFit drop_fit;
 };
@@ -82,7 +84,8 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
 
 // Predicts every row with `profiles`; with `leave_one_out` (and at least two valid rows), refits
 // without each row; with `search`, ranks the publisher's layout among all layouts of the row's
-// cluster.
+// cluster. Rows whose layout breaks a rule are left out of every figure (and listed); throws
+// InputError when no row is valid.
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
                                bool leave_one_out, bool search);
 

@@ -9,7 +9,17 @@
 //        sharded inside an fsdp group, replicated across the dp groups
 //   ep, etp  expert parallel and expert tensor parallel, folded over the attention's tp·cp·dp·fsdp
 //        ranks as in Megatron-Core's MoE parallel folding (arXiv 2504.14960): ep·etp divides it
-//   mbs  micro-batch in sequences;  recompute  none | selective | full
+//   mbs  micro-batch in sequences
+//   recompute  none | selective | modules | full:
+//        selective  Megatron's --recompute-granularity selective (core attention): with flash
+//                   attention it frees only the softmax statistics and repeats the attention
+//                   forward (Korthikanti et al. 2022's large saving is the s×s scores flash
+//                   attention never stores)
+//        modules    Megatron-Core's --recompute-modules for norms, activation functions and MLA
+//                   up-projections, as Megatron-Bridge's recipes run: frees the norm outputs, the
+//                   activation inputs of the FFNs and experts and the expanded MLA q/k/v, and
+//                   repeats the up-projection GEMMs
+//        full       the whole layer, from its stored input
 //   moe_chunk  expert weights gathered in this many sequential chunks (FSDP-sharded experts)
 // Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
 // of the first k dimensions occupies consecutive ranks.
@@ -24,8 +34,9 @@
 
 namespace mosaic {
 
-enum class Recompute { kNone, kSelective, kFull };
-std::string_view ToString(Recompute recompute);  // "none", "selective", "full"
+enum class Recompute { kNone, kSelective, kModules, kFull };
+// "none", "selective", "modules", "full"
+std::string_view ToString(Recompute recompute);
 std::optional<Recompute> RecomputeFromString(std::string_view text);
 
 struct Layout {
@@ -79,8 +90,10 @@ struct LayoutViolation {
 //   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads;  tp divides kv heads or kv heads divide tp;
 //   ep divides experts (ep = 1 for a dense model);  ep·etp divides tp·cp·dp·fsdp;
 //   etp divides the expert width;  moe_chunk divides experts / ep;  pp·vpp <= layers;  vpp = 1 when
-//   pp = 1;  cp divides seq_len;  dp·fsdp·mbs divides global_batch;
-//   tp <= the scale-up domain (`domain_gpus`; kind kDomain).
+//   pp = 1;  cp divides seq_len;  dp·fsdp·mbs divides global_batch;  with vpp > 1, pp divides the
+//   micro-batches per pipeline, global_batch / (dp·fsdp·mbs) (Megatron-Core's interleaved 1F1B
+//   refuses other counts);
+//   tp <= the scale-up domain (`domain_gpus`; kind kDomain);  etp <= the scale-up domain.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
 

@@ -24,7 +24,7 @@ struct SharedPerfParams {
   // Memory-bound kernels (norms, SwiGLU, router, permute/unpermute, fp8 casts, residual adds):
   // bf16 reads and writes of each layer's activations per token at the HBM bandwidth. Forward
   // reads and writes once (2), backward reads input and output gradient and writes the input
-  // gradient (3), selective recompute repeats the forward (2), fp8 casts read and write (2): 9.
+  // gradient (3), module recompute repeats the forward (2), fp8 casts read and write (2): 9.
   double elementwise_passes = 9;
   double attention_efficiency = 0.45;       // flash-attention score FLOPs (no causal halving)
                                             // per bf16 peak
@@ -76,7 +76,7 @@ struct PerfProfile {
                                     // cross-entropy holds a few blocks of the vocabulary)
   // The recompute policy the stack's published runs use, which calibration and validation apply
   // to its rows ("" = the least recompute that fits). Megatron-Bridge's recipes recompute modules
-  // (norms, activation functions, MLA up-projections), never the full layer: "selective".
+  // (norms, activation functions, MLA up-projections), never the full layer: "modules".
   std::string recompute;
   // Whether the MoE layer synchronises the host on the routed token counts (Megatron-Core's
   // dropless token dispatchers copy tokens-per-expert to the host for the grouped GEMM's shapes;
@@ -96,10 +96,18 @@ struct ProfileSet {
 
   // The profile named `name`; throws InputError (did you mean) when unknown.
   const PerfProfile& Get(std::string_view name) const;
-  // The profile for a device when the user names none: "megatron-<device>" when shipped, else an
-  // uncalibrated "generic" profile with the defaults above.
+  // The profile for a device when the user names none, the first of: the device's Megatron
+  // profile, its closest calibrated sibling's (CalibratedSibling; `hardware` then names the
+  // sibling), another profile of the device, another of the sibling; else an uncalibrated
+  // "generic" profile with the defaults above.
   PerfProfile ForHardware(std::string_view hardware) const;
 };
+
+// The device whose profiles stand in for `hardware` when it has none: the same silicon and
+// software stack with other memory or links. h200 (H100 with 141 GB at 4.8 TB/s) and h800 (H100
+// with NVLink cut to 400 GB/s) → h100; gb200 → gb200-nvl72. "" when there is none (the step
+// model takes the device's own peaks, HBM and links from its hardware file either way).
+std::string_view CalibratedSibling(std::string_view hardware);
 
 // Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown
 // keys, a flag that is not a boolean, a number that is not finite and >= 0, a share (efficiency,

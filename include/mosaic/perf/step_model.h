@@ -4,7 +4,8 @@
 //
 // Time (per GPU, the slowest pipeline stage):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
-//             recompute, +the MLA up-projections for selective, Megatron module recompute), split
+//             recompute, +1 attention forward for selective (core attention), +the MLA
+//             up-projections for Megatron-Core's module recompute), split
 //             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
 //             micro-batch), attention scores, memory-bound kernels. A GEMM class takes
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
@@ -14,10 +15,15 @@
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
 //             unfused_attention_passes of the score matrix through HBM.
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
-//             × link efficiency) + calls × latency. TP: 8 all-gather/reduce-scatter of the
-//             micro-batch's activations per layer (sequence parallel). CP: KV all-gather (fwd) and
-//             reduce-scatter (bwd). EP: 4 all-to-alls per MoE layer of k·tokens·width·bytes·(EP−1)/EP
-//             (width = latent_dim with LatentMoE; ×cf when buffers are padded). FSDP: weights
+//             × link efficiency) + calls × latency. TP: 10 all-gather/reduce-scatter of the
+//             micro-batch's activations per layer (sequence parallel, Megatron-Core: 2 AG + 2 RS
+//             forward, the same backward, and in backward an all-gather of each column-parallel
+//             linear's input, stored sharded over the sequence); etp: the same for the routed
+//             experts' GEMMs over the etp group (an all-gather of the dispatched tokens and a
+//             reduce-scatter of the expert outputs per pass, forward and backward). CP: KV
+//             all-gather (fwd) and reduce-scatter (bwd). EP: 4 all-to-alls per MoE layer of
+//             k·tokens·width·bytes·(EP−1)/EP (width = latent_dim with LatentMoE; ×cf when
+//             buffers are padded). FSDP: weights
 //             all-gathered in forward and backward and gradients reduce-scattered, per micro-batch,
 //             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
@@ -26,19 +32,25 @@
 //             by compute, and the compute beside it loses overlap_contention of the hidden time.
 //   host      stacks whose MoE layer syncs the host on the token counts (moe_host_sync) wait
 //             moe_sync per MoE layer pass per micro-batch (×4/3 with full recompute).
-//   bubble    (pp − 1)/(m·vpp) × the pipelined time (compute + exposed comms + host; 1F1B with
-//             vpp virtual stages; m micro-batches).
+//   bubble    PipelineBubbleSeconds below, t = the pipelined time (compute + exposed comms +
+//             host) / m: (pp − 1)·t/vpp for 1F1B with vpp virtual stages when m >= pp.
 //   overhead  step_overhead, fixed per step.
-// Memory (per GPU, the first pipeline stage, which holds the most micro-batches):
+// Memory (per GPU, the first pipeline stage, which holds the most micro-batches: stage i of 1F1B
+// holds min(m, pp − i); when pp does not divide the layers (vpp = 1), the stages one layer short
+// come first, as Megatron-Core's --decoder-first-pipeline-num-layers places them, and the peak is
+// the larger of the first stage (with the embedding) and the first full stage):
 //   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
 //   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
 //   dp·cp·fsdp under ZeRO-1); expert parameters split by pp·ep·etp and by their FSDP shard; FSDP
 //   gather buffers (two layers, experts per moe_chunk); activations per layer by recompute policy
 //   (Korthikanti et al. 2022 with flash attention, MoE terms sized by k·cf) × layers held × in-flight
-//   micro-batches (min(m, pp)·(1 + (pp − 1)/(pp·vpp)) with interleaving); looped models hold
+//   micro-batches (min(m, pp), × (1 + (pp − 1)/(pp·vpp)) with interleaving and m > pp: at m = pp
+//   the interleaved warm-up already holds every chunk of every micro-batch); looped models hold
 //   every loop of the graph unless backprop is segmented; logits; all-to-all buffers; a reserve.
-// MFU = model FLOPs / (time × peak_bf16 × GPUs), model FLOPs = 3 × CountFlops(kPhysical) per token
-// (recompute not counted).
+// MFU = model FLOPs / (time × peak_bf16 × GPUs), model FLOPs = 3 × CountFlops(kFullSquare) per
+// token (the whole s×s attention square, as PaLM and Levanter count; recompute not counted);
+// mfu_causal counts half the square of global layers (kCausal, as MaxText and Megatron-LM count).
+// Compare a published MFU with the one of the same convention.
 #pragma once
 
 #include <cstdint>
@@ -88,13 +100,14 @@ struct ModelShape {
   double expert_params = 0;        // routed experts (and their biases), all layers
   double layer_params = 0;         // every other parameter of the layer stack
   double embedding_params = 0;     // embedding + lm_head
-  // Forward FLOPs per token (kPhysical at seq_len).
+  // Forward FLOPs per token (kFullSquare at seq_len).
   double forward_flops_per_token = 0;
   double expert_flops_per_token = 0;     // routed experts, all layers and loops
   double attention_score_flops_per_token = 0;
   double head_flops_per_token = 0;       // lm_head
   double dense_flops_per_token = 0;      // the rest of the layer stack
   double model_flops_per_token = 0;      // 3 × forward: the MFU numerator per token
+  double causal_model_flops_per_token = 0;  // the same under FlopConvention::kCausal
   // Shapes.
   int64_t layer_passes = 0;        // layers × loops
   int64_t moe_layer_passes = 0;    // MoE layers × loops
@@ -103,8 +116,12 @@ struct ModelShape {
   double attention_act_bytes_per_token = 0;  // stored activations per layer, no recompute
   double mlp_act_bytes_per_token = 0;        // dense FFN / shared experts / router, per layer
   double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
-  double selective_saved_bytes_per_token = 0;  // what selective recompute frees per layer
-  // Forward FLOPs per token that selective recompute repeats (Megatron-Core's module recompute:
+  // What core-attention recompute (Recompute::kSelective) frees per layer: with flash attention
+  // only the softmax statistics (fp32 log-sum-exp per head), as the output feeds the projection
+  // and q, k, v are the recompute's inputs. Megatron measured 25.52 → 24.94 GB for it.
+  double core_attention_saved_bytes_per_token = 0;
+  double selective_saved_bytes_per_token = 0;  // what module recompute frees per layer
+  // Forward FLOPs per token that module recompute repeats (Megatron-Core's module recompute:
   // norms, activation functions and, with MLA, the up-projections of the latent q and kv).
   double selective_recompute_flops_per_token = 0;
   // With fp8 GEMMs (Transformer Engine) the saved inputs of each GEMM are its fp8 copies, one
@@ -152,8 +169,9 @@ struct MemoryBreakdown {
 struct StepEstimate {
   double step_seconds = 0;
   double tokens_per_s_per_gpu = 0;
-  double mfu = 0;                      // fraction
-  double model_flops_per_step = 0;
+  double mfu = 0;                      // fraction, full-square FLOPs (kFullSquare)
+  double mfu_causal = 0;               // fraction, causal FLOPs (kCausal)
+  double model_flops_per_step = 0;     // full-square
   int64_t micro_batches = 0;           // per pipeline per step
   StepBreakdown time;
   MemoryBreakdown memory;
@@ -167,6 +185,17 @@ struct StepEstimate {
 StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
                           const PerfJob& job, const SharedPerfParams& shared,
                           const PerfProfile& profile, const DropParams* drop);
+
+// Idle time of a pipeline per step under 1F1B with `vpp` virtual stages per rank, `micro_batches`
+// (m) micro-batches per pipeline and `t` the time of one micro-batch through one rank's layers
+// (all its virtual chunks):
+//   m >= pp:  (pp − 1)·t/vpp  (Narayanan et al. 2021, arXiv 2104.04473, section 2.2.1)
+//   m <  pp:  (pp − m)·t + (m − 1)·t/vpp  (a simulation of the interleaved schedule: the ranks
+//             wait for a micro-batch the pipeline does not have; (pp − 1)·t at m = 1, and
+//             (pp − 1)·t at vpp = 1 for any m)
+// Megatron-Core refuses interleaving unless m is a multiple of pp (CheckLayout), so m < pp with
+// vpp > 1 reaches this only through a direct call.
+double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t);
 
 // Only the memory part of EvaluateStep (for the search's early rejection).
 MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
