@@ -197,3 +197,32 @@ TEST(RunsCli, UnusableFilesAreReportedOnce) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path root = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  return root;
+}
+
+// A CSV saved by a spreadsheet starts with a byte-order mark; its step column is found, and can
+// be named.
+TEST(RunsCli, ByteOrderMarkDoesNotHideTheStepColumn) {
+  const fs::path root = FreshDir("mosaic_bom");
+  { std::ofstream(root / "metrics.csv") << "\xEF\xBB\xBFstep,loss\n1,2.5\n2,2.25\n"; }
+  for (const std::string extra : {"", " --step-column step"}) {
+    CommandResult r = RunMosaic("runs '" + root.string() + "'" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("  loss "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("no step column"), std::string::npos) << r.out;
+  }
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mosaic::testing

@@ -1,5 +1,6 @@
 // The whole public API of the mosaic library, one header per concept:
-//   util/      errors, atomic output, TOML helpers, number formatting, exact wide integers
+//   util/      errors, atomic output, text input, TOML helpers, number formatting,
+//              exact wide integers
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
@@ -19,6 +20,7 @@
 #include "mosaic/util/field_override.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
 #include "mosaic/util/wide_int.h"

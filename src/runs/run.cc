@@ -13,6 +13,7 @@
 #include "mosaic/runs/table_log.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::runs {
 namespace fs = std::filesystem;
@@ -330,8 +331,8 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
     const auto source = static_cast<int32_t>(run.files.size());
     const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
     SourceFile file{path, format, {}, 0, true, {}};
-    const std::string text = ReadFile(path);
     try {
+      const std::string text = ReadTextFile(path);
       TableLog log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
                                                   : ReadJsonlLog(text, path, options.step_column);
       file.rows = log.rows;

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::runs {
 namespace {
@@ -220,6 +221,7 @@ bool ParseNumber(std::string_view text, double* value) {
 
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column) {
+  text = StripByteOrderMark(text);
   TableLog log;
   log.path = path;
   std::vector<int> lines;
@@ -306,6 +308,7 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
 
 TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                       const std::string& step_column) {
+  text = StripByteOrderMark(text);
   TableLog log;
   log.path = path;
   TagCollector tags(&log);

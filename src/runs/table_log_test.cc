@@ -76,6 +76,18 @@ TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
   EXPECT_EQ(log.notes[0], "m.csv:3: epoch = 'x' is not an integer step; row skipped");
 }
 
+// A spreadsheet's UTF-8 byte-order mark is not part of the first column name or JSON key.
+TEST(TableLog, ByteOrderMarkIsIgnoredByEveryReader) {
+  const TableLog csv = ReadCsvLog("\xEF\xBB\xBFstep,loss\n1,2.5\n2,2.25\n", "excel.csv");
+  EXPECT_EQ(csv.step_column, "step");
+  EXPECT_EQ(Tag(csv, "loss").points.size(), 2u);
+  const TableLog named = ReadCsvLog("\xEF\xBB\xBFstep,loss\n1,2.5\n", "excel.csv", "step");
+  EXPECT_EQ(named.rows, 1);
+  const TableLog jsonl = ReadJsonlLog("\xEF\xBB\xBF{\"step\": 1, \"loss\": 2}\n", "m.jsonl");
+  EXPECT_EQ(jsonl.rows, 1);
+  EXPECT_EQ(jsonl.malformed_rows, 0);
+}
+
 // Lines that are not JSON objects are counted apart from rows without a step.
 TEST(JsonlLog, CountsMalformedLinesApartFromRowsWithoutStep) {
   const TableLog log = ReadJsonlLog(
