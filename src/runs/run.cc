@@ -399,6 +399,12 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
                                         log.malformed_rows == 1 ? "line that is not a JSON object"
                                                                 : "lines that are not JSON objects"));
       }
+      if (log.rows_with_extra_cells > 0) {
+        run.notes.push_back(fmt::format("{}: {} {} with more cells than the header has columns "
+                                        "skipped",
+                                        path, log.rows_with_extra_cells,
+                                        log.rows_with_extra_cells == 1 ? "row" : "rows"));
+      }
       if (log.rows_without_step > 0) {
         run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped", path,
                                         log.rows_without_step,
