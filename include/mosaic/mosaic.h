@@ -1,5 +1,5 @@
 // The whole public API of the mosaic library, one header per concept:
-//   util/      errors, atomic output, text input, TOML helpers, number formatting,
+//   util/      errors, atomic output, text input, terminal text, TOML helpers, number formatting,
 //              exact wide integers
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
@@ -20,6 +20,7 @@
 #include "mosaic/util/field_override.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
