@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <map>
@@ -289,6 +290,28 @@ const TimeSeries* Run::FindSeries(std::string_view tag) const {
     if (s.tag == tag) return &s;
   }
   return nullptr;
+}
+
+const TimeSeries* Run::LossSeries() const {
+  for (std::string_view name : {"loss", "train/loss", "train_loss", "Loss/train"}) {
+    if (const TimeSeries* s = FindSeries(name)) return s;
+  }
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const TimeSeries* any_loss = nullptr;
+  for (const TimeSeries& s : series) {
+    const std::string tag = lower(s.tag);
+    if (tag.find("loss") == std::string::npos) continue;
+    const bool evaluation = tag.find("val") != std::string::npos ||
+                            tag.find("eval") != std::string::npos ||
+                            tag.find("test") != std::string::npos;
+    if (!evaluation) return &s;
+    if (any_loss == nullptr) any_loss = &s;
+  }
+  return any_loss;
 }
 
 std::vector<std::string> Run::Tags() const {

@@ -111,6 +111,10 @@ struct Run {
   bool AnyFileRead() const;
 
   const TimeSeries* FindSeries(std::string_view tag) const;
+  // The run's training loss series, or null: the first present of "loss", "train/loss",
+  // "train_loss", "Loss/train", then the first tag (in tag order) naming "loss" in any case and
+  // not an evaluation ("val", "eval", "test"), then the first naming "loss" at all.
+  const TimeSeries* LossSeries() const;
   std::vector<std::string> Tags() const;
   // Points written under every tag, before the restart policy.
   int64_t written_points = 0;
