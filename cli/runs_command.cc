@@ -193,8 +193,9 @@ std::string RenderText(const std::vector<Run>& runs) {
   std::string out;
   for (const Run& run : runs) {
     const std::vector<Finding> findings = CheckHealth(run);
-    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n", Printable(run.name),
-                       FilesSummary(run), ToString(run.policy), run.written_points, [&] {
+    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n",
+                       Printable(run.name), FilesSummary(run), ToString(run.policy),
+                       run.written_points, [&] {
                          int64_t kept = 0;
                          for (const TimeSeries& s : run.series) kept += s.points.size();
                          return kept;

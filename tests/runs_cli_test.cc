@@ -225,8 +225,8 @@ TEST(RunsCli, ByteOrderMarkDoesNotHideTheStepColumn) {
 }
 
 // A folder that cannot be listed is a finding naming it; the other runs are still read, and the
-// exit is non-zero only when nothing could be read. As root, permissions do not stop reading; a
-// symlink loop cannot be listed by anyone.
+// exit is non-zero only when nothing could be read. A symlink loop cannot be listed by anyone,
+// root included.
 TEST(RunsCli, UnreadableFoldersAreFindingsLikeUnreadableFiles) {
   const fs::path root = FreshDir("mosaic_unreadable");
   fs::create_directories(root / "good");
@@ -242,12 +242,15 @@ TEST(RunsCli, UnreadableFoldersAreFindingsLikeUnreadableFiles) {
   CommandResult only = RunMosaic("runs '" + (root / "loop").string() + "'");
   EXPECT_EQ(only.exit_code, 1) << only.out;
   EXPECT_NE(only.err.find("nothing could be read"), std::string::npos) << only.err;
-  fs::remove(root / "loop");
+  fs::remove_all(root);
+}
 
-  if (geteuid() == 0) {
-    fs::remove_all(root);
-    GTEST_SKIP() << "permissions do not stop root from reading";
-  }
+// The same for folders and files without read permission (which do not stop root).
+TEST(RunsCli, FoldersAndFilesWithoutPermissionAreFindings) {
+  if (geteuid() == 0) GTEST_SKIP() << "permissions do not stop root from reading";
+  const fs::path root = FreshDir("mosaic_locked");
+  fs::create_directories(root / "good");
+  { std::ofstream(root / "good" / "metrics.csv") << "step,loss\n1,2\n"; }
   fs::create_directories(root / "locked");
   { std::ofstream(root / "locked" / "metrics.csv") << "step,loss\n1,2\n"; }
   { std::ofstream(root / "good" / "secret.csv") << "step,loss\n1,2\n"; }
@@ -257,8 +260,8 @@ TEST(RunsCli, UnreadableFoldersAreFindingsLikeUnreadableFiles) {
   EXPECT_EQ(locked.exit_code, 0) << locked.err;
   EXPECT_NE(locked.out.find("unreadable folder: " + (root / "locked").string()), std::string::npos)
       << locked.out;
-  EXPECT_NE(locked.out.find("unreadable file: cannot read " + (root / "good" / "secret.csv").string()),
-            std::string::npos)
+  const std::string secret = (root / "good" / "secret.csv").string();
+  EXPECT_NE(locked.out.find("unreadable file: cannot read " + secret), std::string::npos)
       << locked.out;
   fs::permissions(root / "locked", fs::perms::owner_all);
   fs::remove_all(root);
@@ -281,7 +284,10 @@ TEST(RunsCli, OneLinePerRunWithTheFinalLoss) {
   const fs::path root = FreshDir("mosaic_summary");
   fs::create_directories(root / "a");
   fs::create_directories(root / "b");
-  { std::ofstream(root / "a" / "metrics.csv") << "step,train/loss,val_loss,lr\n1,2.5,3,0.1\n2,2.25,2.75,0.1\n"; }
+  {
+    std::ofstream(root / "a" / "metrics.csv")
+        << "step,train/loss,val_loss,lr\n1,2.5,3,0.1\n2,2.25,2.75,0.1\n";
+  }
   { std::ofstream(root / "b" / "metrics.csv") << "step,loss\n10,1.5\n"; }
   CommandResult r = RunMosaic("runs '" + root.string() + "' --summary");
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -152,7 +152,8 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
   }
   std::map<std::string, RunDirectory> by_directory;
   auto run_at = [&](const fs::path& directory) -> RunDirectory& {
-    std::string relative = fs::path(directory).lexically_relative(logdir).lexically_normal().string();
+    std::string relative =
+        fs::path(directory).lexically_relative(logdir).lexically_normal().string();
     if (relative.empty()) relative = ".";
     if (EndsWith(relative, "/")) relative.pop_back();
     RunDirectory& run = by_directory[relative];

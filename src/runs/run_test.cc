@@ -241,14 +241,17 @@ TEST(Runs, RepeatedValuesAtOneStepAreNotRestarts) {
   std::string bytes = FrameRecord(EncodeFileVersionEvent(1000));
   double wall = 1000;
   for (int s = 0; s < 3; ++s) {
-    for (int k = 0; k < 4; ++k) bytes += FrameRecord(EncodeScalarEvent(wall += 1, s, "loss", 10 * s + k));
+    for (int k = 0; k < 4; ++k) {
+      bytes += FrameRecord(EncodeScalarEvent(wall += 1, s, "loss", 10 * s + k));
+    }
   }
   WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), bytes);
   // A CSV logger repeating a step for epoch and step metrics.
   WriteFileAtomically((dir / "metrics.csv").string(),
                       "step,epoch,train_loss,val_loss\n0,0,2.5,\n0,0,,2.75\n1,0,2.25,\n1,0,,2.5\n");
   LoadOptions options;
-  for (const RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+  for (const RestartPolicy policy :
+       {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
     SCOPED_TRACE(std::string(ToString(policy)));
     options.restarts = policy;
     const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
@@ -298,7 +301,8 @@ TEST(Runs, ConcurrentWritersAreAFindingNotARestart) {
                         bytes);
   }
   LoadOptions options;
-  for (const RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+  for (const RestartPolicy policy :
+       {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
     SCOPED_TRACE(std::string(ToString(policy)));
     options.restarts = policy;
     const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);

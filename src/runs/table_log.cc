@@ -398,12 +398,12 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     if (!JsonNumber(*leaves[step_leaf].second, &step_value, &missing) ||
         !ParseStep(step_value, &step)) {
       ++log.rows_without_step;
-      const bool number = leaves[step_leaf].second->is_number();
+      const nlohmann::json& cell = *leaves[step_leaf].second;
+      const bool whole = cell.is_number() && std::isfinite(step_value) &&
+                         step_value == std::floor(step_value);
       Note(&log, fmt::format("{}:{}: {} = {} is not {}; line skipped", path, line_number,
-                             leaves[step_leaf].first, leaves[step_leaf].second->dump().substr(0, 40),
-                             number && std::isfinite(step_value) && step_value == std::floor(step_value)
-                                 ? "a step within the 64-bit integer range"
-                                 : "an integer step"));
+                             leaves[step_leaf].first, cell.dump().substr(0, 40),
+                             whole ? "a step within the 64-bit integer range" : "an integer step"));
       continue;
     }
     if (!any_step) {

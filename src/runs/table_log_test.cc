@@ -92,7 +92,8 @@ TEST(TableLog, ByteOrderMarkIsIgnoredByEveryReader) {
 // after it are read with the new columns, none lost.
 TEST(CsvLog, HeaderWrittenAgainStartsANewColumnSet) {
   const TableLog log = ReadCsvLog(
-      "step,loss,lr\n1,2.5,0.1\n2,2.25,0.1\nstep,loss,lr,grad_norm\n2,2.2,0.1,0.5\n3,2.0,0.1,0.25\n",
+      "step,loss,lr\n1,2.5,0.1\n2,2.25,0.1\n"
+      "step,loss,lr,grad_norm\n2,2.2,0.1,0.5\n3,2.0,0.1,0.25\n",
       "metrics.csv");
   EXPECT_EQ(log.rows, 4);
   EXPECT_EQ(log.repeated_headers, 1);

@@ -174,8 +174,8 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
                              0, size_bytes - offset_ - static_cast<int64_t>(kHeaderBytes)));
     if (length > kMaxRecordBytes || length + kFooterBytes > left_bytes) {
       issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
-                         fmt::format("record of {} bytes claimed, {} bytes left in the file", length,
-                                     left_bytes)});
+                         fmt::format("record of {} bytes claimed, {} bytes left in the file",
+                                     length, left_bytes)});
       stopped_ = true;
       return false;
     }
