@@ -116,6 +116,7 @@ std::string RecordIssue::Message() const {
 TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
                                bool verify_payload_crc, size_t buffer_bytes)
     : source_(std::move(source)),
+      size_bytes_(source_->SizeBytes()),
       path_(std::move(path)),
       verify_payload_crc_(verify_payload_crc),
       buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
@@ -167,11 +168,10 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
     // A length the CRC vouches for, but the file may still end before it (truncated tail), or the
     // length may lie: checked against the bytes the file has left before the buffer grows.
     constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
-    const int64_t size_bytes = source_->SizeBytes();
     const uint64_t left_bytes =
-        size_bytes < 0 ? kMaxRecordBytes
-                       : static_cast<uint64_t>(std::max<int64_t>(
-                             0, size_bytes - offset_ - static_cast<int64_t>(kHeaderBytes)));
+        size_bytes_ < 0 ? kMaxRecordBytes
+                        : static_cast<uint64_t>(std::max<int64_t>(
+                              0, size_bytes_ - offset_ - static_cast<int64_t>(kHeaderBytes)));
     if (length > kMaxRecordBytes || length + kFooterBytes > left_bytes) {
       issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
                          fmt::format("record of {} bytes claimed, {} bytes left in the file",

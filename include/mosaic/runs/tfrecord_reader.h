@@ -82,6 +82,7 @@ class TfRecordReader {
   bool Fill(size_t n);
 
   std::unique_ptr<ByteSource> source_;
+  int64_t size_bytes_;  // the source's size, -1 when unknown
   std::string path_;
   bool verify_payload_crc_;
   std::vector<char> buffer_;
