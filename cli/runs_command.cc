@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <map>
+#include <set>
 #include <memory>
 #include <string>
 #include <vector>
@@ -22,6 +23,7 @@
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -35,7 +37,9 @@ struct RunsOptions {
   std::string output;
   std::string tags;
   std::string step_column;
+  std::string tag;
   bool json = false;
+  bool summary = false;
   int last_k = 10;
 };
 
@@ -74,6 +78,22 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   return options;
 }
 
+// Loads every run; what could not be read is reported per run. Throws InputError, with every
+// reason, only when nothing at all could be read.
+std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
+  std::vector<Run> runs;
+  for (const RunDirectory& directory : DiscoverRuns(logdirs)) {
+    runs.push_back(LoadRun(directory, options));
+  }
+  std::vector<std::string> reasons;
+  for (const Run& run : runs) {
+    if (run.AnyFileRead()) return runs;
+    if (!run.unreadable.empty()) reasons.push_back(Printable(run.unreadable));
+    for (const SourceFile& f : run.files) reasons.push_back(Printable(f.skip_reason));
+  }
+  throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons, "\n  ")));
+}
+
 
 std::string ShortValue(double v) {
   if (!std::isfinite(v)) return FormatValue(v, false);
@@ -109,40 +129,90 @@ std::string FilesSummary(const Run& run) {
   if (events > 0) parts.push_back(fmt::format("{} event file{}", events, events == 1 ? "" : "s"));
   if (csv > 0) parts.push_back(fmt::format("{} CSV", csv));
   if (jsonl > 0) parts.push_back(fmt::format("{} JSONL", jsonl));
+  if (parts.empty()) return "no file read";
   return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+// What a run's findings are, in a few words: "ok", "restart", "spike ×2, stall".
+std::string FindingKinds(const std::vector<Finding>& findings, const std::string* tag = nullptr) {
+  std::map<std::string, int> kinds;
+  for (const Finding& f : findings) {
+    if (tag == nullptr || f.tag == *tag) ++kinds[std::string(ToString(f.kind))];
+  }
+  std::string summary;
+  for (const auto& [kind, n] : kinds) {
+    summary += fmt::format("{}{}{}", summary.empty() ? "" : ", ", kind,
+                           n > 1 ? fmt::format(" ×{}", n) : "");
+  }
+  return summary.empty() ? "ok" : summary;
+}
+
+// One line per run: its last step, the final value of `tag` (or of its loss tag), that tag's
+// points and the run's findings.
+std::string RenderSummary(const std::vector<Run>& runs, const std::string& tag) {
+  struct Row {
+    std::string run, last_step, tag, final_value, points, findings;
+  };
+  std::vector<Row> rows;
+  rows.push_back({"run", "last step", tag.empty() ? "loss tag" : "tag", "final", "points",
+                  "findings"});
+  for (const Run& run : runs) {
+    Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(CheckHealth(run))};
+    int64_t last_step = 0;
+    bool any = false;
+    for (const TimeSeries& s : run.series) {
+      if (s.empty()) continue;
+      last_step = any ? std::max(last_step, s.LastStep()) : s.LastStep();
+      any = true;
+    }
+    if (any) row.last_step = fmt::format("{}", last_step);
+    const TimeSeries* series = tag.empty() ? run.LossSeries() : run.FindSeries(tag);
+    if (series != nullptr && !series->empty()) {
+      row.tag = Printable(series->tag);
+      row.final_value = ShortValue(series->FinalValue());
+      row.points = fmt::format("{}", series->points.size());
+    }
+    rows.push_back(std::move(row));
+  }
+  size_t w[5] = {0, 0, 0, 0, 0};
+  for (const Row& r : rows) {
+    w[0] = std::max(w[0], r.run.size());
+    w[1] = std::max(w[1], r.last_step.size());
+    w[2] = std::max(w[2], r.tag.size());
+    w[3] = std::max(w[3], r.final_value.size());
+    w[4] = std::max(w[4], r.points.size());
+  }
+  std::string out;
+  for (const Row& r : rows) {
+    out += fmt::format("{:<{}}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {}\n", r.run, w[0], r.last_step,
+                       w[1], r.tag, w[2], r.final_value, w[3], r.points, w[4], r.findings);
+  }
+  return out;
 }
 
 std::string RenderText(const std::vector<Run>& runs) {
   std::string out;
   for (const Run& run : runs) {
     const std::vector<Finding> findings = CheckHealth(run);
-    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n", run.name,
-                       FilesSummary(run), ToString(run.policy), run.written_points, [&] {
+    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n",
+                       Printable(run.name), FilesSummary(run), ToString(run.policy),
+                       run.written_points, [&] {
                          int64_t kept = 0;
                          for (const TimeSeries& s : run.series) kept += s.points.size();
                          return kept;
                        }());
     size_t width = 3;
-    for (const TimeSeries& s : run.series) width = std::max(width, s.tag.size());
+    for (const TimeSeries& s : run.series) width = std::max(width, Printable(s.tag).size());
     width = std::min<size_t>(width, 60);
     if (!run.series.empty()) {
       out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", "tag", width, "points",
                          "steps", "last value", "min", "findings");
       for (const TimeSeries& s : run.series) {
-        std::map<std::string, int> kinds;
-        for (const Finding& f : findings) {
-          if (f.tag == s.tag) ++kinds[std::string(ToString(f.kind))];
-        }
-        std::string summary;
-        for (const auto& [kind, n] : kinds) {
-          summary += fmt::format("{}{}{}", summary.empty() ? "" : ", ", kind,
-                                 n > 1 ? fmt::format(" ×{}", n) : "");
-        }
-        out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", s.tag, width,
+        const std::string summary = FindingKinds(findings, &s.tag);
+        out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", Printable(s.tag), width,
                            s.points.size(),
                            s.empty() ? "-" : fmt::format("{}–{}", s.FirstStep(), s.LastStep()),
-                           ShortValue(s.FinalValue()), ShortValue(s.Min()),
-                           summary.empty() ? "ok" : summary);
+                           ShortValue(s.FinalValue()), ShortValue(s.Min()), summary);
       }
     } else {
       out += "  no scalar tags\n";
@@ -151,7 +221,7 @@ std::string RenderText(const std::vector<Run>& runs) {
       out += "  histograms:\n";
       for (const HistogramSeries& h : run.histograms) {
         out += fmt::format("    {} — {} values, last at step {}: count {}, min {}, max {}, mean {}\n",
-                           h.tag, h.points, h.last_step, ShortValue(h.last.count),
+                           Printable(h.tag), h.points, h.last_step, ShortValue(h.last.count),
                            ShortValue(h.last.min), ShortValue(h.last.max),
                            ShortValue(h.last.mean()));
       }
@@ -161,14 +231,14 @@ std::string RenderText(const std::vector<Run>& runs) {
     if (!findings.empty()) {
       out += "  findings:\n";
       for (const Finding& f : findings) {
-        out += fmt::format("    {}{}: {}\n", f.tag.empty() ? "" : f.tag + ": ", ToString(f.kind),
-                           f.message);
+        out += fmt::format("    {}{}: {}\n", f.tag.empty() ? "" : Printable(f.tag) + ": ",
+                           ToString(f.kind), Printable(f.message));
       }
     }
     for (const RecordIssue& issue : run.record_issues) {
-      if (!issue.is_error()) out += fmt::format("  note: {}\n", issue.Message());
+      if (!issue.is_error()) out += fmt::format("  note: {}\n", Printable(issue.Message()));
     }
-    for (const std::string& note : run.notes) out += fmt::format("  note: {}\n", note);
+    for (const std::string& note : run.notes) out += fmt::format("  note: {}\n", Printable(note));
     out += "\n";
   }
   return out;
@@ -257,23 +327,68 @@ void RunRuns(const RunsOptions& options) {
                                           load.restarts == RestartPolicy::kAll));
     return;
   }
-  EmitOutput(options.output, options.json ? RenderJson(runs, options.last_k) : RenderText(runs));
+  if (options.json) {
+    EmitOutput(options.output, RenderJson(runs, options.last_k));
+  } else if (options.summary) {
+    EmitOutput(options.output, RenderSummary(runs, options.tag));
+  } else {
+    EmitOutput(options.output, RenderSummary(runs, options.tag) + "\n" + RenderText(runs));
+  }
 }
 
-// The single run under `path` that has `tag`.
-Run LoadOneRun(const std::string& path, const std::string& tag, const LoadOptions& options) {
-  std::vector<Run> candidates;
-  std::vector<std::string> all_tags;
-  std::vector<std::string> names;
+// The runs under `path` and the tags any of them has.
+struct LoadedPath {
+  std::vector<Run> runs;
+  std::set<std::string> tags;
+};
+
+LoadedPath LoadPath(const std::string& path, const LoadOptions& options) {
+  LoadedPath loaded;
   for (const RunDirectory& directory : DiscoverRuns(path)) {
-    Run run = LoadRun(directory, options);
-    names.push_back(run.name);
-    for (const std::string& t : run.Tags()) all_tags.push_back(t);
-    if (run.FindSeries(tag) != nullptr) candidates.push_back(std::move(run));
+    loaded.runs.push_back(LoadRun(directory, options));
+    for (const std::string& t : loaded.runs.back().Tags()) loaded.tags.insert(t);
   }
-  if (candidates.empty()) {
-    throw InputError(fmt::format("{}: no run has the tag '{}'{}", path, tag,
-                                 DidYouMean(tag, all_tags)));
+  return loaded;
+}
+
+// Throws InputError when `tag` is missing from `missing_in` (a path of `a` or `b`), naming the
+// tags both sides have (or, when they share none, each side's), so that the next try succeeds.
+void RequireTag(const std::string& tag, const std::string& missing_in, const LoadedPath& a,
+                const std::string& path_a, const LoadedPath& b, const std::string& path_b) {
+  std::vector<std::string> common;
+  for (const std::string& t : a.tags) {
+    if (b.tags.count(t) != 0) common.push_back(t);
+  }
+  const LoadedPath& missing = missing_in == path_a ? a : b;
+  const std::vector<std::string> missing_tags(missing.tags.begin(), missing.tags.end());
+  auto list = [](const auto& tags) {
+    constexpr size_t kMaxListed = 30;
+    std::vector<std::string> shown;
+    for (const std::string& t : tags) {
+      if (shown.size() == kMaxListed) {
+        shown.push_back(fmt::format("… {} more", tags.size() - kMaxListed));
+        break;
+      }
+      shown.push_back(Printable(t));
+    }
+    return shown.empty() ? std::string("none") : fmt::format("{}", fmt::join(shown, ", "));
+  };
+  std::string known;
+  if (!common.empty()) {
+    known = fmt::format("Tags both runs have: {}", list(common));
+  } else {
+    known = fmt::format("The runs share no tag; {} has: {}; {} has: {}", path_a, list(a.tags),
+                        path_b, list(b.tags));
+  }
+  throw InputError(fmt::format("{}: no run has the tag '{}'{}. {}", missing_in, Printable(tag),
+                               DidYouMean(tag, missing_tags), known));
+}
+
+// The single run of `loaded` (the runs under `path`) that has `tag`, which one of them has.
+Run TakeOneRun(LoadedPath loaded, const std::string& path, const std::string& tag) {
+  std::vector<Run> candidates;
+  for (Run& run : loaded.runs) {
+    if (run.FindSeries(tag) != nullptr) candidates.push_back(std::move(run));
   }
   if (candidates.size() > 1) {
     std::vector<std::string> which;
@@ -287,8 +402,16 @@ Run LoadOneRun(const std::string& path, const std::string& tag, const LoadOption
 void RunCompare(const CompareOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, "", options.step_column);
   CheckOutputIsNotInput(options.output, LogFiles(DiscoverRuns({options.run_a, options.run_b})));
-  const Run a = LoadOneRun(options.run_a, options.tag, load);
-  const Run b = LoadOneRun(options.run_b, options.tag, load);
+  LoadedPath loaded_a = LoadPath(options.run_a, load);
+  LoadedPath loaded_b = LoadPath(options.run_b, load);
+  for (const std::string* path : {&options.run_a, &options.run_b}) {
+    const LoadedPath& loaded = path == &options.run_a ? loaded_a : loaded_b;
+    if (loaded.tags.count(options.tag) == 0) {
+      RequireTag(options.tag, *path, loaded_a, options.run_a, loaded_b, options.run_b);
+    }
+  }
+  const Run a = TakeOneRun(std::move(loaded_a), options.run_a, options.tag);
+  const Run b = TakeOneRun(std::move(loaded_b), options.run_b, options.tag);
   const TimeSeries& sa = *a.FindSeries(options.tag);
   const TimeSeries& sb = *b.FindSeries(options.tag);
   const std::optional<SeriesOffset> offset = CompareSeries(sa, sb);
@@ -303,11 +426,15 @@ void RunCompare(const CompareOptions& options) {
       j["first_common_step"] = offset->first_common_step;
       j["last_common_step"] = offset->last_common_step;
       j["mean_difference"] = offset->mean_difference;
-      j["sd_difference"] = offset->sd_difference;
-      j["standard_error"] = offset->standard_error;
+      j["sd_difference"] = offset->has_spread() ? nlohmann::ordered_json(offset->sd_difference)
+                                                : nlohmann::ordered_json(nullptr);
+      j["standard_error"] = offset->has_spread() ? nlohmann::ordered_json(offset->standard_error)
+                                                 : nlohmann::ordered_json(nullptr);
       j["min_difference"] = offset->min_difference;
       j["max_difference"] = offset->max_difference;
-      j["mean_relative_difference"] = offset->mean_relative_difference;
+      j["mean_relative_difference"] =
+          offset->has_relative() ? nlohmann::ordered_json(offset->mean_relative_difference)
+                                 : nlohmann::ordered_json(nullptr);
     } else {
       j["common_steps"] = 0;
     }
@@ -315,19 +442,27 @@ void RunCompare(const CompareOptions& options) {
     return;
   }
   std::string out = fmt::format("offset of {} against {} on '{}' (restarts: {})\n", options.run_b,
-                                options.run_a, options.tag, ToString(load.restarts));
+                                options.run_a, Printable(options.tag), ToString(load.restarts));
   if (!offset) {
     out += "  no common steps with finite values in both runs: no offset measured\n";
   } else {
     out += fmt::format("  common steps        {} (steps {}–{})\n", offset->common_steps,
                        offset->first_common_step, offset->last_common_step);
     out += fmt::format("  mean difference     {:+.6g} (B − A)\n", offset->mean_difference);
-    out += fmt::format("  spread              sd {:.6g}, standard error {:.3g}, range {:+.6g} to "
-                       "{:+.6g}\n",
-                       offset->sd_difference, offset->standard_error, offset->min_difference,
-                       offset->max_difference);
-    out += fmt::format("  relative            {:+.4f}% of A on average\n",
-                       100 * offset->mean_relative_difference);
+    if (offset->has_spread()) {
+      out += fmt::format("  spread              sd {:.6g}, standard error {:.3g}, range {:+.6g} to "
+                         "{:+.6g}\n",
+                         offset->sd_difference, offset->standard_error, offset->min_difference,
+                         offset->max_difference);
+    } else {
+      out += "  spread              n/a (one common step: no sd or standard error)\n";
+    }
+    if (offset->has_relative()) {
+      out += fmt::format("  relative            {:+.4f}% of A on average\n",
+                         100 * offset->mean_relative_difference);
+    } else {
+      out += "  relative            n/a (A is 0 at every common step)\n";
+    }
   }
   EmitOutput(options.output, out);
 }
@@ -382,6 +517,12 @@ void AddRunsCommand(CLI::App& root) {
   cmd->add_option("--last-k", options->last_k, "points averaged for the summary's mean (--json)")
       ->check(CLI::Range(1, 1 << 30))
       ->default_val(10);
+  cmd->add_option("--tag", options->tag,
+                  "the tag whose final value the one-line-per-run summary shows (default: the "
+                  "run's loss tag)");
+  cmd->add_flag("--summary", options->summary,
+                "print only the summary: one line per run with its last step, final value of the "
+                "loss tag (or --tag), points and findings");
   cmd->add_flag("--json", options->json, "machine-readable summary with findings");
   AddOutputOption(cmd, &options->output);
 

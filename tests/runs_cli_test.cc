@@ -260,6 +260,25 @@ TEST(RunsCli, TagPatternsCannotHangOrCrash) {
           << p.err.substr(0, 300);
       EXPECT_LT(p.err.size(), 400u);  // the pattern is shortened
     }
+namespace fs = std::filesystem;
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path root = fs::path(::testing::TempDir()) / (name + "_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root);
+  return root;
+}
+
+// A CSV saved by a spreadsheet starts with a byte-order mark; its step column is found, and can
+// be named.
+TEST(RunsCli, ByteOrderMarkDoesNotHideTheStepColumn) {
+  const fs::path root = FreshDir("mosaic_bom");
+  { std::ofstream(root / "metrics.csv") << "\xEF\xBB\xBFstep,loss\n1,2.5\n2,2.25\n"; }
+  for (const std::string extra : {"", " --step-column step"}) {
+    CommandResult r = RunMosaic("runs '" + root.string() + "'" + extra);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("  loss "), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("no step column"), std::string::npos) << r.out;
   }
   fs::remove_all(root);
 }
@@ -282,6 +301,112 @@ TEST(RunsCli, OutputOverAnInputIsRefused) {
   CommandResult empty = RunMosaic("runs '" + root.string() + "' --json --output ''");
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
+// A folder that cannot be listed is a finding naming it; the other runs are still read, and the
+// exit is non-zero only when nothing could be read. A symlink loop cannot be listed by anyone,
+// root included.
+TEST(RunsCli, UnreadableFoldersAreFindingsLikeUnreadableFiles) {
+  const fs::path root = FreshDir("mosaic_unreadable");
+  fs::create_directories(root / "good");
+  { std::ofstream(root / "good" / "metrics.csv") << "step,loss\n1,2\n"; }
+  fs::create_directory_symlink(root / "loop", root / "loop");
+  CommandResult r = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unreadable folder: " + (root / "loop").string() + ": cannot list this "
+                       "folder"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("run good "), std::string::npos) << r.out;
+  CommandResult only = RunMosaic("runs '" + (root / "loop").string() + "'");
+  EXPECT_EQ(only.exit_code, 1) << only.out;
+  EXPECT_NE(only.err.find("nothing could be read"), std::string::npos) << only.err;
+  fs::remove_all(root);
+}
+
+// The same for folders and files without read permission (which do not stop root).
+TEST(RunsCli, FoldersAndFilesWithoutPermissionAreFindings) {
+  if (geteuid() == 0) GTEST_SKIP() << "permissions do not stop root from reading";
+  const fs::path root = FreshDir("mosaic_locked");
+  fs::create_directories(root / "good");
+  { std::ofstream(root / "good" / "metrics.csv") << "step,loss\n1,2\n"; }
+  fs::create_directories(root / "locked");
+  { std::ofstream(root / "locked" / "metrics.csv") << "step,loss\n1,2\n"; }
+  { std::ofstream(root / "good" / "secret.csv") << "step,loss\n1,2\n"; }
+  fs::permissions(root / "locked", fs::perms::none);
+  fs::permissions(root / "good" / "secret.csv", fs::perms::none);
+  CommandResult locked = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(locked.exit_code, 0) << locked.err;
+  EXPECT_NE(locked.out.find("unreadable folder: " + (root / "locked").string()), std::string::npos)
+      << locked.out;
+  const std::string secret = (root / "good" / "secret.csv").string();
+  EXPECT_NE(locked.out.find("unreadable file: cannot read " + secret), std::string::npos)
+      << locked.out;
+  fs::permissions(root / "locked", fs::perms::owner_all);
+  fs::remove_all(root);
+}
+
+// Newlines and ANSI escapes in a tag are shown escaped in text output.
+TEST(RunsCli, ControlCharactersInTagsAreEscaped) {
+  const fs::path root = FreshDir("mosaic_control");
+  { std::ofstream(root / "metrics.csv") << "step,\"lo\nss\",\"\x1b[31mred\x1b[0m\"\n1,2,3\n"; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("lo\\nss"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\\x1b[31mred\\x1b[0m"), std::string::npos) << r.out;
+  fs::remove_all(root);
+}
+
+// One line per run: run, last step, final value of the loss tag (or --tag), points, findings.
+TEST(RunsCli, OneLinePerRunWithTheFinalLoss) {
+  const fs::path root = FreshDir("mosaic_summary");
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  {
+    std::ofstream(root / "a" / "metrics.csv")
+        << "step,train/loss,val_loss,lr\n1,2.5,3,0.1\n2,2.25,2.75,0.1\n";
+  }
+  { std::ofstream(root / "b" / "metrics.csv") << "step,loss\n10,1.5\n"; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "' --summary");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "run  last step  loss tag    final  points  findings\n"
+            "a            2  train/loss   2.25       2  ok\n"
+            "b           10  loss          1.5       1  ok\n");
+  CommandResult tag = RunMosaic("runs '" + root.string() + "' --summary --tag lr");
+  EXPECT_NE(tag.out.find("a            2  lr     0.1       2  ok\n"), std::string::npos) << tag.out;
+  EXPECT_NE(tag.out.find("b           10  -        -       -  ok\n"), std::string::npos) << tag.out;
+  CommandResult full = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(full.out.rfind("run  last step  loss tag", 0), 0u) << full.out;
+  fs::remove_all(root);
+}
+
+// runs compare: an unknown tag names the tags both runs have; one common step or a zero baseline
+// give n/a rather than a spread of 0 or +0.0000 %.
+TEST(RunsCli, CompareNamesCommonTagsAndSaysNotAvailable) {
+  const fs::path root = FreshDir("mosaic_compare");
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  { std::ofstream(root / "a" / "m.csv") << "step,loss,acc,only_a\n1,0,0.5,1\n"; }
+  { std::ofstream(root / "b" / "m.csv") << "step,loss,acc,only_b\n1,0.25,0.5,1\n2,0.5,0.5,1\n"; }
+  const std::string a = "'" + (root / "a").string() + "'";
+  const std::string b = "'" + (root / "b").string() + "'";
+  CommandResult unknown = RunMosaic("runs compare " + a + " " + b + " --tag los");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("no run has the tag 'los' (did you mean 'loss'?). Tags both runs "
+                             "have: acc, loss"),
+            std::string::npos)
+      << unknown.err;
+  CommandResult one = RunMosaic("runs compare " + a + " " + b + " --tag loss");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("spread              n/a (one common step"), std::string::npos) << one.out;
+  EXPECT_NE(one.out.find("relative            n/a (A is 0 at every common step)"),
+            std::string::npos)
+      << one.out;
+  EXPECT_EQ(one.out.find("+0.0000"), std::string::npos) << one.out;
+  CommandResult json = RunMosaic("runs compare " + a + " " + b + " --tag loss --json");
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  EXPECT_TRUE(j["standard_error"].is_null());
+  EXPECT_TRUE(j["mean_relative_difference"].is_null());
   fs::remove_all(root);
 }
 

@@ -1,6 +1,6 @@
 // The whole public API of the mosaic library, one header per concept:
-//   util/      errors, atomic output, JSON output, TOML helpers, number formatting, exact wide
-//              integers
+//   util/      errors, atomic output, JSON output, text input, terminal text, TOML helpers, number
+//              formatting, exact wide integers
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
@@ -21,6 +21,8 @@
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
 #include "mosaic/util/wide_int.h"

@@ -166,6 +166,8 @@ bool IsAnomaly(runs::FindingKind kind) {
     case runs::FindingKind::kStall:
     case runs::FindingKind::kDamaged:
     case runs::FindingKind::kUnreadableFile:
+    case runs::FindingKind::kUnreadableFolder:
+    case runs::FindingKind::kConcurrentWriters:
       return false;
   }
   return false;

@@ -210,7 +210,9 @@ RunHealth CheckRunHealth(const Run& run, const AblationOptions& options) {
       case FindingKind::kStepGap:
       case FindingKind::kStall:
       case FindingKind::kDamaged:
-      case FindingKind::kUnreadableFile: h.other.push_back(std::move(f)); break;
+      case FindingKind::kUnreadableFile:
+      case FindingKind::kUnreadableFolder:
+      case FindingKind::kConcurrentWriters: h.other.push_back(std::move(f)); break;
     }
   }
   std::map<int32_t, std::pair<LoggedTwice, std::set<std::string>>> by_file;

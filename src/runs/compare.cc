@@ -41,6 +41,7 @@ std::optional<SeriesOffset> CompareSeries(const TimeSeries& a, const TimeSeries&
   o.standard_error = o.sd_difference / std::sqrt(n);
   double rel_sum = 0;
   for (const auto& [step, r] : relative) rel_sum += r;
+  o.relative_steps = static_cast<int64_t>(relative.size());
   o.mean_relative_difference = relative.empty() ? 0 : rel_sum / static_cast<double>(relative.size());
   return o;
 }

@@ -45,6 +45,9 @@ bool EventFileReader::LoadNextEvent() {
       stats_.file_version = std::string(event_.file_version);
       stats_.first_wall_time_seconds = event_.wall_time_seconds;
     }
+    if (event_.wall_time_seconds > stats_.last_wall_time_seconds) {
+      stats_.last_wall_time_seconds = event_.wall_time_seconds;
+    }
     ++stats_.records;
     if (event_.has_graph) ++stats_.graphs;
     next_value_ = 0;

@@ -2,9 +2,11 @@
 // known-value TF2 file, the scalar encodings, and damaged variants built in temporary files.
 #include "mosaic/runs/event_file.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -13,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/runs/crc32c.h"
 #include "mosaic/runs/event_writer.h"
 #include "mosaic/runs/tfrecord_reader.h"
 #include "mosaic/util/atomic_file.h"
@@ -287,6 +290,55 @@ TEST_F(DamagedFile, ValidFramingAroundAMalformedEventIsReported) {
   ASSERT_EQ(c.issues.size(), 1u);
   EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadPayload);
   EXPECT_EQ(c.issues[0].offset_bytes, offsets_[10]);
+}
+
+// A record header whose length (with a valid CRC) claims far more than the file holds: rejected
+// before any buffer is sized for it, from a file and from a source of unknown size alike.
+class UnknownSizeSource : public ByteSource {
+ public:
+  explicit UnknownSizeSource(std::string bytes) : bytes_(std::move(bytes)) {}
+  size_t Read(char* out, size_t size) override {
+    const size_t n = std::min(size, bytes_.size() - position_);
+    std::memcpy(out, bytes_.data() + position_, n);
+    position_ += n;
+    return n;
+  }
+
+ private:
+  std::string bytes_;
+  size_t position_ = 0;
+};
+
+TEST(TfRecordReader, LyingRecordLengthIsRejectedBeforeAllocating) {
+  const std::string first = FrameRecord(EncodeFileVersionEvent(1700000000));
+  for (const uint64_t claimed : {uint64_t{4} << 30, uint64_t{30} << 30}) {
+    std::string header(8, '\0');
+    std::memcpy(header.data(), &claimed, 8);
+    const uint32_t masked = MaskCrc32c(Crc32c(header));
+    header.append(reinterpret_cast<const char*>(&masked), 4);
+    const std::string bytes = first + header + std::string(100, 'x');
+    const std::string path = ::testing::TempDir() + "/events.out.tfevents.1.lying";
+    WriteFileAtomically(path, bytes);
+    EventFileReader file(path);
+    EventItem item;
+    while (file.Next(&item)) {
+    }
+    EXPECT_EQ(file.stats().records, 1);
+    ASSERT_EQ(file.issues().size(), 1u);
+    EXPECT_EQ(file.issues()[0].kind, RecordIssueKind::kTruncatedTail);
+    EXPECT_EQ(file.issues()[0].offset_bytes, static_cast<int64_t>(first.size()));
+    EXPECT_EQ(file.issues()[0].detail,
+              fmt::format("record of {} bytes claimed, 100 bytes left in the file", claimed));
+    std::remove(path.c_str());
+
+    TfRecordReader stream(std::make_unique<UnknownSizeSource>(bytes), "pipe");
+    std::string_view payload;
+    int64_t offset;
+    EXPECT_TRUE(stream.Next(&payload, &offset));
+    EXPECT_FALSE(stream.Next(&payload, &offset));
+    ASSERT_EQ(stream.issues().size(), 1u);
+    EXPECT_EQ(stream.issues()[0].kind, RecordIssueKind::kTruncatedTail);
+  }
 }
 
 TEST(TfRecordReader, RecordLargerThanTheBufferIsRead) {

@@ -187,6 +187,8 @@ std::string_view ToString(FindingKind kind) {
     case FindingKind::kStall: return "stall";
     case FindingKind::kDamaged: return "damaged";
     case FindingKind::kUnreadableFile: return "unreadable file";
+    case FindingKind::kUnreadableFolder: return "unreadable folder";
+    case FindingKind::kConcurrentWriters: return "concurrent writers";
   }
   return "?";
 }
@@ -200,6 +202,21 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
   }
   for (const SourceFile& file : run.files) {
     if (!file.loaded) findings.push_back({FindingKind::kUnreadableFile, "", {}, file.skip_reason});
+  }
+  if (!run.unreadable.empty()) {
+    findings.push_back({FindingKind::kUnreadableFolder, "", {}, run.unreadable});
+  }
+  for (const ConcurrentFiles& c : run.concurrent_files) {
+    const EventFileStats& a = run.files[c.first].events;
+    const EventFileStats& b = run.files[c.second].events;
+    findings.push_back(
+        {FindingKind::kConcurrentWriters, "", {},
+         fmt::format("{} (wall time {:.3f}–{:.3f}) and {} ({:.3f}–{:.3f}) were written at the same "
+                     "time (two writers into one directory, e.g. two ranks); each is read as a "
+                     "writer of its own, not as a restart",
+                     run.files[c.first].path, a.first_wall_time_seconds, a.last_wall_time_seconds,
+                     run.files[c.second].path, b.first_wall_time_seconds,
+                     b.last_wall_time_seconds)});
   }
   RE2::Options case_insensitive;
   case_insensitive.set_case_sensitive(false);

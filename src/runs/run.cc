@@ -4,9 +4,11 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <unordered_map>
 #include <utility>
@@ -14,6 +16,7 @@
 #include "mosaic/runs/table_log.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::runs {
 namespace fs = std::filesystem;
@@ -123,13 +126,20 @@ int64_t EventFileStartSeconds(std::string_view file_name) {
 std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
   std::error_code ec;
   const fs::file_status status = fs::status(logdir, ec);
+  std::vector<RunDirectory> runs;
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory) {
+    // It exists but cannot be examined (a symlink loop, a parent without permission).
+    runs.push_back({".", logdir, {}, {},
+                    fmt::format("{}: cannot list this folder ({}); its logs were not read", logdir,
+                                ec.message())});
+    return runs;
+  }
   if (ec || !fs::exists(status)) {
     throw InputError(fmt::format("{}: no such file or directory", logdir));
   }
-  std::vector<RunDirectory> runs;
   if (fs::is_regular_file(status)) {
     const std::string name = fs::path(logdir).filename().string();
-    RunDirectory run{name, fs::path(logdir).parent_path().string(), {}, {}};
+    RunDirectory run{name, fs::path(logdir).parent_path().string(), {}, {}, {}};
     if (IsEventFile(name)) {
       run.event_files.push_back(logdir);
     } else if (IsTableFile(name)) {
@@ -142,38 +152,60 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     return runs;
   }
   std::map<std::string, RunDirectory> by_directory;
-  auto add = [&](const fs::path& file) {
-    const std::string name = file.filename().string();
-    const bool event = IsEventFile(name);
-    if (!event && !IsTableFile(name)) return;
-    const fs::path parent = file.parent_path();
-    std::string relative = fs::path(parent).lexically_relative(logdir).lexically_normal().string();
+  auto run_at = [&](const fs::path& directory) -> RunDirectory& {
+    std::string relative =
+        fs::path(directory).lexically_relative(logdir).lexically_normal().string();
     if (relative.empty()) relative = ".";
     if (EndsWith(relative, "/")) relative.pop_back();
     RunDirectory& run = by_directory[relative];
     run.name = relative;
-    run.directory = parent.string();
+    run.directory = directory.string();
+    return run;
+  };
+  auto add = [&](const fs::path& file) {
+    const std::string name = file.filename().string();
+    const bool event = IsEventFile(name);
+    if (!event && !IsTableFile(name)) return;
+    RunDirectory& run = run_at(file.parent_path());
     (event ? run.event_files : run.table_files).push_back(file.string());
   };
-  fs::recursive_directory_iterator it(
-      logdir, fs::directory_options::follow_directory_symlink |
-                  fs::directory_options::skip_permission_denied,
-      ec);
-  if (ec) throw InputError(fmt::format("cannot list {}: {}", logdir, ec.message()));
+  // A folder that cannot be listed (no permission, a symlink loop) is reported as a run of its
+  // own rather than skipped: its logs, if it has any, were not read.
+  auto unreadable = [&](const fs::path& path, const std::error_code& error) {
+    RunDirectory& run = run_at(path);
+    run.unreadable = fmt::format("{}: cannot list this folder ({}); its logs were not read",
+                                 path.string(), error.message());
+  };
   // Symlinks to directories are followed, each real directory once: links back up the tree
   // (a/up -> ..) would otherwise make the walk revisit it without end.
   std::set<fs::path> visited;
   visited.insert(fs::weakly_canonical(logdir, ec));
-  for (; it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (ec) throw InputError(fmt::format("cannot list {}: {}", logdir, ec.message()));
-    std::error_code type_ec;
-    if (it->is_directory(type_ec)) {
-      std::error_code canonical_ec;
-      const fs::path real = fs::canonical(it->path(), canonical_ec);
-      if (canonical_ec || !visited.insert(real).second) it.disable_recursion_pending();
+  std::vector<fs::path> pending{fs::path(logdir)};
+  while (!pending.empty()) {
+    const fs::path directory = std::move(pending.back());
+    pending.pop_back();
+    fs::directory_iterator it(directory, ec);
+    if (ec) {
+      unreadable(directory, ec);
       continue;
     }
-    if (it->is_regular_file(type_ec)) add(it->path());
+    for (; it != fs::directory_iterator(); it.increment(ec)) {
+      std::error_code type_ec;
+      const fs::file_status entry_status = it->status(type_ec);  // follows symlinks
+      if (entry_status.type() == fs::file_type::not_found) continue;  // a dangling symlink
+      if (type_ec) {
+        unreadable(it->path(), type_ec);
+        continue;
+      }
+      if (fs::is_directory(entry_status)) {
+        std::error_code canonical_ec;
+        const fs::path real = fs::canonical(it->path(), canonical_ec);
+        if (!canonical_ec && visited.insert(real).second) pending.push_back(it->path());
+        continue;
+      }
+      if (fs::is_regular_file(entry_status)) add(it->path());
+    }
+    if (ec) unreadable(directory, ec);
   }
   if (by_directory.empty()) {
     throw InputError(fmt::format(
@@ -263,11 +295,40 @@ std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
                    fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
 }
 
+bool Run::AnyFileRead() const {
+  for (const SourceFile& file : files) {
+    if (file.loaded) return true;
+  }
+  return false;
+}
+
 const TimeSeries* Run::FindSeries(std::string_view tag) const {
   for (const TimeSeries& s : series) {
     if (s.tag == tag) return &s;
   }
   return nullptr;
+}
+
+const TimeSeries* Run::LossSeries() const {
+  for (std::string_view name : {"loss", "train/loss", "train_loss", "Loss/train"}) {
+    if (const TimeSeries* s = FindSeries(name)) return s;
+  }
+  auto lower = [](std::string_view text) {
+    std::string out(text);
+    for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return out;
+  };
+  const TimeSeries* any_loss = nullptr;
+  for (const TimeSeries& s : series) {
+    const std::string tag = lower(s.tag);
+    if (tag.find("loss") == std::string::npos) continue;
+    const bool evaluation = tag.find("val") != std::string::npos ||
+                            tag.find("eval") != std::string::npos ||
+                            tag.find("test") != std::string::npos;
+    if (!evaluation) return &s;
+    if (any_loss == nullptr) any_loss = &s;
+  }
+  return any_loss;
 }
 
 std::vector<std::string> Run::Tags() const {
@@ -281,6 +342,7 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
   run.name = directory.name;
   run.directory = directory.directory;
   run.policy = options.restarts;
+  run.unreadable = directory.unreadable;
   TagTable<TagAccumulator> scalars(options);
   TagTable<HistogramAccumulator> histograms(options);
   TagAccumulator* last_scalar = nullptr;  // the accumulator of the tag `last_tag` views
@@ -290,7 +352,14 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
   std::string previous_file;
   for (const std::string& path : directory.event_files) {
     const auto source = static_cast<int32_t>(run.files.size());
-    EventFileReader reader(path);
+    std::optional<EventFileReader> opened;
+    try {
+      opened.emplace(path);
+    } catch (const InputError& e) {
+      run.files.push_back({path, SourceFormat::kEvents, {}, 0, false, e.what()});
+      continue;
+    }
+    EventFileReader& reader = *opened;
     EventItem item;
     while (reader.Next(&item)) {
       switch (item.kind) {
@@ -346,8 +415,8 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
     const auto source = static_cast<int32_t>(run.files.size());
     const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
     SourceFile file{path, format, {}, 0, true, {}};
-    const std::string text = ReadFile(path);
     try {
+      const std::string text = ReadTextFile(path);
       TableLog log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
                                                   : ReadJsonlLog(text, path, options.step_column);
       file.rows = log.rows;
@@ -370,6 +439,12 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
                                         log.malformed_rows == 1 ? "line that is not a JSON object"
                                                                 : "lines that are not JSON objects"));
       }
+      if (log.rows_with_extra_cells > 0) {
+        run.notes.push_back(fmt::format("{}: {} {} with more cells than the header has columns "
+                                        "skipped",
+                                        path, log.rows_with_extra_cells,
+                                        log.rows_with_extra_cells == 1 ? "row" : "rows"));
+      }
       if (log.rows_without_step > 0) {
         run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped", path,
                                         log.rows_without_step,
@@ -380,6 +455,23 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
       file.skip_reason = e.what();
     }
     run.files.push_back(std::move(file));
+  }
+
+  // Event files whose wall-time ranges overlap were written at the same time (two ranks into one
+  // directory): concurrent writers, each judged against its own points.
+  std::vector<bool> concurrent(run.files.size(), false);
+  for (size_t j = 0; j < run.files.size(); ++j) {
+    const EventFileStats& b = run.files[j].events;
+    if (run.files[j].format != SourceFormat::kEvents || b.records == 0) continue;
+    for (size_t i = 0; i < j; ++i) {
+      const EventFileStats& a = run.files[i].events;
+      if (run.files[i].format != SourceFormat::kEvents || a.records == 0) continue;
+      if (a.first_wall_time_seconds < b.last_wall_time_seconds &&
+          b.first_wall_time_seconds < a.last_wall_time_seconds) {
+        concurrent[i] = concurrent[j] = true;
+        run.concurrent_files.push_back({static_cast<int32_t>(i), static_cast<int32_t>(j)});
+      }
+    }
   }
 
   for (auto& [tag, acc] : scalars.by_tag()) {
@@ -403,7 +495,8 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
           source = acc.sources[next_source++].second;
         }
         const ScalarPoint& p = acc.points[i];
-        written[i] = {p.step, p.wall_time_seconds, p.value, 2 * static_cast<int64_t>(i) + 1, source};
+        written[i] = {p.step, p.wall_time_seconds, p.value, 2 * static_cast<int64_t>(i) + 1, source,
+                      concurrent[source]};
       }
       std::vector<PurgeMarker> purges;
       purges.reserve(acc.purges.size());

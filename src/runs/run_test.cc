@@ -231,6 +231,110 @@ TEST(Runs, OverlappingFilesUnderEachPolicy) {
   std::filesystem::remove_all(dir);
 }
 
+// One writer logging four values per step (gradient accumulation), wall time increasing: repeated
+// values, not restarts. `first` keeps the first value of each step, `last` the last, `all` every
+// value in one pass.
+TEST(Runs, RepeatedValuesAtOneStepAreNotRestarts) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mosaic_repeated_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string bytes = FrameRecord(EncodeFileVersionEvent(1000));
+  double wall = 1000;
+  for (int s = 0; s < 3; ++s) {
+    for (int k = 0; k < 4; ++k) {
+      bytes += FrameRecord(EncodeScalarEvent(wall += 1, s, "loss", 10 * s + k));
+    }
+  }
+  WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), bytes);
+  // A CSV logger repeating a step for epoch and step metrics.
+  WriteFileAtomically((dir / "metrics.csv").string(),
+                      "step,epoch,train_loss,val_loss\n0,0,2.5,\n0,0,,2.75\n1,0,2.25,\n1,0,,2.5\n");
+  LoadOptions options;
+  for (const RestartPolicy policy :
+       {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    SCOPED_TRACE(std::string(ToString(policy)));
+    options.restarts = policy;
+    const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+    EXPECT_TRUE(run.restarts.empty()) << run.restarts.size();
+    const TimeSeries& loss = *run.FindSeries("loss");
+    std::vector<double> values;
+    std::vector<int32_t> passes;
+    for (const ScalarPoint& p : loss.points) {
+      values.push_back(p.value);
+      passes.push_back(p.pass);
+    }
+    switch (policy) {
+      case RestartPolicy::kFirst: EXPECT_EQ(values, (std::vector<double>{0, 10, 20})); break;
+      case RestartPolicy::kLast: EXPECT_EQ(values, (std::vector<double>{3, 13, 23})); break;
+      case RestartPolicy::kAll:
+        EXPECT_EQ(values.size(), 12u);
+        EXPECT_EQ(passes, std::vector<int32_t>(12, 1));
+        break;
+    }
+    EXPECT_EQ(run.FindSeries("epoch")->points.size(), policy == RestartPolicy::kAll ? 4u : 2u);
+    for (const Finding& f : CheckHealth(run)) EXPECT_NE(f.kind, FindingKind::kRestart) << f.message;
+  }
+  // A step logged again from a later file is still a restart.
+  std::string resumed = FrameRecord(EncodeFileVersionEvent(2000));
+  resumed += FrameRecord(EncodeScalarEvent(2001, 2, "loss", 99));
+  WriteFileAtomically((dir / "events.out.tfevents.2000.h").string(), resumed);
+  options.restarts = RestartPolicy::kFirst;
+  const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  ASSERT_EQ(run.restarts.size(), 1u);
+  EXPECT_EQ(run.restarts[0].back_to_step, 2);
+  EXPECT_EQ(run.restarts[0].overlapped_points, 1);
+  std::filesystem::remove_all(dir);
+}
+
+// Two ranks writing event files into one directory at the same time: a concurrent-writers
+// finding, no restart; each file is a writer of its own.
+TEST(Runs, ConcurrentWritersAreAFindingNotARestart) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mosaic_concurrent_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (int rank = 0; rank < 2; ++rank) {
+    std::string bytes = FrameRecord(EncodeFileVersionEvent(1000 + rank));
+    for (int s = 0; s < 5; ++s) {
+      bytes += FrameRecord(EncodeScalarEvent(1000 + rank + 10 * s, s, "loss", 100 * rank + s));
+    }
+    WriteFileAtomically((dir / ("events.out.tfevents.1000.rank" + std::to_string(rank))).string(),
+                        bytes);
+  }
+  LoadOptions options;
+  for (const RestartPolicy policy :
+       {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    SCOPED_TRACE(std::string(ToString(policy)));
+    options.restarts = policy;
+    const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+    EXPECT_TRUE(run.restarts.empty());
+    ASSERT_EQ(run.concurrent_files.size(), 1u);
+    const std::vector<Finding> findings = CheckHealth(run);
+    int concurrent = 0;
+    for (const Finding& f : findings) {
+      EXPECT_NE(f.kind, FindingKind::kRestart) << f.message;
+      if (f.kind == FindingKind::kConcurrentWriters) ++concurrent;
+    }
+    EXPECT_EQ(concurrent, 1);
+    const TimeSeries& loss = *run.FindSeries("loss");
+    switch (policy) {
+      case RestartPolicy::kFirst:  // the file that sorts first
+        ASSERT_EQ(loss.points.size(), 5u);
+        EXPECT_EQ(loss.points[4].value, 4);
+        break;
+      case RestartPolicy::kLast:  // the last written of each step
+        ASSERT_EQ(loss.points.size(), 5u);
+        EXPECT_EQ(loss.points[0].value, 100);
+        EXPECT_EQ(loss.points[4].value, 104);
+        break;
+      case RestartPolicy::kAll:
+        ASSERT_EQ(loss.points.size(), 10u);
+        for (const ScalarPoint& p : loss.points) EXPECT_EQ(p.pass, 1);
+        break;
+    }
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Runs, SeveralLogdirsGiveUniqueStableNames) {
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("mosaic_names_" + std::to_string(::getpid()));

@@ -11,6 +11,7 @@
 #include <map>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::runs {
 namespace {
@@ -220,14 +221,14 @@ bool ParseNumber(std::string_view text, double* value) {
 
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column) {
+  text = StripByteOrderMark(text);
   TableLog log;
   log.path = path;
   std::vector<int> lines;
   bool unterminated = false;
   std::vector<std::vector<std::string>> records = SplitCsv(text, &lines, &unterminated);
   if (records.empty()) throw InputError(fmt::format("{}:1: empty CSV file (no header)", path));
-  std::vector<std::string> header = records.front();
-  for (std::string& name : header) name = std::string(Trim(name));
+  std::vector<std::string> header;
   int step_index = -1;
   int wall_index = -1;
   auto find = [&](std::string_view name) {
@@ -236,31 +237,61 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     }
     return -1;
   };
-  if (!step_column.empty()) {
-    step_index = find(step_column);
-    if (step_index < 0) {
-      throw FieldError({path, 1, 0, ""}, "--step-column", step_column, "a column of the header");
+  // Takes `cells` as the column names; false when they lack the step column.
+  auto use_header = [&](const std::vector<std::string>& cells, bool first) {
+    header.clear();
+    for (const std::string& name : cells) header.emplace_back(Trim(name));
+    if (!step_column.empty()) {
+      step_index = find(step_column);
+      if (step_index < 0 && first) {
+        throw FieldError({path, 1, 0, ""}, "--step-column", step_column, "a column of the header");
+      }
+    } else if (first) {
+      for (std::string_view name : kStepColumns) {
+        if ((step_index = find(name)) >= 0) break;
+      }
+      if (step_index < 0) throw InputError(StepColumnError(path, "column"));
+    } else {
+      step_index = find(log.step_column);  // a later header keeps the step column
     }
-  } else {
-    for (std::string_view name : kStepColumns) {
-      if ((step_index = find(name)) >= 0) break;
+    if (step_index < 0) return false;
+    wall_index = -1;
+    for (std::string_view name : kWallTimeColumns) {
+      if ((wall_index = find(name)) >= 0) break;
     }
-    if (step_index < 0) throw InputError(StepColumnError(path, "column"));
-  }
-  for (std::string_view name : kWallTimeColumns) {
-    if ((wall_index = find(name)) >= 0) break;
-  }
-  log.step_column = header[step_index];
-  if (wall_index >= 0) log.wall_time_column = header[wall_index];
+    log.step_column = header[step_index];
+    if (wall_index >= 0 && log.wall_time_column.empty()) log.wall_time_column = header[wall_index];
+    return true;
+  };
+  use_header(records.front(), true);
+  // A header written again (a logger appending after a resume, maybe with new columns): a row
+  // that names the step column and holds no number.
+  auto is_header = [&](const std::vector<std::string>& cells) {
+    bool names_step = false;
+    for (const std::string& cell : cells) {
+      double value;
+      if (ParseNumber(cell, &value)) return false;
+      if (Trim(cell) == log.step_column) names_step = true;
+    }
+    return names_step;
+  };
 
   TagCollector tags(&log);
-  // Create every tag in header order so that columns keep their order.
   for (size_t row = 1; row < records.size(); ++row) {
     const std::vector<std::string>& cells = records[row];
     const int line = lines[row];
     const bool last = row + 1 == records.size();
+    if (is_header(cells)) {
+      const size_t before = header.size();
+      use_header(cells, false);
+      ++log.repeated_headers;
+      Note(&log, fmt::format("{}:{}: header written again ({} columns, {} before); the rows after "
+                             "it are read with it",
+                             path, line, header.size(), before));
+      continue;
+    }
     if (cells.size() > header.size()) {
-      ++log.rows_without_step;
+      ++log.rows_with_extra_cells;
       Note(&log, fmt::format("{}:{}: {} cells for {} columns; row skipped", path, line,
                              cells.size(), header.size()));
       continue;
@@ -306,12 +337,14 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
 
 TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                       const std::string& step_column) {
+  text = StripByteOrderMark(text);
   TableLog log;
   log.path = path;
   TagCollector tags(&log);
   int line_number = 0;
   size_t start = 0;
   bool any_step = false;
+  bool step_key_seen = false;  // on some line, valid or not
   std::vector<std::pair<std::string, const nlohmann::json*>> leaves;
   while (start < text.size()) {
     size_t end = text.find('\n', start);
@@ -356,11 +389,21 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     double step_value = 0;
     int64_t step = 0;
     bool missing = false;
-    if (step_leaf < 0 || !JsonNumber(*leaves[step_leaf].second, &step_value, &missing) ||
+    if (step_leaf < 0) {
+      ++log.rows_without_step;
+      Note(&log, fmt::format("{}:{}: no step key; line skipped", path, line_number));
+      continue;
+    }
+    step_key_seen = true;
+    if (!JsonNumber(*leaves[step_leaf].second, &step_value, &missing) ||
         !ParseStep(step_value, &step)) {
       ++log.rows_without_step;
-      Note(&log, fmt::format("{}:{}: no integer step{}; line skipped", path, line_number,
-                             step_leaf < 0 ? "" : " ('" + leaves[step_leaf].first + "')"));
+      const nlohmann::json& cell = *leaves[step_leaf].second;
+      const bool whole = cell.is_number() && std::isfinite(step_value) &&
+                         step_value == std::floor(step_value);
+      Note(&log, fmt::format("{}:{}: {} = {} is not {}; line skipped", path, line_number,
+                             leaves[step_leaf].first, cell.dump().substr(0, 40),
+                             whole ? "a step within the 64-bit integer range" : "an integer step"));
       continue;
     }
     if (!any_step) {
@@ -387,7 +430,7 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     }
     ++log.rows;
   }
-  if (!any_step) {
+  if (!any_step && !step_key_seen) {
     if (!step_column.empty()) {
       throw FieldError({path, 1, 0, ""}, "--step-column", step_column, "a key of the JSONL objects");
     }

@@ -76,6 +76,70 @@ TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
   EXPECT_EQ(log.notes[0], "m.csv:3: epoch = 'x' is not an integer step; row skipped");
 }
 
+// A spreadsheet's UTF-8 byte-order mark is not part of the first column name or JSON key.
+TEST(TableLog, ByteOrderMarkIsIgnoredByEveryReader) {
+  const TableLog csv = ReadCsvLog("\xEF\xBB\xBFstep,loss\n1,2.5\n2,2.25\n", "excel.csv");
+  EXPECT_EQ(csv.step_column, "step");
+  EXPECT_EQ(Tag(csv, "loss").points.size(), 2u);
+  const TableLog named = ReadCsvLog("\xEF\xBB\xBFstep,loss\n1,2.5\n", "excel.csv", "step");
+  EXPECT_EQ(named.rows, 1);
+  const TableLog jsonl = ReadJsonlLog("\xEF\xBB\xBF{\"step\": 1, \"loss\": 2}\n", "m.jsonl");
+  EXPECT_EQ(jsonl.rows, 1);
+  EXPECT_EQ(jsonl.malformed_rows, 0);
+}
+
+// A logger appending after a resume writes its header again, here with a new column: the rows
+// after it are read with the new columns, none lost.
+TEST(CsvLog, HeaderWrittenAgainStartsANewColumnSet) {
+  const TableLog log = ReadCsvLog(
+      "step,loss,lr\n1,2.5,0.1\n2,2.25,0.1\n"
+      "step,loss,lr,grad_norm\n2,2.2,0.1,0.5\n3,2.0,0.1,0.25\n",
+      "metrics.csv");
+  EXPECT_EQ(log.rows, 4);
+  EXPECT_EQ(log.repeated_headers, 1);
+  EXPECT_EQ(log.rows_with_extra_cells, 0);
+  EXPECT_EQ(log.rows_without_step, 0);
+  EXPECT_EQ(Tag(log, "loss").points.size(), 4u);
+  ASSERT_EQ(Tag(log, "grad_norm").points.size(), 2u);
+  EXPECT_EQ(Tag(log, "grad_norm").points[1].step, 3);
+  EXPECT_EQ(Tag(log, "grad_norm").points[1].value, 0.25);
+  EXPECT_EQ(log.notes.at(0),
+            "metrics.csv:4: header written again (4 columns, 3 before); the rows after it are read "
+            "with it");
+  // Columns may also move: the step column is found again by name.
+  const TableLog moved = ReadCsvLog("step,loss\n1,2\nloss,step\n3,2\n", "m.csv");
+  EXPECT_EQ(Tag(moved, "loss").points.at(1).step, 2);
+  EXPECT_EQ(Tag(moved, "loss").points.at(1).value, 3);
+}
+
+// Each bad line is skipped with its own reason; the other lines are kept.
+TEST(TableLog, EachBadLineHasItsOwnReason) {
+  const TableLog csv = ReadCsvLog("step,loss\n1,2\n2,3,4\n3,1.5\n", "m.csv");
+  EXPECT_EQ(csv.rows, 2);
+  EXPECT_EQ(csv.rows_with_extra_cells, 1);
+  EXPECT_EQ(csv.rows_without_step, 0);
+  EXPECT_EQ(csv.notes.at(0), "m.csv:3: 3 cells for 2 columns; row skipped");
+  const TableLog jsonl = ReadJsonlLog(
+      "{\"step\": 1, \"loss\": 2}\n"
+      "{\"step\": 100000000000000000000, \"loss\": 3}\n"
+      "{\"step\": 1.5, \"loss\": 3}\n"
+      "{\"loss\": 3}\n"
+      "{\"step\": 2, \"loss\": 1.5}\n",
+      "m.jsonl");
+  EXPECT_EQ(jsonl.rows, 2);
+  EXPECT_EQ(jsonl.rows_without_step, 3);
+  EXPECT_EQ(Tag(jsonl, "loss").points.size(), 2u);
+  ASSERT_EQ(jsonl.notes.size(), 3u);
+  EXPECT_EQ(jsonl.notes[0],
+            "m.jsonl:2: step = 1e+20 is not a step within the 64-bit integer range; line skipped");
+  EXPECT_EQ(jsonl.notes[1], "m.jsonl:3: step = 1.5 is not an integer step; line skipped");
+  EXPECT_EQ(jsonl.notes[2], "m.jsonl:4: no step key; line skipped");
+  // Every line with a bad step: the file is read, with no rows, rather than rejected.
+  const TableLog none = ReadJsonlLog("{\"step\": 1e30, \"loss\": 3}\n", "m.jsonl");
+  EXPECT_EQ(none.rows, 0);
+  EXPECT_EQ(none.rows_without_step, 1);
+}
+
 // Lines that are not JSON objects are counted apart from rows without a step.
 TEST(JsonlLog, CountsMalformedLinesApartFromRowsWithoutStep) {
   const TableLog log = ReadJsonlLog(

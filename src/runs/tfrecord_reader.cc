@@ -1,6 +1,7 @@
 #include "mosaic/runs/tfrecord_reader.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -20,7 +21,7 @@ constexpr size_t kFooterBytes = 4;   // u32 masked CRC of the payload
 
 class FileSource : public ByteSource {
  public:
-  FileSource(int fd) : fd_(fd) {}
+  FileSource(int fd, int64_t size_bytes) : fd_(fd), size_bytes_(size_bytes) {}
   ~FileSource() override { close(fd_); }
   size_t Read(char* out, size_t size) override {
     size_t total = 0;
@@ -32,9 +33,11 @@ class FileSource : public ByteSource {
     }
     return total;
   }
+  int64_t SizeBytes() const override { return size_bytes_; }
 
  private:
   int fd_;
+  int64_t size_bytes_;
 };
 
 class MemoryByteSource : public ByteSource {
@@ -46,6 +49,7 @@ class MemoryByteSource : public ByteSource {
     position_ += n;
     return n;
   }
+  int64_t SizeBytes() const override { return static_cast<int64_t>(bytes_.size()); }
 
  private:
   std::string_view bytes_;
@@ -72,7 +76,9 @@ std::unique_ptr<ByteSource> OpenFileSource(const std::string& path) {
 #ifdef POSIX_FADV_SEQUENTIAL
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
-  return std::make_unique<FileSource>(fd);
+  struct stat info;
+  const int64_t size = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) ? info.st_size : -1;
+  return std::make_unique<FileSource>(fd, size);
 }
 
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
@@ -110,6 +116,7 @@ std::string RecordIssue::Message() const {
 TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
                                bool verify_payload_crc, size_t buffer_bytes)
     : source_(std::move(source)),
+      size_bytes_(source_->SizeBytes()),
       path_(std::move(path)),
       verify_payload_crc_(verify_payload_crc),
       buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
@@ -118,13 +125,15 @@ bool TfRecordReader::Fill(size_t n) {
   if (end_ - begin_ >= n) return true;
   if (source_done_) return false;
   if (buffer_.size() - begin_ < n) {
-    // Move the unread bytes to the front, growing the buffer for a record larger than it.
+    // Move the unread bytes to the front.
     std::memmove(buffer_.data(), buffer_.data() + begin_, end_ - begin_);
     end_ -= begin_;
     begin_ = 0;
-    if (buffer_.size() < n) buffer_.resize(std::max(n, buffer_.size() * 2));
   }
   while (end_ - begin_ < n) {
+    // A record larger than the buffer: grow it as its bytes arrive (doubling, at most to `n`), so
+    // that a length the source cannot back never allocates more than twice what was read.
+    if (end_ == buffer_.size()) buffer_.resize(std::min(n, buffer_.size() * 2));
     const size_t got = source_->Read(buffer_.data() + end_, buffer_.size() - end_);
     if (got == 0) {
       source_done_ = true;
@@ -156,9 +165,21 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
       stopped_ = true;
       return false;
     }
-    // A length the CRC vouches for, but the file may still end before it (truncated tail).
+    // A length the CRC vouches for, but the file may still end before it (truncated tail), or the
+    // length may lie: checked against the bytes the file has left before the buffer grows.
     constexpr uint64_t kMaxRecordBytes = uint64_t{1} << 40;
-    if (length > kMaxRecordBytes || !Fill(kHeaderBytes + length + kFooterBytes)) {
+    const uint64_t left_bytes =
+        size_bytes_ < 0 ? kMaxRecordBytes
+                        : static_cast<uint64_t>(std::max<int64_t>(
+                              0, size_bytes_ - offset_ - static_cast<int64_t>(kHeaderBytes)));
+    if (length > kMaxRecordBytes || length + kFooterBytes > left_bytes) {
+      issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
+                         fmt::format("record of {} bytes claimed, {} bytes left in the file",
+                                     length, left_bytes)});
+      stopped_ = true;
+      return false;
+    }
+    if (!Fill(kHeaderBytes + length + kFooterBytes)) {
       issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
                          fmt::format("record of {} bytes, {} available", length,
                                      end_ - begin_ - std::min(end_ - begin_, kHeaderBytes))});

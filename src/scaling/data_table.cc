@@ -15,6 +15,7 @@
 #include "location.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::scaling {
 
@@ -69,6 +70,7 @@ struct Field {
 }  // namespace
 
 DataTable ParseCsv(std::string_view text, const std::string& origin) {
+  text = StripByteOrderMark(text);
   DataTable table;
   table.origin = origin;
   size_t pos = 0;
@@ -169,7 +171,7 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
   return table;
 }
 
-DataTable ReadCsv(const std::string& path) { return ParseCsv(ReadFile(path), path); }
+DataTable ReadCsv(const std::string& path) { return ParseCsv(ReadTextFile(path), path); }
 
 ColumnMapping ParseColumnMapping(std::string_view text) {
   const size_t eq = text.find('=');

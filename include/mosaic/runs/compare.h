@@ -16,11 +16,17 @@ struct SeriesOffset {
   int64_t first_common_step = 0;
   int64_t last_common_step = 0;
   double mean_difference = 0;       // mean of b − a, in the tag's unit
-  double sd_difference = 0;         // sample standard deviation (0 when one step)
-  double standard_error = 0;        // sd / sqrt(n)
+  double sd_difference = 0;         // sample standard deviation (0 when one step: see has_spread)
+  double standard_error = 0;        // sd / sqrt(n) (0 when one step)
   double min_difference = 0;
   double max_difference = 0;
   double mean_relative_difference = 0;  // mean of (b − a) / a over steps with a != 0
+  int64_t relative_steps = 0;           // common steps with a != 0 (0: no relative difference)
+
+  // Whether the spread (sd, standard error) is measured: it takes two common steps or more.
+  bool has_spread() const { return common_steps > 1; }
+  // Whether a relative difference is measured: some common step has a nonzero value in `a`.
+  bool has_relative() const { return relative_steps > 0; }
 };
 
 // The offset of `b` against `a`; nullopt when they share no step with finite values.

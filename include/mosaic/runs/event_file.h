@@ -48,6 +48,7 @@ struct EventFileStats {
   std::map<ScalarEncoding, int64_t> scalar_encodings;
   std::string file_version;    // from the first record, e.g. "brain.Event:2"
   double first_wall_time_seconds = 0;  // of the first record; 0 when the file has none
+  double last_wall_time_seconds = 0;   // the largest of the records; 0 when the file has none
 };
 
 class EventFileReader {

@@ -33,7 +33,10 @@ struct HealthOptions {
 };
 
 // kDamaged: a corrupt record or file; kUnreadableFile: a log file that could not be used at all
-// (e.g. a CSV without a step column), reported once as a finding rather than also as a note.
+// (e.g. a CSV without a step column, a file without read permission), reported once as a finding
+// rather than also as a note; kUnreadableFolder: a folder that could not be listed (its logs, if
+// any, were not read); kConcurrentWriters: event files of one run whose wall-time ranges overlap
+// (two ranks or processes writing into one directory), which are not restarts.
 enum class FindingKind {
   kNonFinite,
   kSkippedUpdate,
@@ -42,7 +45,9 @@ enum class FindingKind {
   kStepGap,
   kStall,
   kDamaged,
-  kUnreadableFile
+  kUnreadableFile,
+  kUnreadableFolder,
+  kConcurrentWriters
 };
 std::string_view ToString(FindingKind kind);
 

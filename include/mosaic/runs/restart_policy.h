@@ -1,10 +1,20 @@
 // What to keep when a run logs a step again (a resume from a snapshot, a re-run into the same
 // directory). Seed 004: "the first pass is the result". Applied per tag to the points in the order
 // they were written (files in start order, then rows in file order); docs/logs.md.
-//   first: keep the earliest-written value of each step (default);
-//   last:  TensorBoard's loader: a step s at or below the last kept step evicts every kept point
-//          with step >= s; a SessionLog.START purge marker at step s does the same for every tag;
-//   all:   keep every point, numbered by pass (what tbparse does).
+//
+// A restart is a step going back: a step below the writer's previous step, or equal to it when
+// it comes from another file (a new writer) or with an earlier wall time. Several values at one
+// step from one continuing writer (same file, wall time not going back: gradient accumulation,
+// Lightning's CSV logger writing epoch and step metrics at one step) are repeated values, not
+// restarts. A file whose wall-time range overlaps another file's (two ranks writing into one
+// directory) is a concurrent writer: its points are judged against its own previous points only.
+//   first: keep the earliest-written value of each step (default); of repeated values, the first;
+//          of concurrent writers at one step, the one in the file that sorts first;
+//   last:  TensorBoard's loader: a restart to step s evicts every kept point with step >= s; a
+//          SessionLog.START purge marker at step s does the same for every tag; of repeated
+//          values (and concurrent writers at one step), the last written is kept;
+//   all:   keep every point, numbered by pass (what tbparse does); repeated values and concurrent
+//          writers keep the pass they are in, only a restart starts a new one.
 #pragma once
 
 #include <cstdint>
@@ -30,6 +40,9 @@ struct WrittenPoint {
   double value = 0;
   int64_t sequence = 0;
   int32_t source = 0;
+  // The point's file was written concurrently with another file of the run (overlapping wall
+  // times): restarts are judged against the points of that file alone.
+  bool concurrent = false;
 };
 
 // A purge marker (SessionLog.START) at `step`, written at `sequence`.
@@ -50,7 +63,8 @@ struct Restart {
   int64_t overlapped_points = 0;
 };
 
-// Finds every restart of one tag's written points (policy independent).
+// Finds every restart of one tag's written points (policy independent); repeated values at one
+// step from one continuing writer are not restarts.
 std::vector<Restart> FindRestarts(std::string_view tag, const std::vector<WrittenPoint>& written);
 
 // Applies `policy` to one tag's points in write order. `purges` (sorted by sequence) only act

@@ -36,11 +36,17 @@ struct RunDirectory {
   std::string directory;  // path as it can be opened
   std::vector<std::string> event_files;  // in write order
   std::vector<std::string> table_files;  // CSV and JSONL, by name
+  // Why the directory (or a path below it that is not a run of its own) could not be listed,
+  // e.g. "logs/a: cannot list this folder (Permission denied); its logs were not read"; empty
+  // when it could. Such a directory is a run of its own with no files.
+  std::string unreadable;
 };
 
 // Finds the runs under `logdir` (recursively), sorted by name. `logdir` may also be a single
-// file, which is then a run of its own. Throws InputError when `logdir` does not exist or holds
-// no event, CSV or JSONL file.
+// file, which is then a run of its own. A folder (or an entry) that cannot be listed or examined
+// is a run of its own with `unreadable` set, so that it is reported rather than skipped. Throws
+// InputError when `logdir` does not exist or holds no event, CSV or JSONL file and no
+// unreadable folder.
 std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 
 // Discovers the runs of several log directories (the arguments of `mosaic runs`) and names them
@@ -87,6 +93,12 @@ struct LoadOptions {
 // flag, the pattern (shortened when long) and RE2's complaint (syntax, pattern too large).
 std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern);
 
+// Two files of a run (indexes into Run::files, first < second) whose wall-time ranges overlap.
+struct ConcurrentFiles {
+  int32_t first = 0;
+  int32_t second = 0;
+};
+
 struct Run {
   std::string name;
   std::string directory;
@@ -97,17 +109,27 @@ struct Run {
   std::vector<Restart> restarts;            // by tag, then write order; source indexes `files`
   std::vector<RecordIssue> record_issues;   // damaged spots of event files, by file and offset
   std::vector<std::string> notes;           // skipped files, rows, cells; file order warnings
+  // Event files written at the same time (overlapping wall-time ranges): concurrent writers,
+  // whose points are judged against their own file's only (restart_policy.h).
+  std::vector<ConcurrentFiles> concurrent_files;
+  std::string unreadable;  // RunDirectory::unreadable
+
+  // True when at least one file of the run could be read.
+  bool AnyFileRead() const;
 
   const TimeSeries* FindSeries(std::string_view tag) const;
+  // The run's training loss series, or null: the first present of "loss", "train/loss",
+  // "train_loss", "Loss/train", then the first tag (in tag order) naming "loss" in any case and
+  // not an evaluation ("val", "eval", "test"), then the first naming "loss" at all.
+  const TimeSeries* LossSeries() const;
   std::vector<std::string> Tags() const;
   // Points written under every tag, before the restart policy.
   int64_t written_points = 0;
 };
 
-// Reads every file of `directory` and applies `options`. Files that cannot be read or parsed are
-// skipped with their reason in SourceFile::skip_reason; damaged records are reported in
-// record_issues. Never throws for file content; throws InputError only when a file cannot be
-// opened.
+// Reads every file of `directory` and applies `options`. Files that cannot be opened, read or
+// parsed are skipped with their reason in SourceFile::skip_reason (reported as findings, the other
+// files still read); damaged records are reported in record_issues. Never throws for a file.
 Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
 
 }  // namespace mosaic::runs

@@ -7,7 +7,10 @@
 // kStepColumns present. Empty cells (and JSON null) are missing values; cells that are not numbers
 // (list-valued cells, booleans, words) are skipped and counted, never guessed; "nan", "inf",
 // "-inf", "NaN", "Infinity" are non-finite values. A row whose step is not an integer is skipped
-// and counted. A truncated last line is dropped without error (noted).
+// and counted. A truncated last line is dropped without error (noted). A CSV header written again
+// mid-file (a logger appending after a resume, perhaps with new columns) is recognised as a row
+// that names the step column and holds no number: the rows after it are read with its columns.
+// Every skipped line is noted with its own reason ("path:line: ..."; the first few per file).
 #pragma once
 
 #include <array>
@@ -40,6 +43,8 @@ struct TableLog {
   std::vector<TagPoints> tags;   // in order of first appearance
   int64_t rows = 0;              // data rows read
   int64_t rows_without_step = 0;  // rows that parsed but have no integer step
+  int64_t rows_with_extra_cells = 0;  // CSV rows with more cells than their header has columns
+  int64_t repeated_headers = 0;       // CSV header lines written again (each starts a column set)
   int64_t malformed_rows = 0;     // JSONL lines that are not JSON objects (a truncated tail aside)
   int64_t non_numeric_cells = 0;
   std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
@@ -52,8 +57,9 @@ struct TableLog {
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column = "");
 
-// Parses JSONL `text` read from `path`, with the same rules. Lines that are not JSON objects are
-// skipped and noted with their line number (a truncated last line silently apart from a note).
+// Parses JSONL `text` read from `path`, with the same rules. Lines that are not JSON objects, and
+// lines whose step is missing or not an integer (e.g. beyond the 64-bit range), are skipped and
+// noted with their line number and reason (a truncated last line silently apart from a note).
 // Throws InputError when no line has a step key.
 TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                       const std::string& step_column = "");

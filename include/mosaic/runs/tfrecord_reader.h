@@ -8,7 +8,10 @@
 //   - a last record cut short (live or crashed writer): every complete record is returned, then
 //     the reader stops; noted as kTruncatedTail, which is not an error;
 //   - a bad payload CRC spoils one record: it is skipped and reported with its byte offset;
-//   - a bad length CRC means the framing is lost: reported, and the reader stops.
+//   - a bad length CRC means the framing is lost: reported, and the reader stops;
+//   - a length (with a valid CRC) claiming more bytes than the file has left is rejected before
+//     any buffer is sized for it, like a truncated tail; from a source of unknown size, the buffer
+//     only grows with the bytes actually read.
 #pragma once
 
 #include <cstdint>
@@ -25,6 +28,8 @@ class ByteSource {
   virtual ~ByteSource() = default;
   // Copies up to `size` bytes into `out`; returns how many (0 at the end).
   virtual size_t Read(char* out, size_t size) = 0;
+  // The number of bytes the source holds in all, or -1 when unknown (a pipe).
+  virtual int64_t SizeBytes() const { return -1; }
 };
 
 // Opens `path` for reading. Throws InputError naming the path and the system error.
@@ -77,6 +82,7 @@ class TfRecordReader {
   bool Fill(size_t n);
 
   std::unique_ptr<ByteSource> source_;
+  int64_t size_bytes_;  // the source's size, -1 when unknown
   std::string path_;
   bool verify_payload_crc_;
   std::vector<char> buffer_;

@@ -1,0 +1,24 @@
+// Text input shared by every reader of user files (CSV and JSONL logs, fit tables): the bytes as
+// the reader should see them. A UTF-8 byte-order mark (EF BB BF), which spreadsheets and some
+// Windows tools write at the start of a file, is not part of the first column name or key: it is
+// removed here, once, for every reader.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace mosaic {
+
+inline constexpr std::string_view kUtf8ByteOrderMark = "\xEF\xBB\xBF";
+
+// `text` without a leading UTF-8 byte-order mark (unchanged when it has none).
+inline std::string_view StripByteOrderMark(std::string_view text) {
+  if (text.starts_with(kUtf8ByteOrderMark)) text.remove_prefix(kUtf8ByteOrderMark.size());
+  return text;
+}
+
+// Reads the whole file at `path` as text, without a leading byte-order mark. Throws InputError
+// naming the path when it cannot be read (atomic_file.h ReadFile).
+std::string ReadTextFile(const std::string& path);
+
+}  // namespace mosaic
