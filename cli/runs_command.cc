@@ -80,11 +80,9 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
 
 // Loads every run; what could not be read is reported per run. Throws InputError, with every
 // reason, only when nothing at all could be read.
-std::vector<Run> LoadAll(const std::vector<std::string>& logdirs, const LoadOptions& options) {
+std::vector<Run> LoadAll(const std::vector<RunDirectory>& directories, const LoadOptions& options) {
   std::vector<Run> runs;
-  for (const RunDirectory& directory : DiscoverRuns(logdirs)) {
-    runs.push_back(LoadRun(directory, options));
-  }
+  for (const RunDirectory& directory : directories) runs.push_back(LoadRun(directory, options));
   std::vector<std::string> reasons;
   for (const Run& run : runs) {
     if (run.AnyFileRead()) return runs;
@@ -320,8 +318,7 @@ void RunRuns(const RunsOptions& options) {
   const LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
   const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
   CheckOutputIsNotInput(options.output, LogFiles(directories));
-  std::vector<Run> runs;
-  for (const RunDirectory& directory : directories) runs.push_back(LoadRun(directory, load));
+  const std::vector<Run> runs = LoadAll(directories, load);
   if (!options.export_format.empty()) {
     EmitOutput(options.output, ExportRuns(runs, ExportFormatFromString(options.export_format),
                                           load.restarts == RestartPolicy::kAll));

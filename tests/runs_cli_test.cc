@@ -260,6 +260,37 @@ TEST(RunsCli, TagPatternsCannotHangOrCrash) {
           << p.err.substr(0, 300);
       EXPECT_LT(p.err.size(), 400u);  // the pattern is shortened
     }
+  }
+  fs::remove_all(root);
+}
+
+// An output file that is one of the logs read is refused before anything is written.
+TEST(RunsCli, OutputOverAnInputIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / ("mosaic_own_" + std::to_string(getpid()));
+  fs::remove_all(root);
+  fs::create_directories(root / "run");
+  const std::string log = "step,loss\n1,2.5\n2,2.25\n";
+  { std::ofstream(root / "run" / "metrics.csv") << log; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "' --export csv --output '" +
+                              (root / "run" / ".." / "run" / "metrics.csv").string() + "'");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText((root / "run" / "metrics.csv").string()), log);
+  CommandResult empty = RunMosaic("runs '" + root.string() + "' --json --output ''");
+  EXPECT_EQ(empty.exit_code, 2);
+  EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
+  fs::remove_all(root);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
 namespace fs = std::filesystem;
 
 fs::path FreshDir(const std::string& name) {
@@ -283,24 +314,6 @@ TEST(RunsCli, ByteOrderMarkDoesNotHideTheStepColumn) {
   fs::remove_all(root);
 }
 
-// An output file that is one of the logs read is refused before anything is written.
-TEST(RunsCli, OutputOverAnInputIsRefused) {
-  namespace fs = std::filesystem;
-  const fs::path root = fs::path(::testing::TempDir()) / ("mosaic_own_" + std::to_string(getpid()));
-  fs::remove_all(root);
-  fs::create_directories(root / "run");
-  const std::string log = "step,loss\n1,2.5\n2,2.25\n";
-  { std::ofstream(root / "run" / "metrics.csv") << log; }
-  CommandResult r = RunMosaic("runs '" + root.string() + "' --export csv --output '" +
-                              (root / "run" / ".." / "run" / "metrics.csv").string() + "'");
-  EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
-            std::string::npos)
-      << r.err;
-  EXPECT_EQ(ReadText((root / "run" / "metrics.csv").string()), log);
-  CommandResult empty = RunMosaic("runs '" + root.string() + "' --json --output ''");
-  EXPECT_EQ(empty.exit_code, 2);
-  EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;
 // A folder that cannot be listed is a finding naming it; the other runs are still read, and the
 // exit is non-zero only when nothing could be read. A symlink loop cannot be listed by anyone,
 // root included.
