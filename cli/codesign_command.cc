@@ -33,6 +33,9 @@ void Run(const CodesignCliOptions& o) {
   for (const std::string& output : {o.output, o.html}) {
     CheckOutputIsNotInput(output, {o.space, space.base, space.law.origin});
   }
+  if (!o.html.empty() && o.html == o.output) {
+    throw UsageError("--html and --output name the same file " + o.html);
+  }
   CodesignOptions options;
   options.threads = o.threads;
   // A progress line for sweeps longer than a second, on a terminal only.

@@ -30,6 +30,9 @@ void Run(const DecideOptions& o) {
     for (const std::string& dir : study.decision.results->logs) inputs.push_back(dir);
   }
   for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
+  if (!o.html.empty() && o.html == o.output) {
+    throw UsageError("--html and --output name the same file " + o.html);
+  }
   const Decision decision = Decide(study, options);
   if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderDecisionHtml(decision));
   EmitOutput(o.output, o.json ? report::RenderDecisionJson(decision)

@@ -128,6 +128,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
                                                          routing, capacity_factor, profile,
                                                          profiles, overrides)
+    if int(top) < 1:
+        raise InputError(f"search: top = {top}: at least 1 layout")
     result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, p, pf, int(top)))
     columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
@@ -146,11 +148,19 @@ class Fit(_Document):
         super().__init__(json.loads(handle.json()))
         self._handle = handle
 
+    @property
+    def intervals(self) -> dict | None:
+        """Bootstrap percentile intervals per parameter, or None without a bootstrap."""
+        return self._document.get("intervals")
+
     def predict(self, **inputs) -> pd.DataFrame:
         """Loss at the law's inputs, given as equal-length arrays or scalars by name (e.g.
         ``N=..., D=...`` or ``C=...``). Returns a DataFrame with the inputs, ``loss`` and, with a
         bootstrap, ``low`` and ``high``."""
-        arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in inputs.items()}
+        try:
+            arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in inputs.items()}
+        except (TypeError, ValueError) as error:
+            raise InputError(f"predict: the inputs are numbers ({error})") from None
         loss, low, high = self._handle.predict(arrays)
         frame = pd.DataFrame(arrays)
         frame["loss"] = loss
@@ -178,6 +188,8 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     (``"N=Model Size"``, ``"D=C/(6*N)"``), ``where`` keeps rows (``"C < 1e21"``). ``pins`` fixes
     parameters by name. ``bootstrap`` resamples runs for percentile intervals.
     """
+    if int(bootstrap) < 0:
+        raise InputError(f"fit: bootstrap = {bootstrap}: resamples are 0 (none) or more")
     args = (law, list(columns), where, int(drop_highest_loss), dict(pins or {}), objective, space,
             float(delta), int(bootstrap), int(seed), float(confidence), int(threads), loss_column,
             run_column)

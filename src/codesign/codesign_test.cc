@@ -169,6 +169,10 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
   EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"", "name = \"sprase\""))
                 .find("(did you mean 'sparse'?)"),
             std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "top_k = [2]", "top_k = [2]\nexpert_width = [\"d/0\"]"))
+                .find("[axes] expert_width: expert_width = \"d/0\" at d = 768. Violated constraint: "
+                      "no division by zero"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1\ngpu_hours = 5"))
                 .find("[budget] gives exactly one of gpu_hours, days"),
             std::string::npos);

@@ -12,6 +12,7 @@
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/scaling/law.h"
+#include "mosaic/study/study_config.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/spellcheck.h"
@@ -283,10 +284,30 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   }
   // The base model and the device must load; their errors keep their own locations.
   if (space.base.ends_with(".toml")) space.base = ResolvePath(space.base, origin);
+  int64_t base_d_model = 0;
   try {
-    LoadModel(space.base);
+    base_d_model = LoadModel(space.base).config.d_model;
   } catch (const InputError& error) {
     throw LocatedError(base_where, fmt::format("base = \"{}\": {}", space.base, error.what()));
+  }
+  // Expressions in d must evaluate for every width swept.
+  const std::vector<int64_t> widths =
+      space.axes.d_model.empty() ? std::vector<int64_t>{base_d_model} : space.axes.d_model;
+  for (const auto& [field, values] : {std::pair<std::string, const std::vector<AxisValue>*>{
+                                          "expert_width", &space.axes.expert_width},
+                                      {"latent_dim", &space.axes.latent_dim}}) {
+    for (const AxisValue& value : *values) {
+      for (int64_t d : widths) {
+        ArmOverride o;
+        o.field = field;
+        o.value = value;
+        try {
+          ResolveOverride(o, d);
+        } catch (const InputError& error) {
+          throw LocatedError(axes_where, fmt::format("[axes] {}: {}", field, error.what()));
+        }
+      }
+    }
   }
   LoadHardware(space.hardware);
   // The law: known, its parameters complete and known.

@@ -35,7 +35,7 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
       "projected_advantage",
       fmt::format("projected advantage at the target >= {:g}% ({})", 100 * rule.threshold,
                   as_loss ? "as loss, same wall-clock" : "as wall-clock effective compute"));
-  if (!in.missing_fit.empty() || !in.effective_compute) {
+  if (!in.missing_fit.empty() || !in.effective_compute || !std::isfinite(*in.effective_compute)) {
     r.status = CriterionStatus::kUnknown;
     r.missing = in.missing_fit.empty() ? "no scaling-law projection" : in.missing_fit;
     r.settle = fmt::format("ladder results of {} and {} at the same rungs", rule.default_arm,
@@ -49,7 +49,8 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
     interval = fmt::format(" [{:.3f}, {:.3f}]", in.effective_compute_interval->low,
                            in.effective_compute_interval->high);
   }
-  if (!in.missing_throughput.empty() || !in.tokens_per_s_ratio) {
+  if (!in.missing_throughput.empty() || !in.tokens_per_s_ratio ||
+      !std::isfinite(*in.tokens_per_s_ratio) || !(*in.tokens_per_s_ratio > 0)) {
     r.status = CriterionStatus::kUnknown;
     r.missing = in.missing_throughput.empty() ? "no tokens/s ratio" : in.missing_throughput;
     r.settle = fmt::format("tokens/s of {} and {} on the target cluster ([throughput] measured "
@@ -71,7 +72,7 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
       "wall-clock advantage {:.3f}× = effective compute {:.3f}×{} × tokens/s ratio {:.3f} ({}); "
       "as loss: {}",
       wall, e, interval, ratio, in.throughput_source, loss_text);
-  if (std::isnan(advantage)) {
+  if (!std::isfinite(advantage)) {
     r.status = CriterionStatus::kUnknown;
     r.missing = "the loss at the challenger's wall-clock-matched budget";
     r.settle = "a fit of the challenger's arm";

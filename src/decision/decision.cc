@@ -512,7 +512,18 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
         challenger.bootstrap ? &*challenger.bootstrap : nullptr, spec.fit.confidence);
     d.effective_compute = c.multiplier;
     d.effective_compute_interval = c.multiplier_interval;
+    if (!std::isfinite(c.multiplier) || !(c.multiplier > 0)) {
+      // A loss at or below the law's floor (a pinned E above the data), or a flat law (alpha = 0),
+      // has no compute that reaches it: nothing to decide on.
+      d.effective_compute.reset();
+      d.effective_compute_interval.reset();
+      d.missing_fit = fmt::format(
+          "the projection is not finite ({}): the fitted losses do not fall with compute above "
+          "the law's floor (check [fit] pin against the losses)",
+          c.multiplier);
+    }
     for (ArmFit& f : d.fits) {
+      if (!d.effective_compute) break;
       f.target_loss = scaling::LossAtCompute(d.law, f.fit.theta, d.target_compute_flops);
       if (f.bootstrap && !f.bootstrap->theta.empty()) {
         std::vector<double> losses;
@@ -553,7 +564,10 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
       if (def == nullptr || !def->Loss(which)) continue;
       const double c_def = scaling::ComputeForLoss(d.law, base.fit.theta, *def->Loss(which));
       const double c_arm = scaling::ComputeForLoss(d.law, base.fit.theta, *r.Loss(which));
-      d.rung_multipliers.push_back({r.arm, r.d_model, c_arm / c_def});
+      const double multiplier = c_arm / c_def;
+      if (std::isfinite(multiplier) && multiplier > 0) {
+        d.rung_multipliers.push_back({r.arm, r.d_model, multiplier});
+      }
     }
   }
 

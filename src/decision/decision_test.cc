@@ -204,6 +204,11 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                 .find("each criterion is one of projected_advantage, wins_at_largest_rung, "
                       "context_extension, no_anomalies (did you mean 'projected_advantage'?)"),
             std::string::npos);
+  EXPECT_NE(ErrorOf("criteria = [\"projected_advantage\", \"wins_at_largest_rung\", "
+                    "\"context_extension\", \"no_anomalies\"]",
+                    "criteria = []")
+                .find("criteria lists at least one criterion"),
+            std::string::npos);
   EXPECT_NE(ErrorOf("threshold = 0.05", "threshold = 5")
                 .find("threshold = 5. Violated constraint: 0 < threshold < 1 (a fraction: 0.05, "
                       "not 5)"),
@@ -241,6 +246,22 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
               "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nfsdp-chunk1,768,3.1\n");
   EXPECT_NE(twice.find("a second row for arm fsdp-chunk1 at d_model 768"), std::string::npos)
       << twice;
+}
+
+// A pinned floor E above every loss leaves no compute that reaches the losses: the projection is
+// not finite, so the advantage is UNKNOWN with the reason, never a PASS on infinity.
+TEST(Decide, AFloorAboveTheLossesLeavesTheProjectionUnknown) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.fit.pins = {{"E", 5.0}, {"alpha", 0.0941}};
+  study.decision.rule->criteria = {"projected_advantage"};
+  const Decision d = Decide(study);
+  EXPECT_FALSE(d.effective_compute.has_value());
+  EXPECT_NE(d.missing_fit.find("the projection is not finite"), std::string::npos) << d.missing_fit;
+  EXPECT_TRUE(d.rung_multipliers.empty());
+  for (const Scenario& s : d.scenarios) {
+    EXPECT_EQ(Criterion(s, "projected_advantage").status, CriterionStatus::kUnknown);
+    EXPECT_FALSE(s.verdict.challenger_picked);
+  }
 }
 
 TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {

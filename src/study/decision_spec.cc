@@ -280,6 +280,11 @@ void ReadRule(const toml::node& node, const SourceLocation& where, const TableRe
   });
   r.On("criteria", [&](auto& n, auto& w) {
     rule.criteria = GetStringArray(n, w, "criteria");
+    if (rule.criteria.empty()) {
+      throw FieldError(w, "criteria", "[]",
+                       "criteria lists at least one criterion (a rule without one would always "
+                       "pick the challenger)");
+    }
     const std::vector<std::string> known(kCriterionNames.begin(), kCriterionNames.end());
     for (size_t i = 0; i < rule.criteria.size(); ++i) {
       const std::string& c = rule.criteria[i];
