@@ -106,9 +106,15 @@ std::string ResolvePath(const std::string& path, const std::string& origin) {
 std::vector<std::pair<std::string, double>> ReadFitJson(const std::string& path,
                                                         const std::string& law,
                                                         const SourceLocation& where) {
+  std::string text;
+  try {
+    text = ReadFile(path);
+  } catch (const InputError& error) {
+    throw LocatedError(where, fmt::format("fit_json: {}", error.what()));
+  }
   nlohmann::json j;
   try {
-    j = nlohmann::json::parse(ReadFile(path));
+    j = nlohmann::json::parse(text);
   } catch (const nlohmann::json::exception& error) {
     throw LocatedError(where, fmt::format("fit_json {}: not JSON ({})", path, error.what()));
   }
@@ -141,7 +147,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   SpaceConfig space;
   space.origin = origin;
   TableReader reader(text, origin);
-  SourceLocation base_where, law_where, budget_where, axes_where;
+  SourceLocation base_where, law_where, budget_where, axes_where, cluster_where;
   std::string fit_json;
   reader.On("name", [&](auto& n, auto& w) { space.name = GetString(n, w, "name"); });
   reader.On("title", [&](auto& n, auto& w) { space.title = GetString(n, w, "title"); });
@@ -151,6 +157,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     base_where = w;
   });
   reader.On("cluster", [&](auto& n, auto& w) {
+    cluster_where = w;
     TableReader r(text, origin);
     r.On("hardware", [&](auto& n2, auto& w2) { space.hardware = GetString(n2, w2, "hardware"); });
     r.On("gpus", [&](auto& n2, auto& w2) { space.gpus = GetPositiveInt(n2, w2, "gpus"); });
@@ -309,7 +316,12 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
       }
     }
   }
-  LoadHardware(space.hardware);
+  try {
+    LoadHardware(space.hardware);
+  } catch (const InputError& error) {
+    throw LocatedError(cluster_where,
+                       fmt::format("[cluster] hardware = \"{}\": {}", space.hardware, error.what()));
+  }
   // The law: known, its parameters complete and known.
   const std::vector<std::string> names = scaling::LawNames();
   if (std::find(names.begin(), names.end(), space.law.name) == names.end()) {

@@ -80,14 +80,27 @@ std::optional<double> OptionalNumber(const scaling::DataTable& table, int column
 void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                     std::vector<RungResult>& results) {
   const scaling::DataTable table = scaling::ParseCsv(ReadStudyFile(spec.csv), spec.csv);
-  const int arm = table.Require(spec.arm_column, "the arm of each result");
-  const int d = table.Require(spec.d_model_column, "the rung (d_model) of each result");
+  // A column the results need: named by its [results] key when missing.
+  const auto require = [&](const std::string& column, std::string_view key,
+                           std::string_view purpose) {
+    const int index = table.Find(column);
+    if (index < 0) {
+      throw InputError(fmt::format("{}: no column '{}' ({}){}; set [results] {} = \"COLUMN\" "
+                                   "(columns: {})",
+                                   spec.csv, column, purpose, DidYouMean(column, table.names), key,
+                                   fmt::join(table.names, ", ")));
+    }
+    return index;
+  };
+  const int arm = require(spec.arm_column, "arm_column", "the arm of each result");
+  const int d = require(spec.d_model_column, "d_model_column", "the rung of each result");
   const int dropless = table.Find(spec.dropless_column);
   const int with_drop = table.Find(spec.with_drop_column);
-  if (dropless < 0 && with_drop < 0) {
-    throw InputError(fmt::format("{}: no loss column: the results need {} or {} (columns: {})",
-                                 spec.csv, spec.dropless_column, spec.with_drop_column,
-                                 fmt::join(table.names, ", ")));
+  // The deciding loss must have its column; the other one is shown when present.
+  if (spec.loss == DecisionLoss::kDropless) {
+    require(spec.dropless_column, "dropless_column", "the dropless loss, which decides");
+  } else {
+    require(spec.with_drop_column, "with_drop_column", "the with-drop loss, which decides");
   }
   const int dropped = table.Find(spec.dropped_column);
   const int run = table.Find(spec.run_column);
