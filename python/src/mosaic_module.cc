@@ -58,16 +58,7 @@ PerfSetup Setup(const std::string& model, const std::map<std::string, std::strin
   r.gpus = gpus;
   r.batch = batch;
   r.seq = seq;
-  auto f = NumberFormatFromString(format);
-  if (!f) throw InputError("format '" + format + "': expected bf16, fp8 or mxfp8");
-  r.format = *f;
-  if (routing != "auto") {
-    r.routing = RoutingPolicyFromString(routing);
-    if (!r.routing) {
-      throw InputError("routing '" + routing +
-                       "': expected auto, dropless, balanced, capacity or fixed-cells");
-    }
-  }
+  SetFormatAndRouting(r, format, routing);
   r.capacity_factor = capacity_factor;
   r.profile = profile;
   r.profiles_file = profiles_file;

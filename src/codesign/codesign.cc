@@ -127,10 +127,7 @@ std::shared_ptr<const SweepContext> PrepareSweep(const SpaceConfig& space) {
   request.gpus = space.gpus;
   request.batch = space.search.batch_seqs;
   request.seq = space.search.seq_len;
-  request.format = *NumberFormatFromString(space.search.format);
-  if (space.search.routing != "auto") {
-    request.routing = RoutingPolicyFromString(space.search.routing);
-  }
+  SetFormatAndRouting(request, space.search.format, space.search.routing);
   request.capacity_factor = space.search.capacity_factor;
   request.profile = space.search.profile;
   context->setup = PreparePerf(request);
@@ -440,30 +437,36 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   return result;
 }
 
+void EvaluateShare(const SweepContext& context, const std::vector<Architecture>& all,
+                   size_t begin, size_t end, const CodesignOptions& options,
+                   std::vector<ArchitectureResult>& out) {
+  std::atomic<size_t> next{begin}, done{0};
+  constexpr size_t kChunk = 8;
+  auto work = [&] {
+    for (size_t b = next.fetch_add(kChunk); b < end; b = next.fetch_add(kChunk)) {
+      const size_t e = std::min(end, b + kChunk);
+      EvaluateRange(context, all, b, e, out);
+      done += e - b;
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 0; t < std::max(1, options.threads); ++t) pool.emplace_back(work);
+  const size_t total = end - begin;
+  if (options.progress) {
+    while (done.load() < total) {
+      options.progress(done.load(), total);
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+    }
+    options.progress(total, total);
+  }
+  for (std::thread& th : pool) th.join();
+}
+
 CodesignResult RunCodesign(const SpaceConfig& space, const CodesignOptions& options) {
   const std::vector<Architecture> all = EnumerateArchitectures(space);
   const std::shared_ptr<const SweepContext> context = PrepareSweep(space);
   std::vector<ArchitectureResult> out(all.size());
-  std::atomic<size_t> next{0}, done{0};
-  constexpr size_t kChunk = 8;
-  auto work = [&] {
-    for (size_t begin = next.fetch_add(kChunk); begin < all.size(); begin = next.fetch_add(kChunk)) {
-      const size_t end = std::min(all.size(), begin + kChunk);
-      EvaluateRange(*context, all, begin, end, out);
-      done += end - begin;
-    }
-  };
-  const int threads = std::max(1, options.threads);
-  std::vector<std::thread> pool;
-  for (int t = 0; t < threads; ++t) pool.emplace_back(work);
-  if (options.progress) {
-    while (done.load() < all.size()) {
-      options.progress(done.load(), all.size());
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
-    }
-    options.progress(all.size(), all.size());
-  }
-  for (std::thread& th : pool) th.join();
+  EvaluateShare(*context, all, 0, all.size(), options, out);
   return Summarize(space, std::move(out));
 }
 

@@ -3,9 +3,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
-#include <algorithm>
-#include <atomic>
-#include <thread>
 #include <type_traits>
 
 #ifdef MOSAIC_HAVE_MPI
@@ -120,18 +117,9 @@ std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
   const size_t n = all.size(), size = size_t(session.size()), rank = size_t(session.rank());
   const auto share_begin = [&](size_t r) { return n * r / size; };
   const size_t begin = share_begin(rank), end = share_begin(rank + 1);
-  // The rank's share on its own threads.
-  {
-    std::vector<std::thread> pool;
-    std::atomic<size_t> next{begin};
-    auto work = [&] {
-      for (size_t b = next.fetch_add(8); b < end; b = next.fetch_add(8)) {
-        EvaluateRange(*context, all, b, std::min(end, b + 8), out);
-      }
-    };
-    for (int t = 0; t < std::max(1, options.threads); ++t) pool.emplace_back(work);
-    for (std::thread& th : pool) th.join();
-  }
+  CodesignOptions share;  // no progress line: ranks share one terminal
+  share.threads = options.threads;
+  EvaluateShare(*context, all, begin, end, share, out);
   const std::string mine = EncodeResults(out, begin, end);
   const int length = static_cast<int>(mine.size());
   std::vector<int> lengths(size), offsets(size);

@@ -252,9 +252,9 @@ void LoadLogResults(const StudyConfig& study, const ResultsSpec& spec,
   });
 }
 
-// Fits `law` to the arm's losses at `rungs`.
+// Fits `law` to the arm's losses at `rungs`, with `bootstrap` resamples (0: none).
 ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64_t>& rungs,
-              uint64_t stream, const DecideOptions& options) {
+              int64_t bootstrap, uint64_t stream, const DecideOptions& options) {
   const DecisionSpec& spec = d.study.decision;
   const DecisionLoss which = spec.results->loss;
   ArmFit af;
@@ -302,9 +302,9 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
   }
   af.fitted = true;
   // With one run every resample is the data itself: no interval to report.
-  if (spec.fit.bootstrap > 0 && data.num_runs() >= 2) {
+  if (bootstrap > 0 && data.num_runs() >= 2) {
     scaling::BootstrapOptions b;
-    b.resamples = static_cast<int>(spec.fit.bootstrap);
+    b.resamples = static_cast<int>(bootstrap);
     b.seed = scaling::StreamSeed(spec.fit.seed, stream);
     b.confidence = spec.fit.confidence;
     b.threads = options.threads;
@@ -364,8 +364,7 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_
   request.gpus = target.gpus;
   request.batch = target.batch_seqs;
   request.seq = target.seq_len > 0 ? target.seq_len : study.seq_len;
-  request.format = *NumberFormatFromString(target.format);
-  if (target_arm->routing != "auto") request.routing = RoutingPolicyFromString(target_arm->routing);
+  SetFormatAndRouting(request, target.format, target_arm->routing);
   request.capacity_factor = target_arm->capacity_factor;
   request.profile = target.profile;
   PerfSetup setup;
@@ -505,8 +504,8 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     if (a && b && a->Loss(which) && b->Loss(which)) common.push_back(rung.d_model);
   }
   const std::vector<int64_t>& fit_rungs = spec.fit.rungs == "common" ? common : all;
-  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, 0, options));
-  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, 1, options));
+  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, spec.fit.bootstrap, 0, options));
+  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap, 1, options));
   d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
   const ArmFit& base = d.fits[0];
   const ArmFit& challenger = d.fits[1];
@@ -550,15 +549,8 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
 
   // Sensitivity: the same projection with each arm fitted on every rung it ran.
   if (spec.fit.rungs == "common" && d.target_compute_flops > 0) {
-    DecideOptions quiet = options;
-    Decision all_rungs;
-    all_rungs.study = d.study;
-    all_rungs.plan = d.plan;
-    all_rungs.results = d.results;
-    all_rungs.law = d.law;
-    all_rungs.study.decision.fit.bootstrap = 0;
-    const ArmFit a = FitArm(all_rungs, rule.default_arm, all, 0, quiet);
-    const ArmFit b = FitArm(all_rungs, rule.challenger, all, 1, quiet);
+    const ArmFit a = FitArm(d, rule.default_arm, all, 0, 0, options);
+    const ArmFit b = FitArm(d, rule.challenger, all, 0, 1, options);
     if (a.fitted && b.fitted && (a.rungs != d.fits[0].rungs || b.rungs != d.fits[1].rungs)) {
       d.effective_compute_all_rungs =
           scaling::CompareArms(d.law, a.fit, b.fit, d.target_compute_flops, 1.0, nullptr, nullptr,

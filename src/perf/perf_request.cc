@@ -8,6 +8,19 @@
 
 namespace mosaic {
 
+void SetFormatAndRouting(PerfRequest& request, std::string_view format, std::string_view routing) {
+  const std::optional<NumberFormat> f = NumberFormatFromString(format);
+  if (!f) throw InputError(fmt::format("format '{}': expected bf16, fp8 or mxfp8", format));
+  request.format = *f;
+  request.routing.reset();
+  if (routing == "auto") return;
+  request.routing = RoutingPolicyFromString(routing);
+  if (!request.routing) {
+    throw InputError(fmt::format(
+        "routing '{}': expected auto, dropless, balanced, capacity or fixed-cells", routing));
+  }
+}
+
 PerfSetup PreparePerf(const PerfRequest& request) {
   if (request.gpus < 1) {
     throw InputError(fmt::format("gpus = {}: the GPU count is at least 1", request.gpus));

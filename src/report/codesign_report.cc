@@ -246,8 +246,12 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
       std::stable_sort(indices.begin(), indices.end(), [&](size_t x, size_t y) {
         return r.architectures[x].sparsity < r.architectures[y].sparsity;
       });
-      XySeries cluster{fmt::format("d{} on the cluster", width), PaletteColor(color)};
-      XySeries flops{fmt::format("d{} FLOPs-only", width), PaletteColor(color)};
+      XySeries cluster;
+      cluster.name = fmt::format("d{} on the cluster", width);
+      cluster.color = PaletteColor(color);
+      XySeries flops;
+      flops.name = fmt::format("d{} FLOPs-only", width);
+      flops.color = PaletteColor(color);
       ++color;
       cluster.line = flops.line = true;
       flops.dashed = true;
@@ -282,8 +286,12 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
     chart.x_label = "routed experts";
     chart.y_label = "predicted loss (nats)";
     chart.log_x = true;
-    XySeries cluster{"cluster budget (fastest layout that fits)", PaletteColor(0)};
-    XySeries flops{"FLOPs-only budget", PaletteColor(1)};
+    XySeries cluster;
+    cluster.name = "cluster budget (fastest layout that fits)";
+    cluster.color = PaletteColor(0);
+    XySeries flops;
+    flops.name = "FLOPs-only budget";
+    flops.color = PaletteColor(1);
     cluster.line = flops.line = true;
     flops.dashed = true;
     for (const CurvePoint& p : r.by_experts) {

@@ -129,6 +129,13 @@ struct CodesignOptions {
   std::function<void(size_t, size_t)> progress;
 };
 
+// Evaluates architectures [begin, end) of `all` on `options.threads` threads (chunks taken in
+// turn; each result written to its own slot of `out`, so the split does not change them), calling
+// `options.progress` with (done, end − begin) from the calling thread.
+void EvaluateShare(const SweepContext& context, const std::vector<Architecture>& all,
+                   size_t begin, size_t end, const CodesignOptions& options,
+                   std::vector<ArchitectureResult>& out);
+
 // The whole job on one process: enumerate, evaluate on `threads` threads, summarize.
 CodesignResult RunCodesign(const SpaceConfig& space, const CodesignOptions& options = {});
 

@@ -36,6 +36,11 @@ struct PerfRequest {
   int64_t bp_segment_loops = 0;
 };
 
+// Sets request.format and request.routing from their names ("bf16" | "fp8" | "mxfp8";
+// "auto" | "dropless" | "balanced" | "capacity" | "fixed-cells", "auto" leaving the routing to the
+// capacity factor). Throws InputError naming the value and the choices.
+void SetFormatAndRouting(PerfRequest& request, std::string_view format, std::string_view routing);
+
 // What the step model and the search take, built once per request.
 struct PerfSetup {
   ModelSpec spec;
