@@ -1,6 +1,6 @@
 // The whole public API of the mosaic library, one header per concept:
-//   util/      errors, atomic output, JSON output, text input, terminal text, TOML helpers, number
-//              formatting, exact wide integers
+//   util/      errors, atomic output, input paths, JSON output, text input, terminal text, TOML
+//              helpers, number formatting, exact wide integers
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
@@ -18,6 +18,7 @@
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/field_override.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"

@@ -15,6 +15,7 @@
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -91,15 +92,6 @@ std::vector<AxisValue> ReadExpressionAxis(const toml::node& node, const SourceLo
   }
   if (values.empty()) throw FieldError(where, key, "[]", fmt::format("{} has at least one value", key));
   return values;
-}
-
-std::string ResolvePath(const std::string& path, const std::string& origin) {
-  const std::filesystem::path p(path);
-  if (p.is_absolute()) return path;
-  const std::filesystem::path dir = std::filesystem::path(origin).parent_path();
-  std::error_code ec;
-  if (!dir.empty() && std::filesystem::exists(dir / p, ec)) return (dir / p).string();
-  return path;
 }
 
 // "params" of a `mosaic fit --json` output for law `law`.
@@ -290,7 +282,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     throw LocatedError(file, "the space has no [law] (name and params, or fit_json)");
   }
   // The base model and the device must load; their errors keep their own locations.
-  if (space.base.ends_with(".toml")) space.base = ResolvePath(space.base, origin);
+  if (space.base.ends_with(".toml")) space.base = ResolveBeside(space.base, origin);
   int64_t base_d_model = 0;
   try {
     base_d_model = LoadModel(space.base).config.d_model;
@@ -334,7 +326,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     if (!space.law.params.empty()) {
       throw LocatedError(law_where, "[law] gives params or fit_json, not both");
     }
-    const std::string path = ResolvePath(fit_json, origin);
+    const std::string path = ResolveBeside(fit_json, origin);
     space.law.params = ReadFitJson(path, space.law.name, law_where);
     space.law.origin = path;
   } else {

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <set>
 
@@ -15,8 +14,8 @@
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/atomic_file.h"
-#include "mosaic/util/embedded_data.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -40,17 +39,6 @@ const LadderRow& PlanRow(const LadderPlan& plan, const std::string& arm, int64_t
     if (row.arm == arm && row.d_model == d_model) return row;
   }
   throw std::logic_error("no ladder row for " + arm);  // validated arms and rungs always have one
-}
-
-// A file named by the study: on disk, else among the embedded data files (an embedded study's
-// paths start with data/).
-std::string ReadStudyFile(const std::string& path) {
-  std::error_code ec;
-  if (std::filesystem::is_regular_file(path, ec)) return ReadFile(path);
-  if (path.starts_with("data/")) {
-    if (auto text = FindEmbeddedFile(std::string_view(path).substr(5))) return std::string(*text);
-  }
-  return ReadFile(path);  // throws InputError naming the path
 }
 
 SourceLocation CellLocation(const scaling::DataTable& table, int column, size_t row) {
@@ -79,7 +67,7 @@ std::optional<double> OptionalNumber(const scaling::DataTable& table, int column
 
 void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                     std::vector<RungResult>& results) {
-  const scaling::DataTable table = scaling::ParseCsv(ReadStudyFile(spec.csv), spec.csv);
+  const scaling::DataTable table = scaling::ParseCsv(ReadInputOrEmbedded(spec.csv), spec.csv);
   // A column the results need: named by its [results] key when missing.
   const auto require = [&](const std::string& column, std::string_view key,
                            std::string_view purpose) {

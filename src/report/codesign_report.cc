@@ -194,8 +194,13 @@ std::string RenderCodesignCsv(const CodesignResult& r) {
     out += fmt::format("{},{},{},{},{},{},{},{},", quote(a.arch.Name()), a.arch.d_model,
                        a.arch.layers, a.arch.experts, a.arch.top_k, a.arch.expert_width,
                        a.arch.shared_experts, a.arch.latent_dim);
-    out += fmt::format("{},{},{},{},{},", a.active_params, a.total_params, num(a.sparsity),
-                       a.feasible() ? "true" : "false", ToString(a.rejected));
+    // An architecture that is not a valid model has no parameter counts: empty cells, not zeros.
+    if (a.valid_model()) {
+      out += fmt::format("{},{},{},", a.active_params, a.total_params, num(a.sparsity));
+    } else {
+      out += ",,,";
+    }
+    out += fmt::format("{},{},", a.feasible() ? "true" : "false", ToString(a.rejected));
     if (a.feasible()) {
       out += fmt::format("{},{},{},{},{},{},{},", quote(ToString(a.layout)),
                          num(a.estimate.tokens_per_s_per_gpu), num(a.estimate.mfu),

@@ -5,11 +5,10 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "mosaic/study/study_config.h"
-#include "mosaic/util/embedded_data.h"
 #include "mosaic/util/enum_names.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -44,15 +43,6 @@ std::optional<ExtensionOutcome> ExtensionOutcomeFromString(std::string_view text
 }
 
 namespace {
-
-// A path named in a study: beside the study file when relative (an embedded study's files are
-// embedded under data/studies/ and keep that prefix).
-std::string ResolvePath(const std::string& path, const std::string& origin) {
-  const std::filesystem::path p(path);
-  if (p.is_absolute()) return path;
-  const std::filesystem::path dir = std::filesystem::path(origin).parent_path();
-  return dir.empty() ? path : (dir / p).lexically_normal().string();
-}
 
 std::string OneOf(const toml::node& node, const SourceLocation& where, std::string_view key,
                   std::initializer_list<std::string_view> allowed) {
@@ -91,7 +81,7 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   results.where = where;
   const std::string& origin = parent.origin();
   TableReader r(parent.text(), origin);
-  r.On("csv", [&](auto& n, auto& w) { results.csv = ResolvePath(GetString(n, w, "csv"), origin); });
+  r.On("csv", [&](auto& n, auto& w) { results.csv = ResolveBeside(GetString(n, w, "csv"), origin); });
   r.On("arm_column", [&](auto& n, auto& w) { results.arm_column = GetString(n, w, "arm_column"); });
   r.On("d_model_column",
        [&](auto& n, auto& w) { results.d_model_column = GetString(n, w, "d_model_column"); });
@@ -104,7 +94,7 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   r.On("run_column", [&](auto& n, auto& w) { results.run_column = GetString(n, w, "run_column"); });
   r.On("logs", [&](auto& n, auto& w) {
     for (const std::string& dir : GetStringArray(n, w, "logs")) {
-      results.logs.push_back(ResolvePath(dir, origin));
+      results.logs.push_back(ResolveBeside(dir, origin));
     }
     if (results.logs.empty()) {
       throw FieldError(w, "logs", "[]", "logs names at least one log directory");

@@ -13,6 +13,7 @@
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -268,13 +269,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   if (study.name.empty()) study.name = origin;
   // A model file named by a relative path is found beside the study file first.
   if (study.model.ends_with(".toml") || study.model.find('/') != std::string::npos) {
-    const std::filesystem::path model_path(study.model);
-    const std::filesystem::path study_dir = std::filesystem::path(origin).parent_path();
-    std::error_code ec;
-    if (model_path.is_relative() && !study_dir.empty() &&
-        std::filesystem::exists(study_dir / model_path, ec)) {
-      study.model = (study_dir / model_path).string();
-    }
+    study.model = ResolveBeside(study.model, origin);
   }
   if (study.title.empty()) study.title = study.name;
   ValidateDecisionSpec(study);

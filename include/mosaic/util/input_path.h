@@ -1,0 +1,20 @@
+// Paths written inside an input file (a study's results CSV, a space's base model or fit JSON, a
+// study's model file), and reading them from disk or from the embedded presets.
+#pragma once
+
+#include <string>
+
+namespace mosaic {
+
+// Where `path`, written inside the file `origin`, points. An absolute path is returned as given. A
+// relative one is taken beside `origin` when a file is there (on disk, or among the embedded data
+// files when `origin` is an embedded preset, "data/<folder>/<name>.toml"); otherwise as given when
+// that names a file relative to the working directory; otherwise beside `origin`, so that the error
+// on reading it names the place it was expected. The result is lexically normalised.
+std::string ResolveBeside(const std::string& path, const std::string& origin);
+
+// The bytes of `path`: the file on disk, else the embedded data file when `path` starts with
+// "data/". Throws InputError naming the path when neither exists or the file cannot be read.
+std::string ReadInputOrEmbedded(const std::string& path);
+
+}  // namespace mosaic

@@ -1,0 +1,64 @@
+#include "mosaic/report/codesign_report.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "mosaic/codesign/codesign.h"
+#include "mosaic/codesign/space.h"
+
+namespace mosaic::report {
+namespace {
+
+const std::string kSpace = R"(name = "tiny"
+base = "marin-ladder"
+[cluster]
+hardware = "h100"
+gpus = 8
+[budget]
+days = 1
+reference_mfu = 0.5
+[axes]
+d_model = [768]
+experts = [8]
+top_k = [2]
+[law]
+name = "sparse"
+params = { E = 1.5, A = 400, B = 400, alpha = 0.3, beta = 0.3, gamma = 0.5 }
+[search]
+batch_seqs = 64
+seq_len = 1024
+)";
+
+std::vector<std::string> Lines(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+// An architecture that is not a valid model (rejected by accounting) has no parameter counts, so
+// its CSV row leaves active_params, total_params and sparsity empty rather than writing zeros.
+TEST(RenderCodesignCsv, AnInvalidModelHasEmptyParameterCells) {
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  ArchitectureResult invalid;
+  invalid.arch.d_model = 768;
+  invalid.arch.experts = 8;
+  invalid.arch.top_k = 16;
+  invalid.rejected = ArchRejection::kModel;
+  invalid.rule = "top_k <= experts";
+  const std::vector<std::string> lines =
+      Lines(RenderCodesignCsv(Summarize(space, {invalid})));
+  ASSERT_EQ(lines.size(), 2u);
+  const std::string prefix = lines[1].substr(0, lines[1].find(",false,model,"));
+  ASSERT_NE(prefix.size(), lines[1].size()) << lines[1];
+  EXPECT_TRUE(prefix.ends_with(",,,")) << lines[1];
+  EXPECT_EQ(lines[1].substr(lines[1].find(",768,")),
+            ",768,0,8,16,0,0,0,,,,false,model,,,,,,,,,,\"top_k <= experts\"");
+  EXPECT_TRUE(lines[1].ends_with(",\"top_k <= experts\"")) << lines[1];
+}
+
+}  // namespace
+}  // namespace mosaic::report
