@@ -1,6 +1,6 @@
 // The whole public API of the mosaic library, one header per concept:
 //   util/      errors, atomic output, JSON output, text input, terminal text, TOML helpers, number
-//              formatting, exact wide integers
+//              formatting, exact wide integers, a deterministic parallel loop
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
@@ -20,6 +20,7 @@
 #include "mosaic/util/field_override.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
