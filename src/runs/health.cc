@@ -65,12 +65,16 @@ class RollingBaseline {
   }
 
   // Requires size() > 0.
-  void MedianAndMad(double* median, double* mad) const {
+  double Median() const {
     const size_t n = sorted_.size();
     const size_t mid = n / 2;
-    double m = sorted_[mid];
-    if (n % 2 == 0) m = (m + sorted_[mid - 1]) / 2;
-    *median = m;
+    return n % 2 == 0 ? (sorted_[mid] + sorted_[mid - 1]) / 2 : sorted_[mid];
+  }
+
+  // The median of |v - m| over the window, `m` being Median().
+  double Mad(double m) const {
+    const size_t n = sorted_.size();
+    const size_t mid = n / 2;
     // The deviations |s[i] - m| form two sorted sequences: walking left from just below the
     // median (a) and right from it (b). The mid-th smallest of their union (and, for an even
     // count, the one before it) are found by bisection on how many come from a.
@@ -98,7 +102,7 @@ class RollingBaseline {
       return std::max(a(lo - 1), b(j - 1));
     };
     const double current = kth(mid);
-    *mad = n % 2 == 0 ? (current + kth(mid - 1)) / 2 : current;
+    return n % 2 == 0 ? (current + kth(mid - 1)) / 2 : current;
   }
 
  private:
@@ -149,11 +153,16 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     for (const ScalarPoint& p : s.points) {
       if (!std::isfinite(p.value)) continue;
       if (static_cast<int>(window.size()) >= options.spike_min_points) {
-        double median = 0;
-        double mad = 0;
-        window.MedianAndMad(&median, &mad);
+        const double median = window.Median();
+        const double floor_sigma = options.spike_floor_relative * std::fabs(median);
+        // z = excess / sigma with sigma >= floor_sigma: a value at or below the median, or within
+        // spike_sigmas floors of it, is no spike whatever the MAD, which is then not computed.
+        const double excess = p.value - median;
+        const bool cannot_be_spike =
+            options.spike_sigmas >= 0 &&
+            (excess <= 0 || (floor_sigma > 0 && excess / floor_sigma <= options.spike_sigmas));
         const double sigma =
-            std::max(kMadToSigma * mad, options.spike_floor_relative * std::fabs(median));
+            cannot_be_spike ? 0 : std::max(kMadToSigma * window.Mad(median), floor_sigma);
         if (sigma > 0) {
           const double z = (p.value - median) / sigma;
           if (z > options.spike_sigmas) {
@@ -180,6 +189,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
 
   // Step gaps and stalls over the distinct steps in order.
   std::vector<const ScalarPoint*> ordered;
+  ordered.reserve(s.points.size());
   for (const ScalarPoint& p : s.points) {
     if (p.pass == 1) ordered.push_back(&p);
   }
@@ -189,11 +199,15 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   }
   if (ordered.size() >= 3) {
     std::vector<double> intervals;
+    intervals.reserve(ordered.size() - 1);
+    bool regular = true;  // every interval the same (the common case): that is the median
     for (size_t i = 1; i < ordered.size(); ++i) {
       intervals.push_back(static_cast<double>(ordered[i]->step - ordered[i - 1]->step));
+      regular = regular && intervals.back() == intervals.front();
     }
-    std::vector<double> scratch = intervals;
-    const double typical = Median(scratch);
+    std::vector<double> scratch;
+    if (!regular) scratch = intervals;
+    const double typical = regular ? intervals.front() : Median(scratch);
     std::vector<int64_t> gaps;
     int64_t largest = 0;
     int64_t largest_from = 0;
