@@ -117,8 +117,15 @@ bool IsGradNorm(const std::string& tag) {
   return RE2::PartialMatch(tag, kGradNorm);
 }
 
+// Vectors CheckSeries reuses from one series to the next (large series would otherwise fault in
+// fresh pages for each).
+struct Workspace {
+  std::vector<const ScalarPoint*> ordered;
+  std::vector<double> scratch;
+};
+
 void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& options,
-                 const RE2& spike_tags, std::vector<Finding>* out) {
+                 const RE2& spike_tags, Workspace* work, std::vector<Finding>* out) {
   // Non-finite values and skipped updates.
   std::vector<int64_t> non_finite;
   for (const ScalarPoint& p : s.points) {
@@ -187,36 +194,50 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     }
   }
 
-  // Step gaps and stalls over the distinct steps in order.
-  std::vector<const ScalarPoint*> ordered;
-  ordered.reserve(s.points.size());
-  for (const ScalarPoint& p : s.points) {
-    if (p.pass == 1) ordered.push_back(&p);
-  }
-  auto step_less = [](const ScalarPoint* a, const ScalarPoint* b) { return a->step < b->step; };
-  if (!std::is_sorted(ordered.begin(), ordered.end(), step_less)) {
-    std::stable_sort(ordered.begin(), ordered.end(), step_less);
-  }
-  if (ordered.size() >= 3) {
-    std::vector<double> intervals;
-    intervals.reserve(ordered.size() - 1);
-    bool regular = true;  // every interval the same (the common case): that is the median
-    for (size_t i = 1; i < ordered.size(); ++i) {
-      intervals.push_back(static_cast<double>(ordered[i]->step - ordered[i - 1]->step));
-      regular = regular && intervals.back() == intervals.front();
+  // Step gaps and stalls over the distinct steps in order: the series itself when its points are
+  // all of pass 1 and in step order (always under `first` and `last`), else pointers to them
+  // sorted stably by step. Working vectors are reused from series to series.
+  std::vector<const ScalarPoint*>& ordered = work->ordered;
+  ordered.clear();
+  bool direct = std::is_sorted(s.points.begin(), s.points.end(),
+                               [](const ScalarPoint& a, const ScalarPoint& b) {
+                                 return a.step < b.step;
+                               });
+  for (const ScalarPoint& p : s.points) direct = direct && p.pass == 1;
+  if (!direct) {
+    for (const ScalarPoint& p : s.points) {
+      if (p.pass == 1) ordered.push_back(&p);
     }
-    std::vector<double> scratch;
-    if (!regular) scratch = intervals;
-    const double typical = regular ? intervals.front() : Median(scratch);
+    std::stable_sort(ordered.begin(), ordered.end(),
+                     [](const ScalarPoint* a, const ScalarPoint* b) { return a->step < b->step; });
+  }
+  const size_t count = direct ? s.points.size() : ordered.size();
+  auto at = [&](size_t i) -> const ScalarPoint& { return direct ? s.points[i] : *ordered[i]; };
+  // The step interval after the i-th point and the wall time between the (i-1)-th and i-th.
+  auto interval = [&](size_t i) { return static_cast<double>(at(i + 1).step - at(i).step); };
+  auto wall_interval = [&](size_t i) {
+    return at(i).wall_time_seconds - at(i - 1).wall_time_seconds;
+  };
+  std::vector<double>& scratch = work->scratch;
+  if (count >= 3) {
+    bool regular = true;  // every interval the same (the common case): that is the median
+    for (size_t i = 1; i + 1 < count && regular; ++i) regular = interval(i) == interval(0);
+    double typical = interval(0);
+    if (!regular) {
+      scratch.clear();
+      for (size_t i = 0; i + 1 < count; ++i) scratch.push_back(interval(i));
+      typical = Median(scratch);
+    }
     std::vector<int64_t> gaps;
     int64_t largest = 0;
     int64_t largest_from = 0;
-    for (size_t i = 0; i < intervals.size(); ++i) {
-      if (typical > 0 && intervals[i] > options.gap_factor * typical) {
-        gaps.push_back(ordered[i]->step);
-        if (intervals[i] > largest) {
-          largest = static_cast<int64_t>(intervals[i]);
-          largest_from = ordered[i]->step;
+    for (size_t i = 0; i + 1 < count; ++i) {
+      const double d = interval(i);
+      if (typical > 0 && d > options.gap_factor * typical) {
+        gaps.push_back(at(i).step);
+        if (d > largest) {
+          largest = static_cast<int64_t>(d);
+          largest_from = at(i).step;
         }
       }
     }
@@ -226,21 +247,20 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
                                   gaps.size(), gaps.size() == 1 ? "" : "s", options.gap_factor,
                                   typical, largest_from, largest_from + largest)});
     }
-    std::vector<double> wall_intervals;
-    for (size_t i = 1; i < ordered.size(); ++i) {
-      const double dt = ordered[i]->wall_time_seconds - ordered[i - 1]->wall_time_seconds;
-      if (std::isfinite(dt) && dt >= 0) wall_intervals.push_back(dt);
+    scratch.clear();
+    for (size_t i = 1; i < count; ++i) {
+      const double dt = wall_interval(i);
+      if (std::isfinite(dt) && dt >= 0) scratch.push_back(dt);
     }
-    if (wall_intervals.size() >= 2) {
-      scratch = wall_intervals;
+    if (scratch.size() >= 2) {
       const double typical_seconds = Median(scratch);
       std::vector<int64_t> stalls;
       double longest = 0;
-      for (size_t i = 1; i < ordered.size(); ++i) {
-        const double dt = ordered[i]->wall_time_seconds - ordered[i - 1]->wall_time_seconds;
+      for (size_t i = 1; i < count; ++i) {
+        const double dt = wall_interval(i);
         if (std::isfinite(dt) && dt > options.stall_factor * typical_seconds &&
             dt > options.stall_min_seconds) {
-          stalls.push_back(ordered[i - 1]->step);
+          stalls.push_back(at(i - 1).step);
           longest = std::max(longest, dt);
         }
       }
@@ -311,7 +331,8 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
   case_insensitive.set_case_sensitive(false);
   const RE2 spike_tags(options.spike_tags, case_insensitive);
   assert(spike_tags.ok() && "HealthOptions::spike_tags is a valid RE2 pattern");
-  for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &findings);
+  Workspace work;
+  for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &work, &findings);
   return findings;
 }
 
