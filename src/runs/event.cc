@@ -419,7 +419,10 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
   const char* end = p + payload.size();
   double wall_time_seconds = 0;
   int64_t step = 0;
-  event->values.clear();
+  // Values are decoded into the vector's existing elements, each reset field by field (building a
+  // fresh SummaryValue per value costs a block fill that dominated the decoding).
+  std::vector<SummaryValue>& values = event->values;
+  size_t used = 0;
   while (p < end) {
     const auto key = static_cast<uint8_t>(*p++);
     if (key == Key(1, kFixed64)) {
@@ -443,15 +446,23 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
         uint64_t value_length;
         p = FastLength(p, summary_end, &value_length);
         if (p == nullptr) return false;
-        if (!DecodeSimpleValueFast(p, p + value_length, &event->values.emplace_back())) {
-          return false;
-        }
+        if (used == values.size()) values.emplace_back();
+        SummaryValue& value = values[used++];
+        value.tag = {};
+        value.plugin_name = {};
+        value.kind = ValueKind::kMetadataOnly;
+        value.encoding = ScalarEncoding::kSimpleValue;
+        value.float32 = false;
+        value.scalar = 0;
+        value.histogram = HistogramSummary{};
+        if (!DecodeSimpleValueFast(p, p + value_length, &value)) return false;
         p += value_length;
       }
     } else {
       return false;
     }
   }
+  values.resize(used);
   event->wall_time_seconds = wall_time_seconds;
   event->step = step;
   event->file_version = {};
