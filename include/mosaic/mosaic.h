@@ -1,6 +1,6 @@
 // The whole public API of the mosaic library, one header per concept:
 //   util/      errors, atomic output, JSON output, text input, terminal text, TOML helpers, number
-//              formatting, exact wide integers, a deterministic parallel loop
+//              formatting, exact wide integers
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
