@@ -1,11 +1,25 @@
-// Reading speed of event files: a generated file of scalars (kBenchBytes, 4 tags, simple_value)
-// read (1) plainly from the page cache, (2) as TFRecords with CRC32C checks, (3) as scalar points,
-// (4) as a whole run with the restart policy applied. Reports MB/s, the ratio of each to the plain
-// read of the same file in the same run (x_plain_read), and peak resident memory.
-//   ./build/runs_bench [--benchmark_filter=...]   (MOSAIC_BENCH_MB overrides the size)
+// Reading speed of event files: a generated file of scalars (MOSAIC_BENCH_MB, default 256 MiB,
+// 4 tags, simple_value) read from the page cache
+//   (1) by `cat` (a child process, stdout to /dev/null) and by a plain read() loop: the references;
+//   (2) as CRC32C only, as TFRecords with both CRCs checked, as scalar points (the streaming reader);
+//   (3) as a whole run (every point kept, the restart policy applied), and as the summary pass
+//       (the run loaded and its health checked, what `mosaic runs DIR` computes);
+//   (4) by the command line itself: `mosaic runs DIR` and `mosaic runs DIR --export csv`, timed
+//       like `cat` (child process, output to /dev/null);
+//   (5) a directory of 16 runs of 1/16 of the size, loaded on 1 thread and on every core.
+// Every figure is the best of its iterations; x_cat and x_plain_read divide it by the best `cat`
+// and plain read of the same run. peak_rss_MB is the process's high-water mark so far (the child
+// processes' own in child_peak_rss_MB).
+//   ./build/runs_bench [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <algorithm>
+#include <thread>
 
 #include <chrono>
 #include <cstdio>
@@ -13,11 +27,13 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "mosaic/runs/crc32c.h"
 #include "mosaic/runs/event_file.h"
 #include "mosaic/runs/event_writer.h"
+#include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/runs/tfrecord_reader.h"
 
@@ -30,7 +46,32 @@ struct BenchFile {
   std::string path;
   int64_t bytes = 0;
   int64_t points = 0;
+  std::string many_directory;  // 16 runs of bytes / 16 each
 };
+
+// Writes an event file of about `target` bytes of 4 scalar tags to `path`; returns (bytes, points).
+std::pair<int64_t, int64_t> WriteEventFile(const std::string& path, int64_t target) {
+  std::ofstream out(path, std::ios::binary);
+  const char* tags[] = {"train/loss", "train/grad_norm", "train/lr", "eval/loss"};
+  std::string chunk = FrameRecord(EncodeFileVersionEvent(1.7e9));
+  int64_t bytes = 0;
+  int64_t points = 0;
+  for (int64_t step = 0; bytes + static_cast<int64_t>(chunk.size()) < target; ++step) {
+    for (const char* tag : tags) {
+      chunk += FrameRecord(EncodeScalarEvent(1.7e9 + 0.1 * step, step, tag,
+                                             3.0 / (1.0 + 1e-5 * step) + 1e-3 * (step % 7)));
+      ++points;
+    }
+    if (chunk.size() > (4 << 20)) {
+      out.write(chunk.data(), chunk.size());
+      bytes += chunk.size();
+      chunk.clear();
+    }
+  }
+  out.write(chunk.data(), chunk.size());
+  bytes += chunk.size();
+  return {bytes, points};
+}
 
 const BenchFile& File() {
   static const BenchFile file = [] {
@@ -41,29 +82,20 @@ const BenchFile& File() {
                    ("mosaic_runs_bench_" + std::to_string(getpid()))).string();
     std::filesystem::create_directories(f.directory);
     f.path = f.directory + "/events.out.tfevents.1700000000.bench.1.0";
-    std::ofstream out(f.path, std::ios::binary);
-    const char* tags[] = {"train/loss", "train/grad_norm", "train/lr", "eval/loss"};
-    std::string chunk = FrameRecord(EncodeFileVersionEvent(1.7e9));
-    for (int64_t step = 0; f.bytes < target; ++step) {
-      for (const char* tag : tags) {
-        chunk += FrameRecord(EncodeScalarEvent(1.7e9 + 0.1 * step, step, tag,
-                                               3.0 / (1.0 + 1e-5 * step) + 1e-3 * (step % 7)));
-        ++f.points;
-      }
-      if (chunk.size() > (4 << 20)) {
-        out.write(chunk.data(), chunk.size());
-        f.bytes += chunk.size();
-        chunk.clear();
-      }
+    std::tie(f.bytes, f.points) = WriteEventFile(f.path, target);
+    f.many_directory = f.directory + "_many";
+    for (int r = 0; r < 16; ++r) {
+      const std::string run = f.many_directory + "/run" + std::to_string(r);
+      std::filesystem::create_directories(run);
+      WriteEventFile(run + "/events.out.tfevents.1700000000.bench.1.0", target / 16);
     }
-    out.write(chunk.data(), chunk.size());
-    f.bytes += chunk.size();
     return f;
   }();
   return file;
 }
 
 double g_plain_seconds = 0;
+double g_cat_seconds = 0;
 
 double PeakResidentMb() {
   std::ifstream status("/proc/self/status");
@@ -74,41 +106,107 @@ double PeakResidentMb() {
   return 0;
 }
 
-void Report(benchmark::State& state, double seconds_per_iteration) {
-  state.SetBytesProcessed(state.iterations() * File().bytes);
-  state.counters["MB"] = static_cast<double>(File().bytes) / (1 << 20);
-  state.counters["MB_per_s"] = static_cast<double>(File().bytes) / 1e6 / seconds_per_iteration;
-  if (g_plain_seconds > 0) state.counters["x_plain_read"] = seconds_per_iteration / g_plain_seconds;
+// CPU seconds (user + system) of this process, every thread, or of its waited-for children.
+double CpuSeconds(int who) {
+  struct rusage usage {};
+  getrusage(who, &usage);
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + 1e-6 * t.tv_usec; };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+// The best wall time and the best CPU time of one iteration (on a shared machine the CPU time is
+// the steadier of the two; CPU over wall above 1 means several cores were busy).
+struct Timing {
+  double wall_seconds = 1e300;
+  double cpu_seconds = 1e300;
+};
+
+double g_cat_cpu_seconds = 0;
+
+void Report(benchmark::State& state, Timing t, int64_t bytes = File().bytes) {
+  state.SetBytesProcessed(state.iterations() * bytes);
+  state.counters["MB"] = static_cast<double>(bytes) / (1 << 20);
+  state.counters["best_ms"] = t.wall_seconds * 1e3;
+  state.counters["MB_per_s"] = static_cast<double>(bytes) / 1e6 / t.wall_seconds;
+  state.counters["cpu_ms"] = t.cpu_seconds * 1e3;
+  state.counters["MB_per_cpu_s"] = static_cast<double>(bytes) / 1e6 / t.cpu_seconds;
+  if (g_plain_seconds > 0) state.counters["x_plain_read"] = t.wall_seconds / g_plain_seconds;
+  if (g_cat_seconds > 0) state.counters["x_cat"] = t.wall_seconds / g_cat_seconds;
+  if (g_cat_cpu_seconds > 0) state.counters["x_cat_cpu"] = t.cpu_seconds / g_cat_cpu_seconds;
   state.counters["peak_rss_MB"] = PeakResidentMb();
 }
 
+// Times `body` (which runs child processes when `children`) per iteration.
 template <typename Body>
-void Timed(benchmark::State& state, Body body) {
-  double total = 0;
+Timing Best(benchmark::State& state, Body body, bool children = false) {
+  Timing best;
+  const int who = children ? RUSAGE_CHILDREN : RUSAGE_SELF;
   for (auto _ : state) {
+    const double cpu_start = CpuSeconds(who);
     const auto start = std::chrono::steady_clock::now();
     body();
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    best.wall_seconds = std::min(
+        best.wall_seconds, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best.cpu_seconds = std::min(best.cpu_seconds, CpuSeconds(who) - cpu_start);
   }
-  Report(state, total / static_cast<double>(state.iterations()));
+  return best;
+}
+
+template <typename Body>
+void Timed(benchmark::State& state, Body body, bool children = false) {
+  Report(state, Best(state, body, children));
+}
+
+// Runs `argv` with stdout and stderr to /dev/null; returns its peak RSS in MB.
+double RunQuietly(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+  pid_t pid;
+  if (posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), environ) != 0) {
+    std::fprintf(stderr, "cannot run %s\n", args[0]);
+    std::exit(1);
+  }
+  posix_spawn_file_actions_destroy(&actions);
+  int status = 0;
+  struct rusage usage {};
+  wait4(pid, &status, 0, &usage);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+    std::fprintf(stderr, "%s failed\n", args[0]);
+    std::exit(1);
+  }
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// The mosaic binary next to this benchmark (both are built into build/).
+std::string MosaicBinary() {
+  return (std::filesystem::read_symlink("/proc/self/exe").parent_path() / "mosaic").string();
+}
+
+void BM_Cat(benchmark::State& state) {
+  const Timing t = Best(state, [&] { RunQuietly({"cat", File().path}); }, true);
+  g_cat_seconds = t.wall_seconds;
+  g_cat_cpu_seconds = t.cpu_seconds;
+  Report(state, t);
 }
 
 void BM_PlainRead(benchmark::State& state) {
   const BenchFile& f = File();
   std::vector<char> buffer(1 << 20);
-  double total = 0;
-  for (auto _ : state) {
-    const auto start = std::chrono::steady_clock::now();
+  const Timing t = Best(state, [&] {
     int fd = open(f.path.c_str(), O_RDONLY);
     uint64_t sum = 0;
     ssize_t n;
     while ((n = read(fd, buffer.data(), buffer.size())) > 0) sum += static_cast<uint8_t>(buffer[n - 1]);
     close(fd);
     benchmark::DoNotOptimize(sum);
-    total += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  }
-  g_plain_seconds = total / static_cast<double>(state.iterations());
-  Report(state, g_plain_seconds);
+  });
+  g_plain_seconds = t.wall_seconds;
+  Report(state, t);
 }
 
 void BM_Crc32cOnly(benchmark::State& state) {
@@ -159,16 +257,68 @@ void BM_LoadRun(benchmark::State& state) {
   });
 }
 
+// What `mosaic runs DIR` computes before printing: the runs loaded and their health checked.
+void BM_SummaryPass(benchmark::State& state) {
+  Timed(state, [&] {
+    LoadOptions options;
+    options.threads = 0;
+    std::vector<Run> runs = LoadRuns(DiscoverRuns(File().directory), options);
+    size_t findings = 0;
+    for (const Run& run : runs) findings += CheckHealth(run).size();
+    benchmark::DoNotOptimize(findings);
+  });
+}
+
+void BM_CliSummary(benchmark::State& state) {
+  double child_rss = 0;
+  Timed(state, [&] { child_rss = RunQuietly({MosaicBinary(), "runs", File().directory}); }, true);
+  state.counters["child_peak_rss_MB"] = child_rss;
+}
+
+void BM_CliExportCsv(benchmark::State& state) {
+  double child_rss = 0;
+  Timed(state, [&] {
+    child_rss = RunQuietly({MosaicBinary(), "runs", File().directory, "--export", "csv"});
+  }, true);
+  state.counters["child_peak_rss_MB"] = child_rss;
+}
+
+// 16 runs of 1/16 of the size each: the whole-run load of them all on state.range(0) threads
+// (0: every hardware thread).
+void BM_LoadRunsDirectory(benchmark::State& state) {
+  int64_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(File().many_directory)) {
+    if (entry.is_regular_file()) bytes += static_cast<int64_t>(entry.file_size());
+  }
+  LoadOptions options;
+  options.threads = static_cast<int>(state.range(0));
+  const Timing best = Best(state, [&] {
+    std::vector<Run> runs = LoadRuns(DiscoverRuns(File().many_directory), options);
+    benchmark::DoNotOptimize(runs.size());
+  });
+  Report(state, best, bytes);
+  state.counters["cpu_over_wall"] = best.cpu_seconds / best.wall_seconds;
+  state.counters["threads"] =
+      options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
+}
+
+BENCHMARK(BM_Cat)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainRead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Crc32cOnly)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ReadRecords)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_ReadScalars)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
-BENCHMARK(BM_LoadRun)->Iterations(1)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadRun)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SummaryPass)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CliSummary)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CliExportCsv)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_LoadRunsDirectory)->Arg(1)->Arg(0)->Iterations(3)->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 struct Cleanup {
   ~Cleanup() {
     std::error_code ec;
     if (!File().directory.empty()) std::filesystem::remove_all(File().directory, ec);
+    if (!File().many_directory.empty()) std::filesystem::remove_all(File().many_directory, ec);
   }
 } cleanup;
 

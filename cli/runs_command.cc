@@ -41,6 +41,7 @@ struct RunsOptions {
   bool json = false;
   bool summary = false;
   int last_k = 10;
+  int threads = 0;
 };
 
 struct CompareOptions {
@@ -75,14 +76,14 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   options.restarts = RestartPolicyFromString(restarts);
   if (!tags.empty()) options.tags = CompileTagFilter(tags);
   options.step_column = step_column;
+  options.threads = 0;  // files read on every core; the result is the same
   return options;
 }
 
 // Loads every run; what could not be read is reported per run. Throws InputError, with every
 // reason, only when nothing at all could be read.
 std::vector<Run> LoadAll(const std::vector<RunDirectory>& directories, const LoadOptions& options) {
-  std::vector<Run> runs;
-  for (const RunDirectory& directory : directories) runs.push_back(LoadRun(directory, options));
+  std::vector<Run> runs = LoadRuns(directories, options);
   std::vector<std::string> reasons;
   for (const Run& run : runs) {
     if (run.AnyFileRead()) return runs;
@@ -147,15 +148,18 @@ std::string FindingKinds(const std::vector<Finding>& findings, const std::string
 
 // One line per run: its last step, the final value of `tag` (or of its loss tag), that tag's
 // points and the run's findings.
-std::string RenderSummary(const std::vector<Run>& runs, const std::string& tag) {
+std::string RenderSummary(const std::vector<Run>& runs,
+                          const std::vector<std::vector<Finding>>& findings,
+                          const std::string& tag) {
   struct Row {
     std::string run, last_step, tag, final_value, points, findings;
   };
   std::vector<Row> rows;
   rows.push_back({"run", "last step", tag.empty() ? "loss tag" : "tag", "final", "points",
                   "findings"});
-  for (const Run& run : runs) {
-    Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(CheckHealth(run))};
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& run = runs[i];
+    Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(findings[i])};
     int64_t last_step = 0;
     bool any = false;
     for (const TimeSeries& s : run.series) {
@@ -188,10 +192,12 @@ std::string RenderSummary(const std::vector<Run>& runs, const std::string& tag) 
   return out;
 }
 
-std::string RenderText(const std::vector<Run>& runs) {
+std::string RenderText(const std::vector<Run>& runs,
+                       const std::vector<std::vector<Finding>>& findings_of_runs) {
   std::string out;
-  for (const Run& run : runs) {
-    const std::vector<Finding> findings = CheckHealth(run);
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& run = runs[i];
+    const std::vector<Finding>& findings = findings_of_runs[i];
     out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n",
                        Printable(run.name), FilesSummary(run), ToString(run.policy),
                        run.written_points, [&] {
@@ -246,9 +252,11 @@ nlohmann::ordered_json NumberOrNull(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
 }
 
-std::string RenderJson(const std::vector<Run>& runs, int last_k) {
+std::string RenderJson(const std::vector<Run>& runs,
+                       const std::vector<std::vector<Finding>>& findings_of_runs, int last_k) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  for (const Run& run : runs) {
+  for (size_t i = 0; i < runs.size(); ++i) {
+    const Run& run = runs[i];
     nlohmann::ordered_json j;
     j["run"] = run.name;
     j["directory"] = run.directory;
@@ -294,7 +302,7 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
     }
     j["restarts_found"] = restarts;
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-    for (const Finding& f : CheckHealth(run)) {
+    for (const Finding& f : findings_of_runs[i]) {
       findings.push_back(
           {{"kind", ToString(f.kind)}, {"tag", f.tag}, {"steps", f.steps}, {"message", f.message}});
     }
@@ -315,7 +323,8 @@ std::string RenderJson(const std::vector<Run>& runs, int last_k) {
 }
 
 void RunRuns(const RunsOptions& options) {
-  const LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
+  LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
+  load.threads = options.threads;
   const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
   CheckOutputIsNotInput(options.output, LogFiles(directories));
   const std::vector<Run> runs = LoadAll(directories, load);
@@ -324,12 +333,14 @@ void RunRuns(const RunsOptions& options) {
                                           load.restarts == RestartPolicy::kAll));
     return;
   }
+  const std::vector<std::vector<Finding>> findings = CheckHealthOfRuns(runs, {}, load.threads);
   if (options.json) {
-    EmitOutput(options.output, RenderJson(runs, options.last_k));
+    EmitOutput(options.output, RenderJson(runs, findings, options.last_k));
   } else if (options.summary) {
-    EmitOutput(options.output, RenderSummary(runs, options.tag));
+    EmitOutput(options.output, RenderSummary(runs, findings, options.tag));
   } else {
-    EmitOutput(options.output, RenderSummary(runs, options.tag) + "\n" + RenderText(runs));
+    EmitOutput(options.output,
+               RenderSummary(runs, findings, options.tag) + "\n" + RenderText(runs, findings));
   }
 }
 
@@ -341,9 +352,9 @@ struct LoadedPath {
 
 LoadedPath LoadPath(const std::string& path, const LoadOptions& options) {
   LoadedPath loaded;
-  for (const RunDirectory& directory : DiscoverRuns(path)) {
-    loaded.runs.push_back(LoadRun(directory, options));
-    for (const std::string& t : loaded.runs.back().Tags()) loaded.tags.insert(t);
+  loaded.runs = LoadRuns(DiscoverRuns(path), options);
+  for (const Run& run : loaded.runs) {
+    for (const std::string& t : run.Tags()) loaded.tags.insert(t);
   }
   return loaded;
 }
@@ -521,6 +532,11 @@ void AddRunsCommand(CLI::App& root) {
                 "print only the summary: one line per run with its last step, final value of the "
                 "loss tag (or --tag), points and findings");
   cmd->add_flag("--json", options->json, "machine-readable summary with findings");
+  cmd->add_option("--threads", options->threads,
+                  "files read at the same time (default 0: one per hardware thread); the output "
+                  "is the same for any number")
+      ->check(CLI::Range(0, 4096))
+      ->default_val(0);
   AddOutputOption(cmd, &options->output);
 
   auto compare = std::make_shared<CompareOptions>();

@@ -38,6 +38,29 @@ TEST(RunsCli, TableShowsTagsAndRestartFindings) {
   EXPECT_NE(r.out.find("back from step 99 to step 0, 100 points overlapped"), std::string::npos);
 }
 
+TEST(RunsCli, OutputIsTheSameOnAnyNumberOfThreads) {
+  // Every fixture directory (many runs, restarts, damaged files, CSV and JSONL), as the table, the
+  // JSON summary and the export, read one file at a time and on several threads.
+  const std::string all = "tests/fixtures/CursedSeraphim__process-tensorboard-logs "
+                          "tests/fixtures/ZeroToMax-ZYZ__study_tensorboard "
+                          "tests/fixtures/janosh__tensorboard-reducer "
+                          "tests/fixtures/orktes__go-tensorboard "
+                          "tests/fixtures/yuanjun0416__tensorboard_use";
+  for (const std::string flags : {"", " --json", " --restarts last --export csv",
+                                  " --restarts all --export json"}) {
+    SCOPED_TRACE(flags);
+    CommandResult one = RunMosaic("runs " + all + flags + " --threads 1");
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    EXPECT_GT(one.out.size(), 1000u);
+    for (const char* threads : {" --threads 2", " --threads 5", ""}) {
+      CommandResult many = RunMosaic("runs " + all + flags + threads);
+      EXPECT_EQ(many.exit_code, 0) << many.err;
+      EXPECT_EQ(many.out, one.out) << threads;
+    }
+  }
+  EXPECT_NE(RunMosaic("runs " + kTf2 + " --threads -1").exit_code, 0);
+}
+
 TEST(RunsCli, CsvExportOfTheKnownValueFile) {
   CommandResult r = RunMosaic("runs " + kTf2 + " --export csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;

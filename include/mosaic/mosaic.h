@@ -21,6 +21,7 @@
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"

@@ -298,9 +298,8 @@ PYBIND11_MODULE(_mosaic, m) {
             runs::LoadOptions options;
             options.restarts = runs::RestartPolicyFromString(restarts);
             if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
-            for (const runs::RunDirectory& d : runs::DiscoverRuns(logdirs)) {
-              loaded.push_back(runs::LoadRun(d, options));
-            }
+            options.threads = 0;  // every core; the same result
+            loaded = runs::LoadRuns(runs::DiscoverRuns(logdirs), options);
           }
           // Long table: one row per point, runs and tags as codes into the name lists.
           size_t points = 0;

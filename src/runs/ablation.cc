@@ -379,13 +379,8 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
 
 Ablation RunAblation(const std::string& ablation_dir, const std::string& baseline_dir,
                      const AblationOptions& options, const LoadOptions& load) {
-  std::vector<Run> ablation_runs, baseline_runs;
-  for (const RunDirectory& d : DiscoverRuns(ablation_dir)) {
-    ablation_runs.push_back(LoadRun(d, load));
-  }
-  for (const RunDirectory& d : DiscoverRuns(baseline_dir)) {
-    baseline_runs.push_back(LoadRun(d, load));
-  }
+  const std::vector<Run> ablation_runs = LoadRuns(DiscoverRuns(ablation_dir), load);
+  const std::vector<Run> baseline_runs = LoadRuns(DiscoverRuns(baseline_dir), load);
   Ablation out = AnalyzeAblation(ablation_runs, baseline_runs, options);
   out.ablation_dir = ablation_dir;
   out.baseline_dir = baseline_dir;

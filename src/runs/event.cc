@@ -356,6 +356,121 @@ bool DecodeSessionLog(std::string_view bytes, Event* event, WireReader& parent) 
   });
 }
 
+// The shape of nearly every record of a scalar log (PyTorch's SummaryWriter, tensorboardX,
+// TF1's tf.summary.scalar): wall_time (1), step (2) and a summary (5) whose values hold only a tag
+// (1) and a simple_value (2), every key in its one-byte form. Decoded in one pass without the
+// general reader's bookkeeping; any other field, wire type or a malformed byte returns false
+// before anything but `event->values` is touched, and the general decoder then starts over. For
+// the bytes it accepts the result is the general decoder's, field for field.
+const char* FastVarint(const char* p, const char* end, uint64_t* value) {
+  uint64_t result = 0;
+  for (int shift = 0; shift < 64 && p < end; shift += 7) {
+    const auto byte = static_cast<uint8_t>(*p++);
+    result |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) {
+      *value = result;
+      return p;
+    }
+  }
+  return nullptr;
+}
+
+// Reads a length prefix at `p` and checks it against `end`; the field's bytes start at the result.
+const char* FastLength(const char* p, const char* end, uint64_t* length) {
+  if (p < end && (static_cast<uint8_t>(*p) & 0x80) == 0) {
+    *length = static_cast<uint8_t>(*p);
+    ++p;
+  } else {
+    p = FastVarint(p, end, length);
+    if (p == nullptr) return nullptr;
+  }
+  return *length <= static_cast<uint64_t>(end - p) ? p : nullptr;
+}
+
+constexpr uint8_t Key(int field, int wire) { return static_cast<uint8_t>(field << 3 | wire); }
+
+bool DecodeSimpleValueFast(const char* p, const char* end, SummaryValue* value) {
+  while (p < end) {
+    const auto key = static_cast<uint8_t>(*p++);
+    if (key == Key(1, kLengthDelimited)) {
+      uint64_t length;
+      p = FastLength(p, end, &length);
+      if (p == nullptr) return false;
+      value->tag = std::string_view(p, length);
+      p += length;
+    } else if (key == Key(2, kFixed32)) {
+      if (end - p < 4) return false;
+      uint32_t bits;
+      std::memcpy(&bits, p, 4);
+      p += 4;
+      value->kind = ValueKind::kScalar;
+      value->encoding = ScalarEncoding::kSimpleValue;
+      value->float32 = true;
+      value->scalar = AsFloat(bits);
+    } else {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
+  const char* p = payload.data();
+  const char* end = p + payload.size();
+  double wall_time_seconds = 0;
+  int64_t step = 0;
+  // Values are decoded into the vector's existing elements, each reset field by field (building a
+  // fresh SummaryValue per value costs a block fill that dominated the decoding).
+  std::vector<SummaryValue>& values = event->values;
+  size_t used = 0;
+  while (p < end) {
+    const auto key = static_cast<uint8_t>(*p++);
+    if (key == Key(1, kFixed64)) {
+      if (end - p < 8) return false;
+      uint64_t bits;
+      std::memcpy(&bits, p, 8);
+      p += 8;
+      wall_time_seconds = AsDouble(bits);
+    } else if (key == Key(2, kVarint)) {
+      uint64_t v;
+      p = FastVarint(p, end, &v);
+      if (p == nullptr) return false;
+      step = static_cast<int64_t>(v);
+    } else if (key == Key(5, kLengthDelimited)) {
+      uint64_t length;
+      p = FastLength(p, end, &length);
+      if (p == nullptr) return false;
+      const char* summary_end = p + length;
+      while (p < summary_end) {
+        if (static_cast<uint8_t>(*p++) != Key(1, kLengthDelimited)) return false;
+        uint64_t value_length;
+        p = FastLength(p, summary_end, &value_length);
+        if (p == nullptr) return false;
+        if (used == values.size()) values.emplace_back();
+        SummaryValue& value = values[used++];
+        value.tag = {};
+        value.plugin_name = {};
+        value.kind = ValueKind::kMetadataOnly;
+        value.encoding = ScalarEncoding::kSimpleValue;
+        value.float32 = false;
+        value.scalar = 0;
+        value.histogram = HistogramSummary{};
+        if (!DecodeSimpleValueFast(p, p + value_length, &value)) return false;
+        p += value_length;
+      }
+    } else {
+      return false;
+    }
+  }
+  values.resize(used);
+  event->wall_time_seconds = wall_time_seconds;
+  event->step = step;
+  event->file_version = {};
+  event->has_graph = false;
+  event->session_log_status = 0;
+  return true;
+}
+
 }  // namespace
 
 std::string_view ToString(ValueKind kind) {
@@ -382,6 +497,7 @@ std::string_view ToString(ScalarEncoding encoding) {
 }
 
 bool DecodeEvent(std::string_view payload, Event* event, std::string* error) {
+  if (DecodeSimpleEventFast(payload, event)) return true;
   event->wall_time_seconds = 0;
   event->step = 0;
   event->file_version = {};

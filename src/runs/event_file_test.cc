@@ -211,6 +211,95 @@ TEST(EventFile, NonScalarPluginMetadataIsCachedPerTag) {
   EXPECT_EQ(c.stats.tensors, 2);
 }
 
+// Protobuf wire bytes built by hand: a key, a varint, fixed-width numbers, length-delimited bytes.
+std::string Varint(uint64_t v) {
+  std::string out;
+  while (v >= 0x80) {
+    out += static_cast<char>((v & 0x7f) | 0x80);
+    v >>= 7;
+  }
+  return out + static_cast<char>(v);
+}
+std::string Field(int field, int wire) { return Varint(static_cast<uint64_t>(field) << 3 | wire); }
+std::string Bytes(int field, const std::string& bytes) {
+  return Field(field, 2) + Varint(bytes.size()) + bytes;
+}
+std::string Fixed32(float v) {
+  std::string out(4, '\0');
+  std::memcpy(out.data(), &v, 4);
+  return out;
+}
+std::string Fixed64(double v) {
+  std::string out(8, '\0');
+  std::memcpy(out.data(), &v, 8);
+  return out;
+}
+
+TEST(Event, SimpleValueRecordsFollowTheProtobufRules) {
+  // The shapes of plain simple_value records, and variants of them: fields in any order, a field
+  // given twice (the last wins), a tag longer than 127 bytes (two-byte length), a value without a
+  // number, an empty summary, a value with metadata.
+  const std::string long_tag(300, 'x');
+  const std::string value_a = Bytes(1, "loss") + Field(2, 5) + Fixed32(2.5f);
+  const std::string value_b = Field(2, 5) + Fixed32(-1.0f) + Bytes(1, long_tag);
+  const std::string value_c = Bytes(1, "only_tag");
+  const std::string payload = Field(2, 0) + Varint(7) + Field(1, 1) + Fixed64(1.5e9) +
+                              Bytes(5, Bytes(1, value_a) + Bytes(1, value_b)) +
+                              Bytes(5, Bytes(1, value_c)) + Field(2, 0) + Varint(300000);
+  Event event;
+  std::string error;
+  ASSERT_TRUE(DecodeEvent(payload, &event, &error)) << error;
+  EXPECT_EQ(event.step, 300000);
+  EXPECT_EQ(event.wall_time_seconds, 1.5e9);
+  EXPECT_FALSE(event.has_graph);
+  EXPECT_EQ(event.session_log_status, 0);
+  EXPECT_TRUE(event.file_version.empty());
+  ASSERT_EQ(event.values.size(), 3u);
+  EXPECT_EQ(event.values[0].tag, "loss");
+  EXPECT_EQ(event.values[0].kind, ValueKind::kScalar);
+  EXPECT_EQ(event.values[0].scalar, 2.5);
+  EXPECT_TRUE(event.values[0].float32);
+  EXPECT_EQ(event.values[0].encoding, ScalarEncoding::kSimpleValue);
+  EXPECT_EQ(event.values[1].tag, long_tag);
+  EXPECT_EQ(event.values[1].scalar, -1.0);
+  EXPECT_EQ(event.values[2].tag, "only_tag");
+  EXPECT_EQ(event.values[2].kind, ValueKind::kMetadataOnly);
+  EXPECT_FALSE(event.values[2].float32);
+
+  // The same event again after one of another shape: nothing of the first is left over.
+  const std::string with_metadata =
+      Field(1, 1) + Fixed64(2.0) +
+      Bytes(5, Bytes(1, Bytes(1, "t") + Field(2, 5) + Fixed32(4.0f) +
+                            Bytes(9, Bytes(1, Bytes(1, "text")))));
+  const std::string first_record =
+      Bytes(3, "brain.Event:2") + Field(7, 2) + Varint(2) + Field(1, 0) + Varint(1);
+  ASSERT_TRUE(DecodeEvent(first_record, &event, &error));  // views into first_record
+  EXPECT_EQ(event.file_version, "brain.Event:2");
+  EXPECT_EQ(event.session_log_status, kSessionLogStart);
+  ASSERT_TRUE(DecodeEvent(with_metadata, &event, &error)) << error;
+  ASSERT_EQ(event.values.size(), 1u);
+  EXPECT_EQ(event.values[0].plugin_name, "text");
+  EXPECT_EQ(event.values[0].scalar, 4.0);
+  EXPECT_TRUE(event.file_version.empty());
+  EXPECT_EQ(event.session_log_status, 0);
+  EXPECT_EQ(event.step, 0);
+  ASSERT_TRUE(DecodeEvent(payload, &event, &error));
+  EXPECT_EQ(event.values.size(), 3u);
+  EXPECT_TRUE(event.values[0].plugin_name.empty());
+
+  // Every truncation of the record is either a shorter valid event or an error naming the field.
+  for (size_t n = 0; n < payload.size(); ++n) {
+    SCOPED_TRACE(n);
+    Event cut;
+    std::string cut_error;
+    if (!DecodeEvent(std::string_view(payload).substr(0, n), &cut, &cut_error)) {
+      EXPECT_FALSE(cut_error.empty());
+    }
+  }
+  EXPECT_FALSE(DecodeEvent(payload.substr(0, 3), &event, &error));
+  EXPECT_NE(error.find("fixed64"), std::string::npos) << error;
+}
+
 TEST(EventFile, PurgeMarkerIsReported) {
   std::string bytes = FrameRecord(EncodeFileVersionEvent(1.0e9));
   bytes += FrameRecord(EncodeSessionStartEvent(1.0e9, 40));

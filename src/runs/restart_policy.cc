@@ -169,6 +169,9 @@ std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
           pending.push_back(point);
         }
       }
+      // Purge markers after the tag's last point still evict its later steps: a marker acts on
+      // every tag, written again after it or not.
+      while (next_purge < purges.size()) evict_from(purges[next_purge++].step);
       flush();
       break;
     }

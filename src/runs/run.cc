@@ -2,20 +2,25 @@
 
 #include <fmt/format.h>
 #include <re2/re2.h>
+#include <sys/mman.h>
 
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <set>
+#include <thread>
 #include <unordered_map>
 #include <utility>
 
 #include "mosaic/runs/table_log.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/text_input.h"
 
 namespace mosaic::runs {
@@ -56,17 +61,37 @@ struct TagAccumulator {
   std::vector<ScalarPoint> points;
   std::vector<std::pair<size_t, int32_t>> sources;  // (first point index, source) per change
   std::vector<std::pair<int64_t, size_t>> purges;   // (purge step, points written before it)
+  std::string_view tag;                   // the table's key
+  TagAccumulator* next_seen = nullptr;    // the tag that followed this one last time
 
   void Add(int64_t step, double wall_time_seconds, double value, int32_t source) {
     if (!points.empty() && step <= points.back().step) increasing = false;
     if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
     points.push_back({step, wall_time_seconds, value, 1});
   }
+
+  // Appends the points of `file` (one source file's accumulator of this tag), moving them when
+  // this accumulator has none yet.
+  void Append(TagAccumulator&& file, int32_t source) {
+    float32 = float32 && file.float32;
+    if (file.points.empty()) return;
+    if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
+    if (points.empty()) {
+      increasing = file.increasing;
+      points = std::move(file.points);
+    } else {
+      increasing = increasing && file.increasing && file.points.front().step > points.back().step;
+      points.insert(points.end(), file.points.begin(), file.points.end());
+    }
+    std::vector<ScalarPoint>().swap(file.points);
+  }
 };
 
 struct HistogramAccumulator {
   bool keep = true;
   HistogramSeries series;
+  std::string_view tag;
+  HistogramAccumulator* next_seen = nullptr;
 };
 
 // Hashes std::string and std::string_view alike (lookups by a view of the record need no copy).
@@ -87,9 +112,21 @@ class TagTable {
     if (it != index_.end()) return *it->second;
     auto [node, inserted] = by_tag_.try_emplace(std::string(tag));
     Accumulator& added = node->second;
+    added.tag = node->first;
     if (options_.tags) added.keep = RE2::PartialMatch(node->first, *options_.tags);
     index_.emplace(node->first, &added);
     return added;
+  }
+
+  // The accumulator of `tag` when the tags of a file come round in a fixed order (a step logs
+  // loss, grad_norm, lr, ...): the tag that followed `previous` last time is compared first, and
+  // the hash index is consulted only when it differs.
+  Accumulator& Next(Accumulator* previous, std::string_view tag) {
+    Accumulator* guess = previous != nullptr ? previous->next_seen : first_seen_;
+    if (guess != nullptr && guess->tag == tag) return *guess;
+    Accumulator& found = (*this)[tag];
+    (previous != nullptr ? previous->next_seen : first_seen_) = &found;
+    return found;
   }
 
   std::map<std::string, Accumulator, std::less<>>& by_tag() { return by_tag_; }
@@ -98,6 +135,7 @@ class TagTable {
   const LoadOptions& options_;
   std::map<std::string, Accumulator, std::less<>> by_tag_;
   std::unordered_map<std::string, Accumulator*, TagHash, std::equal_to<>> index_;
+  Accumulator* first_seen_ = nullptr;
 };
 
 }  // namespace
@@ -337,7 +375,158 @@ std::vector<std::string> Run::Tags() const {
   return tags;
 }
 
-Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
+namespace {
+
+// Accumulators reserve room for a file's points once this many have been read, from the share of
+// the file read so far.
+constexpr int64_t kPointsBeforeEstimate = int64_t{1} << 14;
+// No TFRecord holding a scalar is smaller than this (12-byte header, 4-byte footer, a tag byte):
+// the estimate never reserves more points than the file could hold.
+constexpr int64_t kMinScalarRecordBytes = 20;
+
+// Asks for transparent huge pages over the whole 2 MiB pages inside [data, data + bytes) (where
+// the kernel grants them on request, transparent_hugepage = madvise): a large series is then
+// faulted in 2 MiB at a time rather than 4 KiB, which is most of the cost of first touching it.
+// Only a hint: nothing changes where it is refused.
+void AdviseHugePages(const void* data, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHugePageBytes = uintptr_t{2} << 20;
+  const auto start = reinterpret_cast<uintptr_t>(data);
+  const uintptr_t begin = (start + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+  const uintptr_t end = (start + bytes) & ~(kHugePageBytes - 1);
+  if (end > begin) madvise(reinterpret_cast<void*>(begin), end - begin, MADV_HUGEPAGE);
+#else
+  (void)data;
+  (void)bytes;
+#endif
+}
+
+// One event file read on its own (possibly on another thread than its run's other files): its
+// tags' points and histograms, its purge markers, statistics and damaged spots. Merged into its
+// run in file order, which makes the result independent of the order files were read in.
+struct EventFileContents {
+  explicit EventFileContents(const LoadOptions& options) : scalars(options), histograms(options) {}
+
+  // A SessionLog.START under `last`: its step and, for each tag with points in this file so far,
+  // how many there were.
+  struct Purge {
+    int64_t step = 0;
+    std::vector<std::pair<std::string_view, size_t>> points_before;
+  };
+
+  SourceFile file;
+  std::vector<RecordIssue> issues;
+  TagTable<TagAccumulator> scalars;
+  TagTable<HistogramAccumulator> histograms;
+  std::vector<Purge> purges;
+};
+
+void ReadEventFile(const std::string& path, const LoadOptions& options, EventFileContents* out) {
+  std::optional<EventFileReader> opened;
+  try {
+    opened.emplace(path);
+  } catch (const InputError& e) {
+    out->file.path = path;
+    out->file.format = SourceFormat::kEvents;
+    out->file.loaded = false;
+    out->file.skip_reason = e.what();
+    return;
+  }
+  EventFileReader& reader = *opened;
+  std::error_code size_error;
+  const auto file_bytes = static_cast<int64_t>(fs::file_size(path, size_error));
+  TagAccumulator* previous = nullptr;
+  HistogramAccumulator* previous_histogram = nullptr;
+  int64_t points = 0;
+  EventItem item;
+  while (reader.Next(&item)) {
+    switch (item.kind) {
+      case EventItemKind::kScalar: {
+        TagAccumulator& acc = out->scalars.Next(previous, item.tag);
+        previous = &acc;
+        if (!acc.keep) break;
+        acc.float32 = acc.float32 && item.float32;
+        if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
+        acc.points.push_back({item.step, item.wall_time_seconds, item.value, 1});
+        if (++points == kPointsBeforeEstimate && !size_error && reader.bytes_consumed() > 0) {
+          // Room for the rest of the file at the rate seen so far (5% over), so that the series
+          // are not copied as they grow; pages never written are never touched.
+          const double scale = static_cast<double>(file_bytes) /
+                               static_cast<double>(reader.bytes_consumed());
+          const auto most = static_cast<size_t>(file_bytes / kMinScalarRecordBytes);
+          for (auto& [tag, a] : out->scalars.by_tag()) {
+            if (a.points.empty()) continue;
+            a.points.reserve(std::min(
+                most, static_cast<size_t>(static_cast<double>(a.points.size()) * scale * 1.05) + 64));
+            AdviseHugePages(a.points.data(), a.points.capacity() * sizeof(ScalarPoint));
+          }
+        }
+        break;
+      }
+      case EventItemKind::kHistogram: {
+        HistogramAccumulator& acc = out->histograms.Next(previous_histogram, item.tag);
+        previous_histogram = &acc;
+        if (!acc.keep) break;
+        ++acc.series.points;
+        acc.series.last_step = item.step;
+        acc.series.last = item.histogram;
+        break;
+      }
+      case EventItemKind::kPurge: {
+        // Only `last` acts on purge markers; each tag notes how many of its points precede it.
+        if (options.restarts != RestartPolicy::kLast) break;
+        EventFileContents::Purge purge{item.step, {}};
+        for (auto& [tag, acc] : out->scalars.by_tag()) {
+          if (!acc.points.empty()) purge.points_before.emplace_back(acc.tag, acc.points.size());
+        }
+        out->purges.push_back(std::move(purge));
+        break;
+      }
+    }
+  }
+  out->file = {path, SourceFormat::kEvents, reader.stats(), 0, true, {}};
+  out->issues = reader.issues();
+}
+
+// A CSV or JSONL file read on its own: the parsed log, or why it could not be used.
+struct TableFileContents {
+  SourceFile file;
+  std::optional<TableLog> log;
+};
+
+void ReadTableFile(const std::string& path, const LoadOptions& options, TableFileContents* out) {
+  const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
+  out->file = {path, format, {}, 0, true, {}};
+  try {
+    const std::string text = ReadTextFile(path);
+    out->log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
+                                            : ReadJsonlLog(text, path, options.step_column);
+    out->file.rows = out->log->rows;
+  } catch (const InputError& e) {
+    out->file.loaded = false;
+    out->file.skip_reason = e.what();
+    out->log.reset();
+  }
+}
+
+// The files of one run, read.
+struct RunContents {
+  std::vector<std::unique_ptr<EventFileContents>> event_files;
+  std::vector<TableFileContents> table_files;
+};
+
+RunContents MakeRunContents(const RunDirectory& directory, const LoadOptions& options) {
+  RunContents contents;
+  for (size_t i = 0; i < directory.event_files.size(); ++i) {
+    contents.event_files.push_back(std::make_unique<EventFileContents>(options));
+  }
+  contents.table_files.resize(directory.table_files.size());
+  return contents;
+}
+
+// Merges the files of `directory` (read into `contents`, in file order) into a run and applies
+// the restart policy.
+Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunContents contents) {
   Run run;
   run.name = directory.name;
   run.directory = directory.directory;
@@ -345,58 +534,46 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
   run.unreadable = directory.unreadable;
   TagTable<TagAccumulator> scalars(options);
   TagTable<HistogramAccumulator> histograms(options);
-  TagAccumulator* last_scalar = nullptr;  // the accumulator of the tag `last_tag` views
-  std::string last_tag;
 
   double previous_first_wall = 0;
   std::string previous_file;
-  for (const std::string& path : directory.event_files) {
+  for (std::unique_ptr<EventFileContents>& contents_of_file : contents.event_files) {
+    EventFileContents& read = *contents_of_file;
     const auto source = static_cast<int32_t>(run.files.size());
-    std::optional<EventFileReader> opened;
-    try {
-      opened.emplace(path);
-    } catch (const InputError& e) {
-      run.files.push_back({path, SourceFormat::kEvents, {}, 0, false, e.what()});
+    if (!read.file.loaded) {
+      run.files.push_back(std::move(read.file));
       continue;
     }
-    EventFileReader& reader = *opened;
-    EventItem item;
-    while (reader.Next(&item)) {
-      switch (item.kind) {
-        case EventItemKind::kScalar: {
-          if (last_scalar == nullptr || item.tag != last_tag) {
-            last_scalar = &scalars[item.tag];
-            last_tag.assign(item.tag);
-          }
-          TagAccumulator& acc = *last_scalar;
-          if (!acc.keep) break;
-          acc.float32 = acc.float32 && item.float32;
-          acc.Add(item.step, item.wall_time_seconds, item.value, source);
-          break;
+    // Purge markers first: each counts, for every tag of the run, the points before this file
+    // plus the file's own before the marker.
+    for (const EventFileContents::Purge& purge : read.purges) {
+      for (const auto& [file_tag, n] : purge.points_before) scalars[file_tag];
+      for (auto& [tag, acc] : scalars.by_tag()) {
+        size_t before = acc.points.size();
+        for (const auto& [file_tag, n] : purge.points_before) {
+          if (file_tag == tag) before += n;
         }
-        case EventItemKind::kHistogram: {
-          HistogramAccumulator& acc = histograms[item.tag];
-          if (!acc.keep) break;
-          ++acc.series.points;
-          acc.series.last_step = item.step;
-          acc.series.last = item.histogram;
-          break;
-        }
-        case EventItemKind::kPurge:
-          // Only `last` acts on purge markers; each tag notes how many of its points precede it.
-          if (options.restarts != RestartPolicy::kLast) break;
-          for (auto& [tag, acc] : scalars.by_tag()) {
-            if (!acc.points.empty()) acc.purges.emplace_back(item.step, acc.points.size());
-          }
-          break;
+        if (before > 0) acc.purges.emplace_back(purge.step, before);
       }
     }
-    SourceFile file{path, SourceFormat::kEvents, reader.stats(), 0, true, {}};
+    for (auto& [tag, file_acc] : read.scalars.by_tag()) {
+      TagAccumulator& acc = scalars[tag];
+      if (!acc.keep) continue;
+      acc.Append(std::move(file_acc), source);
+    }
+    for (auto& [tag, file_acc] : read.histograms.by_tag()) {
+      HistogramAccumulator& acc = histograms[tag];
+      if (!acc.keep || file_acc.series.points == 0) continue;
+      acc.series.points += file_acc.series.points;
+      acc.series.last_step = file_acc.series.last_step;
+      acc.series.last = file_acc.series.last;
+    }
+    SourceFile file = std::move(read.file);
+    const std::string& path = file.path;
     if (file.events.records == 0) {
       run.notes.push_back(fmt::format("{}: no complete record (an empty or just-created file)", path));
     }
-    const std::vector<RecordIssue> issues = reader.issues();
-    run.record_issues.insert(run.record_issues.end(), issues.begin(), issues.end());
+    run.record_issues.insert(run.record_issues.end(), read.issues.begin(), read.issues.end());
     const double first_wall = file.events.first_wall_time_seconds;
     if (first_wall > 0 && previous_first_wall > first_wall) {
       run.notes.push_back(fmt::format(
@@ -409,17 +586,15 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
       previous_file = path;
     }
     run.files.push_back(std::move(file));
+    contents_of_file.reset();
   }
 
-  for (const std::string& path : directory.table_files) {
+  for (TableFileContents& read : contents.table_files) {
     const auto source = static_cast<int32_t>(run.files.size());
-    const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
-    SourceFile file{path, format, {}, 0, true, {}};
-    try {
-      const std::string text = ReadTextFile(path);
-      TableLog log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
-                                                  : ReadJsonlLog(text, path, options.step_column);
-      file.rows = log.rows;
+    SourceFile file = std::move(read.file);
+    const std::string& path = file.path;
+    if (read.log) {
+      const TableLog& log = *read.log;
       for (const TagPoints& tag : log.tags) {
         TagAccumulator& acc = scalars[tag.tag];
         if (!acc.keep) continue;
@@ -450,9 +625,6 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
                                         log.rows_without_step,
                                         log.rows_without_step == 1 ? "row" : "rows"));
       }
-    } catch (const InputError& e) {
-      file.loaded = false;
-      file.skip_reason = e.what();
     }
     run.files.push_back(std::move(file));
   }
@@ -516,6 +688,66 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
     run.histograms.push_back(acc.series);
   }
   return run;
+}
+
+}  // namespace
+
+Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
+  RunContents contents = MakeRunContents(directory, options);
+  const size_t events = directory.event_files.size();
+  ParallelFor(events + directory.table_files.size(), ThreadCount(options.threads), [&](size_t i) {
+    if (i < events) {
+      ReadEventFile(directory.event_files[i], options, contents.event_files[i].get());
+    } else {
+      ReadTableFile(directory.table_files[i - events], options, &contents.table_files[i - events]);
+    }
+  });
+  return AssembleRun(directory, options, std::move(contents));
+}
+
+std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
+                          const LoadOptions& options) {
+  const int threads = ThreadCount(options.threads);
+  std::vector<RunContents> contents;
+  contents.reserve(directories.size());
+  // Every file of every run is one task; the largest are started first so that one large file
+  // does not start last and keep a thread busy after the others are done.
+  struct Task {
+    size_t run;
+    size_t file;  // events first, then tables
+    int64_t bytes;
+  };
+  std::vector<Task> tasks;
+  for (size_t r = 0; r < directories.size(); ++r) {
+    contents.push_back(MakeRunContents(directories[r], options));
+    const RunDirectory& d = directories[r];
+    for (size_t f = 0; f < d.event_files.size() + d.table_files.size(); ++f) {
+      const std::string& path = f < d.event_files.size() ? d.event_files[f]
+                                                         : d.table_files[f - d.event_files.size()];
+      std::error_code ec;
+      const auto bytes = static_cast<int64_t>(fs::file_size(path, ec));
+      tasks.push_back({r, f, ec ? 0 : bytes});
+    }
+  }
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const Task& a, const Task& b) { return a.bytes > b.bytes; });
+  ParallelFor(tasks.size(), threads, [&](size_t i) {
+    const Task& task = tasks[i];
+    const RunDirectory& d = directories[task.run];
+    RunContents& c = contents[task.run];
+    const size_t events = d.event_files.size();
+    if (task.file < events) {
+      ReadEventFile(d.event_files[task.file], options, c.event_files[task.file].get());
+    } else {
+      ReadTableFile(d.table_files[task.file - events], options,
+                    &c.table_files[task.file - events]);
+    }
+  });
+  std::vector<Run> runs(directories.size());
+  ParallelFor(directories.size(), threads, [&](size_t r) {
+    runs[r] = AssembleRun(directories[r], options, std::move(contents[r]));
+  });
+  return runs;
 }
 
 }  // namespace mosaic::runs

@@ -4,6 +4,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 
@@ -179,6 +182,121 @@ TEST(Runs, LastPolicyHonoursPurgeMarkers) {
   const runs::Run kept_first = LoadRun(DiscoverRuns(dir.string()).at(0), options);
   EXPECT_EQ(kept_first.series.at(0).points.size(), 10u);
   EXPECT_EQ(*kept_first.series.at(0).ValueAt(7), 7);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runs, PurgeMarkerCountsPointsOfEarlierFilesAndOfItsOwnFile) {
+  // File 1: a and b at steps 0-4. File 2: a at 5-6, then a purge at step 3, then a at 3-4 and a
+  // new tag c at 3-5. Under `last` the purge evicts steps >= 3 of every tag written so far
+  // (including a's steps 5-6 of the same file) but not c, which starts after it.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_purge2_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string first = FrameRecord(EncodeFileVersionEvent(1000));
+  for (int s = 0; s < 5; ++s) {
+    first += FrameRecord(EncodeScalarEvent(1000 + s, s, "a", s));
+    first += FrameRecord(EncodeScalarEvent(1000 + s, s, "b", 10 + s));
+  }
+  std::string second = FrameRecord(EncodeFileVersionEvent(2000));
+  for (int s = 5; s < 7; ++s) second += FrameRecord(EncodeScalarEvent(2000 + s, s, "a", s));
+  second += FrameRecord(EncodeSessionStartEvent(2010, 3));
+  for (int s = 3; s < 5; ++s) second += FrameRecord(EncodeScalarEvent(2010 + s, s, "a", 100 + s));
+  for (int s = 3; s < 6; ++s) second += FrameRecord(EncodeScalarEvent(2010 + s, s, "c", 200 + s));
+  WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), first);
+  WriteFileAtomically((dir / "events.out.tfevents.2000.h").string(), second);
+  auto values = [](const TimeSeries* series) {
+    std::vector<std::pair<int64_t, double>> out;
+    for (const ScalarPoint& p : series->points) out.emplace_back(p.step, p.value);
+    return out;
+  };
+  using Points = std::vector<std::pair<int64_t, double>>;
+  for (int threads : {1, 3}) {
+    LoadOptions options;
+    options.restarts = RestartPolicy::kLast;
+    options.threads = threads;
+    const runs::Run last = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+    EXPECT_EQ(values(last.FindSeries("a")),
+              (Points{{0, 0}, {1, 1}, {2, 2}, {3, 103}, {4, 104}}));
+    EXPECT_EQ(values(last.FindSeries("b")), (Points{{0, 10}, {1, 11}, {2, 12}}));
+    EXPECT_EQ(values(last.FindSeries("c")), (Points{{3, 203}, {4, 204}, {5, 205}}));
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Everything a loaded run reports, as text, for comparing loads.
+std::string Describe(const std::vector<runs::Run>& runs) {
+  std::string text = ExportRuns(runs, ExportFormat::kCsv, true);
+  for (const runs::Run& run : runs) {
+    text += run.name + "\n";
+    for (const SourceFile& f : run.files) {
+      text += fmt::format("file {} {} {} {} {}\n", f.path, f.loaded, f.skip_reason,
+                          f.events.records, f.rows);
+    }
+    for (const Restart& r : run.restarts) {
+      text += fmt::format("restart {} {} {} {} {}\n", r.tag, r.source, r.from_step,
+                          r.back_to_step, r.overlapped_points);
+    }
+    for (const RecordIssue& i : run.record_issues) text += i.Message() + "\n";
+    for (const std::string& note : run.notes) text += note + "\n";
+    for (const ConcurrentFiles& c : run.concurrent_files) {
+      text += fmt::format("concurrent {} {}\n", c.first, c.second);
+    }
+    for (const HistogramSeries& h : run.histograms) {
+      text += fmt::format("histogram {} {} {}\n", h.tag, h.points, h.last_step);
+    }
+    for (const Finding& f : CheckHealth(run)) text += f.message + "\n";
+    text += fmt::format("written {}\n", run.written_points);
+  }
+  return text;
+}
+
+TEST(Runs, LoadingOnSeveralThreadsGivesTheSameRuns) {
+  // Runs of several event files each (restarts, concurrent writers, a purge, a damaged record, a
+  // file of another run's tags) and a CSV file; loaded run by run on one thread, and all at once
+  // on 1, 2 and 7 threads, under every policy.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_threads_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  for (int r = 0; r < 5; ++r) {
+    const std::filesystem::path run = dir / fmt::format("run{}", r);
+    std::filesystem::create_directories(run);
+    for (int f = 0; f < 4; ++f) {
+      const double start = 1000.0 * (f + 1) + (r % 2 == 0 && f == 3 ? -990 : 0);  // overlap
+      std::string bytes = FrameRecord(EncodeFileVersionEvent(start));
+      if (f == 2 && r == 1) bytes += FrameRecord(EncodeSessionStartEvent(start, 20));
+      for (int s = 0; s < 40 + 10 * r; ++s) {
+        const int step = f * 30 + s;  // each file goes back 10 steps: a restart
+        bytes += FrameRecord(EncodeScalarEvent(start + s, step, "loss", 3.0 - 0.01 * step + f));
+        if (s % 3 == 0) {
+          bytes += FrameRecord(EncodeScalarEvent(start + s, step, fmt::format("t{}", f), s));
+        }
+      }
+      if (f == 1 && r == 3) bytes[bytes.size() / 2] ^= 0x55;  // a damaged record
+      WriteFileAtomically((run / fmt::format("events.out.tfevents.{}.h", 1000 * (f + 1))).string(),
+                          bytes);
+    }
+    std::string csv = "step,acc\n";
+    for (int s = 0; s < 30; ++s) csv += fmt::format("{},{}\n", s * 5, 0.01 * s);
+    WriteFileAtomically((run / "metrics.csv").string(), csv);
+  }
+  const std::vector<RunDirectory> directories = DiscoverRuns(dir.string());
+  ASSERT_EQ(directories.size(), 5u);
+  for (RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    SCOPED_TRACE(ToString(policy));
+    LoadOptions options;
+    options.restarts = policy;
+    std::vector<runs::Run> one_by_one;
+    for (const RunDirectory& d : directories) one_by_one.push_back(LoadRun(d, options));
+    const std::string expected = Describe(one_by_one);
+    EXPECT_NE(expected.find("restart loss"), std::string::npos);
+    EXPECT_NE(expected.find("concurrent"), std::string::npos);
+    EXPECT_NE(expected.find("byte offset"), std::string::npos);
+    for (int threads : {1, 2, 7}) {
+      options.threads = threads;
+      EXPECT_EQ(Describe(LoadRuns(directories, options)), expected) << threads << " threads";
+      EXPECT_EQ(Describe({LoadRun(directories[3], options)}), Describe({one_by_one[3]}));
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
@@ -395,6 +513,84 @@ TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   EXPECT_EQ(by_kind[FindingKind::kStepGap], (std::vector<int64_t>{79}));
   EXPECT_EQ(by_kind[FindingKind::kRestart], (std::vector<int64_t>{90}));
   EXPECT_NE(findings[0].message.find("update skipped"), std::string::npos) << findings[0].message;
+}
+
+// The spike rule written out directly (docs/logs.md): median and MAD of a copy of the previous
+// spike_window finite values, each found by sorting.
+std::vector<int64_t> ReferenceSpikes(const TimeSeries& s, const HealthOptions& o,
+                                     double* worst_sigmas) {
+  auto median = [](std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    const size_t mid = v.size() / 2;
+    return v.size() % 2 == 1 ? v[mid] : (v[mid] + v[mid - 1]) / 2;
+  };
+  std::vector<double> window;
+  std::vector<int64_t> spikes;
+  *worst_sigmas = 0;
+  for (const ScalarPoint& p : s.points) {
+    if (!std::isfinite(p.value)) continue;
+    if (static_cast<int>(window.size()) >= o.spike_min_points) {
+      const double m = median(window);
+      std::vector<double> deviations;
+      for (double v : window) deviations.push_back(std::fabs(v - m));
+      const double sigma =
+          std::max(1.4826 * median(deviations), o.spike_floor_relative * std::fabs(m));
+      if (sigma > 0 && (p.value - m) / sigma > o.spike_sigmas) {
+        spikes.push_back(p.step);
+        *worst_sigmas = std::max(*worst_sigmas, (p.value - m) / sigma);
+      }
+    }
+    window.push_back(p.value);
+    if (static_cast<int>(window.size()) > o.spike_window) window.erase(window.begin());
+  }
+  return spikes;
+}
+
+TEST(Health, RollingSpikeBaselineMatchesTheRuleWrittenOut) {
+  // Noisy series with ties, repeated values, zeros of both signs, NaNs and real spikes; windows of
+  // odd and even sizes, so that both median branches and the MAD's bisection ends are taken.
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;
+  };
+  for (int window : {1, 2, 7, 10, 11, 50}) {
+    for (int shape = 0; shape < 3; ++shape) {
+      SCOPED_TRACE(testing::Message() << "window " << window << ", shape " << shape);
+      TimeSeries loss{"r", "train/loss", {}, false};
+      for (int step = 0; step < 3000; ++step) {
+        double v = 0;
+        const double u = next();
+        if (shape == 0) v = 2.0 + 0.05 * u;                         // continuous noise
+        if (shape == 1) v = std::floor(u * 4) * 0.25;               // heavy ties, zeros
+        if (shape == 2) v = (u < 0.5 ? -0.0 : 0.0) + (u > 0.9 ? 1.0 : 0.0);  // ±0 and ones
+        if (next() < 0.01) v += 5 + 10 * next();                    // spikes
+        if (next() < 0.005) v = std::nan("");
+        loss.points.push_back({step, 1000.0 + step, v, 1});
+      }
+      runs::Run run;
+      run.name = "r";
+      run.series = {loss};
+      HealthOptions options;
+      options.spike_window = window;
+      options.spike_min_points = std::min(window, 10);
+      double worst = 0;
+      const std::vector<int64_t> expected = ReferenceSpikes(loss, options, &worst);
+      std::vector<int64_t> found;
+      std::string message;
+      for (const Finding& f : CheckHealth(run, options)) {
+        if (f.kind == FindingKind::kSpike) {
+          found = f.steps;
+          message = f.message;
+        }
+      }
+      EXPECT_EQ(found, expected);
+      if (!expected.empty()) {
+        EXPECT_NE(message.find(fmt::format("largest {:.1f} sd", worst)), std::string::npos)
+            << message;
+      }
+    }
+  }
 }
 
 TEST(TimeSeries, Summaries) {

@@ -41,10 +41,9 @@ std::string SubsetRule(const FitRequest& r) {
 void PrepareTable(DataTable& table, const FitRequest& r) {
   if (!r.logs.empty()) {
     if (r.tag.empty()) throw UsageError("fit: --logs needs --tag (the loss tag, e.g. eval/loss)");
-    std::vector<runs::Run> logged;
-    for (const runs::RunDirectory& directory : runs::DiscoverRuns(r.logs)) {
-      logged.push_back(runs::LoadRun(directory, {}));
-    }
+    runs::LoadOptions load;
+    load.threads = 0;  // files read on every core; the same result
+    const std::vector<runs::Run> logged = runs::LoadRuns(runs::DiscoverRuns(r.logs), load);
     AttachLossesFromLogs(table, logged,
                          {.tag = r.tag,
                           .last_k = r.last_k,

@@ -63,6 +63,8 @@ class EventFileReader {
   bool Next(EventItem* item);
 
   const EventFileStats& stats() const;
+  // Bytes of the file consumed so far (whole records, damaged ones included).
+  int64_t bytes_consumed() const { return records_.bytes_consumed(); }
   // Damaged spots: those of the record layer plus payloads that are not Events.
   std::vector<RecordIssue> issues() const;
 

@@ -86,6 +86,10 @@ struct LoadOptions {
   std::shared_ptr<const re2::RE2> tags;
   // The CSV/JSONL step column; empty = detect (table_log.h).
   std::string step_column;
+  // Threads that read files at the same time (a run's files in LoadRun, every run's in LoadRuns);
+  // 0 = one per hardware thread. The result does not depend on it: files are read on their own
+  // and merged in write order.
+  int threads = 1;
 };
 
 // Compiles `--tags` with RE2 (github.com/google/re2/wiki/Syntax): matching takes time linear in
@@ -131,5 +135,10 @@ struct Run {
 // parsed are skipped with their reason in SourceFile::skip_reason (reported as findings, the other
 // files still read); damaged records are reported in record_issues. Never throws for a file.
 Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
+
+// LoadRun for each of `directories`, in their order, with the files of all runs read on
+// `options.threads` threads (largest files first), then the runs assembled on as many. Identical,
+// run for run, to calling LoadRun on each with one thread.
+std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories, const LoadOptions& options);
 
 }  // namespace mosaic::runs

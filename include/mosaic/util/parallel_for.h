@@ -1,0 +1,55 @@
+// A parallel loop over indexes for work whose results land in slots of their own (one per index),
+// so that the result does not depend on the number of threads or on which thread ran what.
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <exception>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace mosaic {
+
+// The number of threads `threads` asks for: itself when positive, otherwise one per hardware
+// thread (at least 1).
+inline int ThreadCount(int threads) {
+  if (threads > 0) return threads;
+  return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+}
+
+// Calls body(i) for every i in [0, n) on min(n, max(threads, 1)) threads, the calling thread one
+// of them; each takes the next index from a shared counter (so put the longest work first). When a
+// call throws, no further index is started and the first exception is rethrown once every thread
+// has stopped.
+template <typename Body>
+void ParallelFor(size_t n, int threads, Body body) {
+  const size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
+  if (workers <= 1) {
+    for (size_t i = 0; i < n; ++i) body(i);
+    return;
+  }
+  std::atomic<size_t> next{0};
+  std::mutex error_mutex;
+  std::exception_ptr error;
+  auto work = [&] {
+    for (size_t i; (i = next.fetch_add(1)) < n;) {
+      try {
+        body(i);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        next.store(n);
+      }
+    }
+  };
+  std::vector<std::thread> pool;
+  pool.reserve(workers - 1);
+  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  work();
+  for (std::thread& thread : pool) thread.join();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace mosaic
