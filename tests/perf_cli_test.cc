@@ -466,7 +466,8 @@ TEST(PerfCli, CalibrateFromLogsFitsTheTeamsProfile) {
   std::filesystem::remove_all(dir);
   const double speeds[] = {5000, 4200, 3100};
   const char* names[] = {"a", "b", "c"};
-  const char* layouts[] = {"ep=8,dp=16,recompute=modules", "pp=2,vpp=12,ep=8,dp=8,recompute=modules",
+  const char* layouts[] = {"ep=8,dp=16,recompute=modules",
+                           "pp=2,vpp=12,ep=8,dp=8,recompute=modules",
                            "ep=16,dp=16,recompute=modules"};
   const int batches[] = {512, 512, 64};
   std::string runs = "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\n"

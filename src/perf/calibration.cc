@@ -415,7 +415,8 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
   e.rms_log_error = std::sqrt(ss / static_cast<double>(ids.size()));
   std::sort(abs_errors.begin(), abs_errors.end());
   const size_t n = abs_errors.size();
-  e.median_abs_error = n % 2 == 1 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+  e.median_abs_error =
+      n % 2 == 1 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
   return e;
 }
 
@@ -779,8 +780,9 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     }
   }
   if (!r.heldout_rows.empty()) {
-    out += fmt::format("\nHeld-out rows (never fitted)\n{:<6} {:<15} {:>10} {:>10} {:>8} {:>7}  {}\n",
-                       "row", "profile", "measured", "predicted", "error", "fits", "layout");
+    out += "\nHeld-out rows (never fitted)\n";
+    out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>7}  {}\n", "row", "profile",
+                       "measured", "predicted", "error", "fits", "layout");
     for (const RowResult& x : r.heldout_rows) {
       out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>7}  {}{}\n", x.id,
                          x.profile, x.measured, x.predicted,
@@ -818,9 +820,10 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
       const auto [lo, hi] = ParamMap::Bounds(r.profiles, block * n);
       return fmt::format("{:.4g}{}", x, p.calibrated && AtBound(x, lo, hi) ? " (at bound)" : "");
     };
-    out += fmt::format("  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}\n",
-                       p.name, value(p.gemm_efficiency, 0), value(p.step_overhead_seconds, 1),
-                       value(p.expert_group_seconds * 1e6, 2));
+    out += fmt::format(
+        "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}\n", p.name,
+        value(p.gemm_efficiency, 0), value(p.step_overhead_seconds, 1),
+        value(p.expert_group_seconds * 1e6, 2));
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";

@@ -49,7 +49,7 @@ std::string Resolve(const std::string& value, const std::string& origin) {
 
 // Reads the keys of one table (defaults or a run) into `spec`; `seen` collects the keys given.
 void ReadKeys(const toml::table& table, const std::string& origin, std::string_view text,
-              LogRunSpec& spec, std::set<std::string>& seen, bool allow_run) {
+              ThroughputRunSpec& spec, std::set<std::string>& seen, bool allow_run) {
   std::vector<std::string> names(std::begin(kKeys), std::end(kKeys));
   if (allow_run) names.emplace_back("run");
   for (const auto& [key_node, node] : table) {
@@ -134,10 +134,10 @@ double Median(std::vector<double> v) {
 
 }  // namespace
 
-std::vector<LogRunSpec> ParseLogRunFile(std::string_view text, const std::string& origin,
+std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std::string& origin,
                                         const ProfileSet& profiles) {
   const toml::table root = ParseToml(text, origin);
-  LogRunSpec defaults;
+  ThroughputRunSpec defaults;
   std::set<std::string> default_keys;
   for (const auto& [key_node, node] : root) {
     const std::string key(key_node.str());
@@ -160,13 +160,13 @@ std::vector<LogRunSpec> ParseLogRunFile(std::string_view text, const std::string
                                  "tables",
                                  origin));
   }
-  std::vector<LogRunSpec> specs;
+  std::vector<ThroughputRunSpec> specs;
   std::set<std::string> names;
   for (const toml::node& node : *runs) {
     const SourceLocation where = LocationOf(node, origin, text);
     const toml::table* t = node.as_table();
     if (t == nullptr) throw LocatedError(where, "run must be a table ([[run]])");
-    LogRunSpec spec = defaults;
+    ThroughputRunSpec spec = defaults;
     std::set<std::string> keys = default_keys;
     ReadKeys(*t, origin, text, spec, keys, true);
     spec.origin = where.origin.empty() ? origin : fmt::format("{}:{}", origin, where.line);
@@ -193,7 +193,7 @@ std::vector<LogRunSpec> ParseLogRunFile(std::string_view text, const std::string
   return specs;
 }
 
-double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const LogRunSpec& spec) {
+double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec) {
   const runs::TimeSeries* series = run.FindSeries(spec.tag);
   if (series == nullptr || series->empty()) {
     const std::vector<std::string> tags = run.Tags();
@@ -269,10 +269,10 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
   runs::LoadOptions options;
   options.restarts = runs::RestartPolicy::kFirst;
   for (const auto& [directories, file] : groups) {
-    const std::vector<LogRunSpec> specs = ParseLogRunFile(ReadFile(file), file, profiles);
+    const std::vector<ThroughputRunSpec> specs = ParseLogRunFile(ReadFile(file), file, profiles);
     std::vector<std::string> names;
     for (const runs::RunDirectory& d : directories) names.push_back(d.name);
-    for (const LogRunSpec& spec : specs) {
+    for (const ThroughputRunSpec& spec : specs) {
       const runs::RunDirectory* found = nullptr;
       for (const runs::RunDirectory& d : directories) {
         if (d.name == spec.run) found = &d;

@@ -177,7 +177,7 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
                 .find("run 'ep8-dp16' has no tag 'throughput/tokens'"),
             std::string::npos);
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nmetric = \"speed\"\n")
-                .find("metric = \"speed\". Violated constraint: tokens_per_s_per_gpu, "
+                .find("metric = 'speed'. Violated constraint: tokens_per_s_per_gpu, "
                       "tokens_per_s, step_seconds or wall_time"),
             std::string::npos);
   EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\nglobal_batch = 512\n")

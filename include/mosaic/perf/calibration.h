@@ -100,7 +100,8 @@ struct CalibrationResult {
   ErrorSummary leave_one_out;     // each calibration row by a fit without it (rows = 0 if not run)
   std::vector<RowResult> heldout_rows;  // never fitted; predicted by `profiles`
   ErrorSummary heldout;           // rows = 0 without held-out rows
-  std::vector<std::string> left_out;  // ids of invalid rows (calibration and held-out), in no figure
+  // Ids of invalid rows (calibration and held-out), in no figure.
+  std::vector<std::string> left_out;
   std::string solver_report;
   DropFit drop_fit;
 };

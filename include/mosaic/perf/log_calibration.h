@@ -50,7 +50,7 @@ std::string_view ToString(ThroughputMetric metric);
 std::optional<ThroughputMetric> ThroughputMetricFromString(std::string_view text);
 
 // One run of a run file, with [defaults] applied and paths resolved against the file's folder.
-struct LogRunSpec {
+struct ThroughputRunSpec {
   std::string run;
   std::string model;
   std::string hardware;
@@ -77,13 +77,13 @@ inline constexpr std::string_view kRunFileName = "perf_runs.toml";
 // capacity_factor a finite number > 0, skip_steps >= 0), an unknown format, routing or metric, a
 // layout ParseLayout refuses, a run named twice, or a file without runs. `profile` defaults to
 // the device's (ProfileSet::ForHardware).
-std::vector<LogRunSpec> ParseLogRunFile(std::string_view toml_text, const std::string& origin,
+std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view toml_text, const std::string& origin,
                                         const ProfileSet& profiles);
 
 // Tokens/s per GPU measured in `run` as `spec` says (the median of the kept points, see above).
 // Throws InputError naming the run and the rule when the run has no `tag` (with its closest tag),
 // or fewer than one kept finite point (two for wall_time), or a non-positive measurement.
-double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const LogRunSpec& spec);
+double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec);
 
 // The measured rows of the runs under `logdirs`: each log directory's run file (kRunFileName in
 // it), or `run_file` for all of them when not empty (run names then as DiscoverRuns(logdirs)

@@ -10,8 +10,9 @@
 //             micro-batch), attention scores, memory-bound kernels. A GEMM class takes
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
-//             expert_group per local expert per kernel; fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/
-//             peak_bf16 − 1)) (peak_mxfp8 for mxfp8). Attention with learned sinks in a stack without a fused kernel runs
+//             expert_group per local expert per kernel; fp8 GEMMs run at
+//             peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)) (peak_mxfp8 for mxfp8).
+//             Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
 //             unfused_attention_passes of the score matrix through HBM.
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
@@ -205,7 +206,7 @@ double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, dou
 // experts fall in when the experts are spread evenly over `domains` domains and routing is
 // uniform (forced balance; a real router's locality only lowers it):
 //   (domains − 1)·(1 − C(E − E/domains, k) / C(E, k)).
-// 0 for one domain. Qwen3-235B (E = 128, k = 8) over 4 domains: 2.70, not the 6 remote copies
+// 0 for one domain. Qwen3-235B (E = 128, k = 8) over 4 domains: 2.72, not the 6 remote copies
 // of a flat all-to-all. DeepSeek-V3 bounds it by node-limited routing (M = 4 nodes,
 // arXiv 2412.19437 section 2.1.2); mosaic's uniform count is the upper end.
 double RemoteDomainsPerToken(int64_t experts, int64_t top_k, int64_t domains);
