@@ -356,10 +356,17 @@ double RemoteDomainsPerToken(int64_t experts, int64_t top_k, int64_t domains) {
   // C(E − E/n, k) / C(E, k), as a product; the expected count of the n − 1 remote domains hit.
   const double e = static_cast<double>(experts);
   const double per_domain = e / static_cast<double>(domains);
+  // Numerators and denominators multiply in blocks of 16 with one division per block (the search
+  // evaluates this per layout): each block's products stay below 1e308 for E < 1e19.
   double miss = 1;
-  for (int64_t i = 0; i < top_k; ++i) {
-    const double di = static_cast<double>(i);
-    miss *= std::max(0.0, (e - per_domain - di) / (e - di));
+  for (int64_t start = 0; start < top_k; start += 16) {
+    double num = 1, den = 1;
+    for (int64_t i = start; i < std::min<int64_t>(top_k, start + 16); ++i) {
+      const double di = static_cast<double>(i);
+      num *= std::max(0.0, e - per_domain - di);
+      den *= e - di;
+    }
+    miss *= num / den;
   }
   return static_cast<double>(domains - 1) * (1 - miss);
 }
