@@ -2,6 +2,7 @@
 // communication of one layout; --search ranks every layout; `perf calibrate` fits the efficiency
 // profiles to measured rows; `perf validate` prints the error on every row.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <nlohmann/json.hpp>
 
@@ -14,10 +15,12 @@
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/calibration.h"
+#include "mosaic/perf/log_calibration.h"
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
 
@@ -46,12 +49,17 @@ struct PerfOptions {
 
 struct CalibrateOptions {
   std::string csv;
+  std::string heldout;
+  std::vector<std::string> logs;
+  std::string runs_file;
+  bool fit_shared = false;
   std::string output;
   bool json = false;
 };
 
 struct ValidateOptions {
   std::string csv;
+  std::string heldout;
   std::string profiles_file;
   bool json = false;
   bool search = false;
@@ -227,23 +235,56 @@ void Run(const PerfOptions& o) {
 }
 
 void RunCalibrate(const CalibrateOptions& o) {
-  CheckOutputIsNotInput(o.output, {o.csv});
-  std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
-  CalibrationResult result = Calibrate(rows, LoadProfiles());
+  if (o.csv.empty() == o.logs.empty()) {
+    throw UsageError("perf calibrate: give either a CSV of measured rows or --logs LOGDIR..., "
+                     "not both or neither");
+  }
+  if (!o.runs_file.empty() && o.logs.empty()) {
+    throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR...");
+  }
+  std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file};
+  CheckOutputIsNotInput(o.output, inputs);
+  std::vector<MeasuredRow> heldout;
+  if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);
+  CalibrationResult result;
+  std::string what;
+  if (!o.logs.empty()) {
+    const ProfileSet shipped = LoadProfiles();
+    std::vector<MeasuredRow> rows = MeasurementsFromLogs(o.logs, o.runs_file, shipped);
+    result = Calibrate(rows, WithProfilesOf(rows, shipped), heldout,
+                       CalibrationScope::kTeamProfiles);
+    what = fmt::format("--logs {}{}", fmt::join(o.logs, " "),
+                       o.runs_file.empty() ? "" : " --runs " + o.runs_file);
+  } else {
+    std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
+    result = Calibrate(rows, LoadProfiles(), heldout,
+                       o.fit_shared ? CalibrationScope::kSharedAndProfiles
+                                    : CalibrationScope::kProfiles);
+    what = o.csv;
+  }
   std::string header = fmt::format(
       "# Efficiency profiles of the step model (include/mosaic/perf/profile.h), fitted by\n"
       "# `mosaic perf calibrate {}` (Ceres, log tokens/s residuals): {}\n"
-      "# in-sample RMS log error {:.4f}, leave-one-out {:.4f}.\n",
-      o.csv, result.solver_report, result.rms_log_error, result.loo_rms_log_error);
+      "# in-sample RMS log error {:.4f}, leave-one-out {:.4f}{}.\n",
+      what, result.solver_report, result.rms_log_error, result.loo_rms_log_error,
+      result.heldout.rows > 0
+          ? fmt::format("; {} held-out rows (never fitted): RMS log error {:.4f}, median |error| "
+                        "{:.1f}%",
+                        result.heldout.rows, result.heldout.rms_log_error,
+                        100 * result.heldout.median_abs_error)
+          : "");
   if (!o.output.empty()) WriteFileAtomically(o.output, ProfilesToToml(result.profiles, header));
   EmitOutput("", RenderCalibration(result, o.json));
 }
 
 void RunValidate(const ValidateOptions& o) {
-  CheckOutputIsNotInput(o.output, {o.csv, o.profiles_file});
+  CheckOutputIsNotInput(o.output, {o.csv, o.profiles_file, o.heldout});
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
+  std::vector<MeasuredRow> heldout;
+  if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);
   ProfileSet profiles = LoadProfiles(o.profiles_file);
-  CalibrationResult result = ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search);
+  CalibrationResult result =
+      ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search, heldout);
   EmitOutput(o.output, RenderCalibration(result, o.json));
 }
 
@@ -304,11 +345,27 @@ void AddPerfCommand(CLI::App& root) {
   auto c = std::make_shared<CalibrateOptions>();
   CLI::App* cal = cmd->add_subcommand(
       "calibrate",
-      "Fit the efficiency profiles (Ceres) to measured rows and print the error on every row.\n\n"
-      "Example:\n  mosaic perf calibrate tests/fixtures/throughput/published.csv "
-      "--output data/perf/profiles.toml");
-  cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)")
-      ->required();
+      "Fit the efficiency profiles (Ceres) to measured rows and print the error on every row;\n"
+      "with --logs, fit your own stack's profile to your training logs (docs/guide.md,\n"
+      "\"Calibrating from your own logs\").\n\n"
+      "Examples:\n  mosaic perf calibrate tests/fixtures/throughput/published.csv \\\n"
+      "      --heldout tests/fixtures/throughput/heldout.csv --output data/perf/profiles.toml\n"
+      "  mosaic perf calibrate --logs runs/ --output my_profiles.toml");
+  cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)");
+  cal->add_option("--logs", c->logs,
+                  "training log directories (event files, CSV, JSONL), each with a "
+                  "perf_runs.toml naming its runs' model, cluster and layout: fits the runs' "
+                  "profile (GEMM efficiency, per-step overhead), the shared physics fixed")
+      ->take_all();
+  cal->add_option("--runs", c->runs_file,
+                  "one run file for all of --logs (instead of a perf_runs.toml in each)");
+  cal->add_flag("--fit-shared", c->fit_shared,
+                "also refit the shared physics (link efficiencies, overlaps, fp8 gain, host "
+                "sync) on the measured rows, not only each profile's GEMM efficiency and "
+                "per-expert cost")
+      ->excludes("--logs");
+  cal->add_option("--heldout", c->heldout,
+                  "CSV of held-out rows: never fitted, their error reported apart");
   AddOutputOption(cal, &c->output, "write the fitted profiles (TOML) to FILE");
   cal->add_flag("--json", c->json, "machine-readable output");
   cal->callback([c] { RunCalibrate(*c); });
@@ -316,10 +373,15 @@ void AddPerfCommand(CLI::App& root) {
   auto v = std::make_shared<ValidateOptions>();
   CLI::App* val = cmd->add_subcommand(
       "validate",
-      "Predict every measured row with the shipped (or given) profiles: in-sample and\n"
-      "leave-one-out error, and the rank of the publisher's layout in the search.\n\n"
-      "Example:\n  mosaic perf validate tests/fixtures/throughput/published.csv --search");
+      "Predict every measured row with the shipped (or given) profiles: in-sample,\n"
+      "leave-one-out and held-out error (RMS log error, median |error|, worst row), and the\n"
+      "rank of the publisher's layout in the search.\n\n"
+      "Example:\n  mosaic perf validate tests/fixtures/throughput/published.csv \\\n"
+      "      --heldout tests/fixtures/throughput/heldout.csv");
   val->add_option("measurements", v->csv, "CSV of measured rows")->required();
+  val->add_option("--heldout", v->heldout,
+                  "CSV of held-out rows: predicted with the profiles, never fitted, their error "
+                  "reported apart");
   val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)");
   val->add_flag("--search", v->search, "also search each row's cluster for the best layout");
   val->add_flag("--json", v->json, "machine-readable output");

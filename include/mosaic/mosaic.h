@@ -4,7 +4,8 @@
 //   model/     model configs, presets, exact parameter and FLOP accounting
 //   study/     experiment-ladder studies and the ladder planner
 //   hardware/  devices and clusters
-//   perf/      layouts, the step-time / memory / dropping model, search and calibration
+//   perf/      layouts, the step-time / memory / dropping model, search and calibration (also
+//              from a team's own logs)
 //   scaling/   scaling-law forms, robust multi-start fits, bootstrap and projection
 //   runs/      TensorBoard, CSV and JSONL training logs, restart policies, health checks, per-loop
 //              diagnostics and the ablation job (effects against a baseline on another cluster)
@@ -41,6 +42,7 @@
 #include "mosaic/perf/calibration.h"
 #include "mosaic/perf/dropping.h"
 #include "mosaic/perf/layout.h"
+#include "mosaic/perf/log_calibration.h"
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/profile.h"
 #include "mosaic/perf/search.h"

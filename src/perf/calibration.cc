@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "mosaic/hardware/hardware.h"
+#include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/util/atomic_file.h"
@@ -102,9 +103,9 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     p.valid = !violation;
     if (violation) p.invalid_rule = violation->rule;
     const std::string& policy = set.profiles[p.profile_index].recompute;
-    if (p.valid && !policy.empty()) {
-      // The stack's documented policy.
-      p.layout.recompute = *RecomputeFromString(policy);
+    if (p.valid && (r.recompute || !policy.empty())) {
+      // The policy the source states, else the stack's documented one.
+      p.layout.recompute = r.recompute ? *r.recompute : *RecomputeFromString(policy);
       MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
                                          set.profiles[p.profile_index]);
       p.peak_bytes = m.peak_bytes;
@@ -165,11 +166,6 @@ constexpr SharedFit kSharedFit[] = {
     // forward and backward at 10-20 µs of Python, autograd and dispatch each) the GPU waits for:
     // up to 3 ms.
     {"moe_sync_us", &SharedPerfParams::moe_sync_seconds, 1e6, 0, 3000},
-    // Per expert GEMM: a grouped GEMM's expert ends in a partial wave of 128×256 output tiles;
-    // one tile with a contraction of 3-6k takes 12-25 µs on a 132-148 SM part at 70% of peak,
-    // and half a tile on average is wasted per expert. A per-expert kernel launch (Transformer
-    // Engine's GroupedLinear) costs 5-20 µs. Up to 40 µs.
-    {"expert_group_us", &SharedPerfParams::expert_group_seconds, 1e6, 0, 40},
     // Unfused attention (scores written by the QKᵀ GEMM, read and written by the scaled masked
     // softmax, read by the PV GEMM: 4 forward; the gradient of the probabilities written, it
     // and the probabilities read by the softmax backward, its output written and read by the two
@@ -183,27 +179,58 @@ bool AtBound(double x, double lo, double hi) {
   return x <= lo * (1 + 1e-6) + 1e-9 || x >= hi * (1 - 1e-6);
 }
 
+// The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
+// overhead and its per-expert GEMM cost (µs), then the shared ones. Which of them move is the
+// fit's scope.
 struct ParamMap {
   static constexpr int kShared = static_cast<int>(std::size(kSharedFit));
-  static int Size(const ProfileSet& s) { return static_cast<int>(s.profiles.size()) + kShared; }
+  static constexpr int kPerProfile = 3;
+  static int Profiles(const ProfileSet& s) { return static_cast<int>(s.profiles.size()); }
+  static int Size(const ProfileSet& s) { return kPerProfile * Profiles(s) + kShared; }
   static std::vector<double> Get(const ProfileSet& s) {
     std::vector<double> x;
     for (const PerfProfile& p : s.profiles) x.push_back(p.gemm_efficiency);
+    for (const PerfProfile& p : s.profiles) x.push_back(p.step_overhead_seconds);
+    for (const PerfProfile& p : s.profiles) x.push_back(p.expert_group_seconds * 1e6);
     for (const SharedFit& f : kSharedFit) x.push_back(s.shared.*f.member * f.scale);
     return x;
   }
   static void Set(ProfileSet& s, const double* x) {
     size_t i = 0;
     for (PerfProfile& p : s.profiles) p.gemm_efficiency = x[i++];
+    for (PerfProfile& p : s.profiles) p.step_overhead_seconds = x[i++];
+    for (PerfProfile& p : s.profiles) p.expert_group_seconds = x[i++] / 1e6;
     for (const SharedFit& f : kSharedFit) s.shared.*f.member = x[i++] / f.scale;
   }
   static std::pair<double, double> Bounds(const ProfileSet& s, int i) {
-    const int n = static_cast<int>(s.profiles.size());
+    const int n = Profiles(s);
     // Peak share of large bf16 GEMMs: cuBLAS/CUTLASS reach 70-80% of the datasheet on H100 and
     // Blackwell at sustained (power-limited) clocks; 0.8 is the best sustained, 0.4 a badly
     // tuned stack.
     if (i < n) return {0.4, 0.8};
-    return {kSharedFit[i - n].lo, kSharedFit[i - n].hi};
+    // Fixed time per step outside the pipelined layers: the optimizer step over the rank's
+    // shard, gradient clipping and norms, logging and the data loader's hand-off: 0.05 s for a
+    // lean step to 5 s for a stack that syncs and logs much on the host.
+    if (i < 2 * n) return {0.05, 5.0};
+    // Per expert GEMM, in µs: one cuBLAS GEMM issued per expert costs 5-20 µs of host launch
+    // (Python, autograd and Transformer Engine's dispatch), which the GPU waits for after the MoE
+    // layer's token-count sync, and its unfilled tail wave (one tile with a contraction of 3-6k
+    // takes 12-25 µs on a 132-148 SM part; half of one on average): up to 40 µs. A grouped
+    // kernel or a CUDA graph: near 0.
+    if (i < 3 * n) return {0, 40};
+    return {kSharedFit[i - 3 * n].lo, kSharedFit[i - 3 * n].hi};
+  }
+  // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
+  // efficiency always; the per-expert cost on published rows (kProfiles, kSharedAndProfiles);
+  // the per-step overhead on a team's own runs (kTeamProfiles); the shared physics only with
+  // kSharedAndProfiles.
+  static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
+                   const std::vector<bool>& used) {
+    const int n = Profiles(s);
+    if (i < n) return used[i];
+    if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used[i - n];
+    if (i < 3 * n) return scope != CalibrationScope::kTeamProfiles && used[i - 2 * n];
+    return scope == CalibrationScope::kSharedAndProfiles;
   }
 };
 
@@ -230,7 +257,7 @@ struct FitOutcome {
 };
 
 FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
-               const ProfileSet& initial) {
+               const ProfileSet& initial, CalibrationScope scope) {
   ProfileSet s = initial;
   std::vector<double> x = ParamMap::Get(s);
   auto* functor = new FitResidual{&rows, use, initial};
@@ -239,19 +266,18 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   cost->SetNumResiduals(static_cast<int>(use.size()));
   ceres::Problem problem;
   problem.AddResidualBlock(cost, nullptr, x.data());
+  std::vector<bool> used(s.profiles.size(), false);
+  for (int r : use) used[rows[r].profile_index] = true;
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
-    auto [lo, hi] = ParamMap::Bounds(s, i);
-    x[i] = std::clamp(x[i], lo, hi);
-    problem.SetParameterLowerBound(x.data(), i, lo);
-    problem.SetParameterUpperBound(x.data(), i, hi);
-  }
-  // A profile without rows in the fit keeps its value.
-  for (size_t pi = 0; pi < s.profiles.size(); ++pi) {
-    bool used = false;
-    for (int r : use) used = used || rows[r].profile_index == static_cast<int>(pi);
-    if (!used) {
-      problem.SetParameterLowerBound(x.data(), static_cast<int>(pi), x[pi] - 1e-12);
-      problem.SetParameterUpperBound(x.data(), static_cast<int>(pi), x[pi] + 1e-12);
+    if (ParamMap::Free(s, i, scope, used)) {
+      auto [lo, hi] = ParamMap::Bounds(s, i);
+      x[i] = std::clamp(x[i], lo, hi);
+      problem.SetParameterLowerBound(x.data(), i, lo);
+      problem.SetParameterUpperBound(x.data(), i, hi);
+    } else {
+      // Outside the scope, or a profile without rows in the fit: keeps its value.
+      problem.SetParameterLowerBound(x.data(), i, x[i] - 1e-12);
+      problem.SetParameterUpperBound(x.data(), i, x[i] + 1e-12);
     }
   }
   ceres::Solver::Options options;
@@ -260,44 +286,62 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   options.function_tolerance = 1e-10;
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
+  // The pinned parameters come back exactly as they went in, not within the pin's width.
+  const std::vector<double> pinned = ParamMap::Get(initial);
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+    if (!ParamMap::Free(s, i, scope, used)) x[i] = pinned[i];
+  }
   ParamMap::Set(s, x.data());
   return {std::move(s), summary.final_cost, summary.BriefReport()};
 }
 
-CalibrationResult Report(const std::vector<PreparedRow>& prepared, const ProfileSet& fitted,
-                         bool leave_one_out, bool search) {
+RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
+  RowResult r;
+  r.id = p.row->id;
+  r.profile = p.row->profile;
+  r.layout = ToString(p.layout);
+  r.valid = p.valid;
+  r.invalid_rule = p.invalid_rule;
+  r.fits = p.fits;
+  r.peak_memory_gb = p.peak_bytes / 1e9;
+  r.measured = p.row->measured_tokens_per_s_per_gpu;
+  r.basis = p.row->basis;
+  r.predicted = Predict(p, fitted);
+  return r;
+}
+
+CalibrationResult Report(const std::vector<PreparedRow>& prepared,
+                         const std::vector<PreparedRow>& heldout, const ProfileSet& fitted,
+                         bool leave_one_out, bool search, CalibrationScope scope) {
   CalibrationResult result;
   result.profiles = fitted;
-  double ss = 0, ss_loo = 0;
   std::vector<int> all;
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
   // Leaving a row out needs another row to fit on.
   leave_one_out = leave_one_out && all.size() > 1;
+  std::vector<std::string> ids, loo_ids;
+  std::vector<double> predicted, measured, loo_predicted, loo_measured;
   for (size_t i = 0; i < prepared.size(); ++i) {
     const PreparedRow& p = prepared[i];
-    RowResult r;
-    r.id = p.row->id;
-    r.profile = p.row->profile;
-    r.layout = ToString(p.layout);
-    r.valid = p.valid;
-    r.invalid_rule = p.invalid_rule;
+    RowResult r = Describe(p, fitted);
     if (!p.valid) result.left_out.push_back(r.id);
-    r.fits = p.fits;
-    r.peak_memory_gb = p.peak_bytes / 1e9;
-    r.measured = p.row->measured_tokens_per_s_per_gpu;
-    r.basis = p.row->basis;
-    r.predicted = Predict(p, fitted);
-    if (p.valid) ss += std::pow(std::log(r.predicted / r.measured), 2);
+    if (p.valid) {
+      ids.push_back(r.id);
+      predicted.push_back(r.predicted);
+      measured.push_back(r.measured);
+    }
     if (leave_one_out && p.valid) {
       std::vector<int> use;
       for (int j : all) {
         if (j != static_cast<int>(i)) use.push_back(j);
       }
-      const ProfileSet loo = Fit(prepared, use, fitted).profiles;
+      const ProfileSet loo = Fit(prepared, use, fitted, scope).profiles;
       r.loo_predicted = Predict(p, loo);
-      ss_loo += std::pow(std::log(r.loo_predicted / r.measured), 2);
+      loo_ids.push_back(r.id);
+      loo_predicted.push_back(r.loo_predicted);
+      loo_measured.push_back(r.measured);
     }
     if (search && p.valid) {
       SearchOptions so;
@@ -313,14 +357,68 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared, const Profile
     }
     result.rows.push_back(std::move(r));
   }
-  const double n = static_cast<double>(std::max<size_t>(all.size(), 1));
-  result.rms_log_error = std::sqrt(ss / n);
-  result.loo_rms_log_error = leave_one_out ? std::sqrt(ss_loo / n) : 0;
+  result.in_sample = SummarizeErrors(ids, predicted, measured);
+  result.leave_one_out = SummarizeErrors(loo_ids, loo_predicted, loo_measured);
+  result.rms_log_error = result.in_sample.rms_log_error;
+  result.loo_rms_log_error = result.leave_one_out.rms_log_error;
+  std::vector<std::string> held_ids;
+  std::vector<double> held_predicted, held_measured;
+  for (const PreparedRow& p : heldout) {
+    RowResult r = Describe(p, fitted);
+    if (p.valid) {
+      held_ids.push_back(r.id);
+      held_predicted.push_back(r.predicted);
+      held_measured.push_back(r.measured);
+    } else {
+      result.left_out.push_back(r.id);
+    }
+    result.heldout_rows.push_back(std::move(r));
+  }
+  result.heldout = SummarizeErrors(held_ids, held_predicted, held_measured);
   result.drop_fit = FitDropParams(MarinCapacitySweep());
   return result;
 }
 
+// Ids must be unique across the calibration and held-out rows, so that every figure names one row.
+void CheckDisjoint(const std::vector<MeasuredRow>& rows, const std::vector<MeasuredRow>& heldout) {
+  std::map<std::string, int> seen;
+  for (const MeasuredRow& r : rows) ++seen[r.id];
+  for (const MeasuredRow& r : heldout) {
+    if (seen.contains(r.id)) {
+      throw InputError(fmt::format("held-out row {}: the calibration rows have a row of the same "
+                                   "id (a held-out row is never one that is fitted)",
+                                   r.id));
+    }
+  }
+}
+
 }  // namespace
+
+ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
+                             const std::vector<double>& predicted,
+                             const std::vector<double>& measured) {
+  ErrorSummary e;
+  e.rows = static_cast<int64_t>(ids.size());
+  if (ids.empty()) return e;
+  double ss = 0, worst = -1;
+  std::vector<double> abs_errors;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const double log_error = std::log(predicted[i] / measured[i]);
+    ss += log_error * log_error;
+    abs_errors.push_back(std::abs(predicted[i] / measured[i] - 1));
+    if (std::abs(log_error) > worst) {
+      worst = std::abs(log_error);
+      e.worst_id = ids[i];
+      e.worst_error = predicted[i] / measured[i] - 1;
+    }
+  }
+  e.rms_log_error = std::sqrt(ss / static_cast<double>(ids.size()));
+  std::sort(abs_errors.begin(), abs_errors.end());
+  const size_t n = abs_errors.size();
+  e.median_abs_error =
+      n % 2 == 1 ? abs_errors[n / 2] : (abs_errors[n / 2 - 1] + abs_errors[n / 2]) / 2;
+  return e;
+}
 
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
   std::istringstream in(ReadFile(path));
@@ -417,7 +515,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
     const std::string& routing = cell("routing");
     if (routing == "dropless-forced-balance") {
       r.routing = RoutingPolicy::kBalanced;
-    } else if (routing == "dropless" || routing == "dropless-chunk1") {
+    } else if (routing == "dropless" || routing == "dropless-chunk1" || routing == "dense") {
       r.routing = RoutingPolicy::kDropless;
     } else if (routing == "token-drop") {
       r.routing = RoutingPolicy::kCapacity;
@@ -433,6 +531,25 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
                                    routing));
     }
     r.profile = ProfileFor(r.hardware, r.source);
+    if (col.contains("recompute") && !cell("recompute").empty()) {
+      r.recompute = RecomputeFromString(cell("recompute"));
+      if (!r.recompute) {
+        throw InputError(fmt::format("{}:{}: recompute = '{}'. Violated constraint: blank, none, "
+                                     "selective, modules or full",
+                                     path, line_no, cell("recompute")));
+      }
+    }
+    FlopConvention convention = FlopConvention::kFullSquare;
+    if (col.contains("flop_convention") && !cell("flop_convention").empty()) {
+      const std::string& name = cell("flop_convention");
+      if (name == "causal") {
+        convention = FlopConvention::kCausal;
+      } else if (name != "full-square") {
+        throw InputError(fmt::format("{}:{}: flop_convention = '{}'. Violated constraint: blank, "
+                                     "full-square or causal",
+                                     path, line_no, name));
+      }
+    }
     const double tokens = number("measured_tokens_per_s_per_gpu");
     const double tflops = number("measured_tflops_per_gpu");
     mfu.push_back(number("measured_mfu_pct"));
@@ -440,10 +557,15 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       r.measured_tokens_per_s_per_gpu = tokens;
       r.basis = "tokens/s";
     } else if (tflops > 0) {
+      // Model TFLOP/s as the source counts them, over mosaic's FLOPs per token in the same
+      // convention (a causal count is about half the attention square of a full-square one).
       const ModelSpec spec = LoadModel(r.model);
       const ModelShape shape = MakeModelShape(spec.config, r.seq_len);
-      r.measured_tokens_per_s_per_gpu = tflops * 1e12 / shape.model_flops_per_token;
-      r.basis = "TFLOP/s";
+      const bool causal = convention == FlopConvention::kCausal;
+      r.measured_tokens_per_s_per_gpu =
+          tflops * 1e12 /
+          (causal ? shape.causal_model_flops_per_token : shape.model_flops_per_token);
+      r.basis = causal ? "TFLOP/s (causal)" : "TFLOP/s";
     }
     rows.push_back(std::move(r));
   }
@@ -466,7 +588,9 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
   return rows;
 }
 
-CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial) {
+CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial,
+                            const std::vector<MeasuredRow>& heldout, CalibrationScope scope) {
+  CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, initial);
   std::vector<int> all;
   for (size_t i = 0; i < prepared.size(); ++i) {
@@ -474,10 +598,12 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   }
   std::vector<int> rows_of_profile(initial.profiles.size(), 0);
   for (int r : all) ++rows_of_profile[prepared[r].profile_index];
-  const int fitted_params =
-      ParamMap::kShared +
-      static_cast<int>(std::count_if(rows_of_profile.begin(), rows_of_profile.end(),
-                                     [](int n) { return n > 0; }));
+  std::vector<bool> used(initial.profiles.size(), false);
+  for (size_t pi = 0; pi < used.size(); ++pi) used[pi] = rows_of_profile[pi] > 0;
+  int fitted_params = 0;
+  for (int i = 0; i < ParamMap::Size(initial); ++i) {
+    fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;
+  }
   if (static_cast<int>(all.size()) < fitted_params) {
     throw InputError(fmt::format(
         "calibration needs at least one valid measured row per fitted parameter ({}); the "
@@ -486,24 +612,35 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   }
   // Two starts, the fitted parameters' defaults (SharedPerfParams, PerfProfile) and the middle of
   // every bound; the better fit is kept. Neither depends on the fitted values `initial` carries,
-  // so calibrating again reproduces the shipped profiles exactly.
+  // so calibrating again reproduces the shipped profiles exactly. Parameters outside the scope
+  // keep `initial`'s values.
   ProfileSet from_defaults = initial;
   {
     ProfileSet defaults = initial;
     defaults.shared = SharedPerfParams{};
-    for (PerfProfile& p : defaults.profiles) p.gemm_efficiency = PerfProfile{}.gemm_efficiency;
-    ParamMap::Set(from_defaults, ParamMap::Get(defaults).data());
+    for (PerfProfile& p : defaults.profiles) {
+      p.gemm_efficiency = PerfProfile{}.gemm_efficiency;
+      p.step_overhead_seconds = PerfProfile{}.step_overhead_seconds;
+      p.expert_group_seconds = PerfProfile{}.expert_group_seconds;
+    }
+    std::vector<double> x = ParamMap::Get(initial);
+    const std::vector<double> d = ParamMap::Get(defaults);
+    for (int i = 0; i < ParamMap::Size(initial); ++i) {
+      if (ParamMap::Free(initial, i, scope, used)) x[i] = d[i];
+    }
+    ParamMap::Set(from_defaults, x.data());
   }
-  FitOutcome best = Fit(prepared, all, from_defaults);
+  FitOutcome best = Fit(prepared, all, from_defaults, scope);
   {
     ProfileSet middle = initial;
     std::vector<double> x = ParamMap::Get(middle);
     for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+      if (!ParamMap::Free(initial, i, scope, used)) continue;
       auto [lo, hi] = ParamMap::Bounds(middle, i);
       x[i] = (lo + hi) / 2;
     }
     ParamMap::Set(middle, x.data());
-    FitOutcome f = Fit(prepared, all, middle);
+    FitOutcome f = Fit(prepared, all, middle, scope);
     if (f.cost < best.cost) best = std::move(f);
   }
   ProfileSet& fitted = best.profiles;
@@ -513,16 +650,19 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       fitted.profiles[pi].source =
           fmt::format("perf calibrate: {} measured rows", rows_of_profile[pi]);
     } else {
-      fitted.profiles[pi] = initial.profiles[pi];  // the middle start moved it
+      fitted.profiles[pi] = initial.profiles[pi];
     }
   }
-  CalibrationResult result = Report(prepared, fitted, true, false);
+  CalibrationResult result =
+      Report(prepared, Prepare(heldout, fitted), fitted, true, false, scope);
   result.solver_report = best.report;
   return result;
 }
 
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
-                               bool leave_one_out, bool search) {
+                               bool leave_one_out, bool search,
+                               const std::vector<MeasuredRow>& heldout) {
+  CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, profiles);
   bool any_valid = false;
   std::string first_invalid;
@@ -537,7 +677,8 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
                                  "report ({}{})",
                                  first_invalid, prepared.size() > 1 ? ", …" : ""));
   }
-  return Report(prepared, profiles, leave_one_out, search);
+  return Report(prepared, Prepare(heldout, profiles), profiles, leave_one_out, search,
+                CalibrationScope::kProfiles);
 }
 
 std::string RenderCalibration(const CalibrationResult& r, bool json) {
@@ -577,6 +718,36 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
       rows.push_back(rj);
     }
     j["rows"] = rows;
+    auto summary = [](const ErrorSummary& e) {
+      nlohmann::ordered_json o = {{"rows", e.rows},
+                                  {"rms_log_error", e.rms_log_error},
+                                  {"median_abs_error", e.median_abs_error},
+                                  {"worst_row", e.worst_id},
+                                  {"worst_error", e.worst_error}};
+      return o;
+    };
+    j["in_sample"] = summary(r.in_sample);
+    j["leave_one_out"] = summary(r.leave_one_out);
+    j["heldout"] = summary(r.heldout);
+    nlohmann::ordered_json held = nlohmann::ordered_json::array();
+    for (const RowResult& x : r.heldout_rows) {
+      nlohmann::ordered_json rj = {{"id", x.id},
+                                   {"profile", x.profile},
+                                   {"layout", x.layout},
+                                   {"valid", x.valid},
+                                   {"fits", x.fits},
+                                   {"peak_memory_gb", x.peak_memory_gb},
+                                   {"measured_tokens_per_s_per_gpu", x.measured},
+                                   {"basis", x.basis},
+                                   {"predicted_tokens_per_s_per_gpu", x.predicted}};
+      if (x.valid) {
+        rj["error"] = x.predicted / x.measured - 1;
+      } else {
+        rj["invalid_rule"] = x.invalid_rule;
+      }
+      held.push_back(rj);
+    }
+    j["heldout_rows"] = held;
     j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
                      {"popularity_sigma", r.drop_fit.params.popularity_sigma},
                      {"predicted", r.drop_fit.predicted},
@@ -608,14 +779,51 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                          x.invalid_rule);
     }
   }
-  out += fmt::format("\nRMS log error over {} rows: in-sample {:.4f}, leave-one-out {:.4f}\n",
-                     r.rows.size() - r.left_out.size(), r.rms_log_error, r.loo_rms_log_error);
+  if (!r.heldout_rows.empty()) {
+    out += "\nHeld-out rows (never fitted)\n";
+    out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>7}  {}\n", "row", "profile",
+                       "measured", "predicted", "error", "fits", "layout");
+    for (const RowResult& x : r.heldout_rows) {
+      out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>7}  {}{}\n", x.id,
+                         x.profile, x.measured, x.predicted,
+                         x.valid ? 100 * (x.predicted / x.measured - 1) : 0.0,
+                         !x.valid ? "invalid" : x.fits ? "yes" : "NO", x.layout,
+                         x.basis == "tokens/s" ? "" : "  [" + x.basis + "]");
+    }
+    for (const RowResult& x : r.heldout_rows) {
+      if (!x.valid) {
+        out += fmt::format("       row {} left out of every figure: its layout breaks {}\n", x.id,
+                           x.invalid_rule);
+      }
+    }
+  }
+  out += fmt::format("\n{:<14} {:>5} {:>8} {:>13}  {}\n", "error", "rows", "RMS log",
+                     "median |err|", "worst row");
+  auto line = [&](std::string_view name, const ErrorSummary& e, std::string_view none) {
+    if (e.rows == 0) {
+      out += fmt::format("{:<14} {:>5}  {}\n", name, 0, none);
+      return;
+    }
+    out += fmt::format("{:<14} {:>5} {:>8.4f} {:>12.1f}%  {} {:+.1f}%\n", name, e.rows,
+                       e.rms_log_error, 100 * e.median_abs_error, e.worst_id,
+                       100 * e.worst_error);
+  };
+  line("in-sample", r.in_sample, "");
+  line("leave-one-out", r.leave_one_out, "(not run: it needs two valid rows)");
+  line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
+                                                     : "(no valid held-out row)");
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
   out += fmt::format("\nProfiles\n");
+  const int n = ParamMap::Profiles(r.profiles);
   for (const PerfProfile& p : r.profiles.profiles) {
-    const auto [lo, hi] = ParamMap::Bounds(r.profiles, 0);
-    out += fmt::format("  {:<16} gemm_efficiency {:.4f}{}\n", p.name, p.gemm_efficiency,
-                       p.calibrated && AtBound(p.gemm_efficiency, lo, hi) ? " (at bound)" : "");
+    auto value = [&](double x, int block) {
+      const auto [lo, hi] = ParamMap::Bounds(r.profiles, block * n);
+      return fmt::format("{:.4g}{}", x, p.calibrated && AtBound(x, lo, hi) ? " (at bound)" : "");
+    };
+    out += fmt::format(
+        "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}\n", p.name,
+        value(p.gemm_efficiency, 0), value(p.step_overhead_seconds, 1),
+        value(p.expert_group_seconds * 1e6, 2));
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";

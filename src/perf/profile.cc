@@ -38,7 +38,6 @@ constexpr SharedField kSharedFields[] = {
     {"overlap_pp", &SharedPerfParams::overlap_pp},
     {"overlap_contention", &SharedPerfParams::overlap_contention},
     {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds},
-    {"expert_group_seconds", &SharedPerfParams::expert_group_seconds},
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes},
 };
 
@@ -56,6 +55,7 @@ constexpr ProfileField kProfileFields[] = {
     {"logits_fraction", &PerfProfile::logits_fraction},
     {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param},
     {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param},
+    {"expert_group_seconds", &PerfProfile::expert_group_seconds},
 };
 
 struct ProfileFlag {
@@ -66,6 +66,7 @@ struct ProfileFlag {
 constexpr ProfileFlag kProfileFlags[] = {
     {"moe_host_sync", &PerfProfile::moe_host_sync},
     {"fused_attention_sinks", &PerfProfile::fused_attention_sinks},
+    {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
 };
 
 // Every profile parameter is a time, a size, a count, a fraction or a factor: finite and >= 0.

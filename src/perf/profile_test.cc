@@ -11,7 +11,6 @@ namespace {
 
 constexpr const char* kProfiles = R"([shared]
 moe_sync_seconds = 0.001
-expert_group_seconds = 3e-5
 
 [profiles.mine]
 hardware = "h100"
@@ -19,6 +18,7 @@ moe_host_sync = true
 fused_attention_sinks = false
 gemm_efficiency = 0.7
 scale_up_efficiency = 0.4
+expert_group_seconds = 3e-5
 )";
 
 TEST(Profile, FlagsAndNumbersParseAndRoundTrip) {
@@ -30,12 +30,12 @@ TEST(Profile, FlagsAndNumbersParseAndRoundTrip) {
   EXPECT_EQ(p.gemm_efficiency, 0.7);
   EXPECT_EQ(p.scale_up_efficiency, 0.4);
   EXPECT_EQ(set.shared.moe_sync_seconds, 0.001);
-  EXPECT_EQ(set.shared.expert_group_seconds, 3e-5);
+  EXPECT_EQ(p.expert_group_seconds, 3e-5);
   const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
   EXPECT_EQ(again.profiles[0].moe_host_sync, true);
   EXPECT_EQ(again.profiles[0].fused_attention_sinks, false);
   EXPECT_EQ(again.profiles[0].scale_up_efficiency, 0.4);
-  EXPECT_EQ(again.shared.expert_group_seconds, 3e-5);
+  EXPECT_EQ(again.profiles[0].expert_group_seconds, 3e-5);
 }
 
 TEST(Profile, BadEntriesNameFileLineKeyAndRule) {

@@ -350,6 +350,55 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   return 0;
 }
 
+double RemoteDomainsPerToken(int64_t experts, int64_t top_k, int64_t domains) {
+  if (domains <= 1) return 0;
+  // The chance that none of the token's k distinct experts is one of a domain's E/n experts,
+  // C(E − E/n, k) / C(E, k), as a product; the expected count of the n − 1 remote domains hit.
+  const double e = static_cast<double>(experts);
+  const double per_domain = e / static_cast<double>(domains);
+  // Numerators and denominators multiply in blocks of 16 with one division per block (the search
+  // evaluates this per layout): each block's products stay below 1e308 for E < 1e19.
+  double miss = 1;
+  for (int64_t start = 0; start < top_k; start += 16) {
+    double num = 1, den = 1;
+    for (int64_t i = start; i < std::min<int64_t>(top_k, start + 16); ++i) {
+      const double di = static_cast<double>(i);
+      num *= std::max(0.0, e - per_domain - di);
+      den *= e - di;
+    }
+    miss *= num / den;
+  }
+  return static_cast<double>(domains - 1) * (1 - miss);
+}
+
+ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_t ep, int64_t etp,
+                                          int64_t domain_gpus, bool hierarchical) {
+  ExpertDispatchTraffic t;
+  const double k = static_cast<double>(top_k);
+  const int64_t span = ep * etp;
+  if (span <= domain_gpus || domain_gpus < 1) {
+    // One scale-up domain: every copy but the one that stays on the rank crosses NVLink.
+    t.scale_up_copies_per_token = k * static_cast<double>(ep - 1) / static_cast<double>(ep);
+    return t;
+  }
+  const int64_t domains = (span + domain_gpus - 1) / domain_gpus;
+  const double n = static_cast<double>(domains);
+  const double ranks_per_domain = static_cast<double>(ep) / n;
+  // The copies bound for the sender's own domain (other ranks) cross NVLink either way.
+  const double local_copies = k * (ranks_per_domain - 1) / static_cast<double>(ep);
+  if (hierarchical) {
+    // Each token goes once to each remote domain that holds one of its experts and is
+    // forwarded there over NVLink (DeepEP's internode dispatch; combine the same, reversed).
+    t.scale_out_copies_per_token = RemoteDomainsPerToken(experts, top_k, domains);
+    const double remote_copies = k * (n - 1) / n;
+    t.scale_up_copies_per_token = local_copies + remote_copies;  // forwarded on arrival
+  } else {
+    t.scale_out_copies_per_token = k * (n - 1) / n;
+    t.scale_up_copies_per_token = local_copies;
+  }
+  return t;
+}
+
 StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop) {
@@ -408,7 +457,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double local_experts = static_cast<double>(c.experts) / static_cast<double>(l.ep);
     tb.expert_gemm_seconds =
         expert_flops / (gemm_peak * shape_eff(smallest)) +
-        kernels * (sh.gemm_latency_seconds + local_experts * sh.expert_group_seconds);
+        kernels * (sh.gemm_latency_seconds + local_experts * profile.expert_group_seconds);
   }
   // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
   // core-attention (selective) recompute repeat the attention forward.
@@ -488,11 +537,20 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     tb.cp_seconds = calls * (bytes / bandwidth(l.tp * l.cp) + lat);
   }
   if (c.is_moe() && l.ep > 1) {
-    const double ep = static_cast<double>(l.ep);
-    const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
-                         m.routed_width * kActBytes * (ep - 1) / ep;
+    const ExpertDispatchTraffic traffic =
+        ExpertDispatchBytes(c.experts, c.top_k, l.ep, l.etp, hw.domain_gpus(),
+                            profile.hierarchical_dispatch);
+    const double token_bytes = x.tokens_mb_rank * x.pad * m.routed_width * kActBytes;
+    const double up_seconds = token_bytes * traffic.scale_up_copies_per_token /
+                              (cluster.BandwidthForSpan(1) * scale_up_efficiency);
+    const double out_seconds =
+        traffic.scale_out_copies_per_token > 0
+            ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(l.ep * l.etp)
+            : 0.0;
     const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
-    tb.ep_seconds = calls * (bytes / bandwidth(l.ep * l.etp) + lat);
+    // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
+    // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
+    tb.ep_seconds = calls * (std::max(up_seconds, out_seconds) + lat);
   }
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =

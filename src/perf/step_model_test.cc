@@ -166,7 +166,9 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
   EXPECT_GE(p.shared.scale_up_efficiency, 0.5);
   EXPECT_GE(p.shared.scale_out_efficiency, 0.5);
   EXPECT_LE(p.shared.moe_sync_seconds, 3e-3);
-  EXPECT_LE(p.shared.expert_group_seconds, 40e-6);
+  for (const PerfProfile& profile : p.profiles) {
+    EXPECT_LE(profile.expert_group_seconds, 40e-6) << profile.name;
+  }
   EXPECT_LE(p.shared.overlap_contention, 0.35);
 }
 
@@ -355,6 +357,70 @@ TEST(StepModel, RecomputeTradesTimeForMemory) {
   EXPECT_LT(full.memory.activation_bytes, none.memory.activation_bytes);
   EXPECT_GT(full.step_seconds, none.step_seconds);
   EXPECT_FALSE(none.fits);
+}
+
+}  // namespace
+}  // namespace mosaic
+
+namespace mosaic {
+namespace {
+
+TEST(StepModel, RemoteDomainsPerTokenIsTheHypergeometricCount) {
+  // C(E − E/n, k) / C(E, k) by log-gamma: the chance that a domain holds none of a token's k
+  // experts; (n − 1) times its complement is the expected count of remote domains hit.
+  auto expected = [](double e, double k, double n) {
+    auto log_choose = [](double a, double b) {
+      return std::lgamma(a + 1) - std::lgamma(b + 1) - std::lgamma(a - b + 1);
+    };
+    return (n - 1) * (1 - std::exp(log_choose(e - e / n, k) - log_choose(e, k)));
+  };
+  constexpr double kTol = 1e-12;
+  EXPECT_NEAR(RemoteDomainsPerToken(128, 8, 4), expected(128, 8, 4), kTol);  // Qwen3-235B, ep 32
+  EXPECT_NEAR(RemoteDomainsPerToken(256, 8, 8), expected(256, 8, 8), kTol);  // DeepSeek-V3, ep 64
+  EXPECT_NEAR(RemoteDomainsPerToken(128, 8, 4), 2.7218, 1e-4);
+  EXPECT_EQ(RemoteDomainsPerToken(128, 8, 1), 0);
+  // One expert per domain: k distinct domains, each remote with chance (n − 1)/n.
+  EXPECT_NEAR(RemoteDomainsPerToken(8, 2, 8), 2.0 * 7 / 8, kTol);
+}
+
+TEST(StepModel, ExpertAllToAllCrossesTheNicOncePerRemoteDomainWithDeepEp) {
+  // Inside one NVLink domain: k·(ep − 1)/ep copies over NVLink, none over the NIC.
+  const ExpertDispatchTraffic inside = ExpertDispatchBytes(128, 8, 8, 1, 8, true);
+  EXPECT_DOUBLE_EQ(inside.scale_up_copies_per_token, 8.0 * 7 / 8);
+  EXPECT_EQ(inside.scale_out_copies_per_token, 0);
+  // ep 32 over four 8-GPU nodes: a flat all-to-all sends the 3/4 of the copies bound for other
+  // nodes over the NIC; DeepEP one copy per remote node holding one of the token's experts.
+  const ExpertDispatchTraffic flat = ExpertDispatchBytes(128, 8, 32, 1, 8, false);
+  const ExpertDispatchTraffic deepep = ExpertDispatchBytes(128, 8, 32, 1, 8, true);
+  EXPECT_DOUBLE_EQ(flat.scale_out_copies_per_token, 8.0 * 3 / 4);
+  EXPECT_DOUBLE_EQ(flat.scale_up_copies_per_token, 8.0 * 7 / 32);
+  EXPECT_DOUBLE_EQ(deepep.scale_out_copies_per_token, RemoteDomainsPerToken(128, 8, 4));
+  EXPECT_DOUBLE_EQ(deepep.scale_up_copies_per_token, 8.0 * 7 / 32 + 8.0 * 3 / 4);
+
+  // In the step: Qwen3-235B on 256 H100 (tp 2, pp 8, vpp 4, ep 32; row Q1) without collective
+  // latency, the all-to-all is NIC-bound either way and DeepEP's time is the flat one's ×
+  // 2.72 / 6.
+  const ModelShape shape = MakeModelShape(LoadModel("qwen3-235b-a22b").config, 4096);
+  const Cluster cluster = MakeCluster(LoadHardware("h100"), 256);
+  ProfileSet profiles = LoadProfiles();
+  profiles.shared.collective_latency_seconds = 0;
+  PerfProfile megatron = profiles.Get("megatron-h100");
+  ASSERT_TRUE(megatron.hierarchical_dispatch);
+  PerfProfile nccl = megatron;
+  nccl.hierarchical_dispatch = false;
+  const Layout layout = ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16,recompute=modules");
+  const PerfJob job{2048, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const StepEstimate a = EvaluateStep(shape, cluster, layout, job, profiles.shared, megatron,
+                                      nullptr);
+  const StepEstimate b = EvaluateStep(shape, cluster, layout, job, profiles.shared, nccl, nullptr);
+  EXPECT_NEAR(a.time.ep_seconds / b.time.ep_seconds, RemoteDomainsPerToken(128, 8, 4) / 6, 1e-12);
+  // 128 micro-batches × 12 MoE layers per stage × 4 all-to-alls, each 2048 tokens × 4096 × 2 B
+  // per copy over the 400 Gb/s NIC at the shipped efficiency.
+  const double copy_bytes = 2048.0 * 4096 * 2;
+  const double nic = cluster.BandwidthForSpan(32) * profiles.shared.scale_out_efficiency;
+  const double expected = 128.0 * 12 * 4 * copy_bytes * RemoteDomainsPerToken(128, 8, 4) / nic;
+  EXPECT_NEAR(a.time.ep_seconds, expected, kRelTol * expected);
+  EXPECT_GT(a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu);
 }
 
 }  // namespace

@@ -3,19 +3,28 @@
 // Rows come from a CSV in the format of published.csv (tests/fixtures/throughput): model preset,
 // hardware, GPU count, the publisher's layout (tp, pp, vpp, ep, cp, dp_kind = zero1 | fsdp |
 // "fsdpF within a rack + dpD across racks"), micro and global batch, sequence length, number
-// format, routing, and a measurement: tokens/s per GPU, else model TFLOP/s per GPU (converted with
-// mosaic's physical FLOPs), else MFU (converted through a row of the same model and device that
-// gives both tokens/s and MFU, so the publisher's FLOP convention cancels). The recompute policy,
-// which publishers rarely state, is the least one that fits in memory.
+// format, routing ("dense" for a dense model), and a measurement: tokens/s per GPU, else model
+// TFLOP/s per GPU (converted with mosaic's FLOPs in the source's convention: the optional
+// `flop_convention` column, full-square (PaLM, Levanter, Megatron-Bridge's tables) when blank or
+// causal (MaxText, Megatron-LM since 2025)), else MFU (converted through a row of the same model
+// and device that gives both tokens/s and MFU, so the publisher's FLOP convention cancels). The
+// recompute policy is the optional `recompute` column when the source states it, else the
+// profile's documented policy, else the least one that fits in memory.
+//
+// Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
+// with the given profiles and reports their error apart from the calibration rows'.
 //
 // Fit (Ceres Solver, bounded trust region, numeric derivatives): residual log(predicted /
-// measured tokens/s) per row; parameters: each profile's GEMM efficiency, and the shared GEMM
-// latency, fp8 gain, FSDP and EP overlap, scale-up and scale-out link efficiency and per-layer
-// overhead. The
-// leave-one-out error refits without each row and predicts it.
+// measured tokens/s) per row; parameters (CalibrationScope): on published rows each used
+// profile's GEMM efficiency and per-expert GEMM cost and the shared fp8 gain, EP overlap,
+// overlap contention, scale-up and scale-out link efficiency, MoE host-sync time and unfused
+// attention passes; on a team's own runs each used profile's GEMM efficiency and per-step
+// overhead. Every parameter stays inside a physical bound written beside it in calibration.cc.
+// The leave-one-out error refits without each row and predicts it.
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -38,9 +47,11 @@ struct MeasuredRow {
   RoutingPolicy routing = RoutingPolicy::kDropless;
   double capacity_factor = 1;
   double measured_tokens_per_s_per_gpu = 0;
-  std::string basis;     // "tokens/s", "TFLOP/s", "MFU via <row>"
+  std::string basis;     // "tokens/s", "TFLOP/s (full-square)", "TFLOP/s (causal)", "MFU via <row>"
   std::string profile;   // the profile the row belongs to
   std::string source;
+  // The recompute policy the source states; nullopt = the profile's, else the least that fits.
+  std::optional<Recompute> recompute;
 };
 
 // Reads rows; throws InputError (file:line, column, value) on a malformed row, an unknown
@@ -65,12 +76,32 @@ struct RowResult {
   std::string best_layout;
 };
 
+// The error of a set of predictions against their measurements (valid rows only).
+struct ErrorSummary {
+  int64_t rows = 0;               // rows in the figures
+  double rms_log_error = 0;       // sqrt(mean(log(predicted / measured)²))
+  double median_abs_error = 0;    // median |predicted / measured − 1|
+  std::string worst_id;           // the row with the largest |log(predicted / measured)|
+  double worst_error = 0;         // its predicted / measured − 1
+};
+
+// Summarises (predicted, measured) pairs named by `ids`; all three the same length, every value
+// > 0. An empty input gives rows = 0 and zeros.
+ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
+                             const std::vector<double>& predicted,
+                             const std::vector<double>& measured);
+
 struct CalibrationResult {
   ProfileSet profiles;
   std::vector<RowResult> rows;
   double rms_log_error = 0;       // in-sample, sqrt(mean(log(pred/meas)²))
   double loo_rms_log_error = 0;  // 0 when leave-one-out was not run
-  std::vector<std::string> left_out;  // ids of invalid rows, in no figure
+  ErrorSummary in_sample;         // the calibration rows, predicted by `profiles`
+  ErrorSummary leave_one_out;     // each calibration row by a fit without it (rows = 0 if not run)
+  std::vector<RowResult> heldout_rows;  // never fitted; predicted by `profiles`
+  ErrorSummary heldout;           // rows = 0 without held-out rows
+  // Ids of invalid rows (calibration and held-out), in no figure.
+  std::vector<std::string> left_out;
   std::string solver_report;
   DropFit drop_fit;
 };
@@ -80,14 +111,33 @@ struct CalibrationResult {
 // reports every row in-sample and leave-one-out. Profiles without rows keep their values. Throws
 // InputError when the valid rows are fewer than the fitted parameters (the used profiles' GEMM
 // efficiencies and the fitted shared parameters).
-CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial);
+// What a calibration moves (every other parameter keeps `initial`'s value).
+//   kProfiles           each used profile's GEMM efficiency and per-expert GEMM cost: the
+//                       published rows' default (`perf calibrate CSV`). The shared physics stay as
+//                       the shipped file has them: refitted on rows of one layout from two stack
+//                       versions (Qwen3-235B on 256 H100: fp8 1633 tokens/s on Megatron-Bridge
+//                       26.02, bf16 1862-2132 on Megatron-Core's MoE branch), they run to their
+//                       bounds (fp8 gain 1, overlap contention 0.35): the rows disagree, the
+//                       physics does not
+//   kSharedAndProfiles  the above and the shared physics (`--fit-shared`)
+//   kTeamProfiles       each used profile's GEMM efficiency and per-step overhead: a team's own
+//                       runs of one stack (`--logs`), which a handful of rows cannot separate from
+//                       the physics every stack shares
+enum class CalibrationScope { kProfiles, kSharedAndProfiles, kTeamProfiles };
+
+// `heldout` rows are predicted with the fitted profiles and reported apart, never fitted.
+CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial,
+                            const std::vector<MeasuredRow>& heldout = {},
+                            CalibrationScope scope = CalibrationScope::kProfiles);
 
 // Predicts every row with `profiles`; with `leave_one_out` (and at least two valid rows), refits
 // without each row; with `search`, ranks the publisher's layout among all layouts of the row's
-// cluster. Rows whose layout breaks a rule are left out of every figure (and listed); throws
-// InputError when no row is valid.
+// cluster. `heldout` rows are predicted with `profiles` (never refitted) and summarised apart.
+// Rows whose layout breaks a rule are left out of every figure (and listed); throws InputError
+// when no calibration row is valid.
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
-                               bool leave_one_out, bool search);
+                               bool leave_one_out, bool search,
+                               const std::vector<MeasuredRow>& heldout = {});
 
 // The per-row table (or JSON) of a calibration or validation.
 std::string RenderCalibration(const CalibrationResult& result, bool json);

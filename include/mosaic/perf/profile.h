@@ -47,11 +47,6 @@ struct SharedPerfParams {
   // kernels, so the host's issue time adds to the GPU's instead of hiding under it. Per MoE layer
   // pass per micro-batch (forward + backward).
   double moe_sync_seconds = 0;
-  // Per expert GEMM of a grouped GEMM (each local expert, weight matrix and pass): the fixed
-  // cost of one expert's piece of the kernel (its partial last wave of tiles, its set-up), or of a
-  // per-expert kernel where the stack issues one GEMM per expert (Transformer Engine's
-  // GroupedLinear).
-  double expert_group_seconds = 0;
   // Unfused attention (PerfProfile::fused_attention_sinks = false with attention sinks): bf16
   // passes over each head's s×s score matrix per layer, forward + backward, at HBM bandwidth.
   double unfused_attention_passes = 12;
@@ -72,6 +67,13 @@ struct PerfProfile {
   // shared (NCCL) value; 0 = the shared value. Marin's XLA collectives on GB200 NVL72 moved the
   // hero's FSDP traffic in 6.73 s of a 18.02 s step (marin-community/marin issue 8053): 0.35.
   double scale_up_efficiency = 0;
+  // Per expert GEMM (each local expert, weight matrix and pass, per micro-batch): what one
+  // expert's GEMM costs beyond its FLOPs. A stack that issues one GEMM per expert (Transformer
+  // Engine's GroupedLinear over cuBLAS) pays each one's launch, which the GPU waits for after
+  // the MoE layer's host sync, and its tail wave the concurrent streams do not fill; a grouped
+  // kernel with a persistent tile scheduler, or a CUDA graph, pays almost nothing. It belongs to
+  // the stack and its host (x86 DGX or Grace), so each profile has its own.
+  double expert_group_seconds = 0;
   double logits_fraction = 1.0;     // share of the micro-batch's logits held at once (blockwise
                                     // cross-entropy holds a few blocks of the vocabulary)
   // The recompute policy the stack's published runs use, which calibration and validation apply
@@ -87,6 +89,13 @@ struct PerfProfile {
   // softmax_type = learnable, and cuDNN's fused attention needs cuDNN >= 9.18
   // (NVIDIA/TransformerEngine issue 2318, verl-project/verl issue 5224).
   bool fused_attention_sinks = true;
+  // Whether the stack's expert dispatcher is hierarchical across scale-up domains: each token
+  // crosses the scale-out network once per destination domain and is forwarded inside it over
+  // NVLink (DeepEP's internode kernels; Megatron-Core's flex dispatcher with DeepEP or HybridEP,
+  // as Megatron-Bridge's MoE performance recipes run: DeepEP on H100 and B200, HybridEP on
+  // GB200), instead of one NIC copy per expert (NCCL all-to-all, XLA). Matters only when the EP
+  // group spans several domains.
+  bool hierarchical_dispatch = false;
   bool calibrated = false;
 };
 

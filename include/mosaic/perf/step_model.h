@@ -9,9 +9,10 @@
 //             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
 //             micro-batch), attention scores, memory-bound kernels. A GEMM class takes
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
-//             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add expert_group per
-//             local expert per kernel; fp8 GEMMs run at peak_bf16·(1 + fp8_gain·(peak_fp8/
-//             peak_bf16 − 1)) (peak_mxfp8 for mxfp8). Attention with learned sinks in a stack without a fused kernel runs
+//             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
+//             expert_group per local expert per kernel; fp8 GEMMs run at
+//             peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)) (peak_mxfp8 for mxfp8).
+//             Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
 //             unfused_attention_passes of the score matrix through HBM.
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
@@ -21,9 +22,13 @@
 //             linear's input, stored sharded over the sequence); etp: the same for the routed
 //             experts' GEMMs over the etp group (an all-gather of the dispatched tokens and a
 //             reduce-scatter of the expert outputs per pass, forward and backward). CP: KV
-//             all-gather (fwd) and reduce-scatter (bwd). EP: 4 all-to-alls per MoE layer of
-//             k·tokens·width·bytes·(EP−1)/EP (width = latent_dim with LatentMoE; ×cf when
-//             buffers are padded). FSDP: weights
+//             all-gather (fwd) and reduce-scatter (bwd). EP: 4 all-to-alls per MoE layer
+//             (dispatch and combine, forward and backward) of tokens·width·bytes per copy
+//             (width = latent_dim with LatentMoE; ×cf when buffers are padded), the copies per
+//             token split by link as ExpertDispatchBytes below: inside one scale-up domain
+//             k·(EP−1)/EP over NVLink; across domains the copies to other domains over the NIC,
+//             once per remote domain with a hierarchical dispatcher (DeepEP), and the NVLink and
+//             NIC parts at once. FSDP: weights
 //             all-gathered in forward and backward and gradients reduce-scattered, per micro-batch,
 //             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
@@ -196,6 +201,34 @@ StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const
 // Megatron-Core refuses interleaving unless m is a multiple of pp (CheckLayout), so m < pp with
 // vpp > 1 reaches this only through a direct call.
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t);
+
+// Expected number of scale-up domains, other than the sender's, that one token's top_k distinct
+// experts fall in when the experts are spread evenly over `domains` domains and routing is
+// uniform (forced balance; a real router's locality only lowers it):
+//   (domains − 1)·(1 − C(E − E/domains, k) / C(E, k)).
+// 0 for one domain. Qwen3-235B (E = 128, k = 8) over 4 domains: 2.72, not the 6 remote copies
+// of a flat all-to-all. DeepSeek-V3 bounds it by node-limited routing (M = 4 nodes,
+// arXiv 2412.19437 section 2.1.2); mosaic's uniform count is the upper end.
+double RemoteDomainsPerToken(int64_t experts, int64_t top_k, int64_t domains);
+
+// The copies of each routed token one expert-parallel all-to-all moves per GPU, by link.
+struct ExpertDispatchTraffic {
+  double scale_up_copies_per_token = 0;   // over NVLink (or the device's scale-up links)
+  double scale_out_copies_per_token = 0;  // over the NIC
+};
+
+// The all-to-all of an EP group of ep·etp ranks (consecutive ranks, Megatron-Core's expert rank
+// order) on a device with `domain_gpus` GPUs per scale-up domain:
+//   inside one domain      k·(ep − 1)/ep copies over NVLink, none over the NIC;
+//   over n > 1 domains, flat (NCCL all-to-all: each copy straight to its rank)
+//                          k·(n − 1)/n copies over the NIC, k·(ep/n − 1)/ep over NVLink;
+//   hierarchical (`hierarchical`: DeepEP's internode kernels, Megatron-Core's flex dispatcher
+//   with DeepEP or HybridEP; github.com/deepseek-ai/DeepEP, arXiv 2412.19437 section 3.2.2)
+//                          RemoteDomainsPerToken copies over the NIC (one per remote domain, to
+//                          the rank of the same local index), and over NVLink the local copies
+//                          plus the forwarding of the k·(n − 1)/n that arrive.
+ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_t ep, int64_t etp,
+                                          int64_t domain_gpus, bool hierarchical);
 
 // Only the memory part of EvaluateStep (for the search's early rejection).
 MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,

@@ -1,0 +1,332 @@
+#include "mosaic/perf/log_calibration.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/enum_names.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_util.h"
+
+namespace mosaic {
+
+std::string_view ToString(ThroughputMetric metric) {
+  switch (metric) {
+    case ThroughputMetric::kTokensPerSecondPerGpu: return "tokens_per_s_per_gpu";
+    case ThroughputMetric::kTokensPerSecond: return "tokens_per_s";
+    case ThroughputMetric::kStepSeconds: return "step_seconds";
+    case ThroughputMetric::kWallTime: return "wall_time";
+  }
+  return "?";
+}
+
+std::optional<ThroughputMetric> ThroughputMetricFromString(std::string_view text) {
+  return EnumFromString<ThroughputMetric>(
+      text, {ThroughputMetric::kTokensPerSecondPerGpu, ThroughputMetric::kTokensPerSecond,
+             ThroughputMetric::kStepSeconds, ThroughputMetric::kWallTime});
+}
+
+namespace {
+
+constexpr std::string_view kKeys[] = {"model",   "hardware", "profile",        "gpus",
+                                      "layout",  "global_batch", "seq_len",     "format",
+                                      "routing", "capacity_factor", "tag",      "metric",
+                                      "skip_steps"};
+
+// A model or device named by a path is read relative to the run file's folder.
+std::string Resolve(const std::string& value, const std::string& origin) {
+  if (value.find('/') == std::string::npos && !value.ends_with(".toml")) return value;
+  const std::filesystem::path p(value);
+  if (p.is_absolute()) return value;
+  return (std::filesystem::path(origin).parent_path() / p).lexically_normal().string();
+}
+
+// Reads the keys of one table (defaults or a run) into `spec`; `seen` collects the keys given.
+void ReadKeys(const toml::table& table, const std::string& origin, std::string_view text,
+              ThroughputRunSpec& spec, std::set<std::string>& seen, bool allow_run) {
+  std::vector<std::string> names(std::begin(kKeys), std::end(kKeys));
+  if (allow_run) names.emplace_back("run");
+  for (const auto& [key_node, node] : table) {
+    const std::string key(key_node.str());
+    const SourceLocation where = LocationOf(node, origin, text);
+    auto fail = [&](std::string_view rule) {
+      return LocatedError(where, fmt::format("{} = {}. Violated constraint: {}", key,
+                                             TomlValueText(node), rule));
+    };
+    auto string = [&]() {
+      auto v = node.as_string();
+      if (v == nullptr || v->get().empty()) throw fail("a non-empty string");
+      return v->get();
+    };
+    auto positive = [&](int64_t min) {
+      auto v = node.as_integer();
+      if (v == nullptr || v->get() < min) {
+        throw fail(min > 0 ? "an integer >= 1" : "an integer >= 0");
+      }
+      return v->get();
+    };
+    if (std::find(names.begin(), names.end(), key) == names.end()) {
+      throw LocatedError(where, fmt::format("unknown key '{}'{}", key, DidYouMean(key, names)));
+    }
+    seen.insert(key);
+    if (key == "run") {
+      spec.run = string();
+    } else if (key == "model") {
+      spec.model = Resolve(string(), origin);
+    } else if (key == "hardware") {
+      spec.hardware = Resolve(string(), origin);
+    } else if (key == "profile") {
+      spec.profile = string();
+    } else if (key == "gpus") {
+      spec.gpus = positive(1);
+    } else if (key == "layout") {
+      try {
+        spec.layout = ParseLayout(string(), "layout");
+      } catch (const InputError& e) {
+        throw LocatedError(where, e.what());
+      }
+    } else if (key == "global_batch") {
+      spec.global_batch = positive(1);
+    } else if (key == "seq_len") {
+      spec.seq_len = positive(1);
+    } else if (key == "format") {
+      auto f = NumberFormatFromString(string());
+      if (!f) throw fail("bf16, fp8 or mxfp8");
+      spec.format = *f;
+    } else if (key == "routing") {
+      auto r = RoutingPolicyFromString(string());
+      if (!r) throw fail("dropless, balanced, capacity or fixed-cells");
+      spec.routing = *r;
+    } else if (key == "capacity_factor") {
+      double x = 0;
+      if (auto v = node.as_floating_point()) {
+        x = v->get();
+      } else if (auto i = node.as_integer()) {
+        x = static_cast<double>(i->get());
+      } else {
+        throw fail("a finite number > 0");
+      }
+      if (!std::isfinite(x) || x <= 0) throw fail("a finite number > 0");
+      spec.capacity_factor = x;
+    } else if (key == "tag") {
+      spec.tag = string();
+    } else if (key == "metric") {
+      auto m = ThroughputMetricFromString(string());
+      if (!m) throw fail("tokens_per_s_per_gpu, tokens_per_s, step_seconds or wall_time");
+      spec.metric = *m;
+    } else if (key == "skip_steps") {
+      spec.skip_steps = positive(0);
+    }
+  }
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+}  // namespace
+
+std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std::string& origin,
+                                        const ProfileSet& profiles) {
+  const toml::table root = ParseToml(text, origin);
+  ThroughputRunSpec defaults;
+  std::set<std::string> default_keys;
+  for (const auto& [key_node, node] : root) {
+    const std::string key(key_node.str());
+    if (key == "defaults") {
+      const toml::table* t = node.as_table();
+      if (t == nullptr) {
+        throw LocatedError(LocationOf(node, origin, text),
+                           "defaults must be a table ([defaults])");
+      }
+      ReadKeys(*t, origin, text, defaults, default_keys, false);
+    } else if (key != "run") {
+      const std::vector<std::string> top = {"defaults", "run"};
+      throw LocatedError(LocationOf(node, origin, text),
+                         fmt::format("unknown key '{}'{}", key, DidYouMean(key, top)));
+    }
+  }
+  const toml::array* runs = root["run"].as_array();
+  if (runs == nullptr || runs->empty()) {
+    throw InputError(fmt::format("{}: no [[run]] table: a run file lists its runs as [[run]] "
+                                 "tables",
+                                 origin));
+  }
+  std::vector<ThroughputRunSpec> specs;
+  std::set<std::string> names;
+  for (const toml::node& node : *runs) {
+    const SourceLocation where = LocationOf(node, origin, text);
+    const toml::table* t = node.as_table();
+    if (t == nullptr) throw LocatedError(where, "run must be a table ([[run]])");
+    ThroughputRunSpec spec = defaults;
+    std::set<std::string> keys = default_keys;
+    ReadKeys(*t, origin, text, spec, keys, true);
+    spec.origin = where.origin.empty() ? origin : fmt::format("{}:{}", origin, where.line);
+    for (const char* required :
+         {"run", "model", "hardware", "gpus", "layout", "global_batch", "seq_len", "tag"}) {
+      if (!keys.contains(required)) {
+        throw LocatedError(where, fmt::format("[[run]] '{}' has no {} (give it in the run or in "
+                                              "[defaults])",
+                                              spec.run, required));
+      }
+    }
+    if (!names.insert(spec.run).second) {
+      throw LocatedError(where, fmt::format("run '{}' is listed twice", spec.run));
+    }
+    if (spec.layout.gpus() != spec.gpus) {
+      throw LocatedError(where, fmt::format("layout {} uses {} GPUs, not gpus = {} "
+                                            "(tp·pp·cp·dp·fsdp = gpus)",
+                                            ToString(spec.layout), spec.layout.gpus(),
+                                            spec.gpus));
+    }
+    if (spec.profile.empty()) spec.profile = profiles.ForHardware(spec.hardware).name;
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec) {
+  const runs::TimeSeries* series = run.FindSeries(spec.tag);
+  if (series == nullptr || series->empty()) {
+    const std::vector<std::string> tags = run.Tags();
+    throw InputError(fmt::format("{}: run '{}' has no tag '{}'{}", spec.origin, spec.run,
+                                 spec.tag, DidYouMean(spec.tag, tags)));
+  }
+  const int64_t first = series->FirstStep();
+  std::vector<runs::ScalarPoint> kept;
+  for (const runs::ScalarPoint& p : series->points) {
+    if (p.step >= first + spec.skip_steps) kept.push_back(p);
+  }
+  const double gpus = static_cast<double>(spec.gpus);
+  const double tokens_per_step = static_cast<double>(spec.global_batch * spec.seq_len);
+  std::vector<double> values;
+  if (spec.metric == ThroughputMetric::kWallTime) {
+    for (size_t i = 1; i < kept.size(); ++i) {
+      const double dt = kept[i].wall_time_seconds - kept[i - 1].wall_time_seconds;
+      const double ds = static_cast<double>(kept[i].step - kept[i - 1].step);
+      if (std::isfinite(dt) && dt > 0 && ds > 0) values.push_back(dt / ds);
+    }
+  } else {
+    for (const runs::ScalarPoint& p : kept) {
+      if (std::isfinite(p.value)) values.push_back(p.value);
+    }
+  }
+  if (values.empty()) {
+    throw InputError(fmt::format(
+        "{}: run '{}', tag '{}': no {} after the {} warm-up steps (skip_steps)", spec.origin,
+        spec.run, spec.tag,
+        spec.metric == ThroughputMetric::kWallTime ? "two kept points with wall times"
+                                                    : "finite value",
+        spec.skip_steps));
+  }
+  const double median = Median(values);
+  double tokens = 0;
+  switch (spec.metric) {
+    case ThroughputMetric::kTokensPerSecondPerGpu: tokens = median; break;
+    case ThroughputMetric::kTokensPerSecond: tokens = median / gpus; break;
+    case ThroughputMetric::kStepSeconds:
+    case ThroughputMetric::kWallTime:
+      tokens = median > 0 ? tokens_per_step / (median * gpus) : 0;
+      break;
+  }
+  if (!(tokens > 0) || !std::isfinite(tokens)) {
+    throw InputError(fmt::format("{}: run '{}', tag '{}': the median {} is {}, which gives no "
+                                 "throughput",
+                                 spec.origin, spec.run, spec.tag, ToString(spec.metric), median));
+  }
+  return tokens;
+}
+
+std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& logdirs,
+                                              const std::string& run_file,
+                                              const ProfileSet& profiles) {
+  // (run directories, run file) pairs: one per log directory, or all under one run file.
+  std::vector<std::pair<std::vector<runs::RunDirectory>, std::string>> groups;
+  if (!run_file.empty()) {
+    groups.emplace_back(runs::DiscoverRuns(logdirs), run_file);
+  } else {
+    for (const std::string& dir : logdirs) {
+      const std::string file = (std::filesystem::path(dir) / kRunFileName).string();
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(file, ec)) {
+        throw InputError(fmt::format("{}: no {} in this log directory: it names each run's "
+                                     "model, cluster and layout (or give one file with --runs)",
+                                     dir, kRunFileName));
+      }
+      groups.emplace_back(runs::DiscoverRuns(dir), file);
+    }
+  }
+  std::vector<MeasuredRow> rows;
+  std::set<std::string> ids;
+  runs::LoadOptions options;
+  options.restarts = runs::RestartPolicy::kFirst;
+  for (const auto& [directories, file] : groups) {
+    const std::vector<ThroughputRunSpec> specs = ParseLogRunFile(ReadFile(file), file, profiles);
+    std::vector<std::string> names;
+    for (const runs::RunDirectory& d : directories) names.push_back(d.name);
+    for (const ThroughputRunSpec& spec : specs) {
+      const runs::RunDirectory* found = nullptr;
+      for (const runs::RunDirectory& d : directories) {
+        if (d.name == spec.run) found = &d;
+      }
+      if (found == nullptr) {
+        throw InputError(fmt::format("{}: run '{}' is not in the logs{}", spec.origin, spec.run,
+                                     DidYouMean(spec.run, names)));
+      }
+      const runs::Run run = runs::LoadRun(*found, options);
+      MeasuredRow r;
+      r.id = spec.run;
+      if (!ids.insert(r.id).second) {
+        throw InputError(fmt::format("{}: run '{}' is listed by two run files", spec.origin,
+                                     spec.run));
+      }
+      r.model = spec.model;
+      r.hardware = spec.hardware;
+      r.gpus = spec.gpus;
+      r.layout = spec.layout;
+      r.recompute = spec.layout.recompute;  // the layout states the run's policy
+      r.global_batch = spec.global_batch;
+      r.seq_len = spec.seq_len;
+      r.format = spec.format;
+      r.routing = spec.routing;
+      r.capacity_factor = spec.capacity_factor;
+      r.measured_tokens_per_s_per_gpu = MeasuredTokensPerSecondPerGpu(run, spec);
+      r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));
+      r.profile = spec.profile;
+      r.source = spec.origin;
+      rows.push_back(std::move(r));
+    }
+  }
+  return rows;
+}
+
+ProfileSet WithProfilesOf(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles) {
+  ProfileSet set = profiles;
+  for (const MeasuredRow& r : rows) {
+    bool known = false;
+    for (const PerfProfile& p : set.profiles) known = known || p.name == r.profile;
+    if (known) continue;
+    PerfProfile p = set.ForHardware(r.hardware);
+    p.name = r.profile;
+    p.stack = fmt::format("fitted from logs (started from the {} profile)",
+                          profiles.ForHardware(r.hardware).name);
+    p.calibrated = false;
+    set.profiles.push_back(std::move(p));
+  }
+  return set;
+}
+
+CalibrationResult CalibrateFromLogs(const std::vector<MeasuredRow>& rows,
+                                    const ProfileSet& profiles) {
+  return Calibrate(rows, WithProfilesOf(rows, profiles), {}, CalibrationScope::kTeamProfiles);
+}
+
+}  // namespace mosaic

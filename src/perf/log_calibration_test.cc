@@ -1,0 +1,222 @@
+// Calibration from a team's own logs: event files written with the project's test writer
+// (runs/event_writer.h) hold throughputs generated from a known profile, and the fit recovers it.
+#include "mosaic/perf/log_calibration.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/runs/event_writer.h"
+#include "mosaic/util/atomic_file.h"
+#include "mosaic/util/error.h"
+
+namespace mosaic {
+namespace {
+
+// The event files store float32 values (6-7 significant digits), and Ceres stops at a relative
+// cost change of 1e-10: a parameter recovered from exact throughputs is within 1e-3 of the truth.
+constexpr double kRecoveryTol = 1e-3;
+
+struct TeamRun {
+  std::string name;
+  std::string layout;
+  int64_t global_batch;
+  std::string metric;  // how the run logs its speed
+};
+
+class LogCalibration : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = std::filesystem::temp_directory_path() /
+           ("mosaic_log_calibration_" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  // The true profile of the team's stack: the shipped H100 profile with another GEMM efficiency
+  // and per-step overhead.
+  PerfProfile Truth() const {
+    PerfProfile p = shipped_.Get("megatron-h100");
+    p.name = "team-h100";
+    p.gemm_efficiency = 0.62;
+    p.step_overhead_seconds = 1.3;
+    return p;
+  }
+
+  double Predicted(const TeamRun& run, const PerfProfile& profile) const {
+    const ModelShape shape = MakeModelShape(LoadModel("qwen3-30b-a3b").config, 4096);
+    const Cluster cluster = MakeCluster(LoadHardware("h100"), 16);
+    PerfJob job{run.global_batch, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+    return EvaluateStep(shape, cluster, ParseLayout(run.layout), job, shared(), profile, nullptr)
+        .tokens_per_s_per_gpu;
+  }
+
+  const SharedPerfParams& shared() const { return shipped_.shared; }
+
+  // One run directory with an event file: 10 warm-up steps at half speed, then 40 steps at the
+  // true speed, logged as `run.metric` says (wall times one step time apart).
+  void WriteRun(const TeamRun& run, double tokens_per_s_per_gpu) const {
+    const std::filesystem::path run_dir = dir_ / run.name;
+    std::filesystem::create_directories(run_dir);
+    const double step_seconds =
+        static_cast<double>(run.global_batch * 4096) / (tokens_per_s_per_gpu * 16);
+    std::string events = runs::FrameRecord(runs::EncodeFileVersionEvent(1.7e9));
+    double wall = 1.7e9;
+    for (int64_t step = 0; step < 50; ++step) {
+      const bool warm = step < 10;
+      const double tokens = warm ? tokens_per_s_per_gpu / 2 : tokens_per_s_per_gpu;
+      const double seconds = warm ? 2 * step_seconds : step_seconds;
+      wall += seconds;
+      double value = tokens;
+      std::string tag = "throughput/tokens_per_sec_per_gpu";
+      if (run.metric == "tokens_per_s") {
+        value = tokens * 16;
+        tag = "throughput/tokens_per_sec";
+      } else if (run.metric == "step_seconds") {
+        value = seconds;
+        tag = "timers/step_time";
+      } else if (run.metric == "wall_time") {
+        value = 2.0;  // a loss; only its wall times matter
+        tag = "train/loss";
+      }
+      events += runs::FrameRecord(runs::EncodeScalarEvent(wall, step, tag, value));
+    }
+    WriteFileAtomically((run_dir / "events.out.tfevents.1700000000.node0").string(), events);
+  }
+
+  std::filesystem::path dir_;
+  ProfileSet shipped_ = LoadProfiles();
+};
+
+const TeamRun kRuns[] = {
+    {"ep8-dp16", "ep=8,dp=16,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
+    {"pp2-ep8", "pp=2,vpp=12,ep=8,dp=8,mbs=1,recompute=modules", 512, "tokens_per_s"},
+    {"ep16-small", "ep=16,dp=16,mbs=1,recompute=modules", 64, "step_seconds"},
+    {"tp2-ep8", "tp=2,ep=8,dp=8,mbs=2,recompute=modules", 256, "wall_time"},
+};
+
+std::string RunFile() {
+  std::string text =
+      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nprofile = \"team-h100\"\n"
+      "seq_len = 4096\nformat = \"bf16\"\nrouting = \"balanced\"\nskip_steps = 10\n";
+  for (const TeamRun& r : kRuns) {
+    std::string tag = "throughput/tokens_per_sec_per_gpu";
+    if (r.metric == "tokens_per_s") tag = "throughput/tokens_per_sec";
+    if (r.metric == "step_seconds") tag = "timers/step_time";
+    if (r.metric == "wall_time") tag = "train/loss";
+    text += "\n[[run]]\nrun = \"" + r.name + "\"\ngpus = 16\nlayout = \"" + r.layout +
+            "\"\nglobal_batch = " + std::to_string(r.global_batch) + "\ntag = \"" + tag +
+            "\"\nmetric = \"" + r.metric + "\"\n";
+  }
+  return text;
+}
+
+TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
+  const PerfProfile truth = Truth();
+  for (const TeamRun& r : kRuns) WriteRun(r, Predicted(r, truth));
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFile());
+
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  ASSERT_EQ(rows.size(), std::size(kRuns));
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i].id, kRuns[i].name);
+    EXPECT_EQ(rows[i].profile, "team-h100");
+    // The warm-up steps are left out: the median is the true speed, to float32 precision.
+    EXPECT_NEAR(rows[i].measured_tokens_per_s_per_gpu / Predicted(kRuns[i], truth), 1.0, 1e-6)
+        << rows[i].id;
+  }
+  const CalibrationResult result = CalibrateFromLogs(rows, shipped_);
+  const PerfProfile& fitted = result.profiles.Get("team-h100");
+  EXPECT_TRUE(fitted.calibrated);
+  EXPECT_NEAR(fitted.gemm_efficiency / truth.gemm_efficiency, 1.0, kRecoveryTol);
+  EXPECT_NEAR(fitted.step_overhead_seconds / truth.step_overhead_seconds, 1.0, kRecoveryTol);
+  EXPECT_LT(result.in_sample.rms_log_error, kRecoveryTol);
+  // The shared physics and the shipped profiles are not moved by a team's runs.
+  EXPECT_EQ(result.profiles.shared.overlap_ep, shipped_.shared.overlap_ep);
+  EXPECT_EQ(result.profiles.Get("megatron-h100").gemm_efficiency,
+            shipped_.Get("megatron-h100").gemm_efficiency);
+  EXPECT_EQ(result.leave_one_out.rows, static_cast<int64_t>(std::size(kRuns)));
+}
+
+TEST_F(LogCalibration, OneRunFileForManyLogDirectories) {
+  const PerfProfile truth = Truth();
+  for (const TeamRun& r : kRuns) WriteRun(r, Predicted(r, truth));
+  const std::filesystem::path file = dir_ / "all_runs.toml";
+  WriteFileAtomically(file.string(), RunFile());
+  const std::vector<MeasuredRow> rows =
+      MeasurementsFromLogs({dir_.string()}, file.string(), shipped_);
+  EXPECT_EQ(rows.size(), std::size(kRuns));
+}
+
+TEST_F(LogCalibration, NamesWhatIsMissing) {
+  const PerfProfile truth = Truth();
+  WriteRun(kRuns[0], Predicted(kRuns[0], truth));
+  auto message = [&](const std::string& text) {
+    WriteFileAtomically((dir_ / kRunFileName).string(), text);
+    try {
+      MeasurementsFromLogs({dir_.string()}, "", shipped_);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  const std::string base =
+      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nseq_len = 4096\n"
+      "routing = \"balanced\"\ntag = \"throughput/tokens_per_sec_per_gpu\"\n";
+  const std::string run = "[[run]]\ngpus = 16\nlayout = \"ep=8,dp=16\"\nglobal_batch = 512\n";
+  EXPECT_NE(message(base + run + "run = \"ep8-dp1\"\n").find("run 'ep8-dp1' is not in the logs "
+                                                            "(did you mean 'ep8-dp16'?)"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ntag = \"throughput/tokens\"\n")
+                .find("run 'ep8-dp16' has no tag 'throughput/tokens'"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nmetric = \"speed\"\n")
+                .find("metric = 'speed'. Violated constraint: tokens_per_s_per_gpu, "
+                      "tokens_per_s, step_seconds or wall_time"),
+            std::string::npos);
+  EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\nglobal_batch = 512\n")
+                .find("[[run]] 'ep8-dp16' has no layout"),
+            std::string::npos);
+  EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 8\nlayout = \"ep=8,dp=16\"\n"
+                           "global_batch = 512\n")
+                .find("layout tp=1,pp=1,vpp=1,cp=1,dp=16,fsdp=1,ep=8,etp=1,mbs=1,recompute=none,"
+                      "moe_chunk=1 uses 16 GPUs, not gpus = 8"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 500\n")
+                .find("no finite value after the 500 warm-up steps"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ngpu = 16\n").find("unknown key 'gpu'"),
+            std::string::npos);
+  EXPECT_NE(message(base).find("no [[run]] table"), std::string::npos);
+  std::filesystem::remove(dir_ / kRunFileName);
+  try {
+    MeasurementsFromLogs({dir_.string()}, "", shipped_);
+    ADD_FAILURE() << "no error without a run file";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("no perf_runs.toml in this log directory"),
+              std::string::npos);
+  }
+}
+
+TEST(LogCalibrationSummary, MedianAndWorstRow) {
+  const ErrorSummary e =
+      SummarizeErrors({"a", "b", "c", "d"}, {110, 80, 100, 103}, {100, 100, 100, 100});
+  EXPECT_EQ(e.rows, 4);
+  EXPECT_EQ(e.worst_id, "b");
+  EXPECT_NEAR(e.worst_error, -0.2, 1e-12);
+  EXPECT_NEAR(e.median_abs_error, (0.03 + 0.1) / 2, 1e-12);
+  const double rms = std::sqrt((std::pow(std::log(1.1), 2) + std::pow(std::log(0.8), 2) +
+                                std::pow(std::log(1.03), 2)) /
+                               4);
+  EXPECT_NEAR(e.rms_log_error, rms, 1e-12);
+  EXPECT_EQ(SummarizeErrors({}, {}, {}).rows, 0);
+}
+
+}  // namespace
+}  // namespace mosaic
