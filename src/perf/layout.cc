@@ -75,8 +75,13 @@ PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
     s.middle = l.pp > 2 ? per_rank : 0;
     return s;
   }
-  // Short chunks (one layer less) dealt round-robin to the ranks from rank 0.
   const int64_t chunks = l.pp * l.vpp;
+  if (layer_passes % chunks == 0) {
+    s.first = s.last = layer_passes / l.pp;
+    s.middle = l.pp > 2 ? s.first : 0;
+    return s;
+  }
+  // Short chunks (one layer less) dealt round-robin to the ranks from rank 0.
   const int64_t per_chunk = (layer_passes + chunks - 1) / chunks;
   const int64_t short_chunks = chunks * per_chunk - layer_passes;
   auto rank_layers = [&](int64_t rank) {

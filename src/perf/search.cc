@@ -168,7 +168,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       }
                       any_fit = true;
                       StepEstimate e = EvaluateStep(model, cluster, l, job, shared, profile,
-                                                    nullptr);
+                                                    nullptr, &mem);
                       keep(l, e);
                     }
                     if (!any_fit) break;  // larger micro-batches need more memory

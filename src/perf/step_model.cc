@@ -321,25 +321,31 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
   return mem;
 }
 
-}  // namespace
-
-MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
-                               const PerfJob& job, const PerfProfile& profile) {
-  (void)cluster;
-  const Derived x = Derive(m, l, job);
+// The peak stage's memory: the first stage holds the embedding and the most in-flight
+// micro-batches, so a later stage can only be the peak when it holds more layers than every
+// earlier one (SplitPipeline places short stages first; the last stage, one micro-batch in
+// flight, is compared only when it holds more than the middle ones).
+MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                                const PerfProfile& profile, const Derived& x) {
   const PipelineSplit& s = x.split;
-  // The first stage holds the embedding and the most in-flight micro-batches; a later stage can
-  // only be the peak when it holds more layers (SplitPipeline places short stages first).
   MemoryBreakdown peak = StageMemory(m, l, job, profile, x, s.first, 0);
   if (l.pp > 2 && s.middle > s.first) {
     const MemoryBreakdown middle = StageMemory(m, l, job, profile, x, s.middle, s.middle_rank);
     if (middle.peak_bytes > peak.peak_bytes) peak = middle;
   }
-  if (l.pp > 1 && s.last > s.first) {
+  if (l.pp > 1 && s.last > std::max(s.first, s.middle)) {
     const MemoryBreakdown last = StageMemory(m, l, job, profile, x, s.last, l.pp - 1);
     if (last.peak_bytes > peak.peak_bytes) peak = last;
   }
   return peak;
+}
+
+}  // namespace
+
+MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                               const PerfJob& job, const PerfProfile& profile) {
+  (void)cluster;
+  return PeakStageMemory(m, l, job, profile, Derive(m, l, job));
 }
 
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
@@ -376,6 +382,13 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
 StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop) {
+  return EvaluateStep(m, cluster, l, job, sh, profile, drop, nullptr);
+}
+
+StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                          const PerfJob& job, const SharedPerfParams& sh,
+                          const PerfProfile& profile, const DropParams* drop,
+                          const MemoryBreakdown* memory) {
   const ModelConfig& c = m.config;
   const HardwareSpec& hw = cluster.device;
   const Derived x = Derive(m, l, job);
@@ -591,7 +604,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   e.model_flops_per_step = m.model_flops_per_token * tokens_step;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
   e.mfu_causal = m.causal_model_flops_per_token * tokens_step / (e.step_seconds * bf16 * N);
-  e.memory = EstimateMemory(m, cluster, l, job, profile);
+  e.memory = memory != nullptr ? *memory : PeakStageMemory(m, l, job, profile, x);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;
   if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job, *drop);

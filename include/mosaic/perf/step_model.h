@@ -195,6 +195,12 @@ struct StepEstimate {
 StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
                           const PerfJob& job, const SharedPerfParams& shared,
                           const PerfProfile& profile, const DropParams* drop);
+// The same with the memory already estimated: `memory` is EstimateMemory's result for the same
+// model, layout, job and profile (the search has it); nullptr estimates it.
+StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
+                          const PerfJob& job, const SharedPerfParams& shared,
+                          const PerfProfile& profile, const DropParams* drop,
+                          const MemoryBreakdown* memory);
 
 // Idle time of a pipeline per step under 1F1B with `vpp` virtual stages per rank, `micro_batches`
 // (m) micro-batches per pipeline and `t` the time of one micro-batch through one rank's layers
