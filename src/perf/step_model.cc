@@ -242,8 +242,7 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
-  // (and the lm_head when pp = 1).
-  // (the last stage holds the output layer, half of embedding_params by the same convention).
+  // and the last the lm_head, half of embedding_params each (both when pp = 1).
   const double emb_share = l.pp == 1 ? 1.0 : stage == 0 || stage == l.pp - 1 ? 0.5 : 0.0;
   const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
   const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
