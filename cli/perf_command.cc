@@ -302,11 +302,14 @@ void AddPerfCommand(CLI::App& root) {
                   "override a model field FIELD=VALUE, or a device field hardware.FIELD=VALUE")
       ->take_all();
   cmd->add_option("--hardware", o->hardware, "device name (h100, h200, h800, b200, gb200-nvl72, "
-                                             "tpu-v5p) or a device TOML file");
+                                             "gb300-nvl72, tpu-v5p, tpu-v6e) or a device TOML "
+                                             "file");
   cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
                   "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|full,"
-                  "moe_chunk= (a missing key is 1)");
+                  "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
+                  "(layers on the first/last stage) or pp_embed=1,pp_loss=1 (embedding/loss "
+                  "counted as a layer) (a missing key is 1)");
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--seq", o->seq, "sequence length in tokens")
