@@ -6,7 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -140,6 +145,32 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
   return out;
 }
 
+// Prints "searching: 42% (1,234,567 layouts)" over itself on stderr, from one second after the
+// search starts and at most ten times a second, and clears the line when the search ends.
+std::function<void(double, int64_t)> SearchProgressPrinter() {
+  using Clock = std::chrono::steady_clock;
+  struct State {
+    Clock::time_point start = Clock::now();
+    Clock::time_point last{};
+    bool shown = false;
+  };
+  auto state = std::make_shared<State>();
+  return [state](double fraction, int64_t evaluated) {
+    const Clock::time_point now = Clock::now();
+    if (fraction >= 1.0) {
+      if (state->shown) std::fputs("\r\033[K", stderr);
+      return;
+    }
+    if (now - state->start < std::chrono::seconds(1)) return;
+    if (state->shown && now - state->last < std::chrono::milliseconds(100)) return;
+    state->last = now;
+    state->shown = true;
+    std::fprintf(stderr, "\rsearching: %3.0f%% (%s layouts)", 100 * fraction,
+                 FormatThousands(evaluated).c_str());
+    std::fflush(stderr);
+  };
+}
+
 std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster,
                          const PerfProfile& profile) {
   if (o.json) {
@@ -220,6 +251,8 @@ void Run(const PerfOptions& o) {
   if (o.search) {
     SearchOptions so;
     so.top = o.top;
+    // A search that runs past a second shows its progress on stderr when stderr is a terminal.
+    if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
     EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster, profile));
     return;
   }
@@ -310,11 +343,14 @@ void AddPerfCommand(CLI::App& root) {
                   "override a model field FIELD=VALUE, or a device field hardware.FIELD=VALUE")
       ->take_all();
   cmd->add_option("--hardware", o->hardware, "device name (h100, h200, h800, b200, gb200-nvl72, "
-                                             "tpu-v5p) or a device TOML file");
+                                             "gb300-nvl72, tpu-v5p, tpu-v6e) or a device TOML "
+                                             "file");
   cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
                   "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|full,"
-                  "moe_chunk= (a missing key is 1)");
+                  "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
+                  "(layers on the first/last stage) or pp_embed=1,pp_loss=1 (embedding/loss "
+                  "counted as a layer) (a missing key is 1)");
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--seq", o->seq, "sequence length in tokens")

@@ -376,6 +376,30 @@ TEST(PerfCli, MeaninglessOptionValuesAreRejected) {
   EXPECT_NE(r.err.find("--layout and --search exclude each other"), std::string::npos) << r.err;
 }
 
+TEST(PerfCli, SearchRefusesAtOnceABatchNoLayoutDivides) {
+  // 720,720 GPUs and a batch of 1024: dp·fsdp = GPUs/(tp·pp·cp) cannot divide it with pp <= 94;
+  // refused before enumerating (the enumeration alone took tens of seconds), nothing on stdout.
+  CommandResult r = RunMosaic(
+      "perf qwen3-235b-a22b --hardware h100 --gpus 720720 --batch 1024 --seq 4096 --search");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--search: no layout divides the batch"), std::string::npos) << r.err;
+}
+
+TEST(PerfCli, UnevenPipelineAndCrossNodeContextParallelLayoutsRun) {
+  CommandResult r = RunMosaic(
+      "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 2048 --seq 4096 --routing balanced "
+      "--layout tp=2,pp=32,vpp=3,ep=8,dp=4,pp_embed=1,pp_loss=1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["layout"].get<std::string>(),
+            "tp=2,pp=32,vpp=3,cp=1,dp=4,fsdp=1,ep=8,etp=1,mbs=1,recompute=none,moe_chunk=1,"
+            "pp_embed=1,pp_loss=1");
+  r = RunMosaic("perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 256 --seq 131072 "
+                "--routing balanced --layout tp=4,pp=8,vpp=4,cp=8,ep=8,recompute=full");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+}
+
 }  // namespace
 }  // namespace mosaic::testing
 

@@ -111,7 +111,7 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
 
   // Feed-forward: 2·(matrices)·d·width per active expert or dense FFN.
   const Wide matrices = c.glu ? 3 : 2;
-  Wide mlp = c.dense_layers * 2 * matrices * d * c.dense_ffn_width;
+  Wide mlp = c.dense_ffn_layers() * 2 * matrices * d * c.dense_ffn_width;
   Wide router = 0;
   Wide latent = 0;
   if (c.is_moe()) {

@@ -125,5 +125,13 @@ TEST(Flops, CausalCountsHalfTheAttentionSquare) {
   EXPECT_EQ(causal.convention, FlopConvention::kCausal);
 }
 
+// Llama 4 Maverick: 24 dense FFNs (width 16384) and 24 MoE layers running one routed expert and
+// the shared one (width 8192 each), 2 FLOPs per multiply-add, 3 SwiGLU matrices.
+TEST(Flops, InterleavedMoeLayersCountDenseAndExpertFfnsExactly) {
+  const ModelConfig c = LoadModel("llama4-maverick").config;
+  const FlopCount f = CountFlops(c, {FlopConvention::kCausal, 8192});
+  EXPECT_EQ(f.mlp_flops, 2 * 3 * int64_t{5120} * (24 * 16384 + 24 * (8192 + 8192)));
+  EXPECT_EQ(f.router_flops, 2 * int64_t{5120} * 128 * 24);
+}
 }  // namespace
 }  // namespace mosaic

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <string>
@@ -136,6 +137,8 @@ const std::vector<FieldBinding>& Bindings() {
       Bool("tied_embeddings", &M::tied_embeddings, "lm_head shares the embedding"),
       Bool("glu", &M::glu, "gated MLPs (3 matrices) instead of 2"),
       Int("dense_layers", &M::dense_layers, "leading layers with a dense FFN"),
+      Int("interleave_moe_layer_step", &M::interleave_moe_layer_step,
+          "after the dense_layers, every n-th layer is MoE and the others dense (1: all MoE)"),
       Int("dense_ffn_width", &M::dense_ffn_width, "dense FFN width"),
       Int("experts", &M::experts, "routed experts (0: dense model)"),
       Int("top_k", &M::top_k, "routed experts per token"),
@@ -249,7 +252,10 @@ std::optional<std::string> GetModelField(const ModelConfig& config, std::string_
 }
 
 int64_t MaxFieldValue(std::string_view name) {
-  if (name == "layers" || name == "dense_layers" || name == "loops") return kMaxModelLayers;
+  if (name == "layers" || name == "dense_layers" || name == "loops" ||
+      name == "interleave_moe_layer_step") {
+    return kMaxModelLayers;
+  }
   if (name == "max_seq_len") return kMaxSeqLen;
   return kMaxModelDimension;
 }
@@ -302,7 +308,16 @@ std::optional<Violation> Validate(const ModelConfig& c) {
     return violation("dense_layers", c.dense_layers, fmt::format("dense_layers <= layers ({})",
                                                                  c.layers));
   }
+  if (c.interleave_moe_layer_step < 1) {
+    return violation("interleave_moe_layer_step", c.interleave_moe_layer_step,
+                     "interleave_moe_layer_step >= 1");
+  }
   if (c.is_moe()) {
+    if (c.interleave_moe_layer_step > std::max<int64_t>(c.layers - c.dense_layers, 1)) {
+      return violation("interleave_moe_layer_step", c.interleave_moe_layer_step,
+                       fmt::format("interleave_moe_layer_step <= layers − dense_layers ({})",
+                                   c.layers - c.dense_layers));
+    }
     if (c.top_k < 1 || c.top_k > c.experts) {
       return violation("top_k", c.top_k, fmt::format("1 <= top_k <= experts ({})", c.experts));
     }
@@ -317,6 +332,10 @@ std::optional<Violation> Validate(const ModelConfig& c) {
                        fmt::format("dense_layers = layers ({}) in a dense model (experts = 0)",
                                    c.layers));
     }
+    if (c.interleave_moe_layer_step != 1) {
+      return violation("interleave_moe_layer_step", c.interleave_moe_layer_step,
+                       "interleave_moe_layer_step = 1 in a dense model (experts = 0)");
+    }
     for (auto [field, value] : {std::pair<std::string_view, int64_t>{"top_k", c.top_k},
                                 {"shared_experts", c.shared_experts},
                                 {"latent_dim", c.latent_dim}}) {
@@ -325,9 +344,10 @@ std::optional<Violation> Validate(const ModelConfig& c) {
       }
     }
   }
-  if (c.dense_layers > 0 && c.dense_ffn_width <= 0) {
+  if (c.dense_ffn_layers() > 0 && c.dense_ffn_width <= 0) {
     return violation("dense_ffn_width", c.dense_ffn_width,
-                     "dense_ffn_width > 0 when dense_layers > 0");
+                     "dense_ffn_width > 0 when some layer is dense (dense_layers > 0 or "
+                     "interleave_moe_layer_step > 1)");
   }
   if (c.capacity_factor < 0) {
     return violation("capacity_factor", c.capacity_factor, "capacity_factor >= 0");

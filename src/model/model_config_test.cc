@@ -81,5 +81,49 @@ TEST(ModelConfig, LayerPattern) {
   EXPECT_EQ(hero.kv_heads_of_layer(0), 12);
 }
 
+// interleave_moe_layer_step n: after the leading dense layers, every n-th layer is MoE (Llama 4
+// Maverick's config places the MoE on layers 1, 3, …, 47 with n = 2).
+TEST(ModelConfig, InterleavedMoeLayers) {
+  const ModelConfig maverick = LoadModel("llama4-maverick").config;
+  EXPECT_EQ(maverick.interleave_moe_layer_step, 2);
+  EXPECT_EQ(maverick.moe_layers(), 24);
+  EXPECT_EQ(maverick.dense_ffn_layers(), 24);
+  EXPECT_FALSE(maverick.is_moe_layer(0));
+  EXPECT_TRUE(maverick.is_moe_layer(1));
+  EXPECT_TRUE(maverick.is_moe_layer(47));
+  // With leading dense layers (DeepSeek's first_k_dense_replace) the step counts after them.
+  ModelConfig c = LoadModel("deepseek-v3").config;
+  ASSERT_EQ(SetModelField(c, "layers", "10"), std::nullopt);
+  ASSERT_EQ(SetModelField(c, "dense_layers", "2"), std::nullopt);
+  ASSERT_EQ(SetModelField(c, "interleave_moe_layer_step", "3"), std::nullopt);
+  EXPECT_EQ(GetModelField(c, "interleave_moe_layer_step"), "3");
+  int64_t moe = 0;
+  for (int64_t i = 0; i < c.layers; ++i) moe += c.is_moe_layer(i) ? 1 : 0;
+  EXPECT_EQ(moe, c.moe_layers());
+  EXPECT_EQ(c.moe_layers(), 2);  // layers 4 and 7
+  EXPECT_TRUE(c.is_moe_layer(4));
+  EXPECT_TRUE(c.is_moe_layer(7));
+  EXPECT_EQ(c.dense_ffn_layers(), 8);
+  EXPECT_EQ(Validate(c), std::nullopt);
+}
+
+TEST(Validate, InterleaveStepRules) {
+  ModelConfig c = LoadModel("qwen3-235b-a22b").config;
+  c.interleave_moe_layer_step = 0;
+  ASSERT_TRUE(Validate(c));
+  EXPECT_EQ(Validate(c)->rule, "interleave_moe_layer_step >= 1");
+  c.interleave_moe_layer_step = 2;  // 47 of 94 layers would be dense, with no width given
+  ASSERT_TRUE(Validate(c));
+  EXPECT_EQ(Validate(c)->field, "dense_ffn_width");
+  c.dense_ffn_width = 12288;
+  EXPECT_EQ(Validate(c), std::nullopt);
+  c.interleave_moe_layer_step = 95;
+  ASSERT_TRUE(Validate(c));
+  EXPECT_EQ(Validate(c)->rule, "interleave_moe_layer_step <= layers − dense_layers (94)");
+  ModelConfig dense = LoadModel("llama3-70b").config;
+  dense.interleave_moe_layer_step = 2;
+  ASSERT_TRUE(Validate(dense));
+  EXPECT_EQ(Validate(dense)->field, "interleave_moe_layer_step");
+}
 }  // namespace
 }  // namespace mosaic

@@ -100,12 +100,12 @@ ParamCount CountParams(const ModelConfig& c) {
       fmt::format("(2·L + 1)·norm({})", ToString(c.norm)));
 
   // Dense FFN layers.
-  if (c.dense_layers > 0) {
+  if (c.dense_ffn_layers() > 0) {
     const Wide F = c.dense_ffn_width;
-    const Wide dense = c.dense_layers * MlpMatrices(c) * d * F;
+    const Wide dense = c.dense_ffn_layers() * MlpMatrices(c) * d * F;
     add("dense_ffn", ParamCategory::kMatmul, dense, dense,
         fmt::format("L_dense·{}·d·F", MlpMatrices(c)));
-    const Wide bias = c.dense_layers * MlpBiasParams(c, d, F);
+    const Wide bias = c.dense_ffn_layers() * MlpBiasParams(c, d, F);
     add("dense_ffn_bias", ParamCategory::kSmall, bias, bias, "L_dense·bias(F)");
   }
 

@@ -119,7 +119,8 @@ INSTANTIATE_TEST_SUITE_P(
         PublishedTotals{"mixtral-8x22b", "141B", "39B", "mistral.ai announcement"},
         PublishedTotals{"olmoe-1b-7b", "6.9B", "1.3B", "arXiv 2409.02060"},
         PublishedTotals{"llama3-70b", "70.6B", "70.6B", "meta-llama/Meta-Llama-3-70B card"},
-        PublishedTotals{"llama3-405b", "405B", "405B", "arXiv 2407.21783"}),
+        PublishedTotals{"llama3-405b", "405B", "405B", "arXiv 2407.21783"},
+        PublishedTotals{"llama4-maverick", "400B", "17B", "Meta Llama 4 announcement (2025)"}),
     [](const auto& info) {
       std::string name = info.param.preset;
       for (char& c : name) c = std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
@@ -168,5 +169,23 @@ TEST(ParamCount, SparsityIsInactiveShare) {
   EXPECT_NEAR(p.sparsity, 0.7242, 1e-4);
 }
 
+// Llama 4 Maverick's text model, counted by hand from its config.json: 48 layers of GQA attention
+// (q and o 5120×5120, k and v 5120×1024), 97 RMSNorms, 24 dense SwiGLU FFNs of width 16384, and
+// 24 MoE layers (every second, interleave_moe_layer_step 2) of a 5120×128 router, 128 routed
+// experts and one shared expert of width 8192; untied embeddings of 202048 × 5120.
+TEST(ParamCount, Llama4MaverickInterleavesDenseAndMoeLayersExactly) {
+  const ParamCount p = CountPreset("llama4-maverick");
+  const int64_t attention = int64_t{48} * (2 * 5120 * 5120 + 2 * 5120 * 1024);
+  const int64_t norms = 97 * 5120;
+  const int64_t dense = 24 * int64_t{3} * 5120 * 16384;
+  const int64_t expert = int64_t{3} * 5120 * 8192;
+  const int64_t moe = 24 * (5120 * 128 + 128 * expert + expert);
+  const int64_t embeddings = int64_t{2} * 202048 * 5120;
+  EXPECT_EQ(p.total_params, attention + norms + dense + moe + embeddings);
+  EXPECT_EQ(p.total_params, 400'711'848'960);
+  // Active: one routed expert of 128 and the shared one per MoE layer.
+  EXPECT_EQ(p.active_params, p.total_params - 24 * 127 * expert);
+  EXPECT_EQ(p.active_params, 17'184'691'200);
+}
 }  // namespace
 }  // namespace mosaic

@@ -4,6 +4,7 @@
 
 #include <cctype>
 
+#include <algorithm>
 #include <charconv>
 #include <vector>
 
@@ -38,16 +39,69 @@ std::string_view ToString(RejectKind kind) {
 }
 
 std::string ToString(const Layout& l) {
-  return fmt::format("tp={},pp={},vpp={},cp={},dp={},fsdp={},ep={},etp={},mbs={},recompute={},"
-                     "moe_chunk={}",
-                     l.tp, l.pp, l.vpp, l.cp, l.dp, l.fsdp, l.ep, l.etp, l.mbs,
-                     ToString(l.recompute), l.moe_chunk);
+  std::string text = fmt::format(
+      "tp={},pp={},vpp={},cp={},dp={},fsdp={},ep={},etp={},mbs={},recompute={},moe_chunk={}",
+      l.tp, l.pp, l.vpp, l.cp, l.dp, l.fsdp, l.ep, l.etp, l.mbs, ToString(l.recompute),
+      l.moe_chunk);
+  if (l.pp_first > 0) text += fmt::format(",pp_first={}", l.pp_first);
+  if (l.pp_last > 0) text += fmt::format(",pp_last={}", l.pp_last);
+  if (l.pp_embed > 0) text += ",pp_embed=1";
+  if (l.pp_loss > 0) text += ",pp_loss=1";
+  return text;
+}
+
+PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
+  PipelineSplit s;
+  s.total = layer_passes;
+  if (l.pp == 1) {
+    s.first = s.last = layer_passes;
+    s.middle = 0;
+    return s;
+  }
+  if (l.pp_first > 0 || l.pp_last > 0) {
+    const int64_t given = (l.pp_first > 0 ? 1 : 0) + (l.pp_last > 0 ? 1 : 0);
+    const int64_t middle_stages = l.pp - given;
+    const int64_t per_middle =
+        middle_stages > 0 ? (layer_passes - l.pp_first - l.pp_last) / middle_stages : 0;
+    s.first = l.pp_first > 0 ? l.pp_first : per_middle;
+    s.last = l.pp_last > 0 ? l.pp_last : per_middle;
+    s.middle = l.pp > 2 ? per_middle : 0;
+    return s;
+  }
+  if (l.pp_embed > 0 || l.pp_loss > 0) {
+    const int64_t per_rank = (layer_passes + l.pp_embed + l.pp_loss) / l.pp;
+    s.first = per_rank - l.pp_embed;
+    s.last = per_rank - l.pp_loss;
+    s.middle = l.pp > 2 ? per_rank : 0;
+    return s;
+  }
+  const int64_t chunks = l.pp * l.vpp;
+  if (layer_passes % chunks == 0) {
+    s.first = s.last = layer_passes / l.pp;
+    s.middle = l.pp > 2 ? s.first : 0;
+    return s;
+  }
+  // Short chunks (one layer less) dealt round-robin to the ranks from rank 0.
+  const int64_t per_chunk = (layer_passes + chunks - 1) / chunks;
+  const int64_t short_chunks = chunks * per_chunk - layer_passes;
+  auto rank_layers = [&](int64_t rank) {
+    return per_chunk * l.vpp - short_chunks / l.pp - (rank < short_chunks % l.pp ? 1 : 0);
+  };
+  s.first = rank_layers(0);
+  s.last = rank_layers(l.pp - 1);
+  if (l.pp > 2) {
+    // Ranks holding the full count start right after the short ones.
+    s.middle_rank = std::clamp<int64_t>(short_chunks % l.pp, 1, l.pp - 2);
+    s.middle = rank_layers(s.middle_rank);
+  }
+  return s;
 }
 
 Layout ParseLayout(std::string_view text, std::string_view label) {
   static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
-                                                 "moe_chunk"};
+                                                 "moe_chunk", "pp_first", "pp_last",
+                                                 "pp_embed", "pp_loss"};
   Layout l;
   std::vector<std::string> seen;
   size_t pos = 0;
@@ -97,6 +151,14 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     }
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
+    if (key == "pp_embed" || key == "pp_loss") {
+      if (ec != std::errc() || ptr != value.data() + value.size() || (v != 0 && v != 1)) {
+        throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} is 0 or 1", label,
+                                     text, key, value, key));
+      }
+      (key == "pp_embed" ? l.pp_embed : l.pp_loss) = v;
+      continue;
+    }
     if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
       throw InputError(fmt::format(
           "{} {}: {} = {}. Violated constraint: {} is a positive integer", label, text, key,
@@ -112,6 +174,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     else if (key == "etp") l.etp = v;
     else if (key == "mbs") l.mbs = v;
     else if (key == "moe_chunk") l.moe_chunk = v;
+    else if (key == "pp_first") l.pp_first = v;
+    else if (key == "pp_last") l.pp_last = v;
   }
   return l;
 }
@@ -161,9 +225,48 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (!m.is_moe() && l.moe_chunk != 1) {
     return fail(kIndivisible, "moe_chunk = 1 for a dense model");
   }
-  if (l.pp * l.vpp > m.layers * m.loops) {
+  const int64_t passes = m.layers * m.loops;
+  if (l.explicit_split() && l.pp == 1) {
+    return fail(kIndivisible, "pp_first, pp_last, pp_embed and pp_loss need pp > 1");
+  }
+  if ((l.pp_first > 0 || l.pp_last > 0) && (l.pp_embed > 0 || l.pp_loss > 0)) {
+    return fail(kIndivisible,
+                "pp_first/pp_last and pp_embed/pp_loss exclude each other (as in Megatron-Core)");
+  }
+  if (l.pp_first > 0 || l.pp_last > 0) {
+    const int64_t given = (l.pp_first > 0 ? 1 : 0) + (l.pp_last > 0 ? 1 : 0);
+    const int64_t middle_stages = l.pp - given;
+    const int64_t middle = passes - l.pp_first - l.pp_last;
+    if (middle < 0 || (middle_stages > 0 && middle < middle_stages)) {
+      return fail(kIndivisible,
+                  fmt::format("pp_first + pp_last leave at least one layer per middle stage "
+                              "({} + {} of {} layers, {} middle stages)",
+                              l.pp_first, l.pp_last, passes, middle_stages));
+    }
+    if (middle_stages == 0 ? middle != 0 : middle % middle_stages != 0) {
+      return fail(kIndivisible,
+                  fmt::format("the middle stages divide the other layers ({} layers on {} "
+                              "stages)",
+                              middle, middle_stages));
+    }
+    const int64_t per_middle = middle_stages > 0 ? middle / middle_stages : 0;
+    if (l.pp_first % l.vpp != 0 || l.pp_last % l.vpp != 0 || per_middle % l.vpp != 0) {
+      return fail(kIndivisible,
+                  fmt::format("vpp divides each stage's layers (first {}, middle {}, last {}, "
+                              "vpp {})",
+                              l.pp_first, per_middle, l.pp_last, l.vpp));
+    }
+  } else if (l.pp_embed > 0 || l.pp_loss > 0) {
+    const int64_t slots = passes + l.pp_embed + l.pp_loss;
+    if (slots % (l.pp * l.vpp) != 0) {
+      return fail(kIndivisible,
+                  fmt::format("pp·vpp divides layers + pp_embed + pp_loss ({}·{} = {} does not "
+                              "divide {})",
+                              l.pp, l.vpp, l.pp * l.vpp, slots));
+    }
+  } else if (l.pp * l.vpp > passes) {
     return fail(kIndivisible, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
-                                          l.pp * l.vpp, m.layers * m.loops));
+                                          l.pp * l.vpp, passes));
   }
   if (l.pp == 1 && l.vpp != 1) {
     return fail(kIndivisible, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
@@ -189,10 +292,6 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   }
   if (l.etp > domain_gpus) {
     return fail(kDomain, fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus));
-  }
-  if (l.tp * l.cp > domain_gpus && l.cp > 1) {
-    return fail(kDomain, fmt::format("tp·cp <= scale-up domain ({} > {} GPUs)", l.tp * l.cp,
-                                     domain_gpus));
   }
   return std::nullopt;
 }

@@ -94,5 +94,88 @@ TEST(Layout, InterleavingNeedsAMultipleOfPpMicroBatches) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,pp=2,vpp=8,dp=4"), m, {64, 8, 4096}, 8));
 }
 
+// Megatron-Core's uneven pipeline split (megatron/core/transformer/transformer_layer.py,
+// get_transformer_layer_offset): explicit first/last-stage counts, or the embedding and the loss
+// counted as one layer each.
+TEST(Layout, UnevenStageKeysParseAndPrintOnlyWhenSet) {
+  const Layout l = ParseLayout("tp=2,pp=32,vpp=3,ep=8,dp=4,pp_embed=1,pp_loss=1");
+  EXPECT_EQ(l.pp_embed, 1);
+  EXPECT_EQ(l.pp_loss, 1);
+  EXPECT_TRUE(l.explicit_split());
+  EXPECT_EQ(ToString(l),
+            "tp=2,pp=32,vpp=3,cp=1,dp=4,fsdp=1,ep=8,etp=1,mbs=1,recompute=none,moe_chunk=1,"
+            "pp_embed=1,pp_loss=1");
+  EXPECT_EQ(ParseLayout(ToString(l)), l);
+  const Layout f = ParseLayout("pp=16,ep=64,dp=128,pp_first=3,pp_last=2");
+  EXPECT_EQ(ParseLayout(ToString(f)), f);
+  EXPECT_FALSE(ParseLayout("pp=16,ep=64,dp=128").explicit_split());
+  EXPECT_EQ(ToString(ParseLayout("pp=2")).find("pp_"), std::string::npos);
+  EXPECT_THROW(ParseLayout("pp=2,pp_embed=2"), InputError);
+  EXPECT_THROW(ParseLayout("pp=2,pp_first=0"), InputError);
+}
+
+TEST(Layout, SplitPipelineFollowsMegatronCore) {
+  // Qwen3-235B, 94 layers on pp=32 × vpp=3 with the embedding and the loss counted: 96 slots of
+  // one layer, the first and the last stage one layer light.
+  PipelineSplit q = SplitPipeline(ParseLayout("pp=32,vpp=3,pp_embed=1,pp_loss=1"), 94);
+  EXPECT_EQ(q.first, 2);
+  EXPECT_EQ(q.middle, 3);
+  EXPECT_EQ(q.last, 2);
+  EXPECT_EQ(q.first + 30 * q.middle + q.last, 94);
+  // DeepSeek-V3, 61 layers on 16 stages: 3 on the first, 2 on the last, 56 / 14 = 4 between.
+  PipelineSplit d = SplitPipeline(ParseLayout("pp=16,pp_first=3,pp_last=2"), 61);
+  EXPECT_EQ(d.first, 3);
+  EXPECT_EQ(d.middle, 4);
+  EXPECT_EQ(d.last, 2);
+  // Only the last given: the other 15 stages share the rest.
+  PipelineSplit l = SplitPipeline(ParseLayout("pp=16,pp_last=1"), 61);
+  EXPECT_EQ(l.first, 4);
+  EXPECT_EQ(l.middle, 4);
+  EXPECT_EQ(l.last, 1);
+  // Without a split, 61 on 16: 3 short stages first.
+  PipelineSplit u = SplitPipeline(ParseLayout("pp=16"), 61);
+  EXPECT_EQ(u.first, 3);
+  EXPECT_EQ(u.middle_rank, 3);
+  EXPECT_EQ(u.middle, 4);
+  EXPECT_EQ(u.last, 4);
+  PipelineSplit one = SplitPipeline(ParseLayout("dp=8"), 61);
+  EXPECT_EQ(one.first, 61);
+  EXPECT_EQ(one.last, 61);
+}
+
+TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
+  const ModelConfig q = LoadModel("qwen3-235b-a22b").config;  // 94 layers
+  const JobShape job{256, 2048, 4096};
+  // Refused without a split (pp·vpp = 96 > 94), accepted with the embedding and loss counted.
+  auto plain = CheckLayout(ParseLayout("tp=2,pp=32,vpp=3,ep=8,dp=4"), q, job, 8);
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->rule, "pp·vpp <= layers (32·3 = 96 > 94)");
+  EXPECT_FALSE(
+      CheckLayout(ParseLayout("tp=2,pp=32,vpp=3,ep=8,dp=4,pp_embed=1,pp_loss=1"), q, job, 8));
+  auto slots = CheckLayout(ParseLayout("tp=2,pp=32,vpp=3,ep=8,dp=4,pp_embed=1"), q, job, 8);
+  ASSERT_TRUE(slots);
+  EXPECT_EQ(slots->rule, "pp·vpp divides layers + pp_embed + pp_loss (32·3 = 96 does not divide 95)");
+  const ModelConfig d = LoadModel("deepseek-v3").config;  // 61 layers
+  const JobShape dj{2048, 15360, 4096};
+  EXPECT_FALSE(CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=3,pp_last=2"), d, dj, 8));
+  auto middle = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=4,pp_last=2"), d, dj, 8);
+  ASSERT_TRUE(middle);
+  EXPECT_EQ(middle->rule, "the middle stages divide the other layers (55 layers on 14 stages)");
+  auto both = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=3,pp_loss=1"), d, dj, 8);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->rule,
+            "pp_first/pp_last and pp_embed/pp_loss exclude each other (as in Megatron-Core)");
+  auto vpp = CheckLayout(ParseLayout("pp=16,vpp=2,ep=64,dp=128,pp_first=3,pp_last=2"), d, dj, 8);
+  ASSERT_TRUE(vpp);
+  EXPECT_EQ(vpp->rule, "vpp divides each stage's layers (first 3, middle 4, last 2, vpp 2)");
+  EXPECT_TRUE(CheckLayout(ParseLayout("ep=64,dp=2048,pp_embed=1"), d, dj, 8));
+}
+
+TEST(Layout, ContextParallelismMaySpanNodes) {
+  // Ring attention passes KV blocks over the scale-out network: tp·cp = 32 on 8-GPU nodes.
+  const ModelConfig q = LoadModel("qwen3-235b-a22b").config;
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=4,pp=8,vpp=4,cp=8,ep=8"), q, {256, 256, 131072}, 8));
+}
+
 }  // namespace
 }  // namespace mosaic

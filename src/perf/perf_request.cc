@@ -93,6 +93,11 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
 }
 
 SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options) {
+  if (auto reason = UnsearchableReason(
+          setup.spec.config, {setup.cluster.gpus, setup.job.global_batch, setup.job.seq_len},
+          setup.hardware.domain_gpus(), options)) {
+    throw InputError(fmt::format("--search: {}", *reason));
+  }
   return SearchLayouts(setup.shape, setup.cluster, setup.job, setup.profiles.shared, setup.profile,
                        setup.drop, options);
 }

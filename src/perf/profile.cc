@@ -121,6 +121,7 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
 std::string_view CalibratedSibling(std::string_view hardware) {
   if (hardware == "h200" || hardware == "h800") return "h100";
   if (hardware == "gb200" || hardware.starts_with("gb200-")) return "gb200-nvl72";
+  if (hardware == "gb300" || hardware.starts_with("gb300-")) return "gb200-nvl72";
   return "";
 }
 

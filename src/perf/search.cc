@@ -1,7 +1,10 @@
 #include "mosaic/perf/search.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <functional>
+#include <numeric>
 
 namespace mosaic {
 
@@ -32,6 +35,34 @@ std::vector<int64_t> PowersOfTwo(int64_t max) {
 
 }  // namespace
 
+std::optional<std::string> UnsearchableReason(const ModelConfig& c, const JobShape& job,
+                                              int64_t domain_gpus, const SearchOptions& options) {
+  const int64_t N = job.gpus;
+  const int64_t passes = c.layers * c.loops;
+  int64_t smallest_dp = N;
+  for (int64_t tp = 1; tp <= std::min(domain_gpus, c.heads); ++tp) {
+    if (c.heads % tp != 0 || N % tp != 0) continue;
+    for (int64_t cp = 1; cp <= options.max_cp; cp *= 2) {
+      if (job.seq_len % cp != 0 || (N / tp) % cp != 0) continue;
+      const int64_t M = N / (tp * cp);
+      const int64_t pp = M / std::gcd(M, job.global_batch);  // the smallest pp that divides
+      if (pp <= passes) return std::nullopt;
+      // With the most stages the layers allow, what data-parallel size remains.
+      for (int64_t p = std::min(passes, M); p >= 1; --p) {
+        if (M % p == 0) {
+          smallest_dp = std::min(smallest_dp, M / p);
+          break;
+        }
+      }
+    }
+  }
+  return fmt::format(
+      "no layout divides the batch: every layout needs dp·fsdp = GPUs/(tp·pp·cp) to divide "
+      "the batch of {} sequences, and on {} GPUs (tp dividing {} heads within the {}-GPU "
+      "scale-up domain, cp <= {}, pp <= {} layers) dp·fsdp is at least {}",
+      job.global_batch, N, c.heads, domain_gpus, options.max_cp, passes, smallest_dp);
+}
+
 SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, const PerfJob& job,
                            const SharedPerfParams& shared, const PerfProfile& profile,
                            const DropParams& drop, const SearchOptions& options) {
@@ -41,6 +72,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   const double capacity = cluster.device.hbm_gb * 1e9;
   JobShape shape{N, job.global_batch, job.seq_len};
   SearchResult result;
+  if (auto reason = UnsearchableReason(c, shape, domain, options)) {
+    result.unsearchable = std::move(*reason);
+    return result;
+  }
   std::vector<int64_t> per_reason(3, 0);
   auto reject = [&](const Layout& l, LayoutViolation&& v) {
     const int kind = static_cast<int>(v.kind);
@@ -70,8 +105,15 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       std::push_heap(best.begin(), best.end(), better);
     }
   };
+  const double pairs = static_cast<double>(divisors.size() * divisors.size());
+  int64_t pairs_done = 0;
   for (int64_t tp : divisors) {
     for (int64_t pp : divisors) {
+      if (options.progress) {
+        if (pairs_done > 0) options.progress(static_cast<double>(pairs_done) / pairs,
+                                             result.evaluated);
+        ++pairs_done;
+      }
       if (N % (tp * pp) != 0) continue;
       for (int64_t cp : cps) {
         if (N % (tp * pp * cp) != 0) continue;
@@ -126,7 +168,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       }
                       any_fit = true;
                       StepEstimate e = EvaluateStep(model, cluster, l, job, shared, profile,
-                                                    nullptr);
+                                                    nullptr, &mem);
                       keep(l, e);
                     }
                     if (!any_fit) break;  // larger micro-batches need more memory
@@ -139,6 +181,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       }
     }
   }
+  if (options.progress) options.progress(1.0, result.evaluated);
   std::sort_heap(best.begin(), best.end(), better);
   // The dropped share is only computed for the reported candidates (it does not change speed).
   for (SearchCandidate& cand : best) {

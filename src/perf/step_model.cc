@@ -180,7 +180,11 @@ struct Derived {
   double tokens_mb_rank;      // tokens of one micro-batch on one rank after cp and tp splits
   double tokens_mb_seq;       // tokens of one micro-batch on one cp rank (before the tp split)
   int64_t micro_batches;      // per pipeline per step
-  int64_t layers_stage;       // layer passes on the most loaded stage
+  PipelineSplit split;        // layer passes per pipeline rank
+  int64_t layers_stage;       // layer passes on the slowest rank
+  bool head_on_stage;         // the output layer is charged to the slowest rank (pp = 1)
+  double other_load_ratio;    // mean load of the other ranks / the slowest rank's (bubble)
+  double segment_recompute;   // forwards of the layer stack repeated by segmented backprop
   double stage_share;         // layers_stage / layer_passes
   double pad;                 // expert buffer padding (cf when padded, else 1)
   double expert_fsdp;         // FSDP shard count of expert weights
@@ -198,8 +202,24 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
-  const int64_t chunks = l.pp * l.vpp;
-  x.layers_stage = CeilDiv(m.layer_passes, chunks) * l.vpp;
+  // The slowest rank holds the most layer passes. The output layer is charged only without a
+  // pipeline: on the last stage its time is left to the calibrated profiles, as they were fitted.
+  x.split = SplitPipeline(l, m.layer_passes);
+  x.head_on_stage = l.pp == 1;
+  x.layers_stage = std::max({x.split.first, x.split.middle, x.split.last});
+  x.other_load_ratio = l.pp == 1 ? 0.0
+                                 : static_cast<double>(m.layer_passes - x.layers_stage) /
+                                       static_cast<double>(l.pp - 1) /
+                                       static_cast<double>(x.layers_stage);
+  // Segmented backprop of a looped model keeps one segment of S loops and repeats the forward of
+  // every segment but the last in the backward: loops − (the last segment's loops) of `loops`.
+  x.segment_recompute = 0;
+  if (job.bp_segment_loops > 0 && m.config.loops > 1 && job.bp_segment_loops < m.config.loops) {
+    const int64_t loops = m.config.loops, seg = job.bp_segment_loops;
+    const int64_t last_segment = loops - seg * (CeilDiv(loops, seg) - 1);
+    x.segment_recompute =
+        static_cast<double>(loops - last_segment) / static_cast<double>(loops);
+  }
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
@@ -222,8 +242,8 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
-  // (and the lm_head when pp = 1).
-  const double emb_share = stage > 0 ? 0.0 : l.pp == 1 ? 1.0 : 0.5;
+  // and the last the lm_head, half of embedding_params each (both when pp = 1).
+  const double emb_share = l.pp == 1 ? 1.0 : stage == 0 || stage == l.pp - 1 ? 0.5 : 0.0;
   const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
   const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
   const double dense_state_shards =
@@ -300,23 +320,31 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
   return mem;
 }
 
+// The peak stage's memory: the first stage holds the embedding and the most in-flight
+// micro-batches, so a later stage can only be the peak when it holds more layers than every
+// earlier one (SplitPipeline places short stages first; the last stage, one micro-batch in
+// flight, is compared only when it holds more than the middle ones).
+MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                                const PerfProfile& profile, const Derived& x) {
+  const PipelineSplit& s = x.split;
+  MemoryBreakdown peak = StageMemory(m, l, job, profile, x, s.first, 0);
+  if (l.pp > 2 && s.middle > s.first) {
+    const MemoryBreakdown middle = StageMemory(m, l, job, profile, x, s.middle, s.middle_rank);
+    if (middle.peak_bytes > peak.peak_bytes) peak = middle;
+  }
+  if (l.pp > 1 && s.last > std::max(s.first, s.middle)) {
+    const MemoryBreakdown last = StageMemory(m, l, job, profile, x, s.last, l.pp - 1);
+    if (last.peak_bytes > peak.peak_bytes) peak = last;
+  }
+  return peak;
+}
+
 }  // namespace
 
 MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
                                const PerfJob& job, const PerfProfile& profile) {
   (void)cluster;
-  const Derived x = Derive(m, l, job);
-  if (l.pp > 1 && l.vpp == 1 && m.layer_passes % l.pp != 0) {
-    // Uneven stages: the pp·ceil(L/pp) − L stages one layer short come first (Megatron-Core's
-    // --decoder-first-pipeline-num-layers), as the first stage holds the embedding and the most
-    // in-flight micro-batches; the peak is the larger of the first stage and the first full one.
-    const int64_t full = x.layers_stage;
-    const int64_t short_stages = l.pp * full - m.layer_passes;
-    const MemoryBreakdown first = StageMemory(m, l, job, profile, x, full - 1, 0);
-    const MemoryBreakdown heavy = StageMemory(m, l, job, profile, x, full, short_stages);
-    return first.peak_bytes >= heavy.peak_bytes ? first : heavy;
-  }
-  return StageMemory(m, l, job, profile, x, x.layers_stage, 0);
+  return PeakStageMemory(m, l, job, profile, Derive(m, l, job));
 }
 
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
@@ -402,6 +430,13 @@ ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_
 StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop) {
+  return EvaluateStep(m, cluster, l, job, sh, profile, drop, nullptr);
+}
+
+StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                          const PerfJob& job, const SharedPerfParams& sh,
+                          const PerfProfile& profile, const DropParams* drop,
+                          const MemoryBreakdown* memory) {
   const ModelConfig& c = m.config;
   const HardwareSpec& hw = cluster.device;
   const Derived x = Derive(m, l, job);
@@ -423,8 +458,9 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   const double eff = profile.gemm_efficiency;
   const double stage_tokens = tokens_step / stage_group;  // tokens each rank of a stage handles
   const double share = x.stage_share;
-  const double last_stage_head = l.pp == 1 ? 1.0 : 0.0;  // lm_head on the last stage
-  const double layer_mult = l.recompute == Recompute::kFull ? 4.0 : 3.0;
+  const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the last stage
+  const double layer_mult =
+      (l.recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
   // Dense GEMMs: typical GEMM of a micro-batch is tokens_mb_rank·tp rows × d × (q_dim/tp).
   const double dense_flops = stage_tokens * (m.dense_flops_per_token * share * layer_mult +
                                              m.head_flops_per_token * 3 * last_stage_head);
@@ -462,7 +498,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
   // core-attention (selective) recompute repeat the attention forward.
   const double attn_mult =
-      l.recompute == Recompute::kFull || l.recompute == Recompute::kSelective ? 4.0 : 3.0;
+      (l.recompute == Recompute::kFull || l.recompute == Recompute::kSelective ? 4.0 : 3.0) +
+      x.segment_recompute;
   if (c.attention_sinks && !profile.fused_attention_sinks) {
     // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
     // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
@@ -492,12 +529,15 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double width = m.elementwise_width_per_token +
                          static_cast<double>(c.top_k) * x.pad * m.elementwise_width_per_assignment;
     const double bytes = stage_tokens * static_cast<double>(x.layers_stage) * width * kActBytes *
-                         sh.elementwise_passes * (l.recompute == Recompute::kFull ? 4.0 / 3.0 : 1.0);
+                         sh.elementwise_passes *
+                         ((l.recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute) /
+                         3.0;
     tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
   }
   tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
                        tb.elementwise_seconds;
-  if (l.recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / 4.0;
+  if (l.recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / layer_mult;
+  tb.recompute_seconds += tb.compute_seconds * x.segment_recompute / layer_mult;
 
   // Communication.
   const double scale_up_efficiency =
@@ -513,7 +553,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
                                               static_cast<double>(c.layers)
                                         : 0;
   const double d = static_cast<double>(c.d_model);
-  const double recompute_fwd = l.recompute == Recompute::kFull ? 1.0 : 0.0;
+  const double recompute_fwd =
+      (l.recompute == Recompute::kFull ? 1.0 : 0.0) + x.segment_recompute;
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
@@ -610,7 +651,9 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   tb.overhead_seconds = profile.step_overhead_seconds;
   const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
   if (l.pp > 1) {
-    tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches, pipelined / mb);
+    // The fill and drain are the other ranks' time: the mean rank's, not the slowest's.
+    tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches,
+                                              pipelined / mb * x.other_load_ratio);
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
@@ -618,7 +661,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   e.model_flops_per_step = m.model_flops_per_token * tokens_step;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
   e.mfu_causal = m.causal_model_flops_per_token * tokens_step / (e.step_seconds * bf16 * N);
-  e.memory = EstimateMemory(m, cluster, l, job, profile);
+  e.memory = memory != nullptr ? *memory : PeakStageMemory(m, l, job, profile, x);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;
   if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job, *drop);

@@ -1,7 +1,7 @@
 // Accelerators and clusters. A device (HardwareSpec) is read from a TOML file — the shipped ones in
-// data/hardware/*.toml (h100, h200, h800, b200, gb200-nvl72, tpu-v5p), each value with its source —
-// or from a user's file, and any field can be overridden (`--set hardware.hbm_gb=96` for seed 004's
-// 96 GB cards). A cluster is a device, a GPU count and its communication domains, smallest first:
+// data/hardware/*.toml (h100, h200, h800, b200, gb200-nvl72, gb300-nvl72, tpu-v5p, tpu-v6e), each
+// value with its source — or from a user's file, and any field can be overridden
+// (`--set hardware.hbm_gb=96` for seed 004's 96 GB cards). A cluster is a device, a GPU count and its communication domains, smallest first:
 // the scale-up domain (NVLink node or rack, TPU ICI) and the scale-out network (NICs).
 // Datasheet values are the dense peaks; "bidirectional" link figures are halved per direction
 // (docs/perf_model.md).

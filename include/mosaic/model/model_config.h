@@ -4,8 +4,11 @@
 //
 // A layer is: norm → attention (multi-head/grouped-query, optionally windowed, or multi-head latent
 // attention) → norm → feed-forward (dense for the first `dense_layers` layers, else a routed MoE with
-// optional shared experts and an optional LatentMoE projection). The stack of `layers` layers is
-// applied `loops` times (looped / recurrent-depth models: parameters once, compute `loops` times).
+// optional shared experts and an optional LatentMoE projection; with interleave_moe_layer_step = n
+// only every n-th layer after them is MoE and the others are dense, as Llama 4 Maverick's config
+// places them: layer i >= dense_layers is MoE iff (i − dense_layers + 1) % n == 0). The stack of
+// `layers` layers is applied `loops` times (looped / recurrent-depth models: parameters once,
+// compute `loops` times).
 #pragma once
 
 #include <cstdint>
@@ -63,6 +66,10 @@ struct ModelConfig {
   // Feed-forward.
   bool glu = true;                  // gated (SwiGLU) MLPs: 3 matrices, else 2
   int64_t dense_layers = 0;         // leading layers with a dense FFN instead of the MoE
+                                    // (DeepSeek's first_k_dense_replace)
+  int64_t interleave_moe_layer_step = 1;  // after them, every n-th layer is MoE, the others
+                                          // dense (Hugging Face Llama 4's field of this name;
+                                          // Megatron's --moe-layer-freq n counts from layer 0)
   int64_t dense_ffn_width = 0;      // width of the dense FFN
   int64_t experts = 0;              // routed experts E; 0 means a dense model
   int64_t top_k = 0;                // routed experts per token k
@@ -94,7 +101,16 @@ struct ModelConfig {
   bool uses_mla() const { return kv_lora_rank > 0; }
   int64_t resolved_head_dim() const;
   int64_t resolved_shared_expert_width() const;
-  int64_t moe_layers() const { return is_moe() ? layers - dense_layers : 0; }
+  int64_t moe_layers() const {
+    return is_moe() ? (layers - dense_layers) / interleave_moe_layer_step : 0;
+  }
+  // Layers whose FFN is dense: the leading dense_layers and the interleaved non-MoE layers.
+  int64_t dense_ffn_layers() const { return layers - moe_layers(); }
+  // True iff layer i (0-based) has the routed MoE.
+  bool is_moe_layer(int64_t layer) const {
+    return is_moe() && layer >= dense_layers &&
+           (layer - dense_layers + 1) % interleave_moe_layer_step == 0;
+  }
   // True iff layer i (0-based) attends globally (see the field comments for the rule).
   bool is_global_layer(int64_t layer) const;
   int64_t global_layer_count() const;

@@ -21,6 +21,20 @@
 //                   repeats the up-projection GEMMs
 //        full       the whole layer, from its stored input
 //   moe_chunk  expert weights gathered in this many sequential chunks (FSDP-sharded experts)
+// Uneven pipeline stages, as Megatron-Core splits them (megatron/core/transformer/
+// transformer_layer.py, get_transformer_layer_offset; megatron/core/transformer/
+// transformer_block.py, get_num_layers_to_build):
+//   pp_first  layers on the first pipeline stage (--decoder-first-pipeline-num-layers)
+//   pp_last   layers on the last pipeline stage (--decoder-last-pipeline-num-layers); the other
+//             layers are split evenly over the middle stages, and with vpp each stage's layers
+//             evenly over its virtual chunks
+//   pp_embed  1: the embedding counts as one layer in the split (--account-for-embedding-in-
+//             pipeline-split), so the first virtual chunk of the first stage holds one layer less
+//   pp_loss   1: the output layer and loss count as one layer (--account-for-loss-in-pipeline-
+//             split), so the last virtual chunk of the last stage holds one layer less
+//   DeepSeek-V3's 61 layers on 16 stages: pp_first=3,pp_last=2 (an embedding stage one layer
+//   light, the MTP and loss stage two light); Qwen3-235B's 94 layers on pp=32,vpp=3:
+//   pp_embed=1,pp_loss=1 (96 slots of one layer). Counts are layer passes (layers × loops).
 // Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
 // of the first k dimensions occupies consecutive ranks.
 #pragma once
@@ -51,6 +65,10 @@ struct Layout {
   int64_t mbs = 1;
   Recompute recompute = Recompute::kNone;
   int64_t moe_chunk = 1;
+  int64_t pp_first = 0;  // 0: not set (Megatron's None)
+  int64_t pp_last = 0;   // 0: not set
+  int64_t pp_embed = 0;  // 0 or 1
+  int64_t pp_loss = 0;   // 0 or 1
 
   int64_t gpus() const { return tp * pp * cp * dp * fsdp; }
   // Ranks of one pipeline stage that share the attention weights: tp·cp·dp·fsdp.
@@ -58,12 +76,33 @@ struct Layout {
   // Expert data parallel: replicas of each expert shard inside a stage, stage_group / (ep·etp).
   int64_t expert_dp() const { return stage_group() / (ep * etp); }
   int64_t data_parallel() const { return dp * fsdp; }
+  // Whether the pipeline split is given explicitly (pp_first, pp_last, pp_embed or pp_loss).
+  bool explicit_split() const { return pp_first > 0 || pp_last > 0 || pp_embed > 0 || pp_loss > 0; }
 
   bool operator==(const Layout&) const = default;
 };
 
-// "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above.
+// "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
+// pp_first, pp_last, pp_embed and pp_loss are appended only when set.
 std::string ToString(const Layout& layout);
+
+// The layer passes each pipeline rank holds (all its virtual chunks), for a layout that passes
+// CheckLayout:
+//   explicit first/last: rank 0 holds pp_first, rank pp−1 pp_last (when given), each other rank
+//     (layers − pp_first − pp_last) / (pp − stages given);
+//   pp_embed / pp_loss: (layers + pp_embed + pp_loss) / pp slots per rank, rank 0 one layer less
+//     with pp_embed, rank pp−1 one less with pp_loss (Megatron-Core);
+//   otherwise ceil(layers / (pp·vpp))·vpp on the heaviest rank and, when pp·vpp does not divide
+//     the layers, the chunks one layer short on the first ranks (round-robin over the ranks;
+//     with vpp = 1 as --decoder-first-pipeline-num-layers would place them).
+struct PipelineSplit {
+  int64_t first = 0;        // rank 0 (holds the embedding)
+  int64_t middle = 0;       // the most any rank 1 … pp−2 holds (0 when pp <= 2)
+  int64_t middle_rank = 1;  // the first such rank holding `middle`
+  int64_t last = 0;         // rank pp−1 (holds the output layer); equals `first` when pp = 1
+  int64_t total = 0;        // all layer passes
+};
+PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
 
 // Parses "key=value,key=value" (spaces around items are ignored). Throws InputError naming the
 // key and the rule: unknown key (did you mean), a value that is not a positive integer, an unknown
@@ -89,11 +128,16 @@ struct LayoutViolation {
 // Checks the layout against the model and the job; returns the first broken rule:
 //   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads;  tp divides kv heads or kv heads divide tp;
 //   ep divides experts (ep = 1 for a dense model);  ep·etp divides tp·cp·dp·fsdp;
-//   etp divides the expert width;  moe_chunk divides experts / ep;  pp·vpp <= layers;  vpp = 1 when
+//   etp divides the expert width;  moe_chunk divides experts / ep;  pp·vpp <= layers (without an explicit split);  vpp = 1 when
 //   pp = 1;  cp divides seq_len;  dp·fsdp·mbs divides global_batch;  with vpp > 1, pp divides the
 //   micro-batches per pipeline, global_batch / (dp·fsdp·mbs) (Megatron-Core's interleaved 1F1B
 //   refuses other counts);
 //   tp <= the scale-up domain (`domain_gpus`; kind kDomain);  etp <= the scale-up domain.
+//   Uneven stages: pp_first/pp_last and pp_embed/pp_loss need pp > 1 and exclude each other (as in
+//   Megatron-Core); pp_first + pp_last < layers with the rest divisible by the middle stages (0
+//   layers when there are none); with vpp, pp_first, pp_last and each middle stage's count
+//   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
+//   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
 

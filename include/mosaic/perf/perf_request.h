@@ -66,7 +66,8 @@ struct LayoutEstimate {
 };
 LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text);
 
-// Every feasible layout ranked by tokens/s per GPU (search.h).
+// Every feasible layout ranked by tokens/s per GPU (search.h). Throws InputError ("--search: no
+// layout divides the batch: ...") before enumerating when UnsearchableReason finds none can.
 SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options = {});
 
 // The estimate as JSON: layout, step time, tokens/s per GPU, MFU, memory and time breakdowns

@@ -114,8 +114,10 @@ struct ProfileSet {
 
 // The device whose profiles stand in for `hardware` when it has none: the same silicon and
 // software stack with other memory or links. h200 (H100 with 141 GB at 4.8 TB/s) and h800 (H100
-// with NVLink cut to 400 GB/s) → h100; gb200 → gb200-nvl72. "" when there is none (the step
-// model takes the device's own peaks, HBM and links from its hardware file either way).
+// with NVLink cut to 400 GB/s) → h100; gb200 → gb200-nvl72; gb300-nvl72 (Blackwell Ultra: the same
+// Blackwell Tensor Cores and NVLink5 rack, more HBM and faster NICs) → gb200-nvl72. "" when there
+// is none (the step model takes the device's own peaks, HBM and links from its hardware file
+// either way).
 std::string_view CalibratedSibling(std::string_view hardware);
 
 // Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown

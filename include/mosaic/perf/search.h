@@ -3,11 +3,16 @@
 // three recompute policies, evaluated by the step model and ranked by tokens/s per GPU. Rejected
 // combinations are counted by reason (does not divide, exceeds a domain, out of memory) with a few
 // examples each. Evaluation is allocation-free per layout, so a search for one model on one
-// cluster runs in well under a second (bench/perf_bench.cc).
+// cluster runs in well under a second (bench/perf_bench.cc). A space with no layout that divides
+// the batch is refused before enumerating (UnsearchableReason), and a long search reports its
+// progress through SearchOptions::progress.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
 #include <vector>
 
 #include "mosaic/perf/step_model.h"
@@ -19,6 +24,9 @@ struct SearchOptions {
   int64_t max_cp = 8;           // context-parallel degrees tried: 1, 2, 4, … up to this
   int64_t max_vpp = 8;          // virtual stages tried: 1, 2, 4, … up to this
   int64_t examples_per_reason = 3;
+  // Called after each (tp, pp) pair of the enumeration with the share of pairs done (0 < f <= 1,
+  // increasing, 1 last) and the layouts looked at so far; empty: no calls. For progress displays.
+  std::function<void(double fraction_done, int64_t evaluated)> progress;
 };
 
 struct SearchCandidate {
@@ -38,10 +46,23 @@ struct SearchResult {
   std::array<int64_t, 3> rejected{};            // by RejectKind
   std::vector<Rejection> examples;              // a few per reason
 
+  // Set when no layout of the space can run the job (UnsearchableReason); nothing was enumerated.
+  std::string unsearchable;
+
   int64_t feasible() const { return static_cast<int64_t>(feasible_tokens_per_s.size()); }
   // 1-based rank a layout with `tokens_per_s` would take among the feasible ones.
   int64_t RankOf(double tokens_per_s) const;
 };
+
+// Why no layout of the search space can divide the job, found without enumerating it (a few
+// dozen gcd computations): every layout has dp·fsdp = GPUs/(tp·pp·cp) and needs it to divide the
+// batch, with tp a divisor of the heads inside the scale-up domain, cp a power of two up to
+// options.max_cp dividing the sequence, and pp <= the layer passes. For each (tp, cp) the smallest
+// pp that works is M/gcd(M, batch), M = GPUs/(tp·cp). nullopt when some (tp, pp, cp) passes; the
+// message names the batch, the GPUs and the smallest data-parallel size reachable otherwise.
+std::optional<std::string> UnsearchableReason(const ModelConfig& model, const JobShape& job,
+                                              int64_t domain_gpus,
+                                              const SearchOptions& options = {});
 
 SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, const PerfJob& job,
                            const SharedPerfParams& shared, const PerfProfile& profile,

@@ -1,0 +1,72 @@
+// The shipped device files load with their published values and a source for each.
+#include "mosaic/hardware/hardware.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "mosaic/perf/profile.h"
+
+namespace mosaic {
+namespace {
+
+void ExpectEverySourced(const HardwareSpec& hw) {
+  for (std::string_view field : HardwareFieldNames()) {
+    if (field == "name" || field == "description" || field == "scale_up_domain_gpus_used" ||
+        field == "peak_mxfp8_tflops") {
+      continue;
+    }
+    EXPECT_TRUE(hw.sources.contains(std::string(field))) << hw.name << " " << field;
+  }
+}
+
+TEST(Hardware, Gb300Nvl72HasBlackwellUltraValues) {
+  // NVIDIA GB300 NVL72: 180 PFLOP/s bf16 and 360 PFLOP/s fp8 dense per 72 GPUs, 288 GB HBM3e at
+  // 8 TB/s per GPU, NVLink5 1.8 TB/s bidirectional, one 800 Gb/s ConnectX-8 per GPU.
+  const HardwareSpec hw = LoadHardware("gb300-nvl72");
+  EXPECT_EQ(hw.peak_bf16_tflops, 2500);
+  EXPECT_EQ(hw.peak_fp8_tflops, 5000);
+  EXPECT_EQ(hw.hbm_gb, 288);
+  EXPECT_EQ(hw.hbm_tb_per_s, 8);
+  EXPECT_EQ(hw.scale_up_gb_per_s, 900);
+  EXPECT_EQ(hw.scale_up_domain_gpus, 72);
+  EXPECT_EQ(hw.domain_gpus(), 64);
+  EXPECT_EQ(hw.scale_out_gbit_per_s, 800);
+  ExpectEverySourced(hw);
+  // A 128-GPU cluster: two racks linked by the 800 Gb/s NICs.
+  const Cluster c = MakeCluster(hw, 128);
+  ASSERT_EQ(c.domains.size(), 2u);
+  EXPECT_EQ(c.domains[0].name, "nvlink-rack");
+  EXPECT_EQ(c.BandwidthForSpan(64), 900e9);
+  EXPECT_EQ(c.BandwidthForSpan(128), 100e9);
+  // Uncalibrated: it borrows its Blackwell sibling's profile.
+  EXPECT_EQ(CalibratedSibling("gb300-nvl72"), "gb200-nvl72");
+}
+
+TEST(Hardware, TpuV6eHasTrilliumValues) {
+  // Google Cloud TPU v6e: 918 TFLOP/s bf16, 32 GB HBM at 1,638 GB/s, ICI 800 GB/s bidirectional,
+  // 256-chip pods (2D torus), no fp8 peak.
+  const HardwareSpec hw = LoadHardware("tpu-v6e");
+  EXPECT_EQ(hw.peak_bf16_tflops, 918);
+  EXPECT_EQ(hw.peak_fp8_tflops, 0);
+  EXPECT_EQ(hw.hbm_gb, 32);
+  EXPECT_EQ(hw.hbm_tb_per_s, 1.638);
+  EXPECT_EQ(hw.scale_up_gb_per_s, 400);
+  EXPECT_EQ(hw.domain_gpus(), 256);
+  EXPECT_EQ(hw.scale_out_gbit_per_s, 100);
+  ExpectEverySourced(hw);
+  const Cluster c = MakeCluster(hw, 512);
+  EXPECT_EQ(c.domains[0].name, "ici");
+  EXPECT_EQ(c.BandwidthForSpan(256), 400e9);
+  EXPECT_EQ(c.BandwidthForSpan(512), 12.5e9);
+  EXPECT_EQ(CalibratedSibling("tpu-v6e"), "");
+}
+
+TEST(Hardware, ShippedNamesIncludeTheNewDevices) {
+  const std::vector<std::string> names = HardwareNames();
+  EXPECT_NE(std::find(names.begin(), names.end(), "gb300-nvl72"), names.end());
+  EXPECT_NE(std::find(names.begin(), names.end(), "tpu-v6e"), names.end());
+}
+
+}  // namespace
+}  // namespace mosaic
