@@ -409,13 +409,16 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 11.9% over 19 rows. Qwen3-235B across nodes with DeepEP
+  // Shipped: held-out median |error| 12.2% over 23 rows. Qwen3-235B across nodes with DeepEP
   // (Q1, 256 H100, ep 32) is -16% (-30% with a flat all-to-all and a shared per-expert cost),
-  // on 256 GB200 at ep 8 (Q2) -24% (-38%). The rows the model misses by more than 30% are named
-  // (docs/guide.md, "What the shipped calibration supports").
+  // on 256 GB200 at ep 8 (Q2) -24% (-38%); Qwen3-235B with uneven first and last stages (Z4,
+  // pp_embed=1,pp_loss=1) +0.7%. The rows the model misses by more than 30% are named (docs/
+  // guide.md, "What the shipped calibration supports"): the long-context rows with context
+  // parallelism (L2-L4, up to -43%) among them.
   constexpr double kHeldOutMedianTol = 0.125;  // median |predicted / measured − 1|
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 0.90;       // N2, N12, Z3, L2
+  constexpr double kKnownMissTol = 0.90;       // N2, N12, Z3, L2, L3, L4
+  constexpr double kZ4Tol = 0.05;
   constexpr double kQ1Tol = 0.17;
   constexpr double kQ2Tol = 0.25;
   CommandResult r = RunMosaic(
@@ -432,13 +435,15 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
     ++valid;
     const double err = std::abs(row["error"].get<double>());
-    const bool known_miss = id == "N2" || id == "N12" || id == "Z3" || id == "L2";
+    const bool known_miss = id == "N2" || id == "N12" || id == "Z3" || id == "L2" ||
+                            id == "L3" || id == "L4";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;
+    if (id == "Z4") EXPECT_LT(err, kZ4Tol) << id;
   }
   EXPECT_EQ(j["heldout"]["rows"].get<int64_t>(), valid);
-  EXPECT_GE(valid, 19);
+  EXPECT_EQ(valid, 23);
   EXPECT_LT(j["heldout"]["median_abs_error"].get<double>(), kHeldOutMedianTol);
   EXPECT_EQ(j["in_sample"]["rows"].get<int64_t>(), 22);
   EXPECT_EQ(j["leave_one_out"]["rows"].get<int64_t>(), 22);

@@ -503,6 +503,16 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
                                    "'fsdpN ... + dpM ...'",
                                    path, line_no, kind));
     }
+    // Megatron-Core's uneven pipeline split, in the layout grammar ("pp_embed=1,pp_loss=1",
+    // "pp_first=3,pp_last=2"); blank or absent: layers spread evenly.
+    if (col.contains("pipeline_split") && !cell("pipeline_split").empty()) {
+      const Layout split = ParseLayout(cell("pipeline_split"),
+                                       fmt::format("{}:{}: pipeline_split", path, line_no));
+      l.pp_first = split.pp_first;
+      l.pp_last = split.pp_last;
+      l.pp_embed = split.pp_embed;
+      l.pp_loss = split.pp_loss;
+    }
     r.global_batch = integer("global_batch");
     r.seq_len = integer("seq_len");
     auto format = NumberFormatFromString(cell("precision"));

@@ -9,7 +9,9 @@
 // causal (MaxText, Megatron-LM since 2025)), else MFU (converted through a row of the same model
 // and device that gives both tokens/s and MFU, so the publisher's FLOP convention cancels). The
 // recompute policy is the optional `recompute` column when the source states it, else the
-// profile's documented policy, else the least one that fits in memory.
+// profile's documented policy, else the least one that fits in memory. The optional
+// `pipeline_split` column gives Megatron-Core's uneven pipeline split in the layout grammar
+// (layout.h: pp_first, pp_last, pp_embed, pp_loss); blank spreads the layers evenly.
 //
 // Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
 // with the given profiles and reports their error apart from the calibration rows'.
