@@ -691,6 +691,29 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
                 CalibrationScope::kProfiles);
 }
 
+namespace {
+
+// One row's prediction and error (or the rule that made it invalid), as in --json.
+nlohmann::ordered_json RowJson(const RowResult& x) {
+  nlohmann::ordered_json j = {{"id", x.id},
+                              {"profile", x.profile},
+                              {"layout", x.layout},
+                              {"valid", x.valid},
+                              {"fits", x.fits},
+                              {"peak_memory_gb", x.peak_memory_gb},
+                              {"measured_tokens_per_s_per_gpu", x.measured},
+                              {"basis", x.basis},
+                              {"predicted_tokens_per_s_per_gpu", x.predicted}};
+  if (x.valid) {
+    j["error"] = x.predicted / x.measured - 1;
+  } else {
+    j["invalid_rule"] = x.invalid_rule;
+  }
+  return j;
+}
+
+}  // namespace
+
 std::string RenderCalibration(const CalibrationResult& r, bool json) {
   if (json) {
     nlohmann::ordered_json j;
@@ -701,20 +724,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["solver"] = r.solver_report;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const RowResult& x : r.rows) {
-      nlohmann::ordered_json rj = {{"id", x.id},
-                                   {"profile", x.profile},
-                                   {"layout", x.layout},
-                                   {"valid", x.valid},
-                                   {"fits", x.fits},
-                                   {"peak_memory_gb", x.peak_memory_gb},
-                                   {"measured_tokens_per_s_per_gpu", x.measured},
-                                   {"basis", x.basis},
-                                   {"predicted_tokens_per_s_per_gpu", x.predicted}};
-      if (x.valid) {
-        rj["error"] = x.predicted / x.measured - 1;
-      } else {
-        rj["invalid_rule"] = x.invalid_rule;
-      }
+      nlohmann::ordered_json rj = RowJson(x);
       if (x.loo_predicted > 0) {
         rj["loo_predicted_tokens_per_s_per_gpu"] = x.loo_predicted;
         rj["loo_error"] = x.loo_predicted / x.measured - 1;
@@ -740,23 +750,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["leave_one_out"] = summary(r.leave_one_out);
     j["heldout"] = summary(r.heldout);
     nlohmann::ordered_json held = nlohmann::ordered_json::array();
-    for (const RowResult& x : r.heldout_rows) {
-      nlohmann::ordered_json rj = {{"id", x.id},
-                                   {"profile", x.profile},
-                                   {"layout", x.layout},
-                                   {"valid", x.valid},
-                                   {"fits", x.fits},
-                                   {"peak_memory_gb", x.peak_memory_gb},
-                                   {"measured_tokens_per_s_per_gpu", x.measured},
-                                   {"basis", x.basis},
-                                   {"predicted_tokens_per_s_per_gpu", x.predicted}};
-      if (x.valid) {
-        rj["error"] = x.predicted / x.measured - 1;
-      } else {
-        rj["invalid_rule"] = x.invalid_rule;
-      }
-      held.push_back(rj);
-    }
+    for (const RowResult& x : r.heldout_rows) held.push_back(RowJson(x));
     j["heldout_rows"] = held;
     j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
                      {"popularity_sigma", r.drop_fit.params.popularity_sigma},
