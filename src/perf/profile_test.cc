@@ -43,7 +43,8 @@ TEST(Profile, FlagsAndNumbersParseAndRoundTrip) {
 // not parse).
 TEST(Profile, NamesAndTextsNeedingQuotesRoundTrip) {
   const ProfileSet set = ParseProfiles(
-      "[shared]\n[profiles.\"a b\\\" c.d\"]\nhardware = \"h100\"\nstack = \"x\\\\y\\tz\"\n",
+      "[shared]\n[profiles.\"a b\\\" c.d\"]\nhardware = \"h100\"\ngemm_efficiency = 0.6\n"
+      "stack = \"x\\\\y\\tz\"\n",
       "quoted.toml");
   ASSERT_EQ(set.profiles.size(), 1u);
   EXPECT_EQ(set.profiles[0].name, "a b\" c.d");
