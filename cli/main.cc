@@ -141,11 +141,16 @@ std::string SuggestOption(CLI::App& app, int argc, char** argv) {
 
 // A repeatable option takes one value per occurrence (`--set a=1 --set b=2`): CLI11 lets a vector
 // option take every following word, which swallows the positional argument after it
-// (`mosaic model --set top_k=3 mixtral-8x7b`). Positional arguments keep their lists.
+// (`mosaic model --set top_k=3 mixtral-8x7b`). Positional arguments keep their lists. The help
+// then shows one value ("--set TEXT") and says the flag is repeatable.
 void OneValuePerOccurrence(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
     if (option->nonpositional() && option->get_items_expected_max() > 1) {
+      option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       option->allow_extra_args(false);
+      if (option->get_description().find("repeatable") == std::string::npos) {
+        option->description(option->get_description() + " (repeatable)");
+      }
     }
   }
   for (CLI::App* sub : app.get_subcommands([](CLI::App*) { return true; })) {
