@@ -613,7 +613,7 @@ void AddRunsCommand(CLI::App& root) {
   cmd->callback([options, cmp, abl] {
     if (cmp->parsed() || abl->parsed()) return;
     if (options->logdirs.empty()) {
-      throw CLI::RequiredError("logdir: name at least one log directory");
+      throw UsageError("LOGDIR is required (name at least one log directory)");
     }
     RunRuns(*options);
   });

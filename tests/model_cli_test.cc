@@ -6,6 +6,9 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "cli_support.h"
 
@@ -111,13 +114,64 @@ namespace {
 TEST(ModelCli, MissingModelIsAUsageError) {
   CommandResult r = RunMosaic("model");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic: model: name a preset or a CONFIG.toml (see mosaic model --list)\n");
+  EXPECT_EQ(r.err, "mosaic model: name a preset or a CONFIG.toml (see mosaic model --list)\n");
+}
+
+// A repeatable flag takes one value each time: the positional argument after it stays the
+// positional argument.
+TEST(ModelCli, RepeatableFlagTakesOneValue) {
+  CommandResult before = RunMosaic("model --set top_k=3 --set experts=16 mixtral-8x7b --json");
+  CommandResult after = RunMosaic("model mixtral-8x7b --set top_k=3 --set experts=16 --json");
+  ASSERT_EQ(before.exit_code, 0) << before.err;
+  EXPECT_EQ(before.out, after.out);
+  EXPECT_NE(before.out.find("\"top_k=3\""), std::string::npos) << before.out;
+  EXPECT_NE(before.out.find("\"experts=16\""), std::string::npos) << before.out;
+  // Two values after one --set: the second is not a value of --set.
+  CommandResult two = RunMosaic("model --set top_k=3 experts=16 mixtral-8x7b");
+  EXPECT_EQ(two.exit_code, 2);
+  EXPECT_EQ(two.err,
+            "mosaic model: unexpected argument 'mixtral-8x7b'\n"
+            "Run 'mosaic model --help' for its flags.\n");
+  CommandResult perf = RunMosaic(
+      "perf --set top_k=1 mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --json");
+  EXPECT_EQ(perf.exit_code, 0) << perf.err;
+}
+
+// The argument parser's errors read like mosaic's others: the command, what is wrong, the rule.
+TEST(ModelCli, UsageErrorsInOneVoice) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"", "mosaic: name a subcommand (model, plan, perf, fit, runs, decide, codesign)\n"
+           "Run 'mosaic --help' for the subcommands.\n"},
+      {"runs", "mosaic runs: LOGDIR is required (name at least one log directory)\n"},
+      {"runs --restarts first --restarts last logs",
+       "mosaic runs: --restarts is given 2 times. Violated constraint: --restarts is given at "
+       "most once\nRun 'mosaic runs --help' for its flags.\n"},
+      {"model mixtral-8x7b extra",
+       "mosaic model: unexpected argument 'extra'\nRun 'mosaic model --help' for its flags.\n"},
+      {"plan --bogus", "mosaic plan: unknown option '--bogus'\nRun 'mosaic plan --help' for its "
+                       "flags.\n"},
+      {"model --seq 0 mixtral-8x7b",
+       "mosaic model: --seq = 0. Violated constraint: 1 <= --seq <= 1073741824\n"
+       "Run 'mosaic model --help' for its flags.\n"},
+      {"perf mixtral-8x7b --gpus",
+       "mosaic perf: --gpus needs a value (GPU count)\nRun 'mosaic perf --help' for its flags.\n"},
+      {"fit", "mosaic fit: DATA is required (CSV file of runs)\nRun 'mosaic fit --help' for its "
+              "flags.\n"},
+      {"runs compare",
+       "mosaic runs compare: RUN_A is required (the reference run (directory or file))\n"
+       "Run 'mosaic runs compare --help' for its flags.\n"},
+  };
+  for (const auto& [arguments, message] : cases) {
+    CommandResult r = RunMosaic(arguments);
+    EXPECT_EQ(r.exit_code, 2) << arguments;
+    EXPECT_EQ(r.err, message) << arguments;
+  }
 }
 
 TEST(ModelCli, MisspelledOptionSuggestsClosest) {
   CommandResult r = RunMosaic("model --jsn mixtral-8x7b");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("mosaic: unknown option '--jsn' (did you mean '--json'?)"),
+  EXPECT_NE(r.err.find("mosaic model: unknown option '--jsn' (did you mean '--json'?)"),
             std::string::npos)
       << r.err;
 }
@@ -194,7 +248,9 @@ TEST(ModelCli, TokensMustBeANumberInRange) {
   for (const char* tokens : {"nan", "-1", "1e31"}) {
     CommandResult r = RunMosaic(std::string("model mixtral-8x7b --tokens ") + tokens);
     EXPECT_EQ(r.exit_code, 2) << tokens;
-    EXPECT_NE(r.err.find(std::string(tokens) + " is not in [0, 1e+30]"), std::string::npos)
+    EXPECT_NE(r.err.find("--tokens = " + std::string(tokens) +
+                         ". Violated constraint: --tokens in [0, 1e+30]"),
+              std::string::npos)
         << r.err;
   }
 }

@@ -110,10 +110,10 @@ TEST(PerfCli, Mxfp8NeedsBlackwellTensorCores) {
 TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic: mosaic perf: --batch is required (sequences per step)\n");
+  EXPECT_EQ(r.err, "mosaic perf: --batch is required (sequences per step)\n");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --format fp4");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic: --format fp4: expected bf16, fp8 or mxfp8\n");
+  EXPECT_EQ(r.err, "mosaic perf: --format fp4: expected bf16, fp8 or mxfp8\n");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --routing x");
   EXPECT_EQ(r.exit_code, 2);
 }
@@ -239,11 +239,14 @@ TEST(PerfCli, FixedCellsWithoutExpertParallelismDropsNothing) {
 TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
   CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 0 --batch 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--gpus: Value 0 not in range 1 to 16777216"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("mosaic perf: --gpus = 0. Violated constraint: 1 <= --gpus <= 16777216"),
+            std::string::npos)
+      << r.err;
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 "
                 "--capacity-factor nan");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--capacity-factor: nan is not in [0.01, 1000]"), std::string::npos)
+  EXPECT_NE(r.err.find("--capacity-factor = nan. Violated constraint: --capacity-factor in [0.01, 1000]"),
+            std::string::npos)
       << r.err;
   r = RunMosaic("perf mixtral-8x7b --hardware gb200 --gpus 8 --batch 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 1);

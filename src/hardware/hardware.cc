@@ -4,10 +4,12 @@
 
 #include <charconv>
 #include <filesystem>
+#include <utility>
 
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
 
 namespace mosaic {
@@ -15,6 +17,17 @@ namespace {
 
 constexpr std::string_view kDir = "hardware/";
 constexpr std::string_view kSuffix = ".toml";
+// Largest scale-up domain accepted (GPUs); far above any built (GB200 NVL576 has 576).
+constexpr int64_t kMaxDomainGpus = int64_t{1} << 20;
+
+// Keys a device file must set, with what each means (for the message when one is missing).
+constexpr std::pair<std::string_view, std::string_view> kRequired[] = {
+    {"peak_bf16_tflops", "dense bf16 peak per GPU, TFLOP/s"},
+    {"hbm_gb", "memory per GPU, GB"},
+    {"hbm_tb_per_s", "memory bandwidth per GPU, TB/s"},
+    {"scale_up_gb_per_s", "scale-up bandwidth per GPU per direction, GB/s"},
+    {"scale_up_domain_gpus", "GPUs in one scale-up domain"},
+    {"scale_out_gbit_per_s", "NIC bandwidth per GPU per direction, Gbit/s"}};
 
 constexpr std::string_view kFields[] = {
     "name",           "description",          "peak_bf16_tflops",
@@ -49,6 +62,14 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
                                  DidYouMean(field, names)));
   }
   const double v = ParseNumber(field, text, where);
+  if (field == "scale_up_domain_gpus" || field == "scale_up_domain_gpus_used") {
+    // A GPU count: a whole number in a range that converts to int64_t exactly.
+    if (!(v >= 0 && v <= kMaxDomainGpus) || v != static_cast<double>(static_cast<int64_t>(v))) {
+      throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} is a whole number of GPUs "
+                                   "in [0, {}]",
+                                   where, field, text, field, kMaxDomainGpus));
+    }
+  }
   if (field == "peak_bf16_tflops") h.peak_bf16_tflops = v;
   else if (field == "peak_fp8_tflops") h.peak_fp8_tflops = v;
   else if (field == "peak_mxfp8_tflops") h.peak_mxfp8_tflops = v;
@@ -92,6 +113,14 @@ HardwareSpec FromToml(std::string_view text, const std::string& origin) {
   toml::table table = ParseToml(text, origin);
   HardwareSpec h;
   h.origin = origin;
+  for (const auto& [key, meaning] : kRequired) {
+    if (!table.contains(key)) {
+      throw LocatedError(FileLocation(origin),
+                         fmt::format("{} is missing. Violated constraint: a device file sets {} "
+                                     "({})",
+                                     key, key, meaning));
+    }
+  }
   for (auto&& [key, node] : table) {
     const std::string field(key.str());
     const std::string where = LocationOf(node, origin, text).ToString();
@@ -132,22 +161,24 @@ std::vector<std::string> HardwareNames() {
 }
 
 HardwareSpec LoadHardware(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
-  HardwareSpec h;
   const std::string arg(name_or_path);
   if (name_or_path.ends_with(kSuffix) || std::filesystem::is_regular_file(arg)) {
-    std::string text = ReadFile(arg);
-    h = FromToml(text, arg);
-  } else {
-    auto content = FindEmbeddedFile(fmt::format("{}{}{}", kDir, name_or_path, kSuffix));
-    if (!content) {
-      std::vector<std::string> names = HardwareNames();
-      std::string list;
-      for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-      throw InputError(fmt::format("unknown hardware '{}'{}; known: {}", name_or_path,
-                                   DidYouMean(name_or_path, names), list));
-    }
-    h = FromToml(*content, fmt::format("hardware {}", name_or_path));
+    return LoadHardwareFromToml(ReadFile(arg), arg, overrides);
   }
+  auto content = FindEmbeddedFile(fmt::format("{}{}{}", kDir, name_or_path, kSuffix));
+  if (!content) {
+    std::vector<std::string> names = HardwareNames();
+    std::string list;
+    for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
+    throw InputError(fmt::format("unknown hardware '{}'{}; known: {}", name_or_path,
+                                 DidYouMean(name_or_path, names), list));
+  }
+  return LoadHardwareFromToml(*content, fmt::format("hardware {}", name_or_path), overrides);
+}
+
+HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string& origin,
+                                  std::span<const FieldOverride> overrides) {
+  HardwareSpec h = FromToml(toml_text, origin);
   ValidateHardware(h, h.origin);
   for (const FieldOverride& o : overrides) {
     const std::string where = fmt::format("--set hardware.{}={}", o.field, o.value);

@@ -164,6 +164,10 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
           "{} {}: {} = {}. Violated constraint: {} is a positive integer", label, text, key,
           value, key));
     }
+    if (v > kMaxLayoutDegree) {
+      throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} <= {}", label, text,
+                                   key, value, key, kMaxLayoutDegree));
+    }
     if (key == "tp") l.tp = v;
     else if (key == "pp") l.pp = v;
     else if (key == "vpp") l.vpp = v;
@@ -176,6 +180,16 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     else if (key == "moe_chunk") l.moe_chunk = v;
     else if (key == "pp_first") l.pp_first = v;
     else if (key == "pp_last") l.pp_last = v;
+  }
+  // Each degree is at most 2^24, so the running product stays below 2^48 until it passes the bound.
+  int64_t gpus = 1;
+  for (int64_t degree : {l.tp, l.pp, l.cp, l.dp, l.fsdp}) {
+    gpus *= degree;
+    if (gpus > kMaxLayoutDegree) {
+      throw InputError(fmt::format(
+          "{} {}: tp·pp·cp·dp·fsdp = {}·{}·{}·{}·{}. Violated constraint: at most {} GPUs", label,
+          text, l.tp, l.pp, l.cp, l.dp, l.fsdp, kMaxLayoutDegree));
+    }
   }
   return l;
 }

@@ -39,6 +39,27 @@ TEST(Layout, RejectsUnknownKeyWithSuggestion) {
   EXPECT_THROW(ParseLayout("recompute=some"), InputError);
 }
 
+// Degrees whose product overflows 64 bits (found by fuzz/layout_fuzz.cc) are refused when the
+// layout is read: each degree and the GPU count are at most 2^24.
+TEST(Layout, DegreesAndGpuCountAreBounded) {
+  const auto error = [](std::string_view text) -> std::string {
+    try {
+      ParseLayout(text);
+    } catch (const InputError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  EXPECT_EQ(error("tp=9999999999,pp=9999999999,dp=9999999"),
+            "--layout tp=9999999999,pp=9999999999,dp=9999999: tp = 9999999999. Violated "
+            "constraint: tp <= 16777216");
+  EXPECT_EQ(error("tp=4096,pp=4096,dp=2"),
+            "--layout tp=4096,pp=4096,dp=2: tp·pp·cp·dp·fsdp = 4096·4096·1·2·1. Violated "
+            "constraint: at most 16777216 GPUs");
+  EXPECT_EQ(ParseLayout("tp=4096,pp=4096").gpus(), kMaxLayoutDegree);
+  EXPECT_EQ(ParseLayout("ep=16777216,etp=16777216").ep, kMaxLayoutDegree);
+}
+
 TEST(Layout, ProductMustEqualGpus) {
   ModelConfig m = LoadModel("deepseek-v3").config;
   auto v = CheckLayout(ParseLayout("tp=2,pp=8,ep=64,dp=32"), m, {1024, 8192, 4096}, 8);

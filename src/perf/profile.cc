@@ -244,6 +244,28 @@ ProfileSet LoadProfiles(const std::string& path) {
   return ParseProfiles(*text, "perf/profiles.toml");
 }
 
+namespace {
+
+// `text` as a TOML basic string ("..." with \" \\ and control characters escaped; TOML v1.0.0,
+// "String"), usable as a value and as a quoted key.
+std::string TomlQuoted(std::string_view text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      out += fmt::format("\\u{:04X}", byte);
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
 std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
   std::string out = header;
   out += "\n[shared]\n";
@@ -251,9 +273,10 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
     out += fmt::format("{} = {}\n", f.name, set.shared.*f.member);
   }
   for (const PerfProfile& p : set.profiles) {
-    out += fmt::format("\n[profiles.{}]\nhardware = \"{}\"\nstack = \"{}\"\nsource = \"{}\"\n",
-                       p.name, p.hardware, p.stack, p.source);
-    if (!p.recompute.empty()) out += fmt::format("recompute = \"{}\"\n", p.recompute);
+    out += fmt::format("\n[profiles.{}]\nhardware = {}\nstack = {}\nsource = {}\n",
+                       TomlQuoted(p.name), TomlQuoted(p.hardware), TomlQuoted(p.stack),
+                       TomlQuoted(p.source));
+    if (!p.recompute.empty()) out += fmt::format("recompute = {}\n", TomlQuoted(p.recompute));
     for (const ProfileFlag& f : kProfileFlags) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

@@ -38,6 +38,24 @@ TEST(Profile, FlagsAndNumbersParseAndRoundTrip) {
   EXPECT_EQ(again.profiles[0].expert_group_seconds, 3e-5);
 }
 
+// Names and texts that need quoting in TOML (a space, a quote, a backslash, a dot, a tab) are
+// written quoted and read back the same (found by fuzz/hardware_fuzz.cc: the written file did
+// not parse).
+TEST(Profile, NamesAndTextsNeedingQuotesRoundTrip) {
+  const ProfileSet set = ParseProfiles(
+      "[shared]\n[profiles.\"a b\\\" c.d\"]\nhardware = \"h100\"\ngemm_efficiency = 0.6\n"
+      "stack = \"x\\\\y\\tz\"\n",
+      "quoted.toml");
+  ASSERT_EQ(set.profiles.size(), 1u);
+  EXPECT_EQ(set.profiles[0].name, "a b\" c.d");
+  EXPECT_EQ(set.profiles[0].stack, "x\\y\tz");
+  const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
+  ASSERT_EQ(again.profiles.size(), 1u);
+  EXPECT_EQ(again.profiles[0].name, "a b\" c.d");
+  EXPECT_EQ(again.profiles[0].stack, "x\\y\tz");
+  EXPECT_EQ(again.profiles[0].hardware, "h100");
+}
+
 TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   auto message = [](const std::string& text) {
     try {

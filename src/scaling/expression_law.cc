@@ -68,7 +68,10 @@ std::vector<ExpressionParam> ParseExpressionParams(std::string_view text) {
       if (!(ok1 && ok2 && ok3) || !(step > 0) || !(hi >= lo) || (hi - lo) / step > 1000) {
         throw bad("LO:HI:STEP with LO <= HI, STEP > 0 and at most 1000 steps");
       }
-      for (int i = 0; lo + i * step <= hi + 1e-9 * step; ++i) p.starts.push_back(lo + i * step);
+      // The grid's points by their count: a STEP below LO's resolution (1e300:1e300:1e-300)
+      // would never move LO past HI.
+      const int count = static_cast<int>(std::floor((hi - lo) / step + 1e-9)) + 1;
+      for (int i = 0; i < count; ++i) p.starts.push_back(lo + i * step);
     }
     out.push_back(std::move(p));
   }

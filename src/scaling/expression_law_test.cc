@@ -29,6 +29,15 @@ TEST(ExpressionLaw, ParsesStartsAndGrids) {
   EXPECT_THROW(Params("alpha"), InputError);
 }
 
+// A step below the resolution of LO never moved LO past HI: the grid grew until memory ran out
+// (found by fuzz/expression_fuzz.cc). The grid is counted from (HI - LO) / STEP.
+TEST(ExpressionLaw, GridStepBelowTheResolutionOfItsStart) {
+  EXPECT_EQ(Params("a=1e300:1e300:1e-300")[0].starts, std::vector<double>({1e300}));
+  EXPECT_EQ(Params("a=1e20:1e20:1")[0].starts, std::vector<double>({1e20}));
+  EXPECT_EQ(Params("a=0:1:0.1")[0].starts.size(), 11u);
+  EXPECT_EQ(Params("a=0:1:0.1")[0].starts.back(), 10 * 0.1);
+}
+
 TEST(ExpressionLaw, RecoversChinchillaParametersFromSyntheticData) {
   // L = 1.69 + 406.4/N^0.34 + 410.7/D^0.28 (Hoffmann et al.'s published values) on a 6 × 5 grid.
   FitData data;

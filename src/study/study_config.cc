@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <functional>
+#include <limits>
 #include <map>
 
 #include "mosaic/perf/layout.h"
@@ -119,6 +120,9 @@ std::string ResolveOverride(const ArmOverride& o, int64_t d_model) {
       if (__builtin_mul_overflow(value, rhs, &value)) throw fail("the value fits in 64 bits");
     } else {
       if (rhs == 0) throw fail("no division by zero");
+      if (rhs == -1 && value == std::numeric_limits<int64_t>::min()) {
+        throw fail("the value fits in 64 bits");
+      }
       if (value % rhs != 0) throw fail("the quotient is an exact integer");
       value /= rhs;
     }

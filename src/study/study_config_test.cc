@@ -111,6 +111,16 @@ std::string ResolveError(const std::string& field, const std::string& value) {
   return "";
 }
 
+// INT64_MIN / -1 does not fit in 64 bits (found by fuzz/study_fuzz.cc; it was undefined
+// behaviour, a SIGFPE on x86).
+TEST(ResolveOverride, QuotientOutsideTheRangeIsRefused) {
+  EXPECT_EQ(ResolveError("latent_dim", "-9223372036854775808/-1"),
+            "latent_dim = \"-9223372036854775808/-1\" at d = 1024. Violated constraint: the value "
+            "fits in 64 bits");
+  EXPECT_EQ(ResolveOverride({"latent_dim", "-9223372036854775807/-1", {}}, 1024),
+            "9223372036854775807");
+}
+
 TEST(ResolveOverride, RejectsMalformedExpressions) {
   const std::string grammar =
       "an integer, or integers and d joined by * and / (e.g. \"d\", \"d/2\", \"3*d/2\")";

@@ -54,6 +54,12 @@ std::span<const std::string_view> HardwareFieldNames();
 HardwareSpec LoadHardware(std::string_view name_or_path,
                           std::span<const FieldOverride> overrides = {});
 
+// Parses device TOML text; `origin` names it in messages. Throws InputError as LoadHardware, and
+// for a missing required key (peaks in bf16, HBM size and bandwidth, scale-up bandwidth and domain
+// size, scale-out bandwidth), naming the file and the key; the domain sizes must be whole numbers.
+HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string& origin,
+                                  std::span<const FieldOverride> overrides = {});
+
 // One communication domain: groups of `gpus` consecutive ranks linked at `bytes_per_s` per GPU per
 // direction.
 struct Domain {

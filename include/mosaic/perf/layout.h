@@ -53,6 +53,9 @@ enum class Recompute { kNone, kSelective, kModules, kFull };
 std::string_view ToString(Recompute recompute);
 std::optional<Recompute> RecomputeFromString(std::string_view text);
 
+// The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
+inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
+
 struct Layout {
   int64_t tp = 1;
   int64_t pp = 1;
@@ -106,7 +109,9 @@ PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
 
 // Parses "key=value,key=value" (spaces around items are ignored). Throws InputError naming the
 // key and the rule: unknown key (did you mean), a value that is not a positive integer, an unknown
-// recompute policy, a repeated key; messages open with `label` and the text ("--layout tp=0: ...").
+// recompute policy, a repeated key, a degree above kMaxLayoutDegree or a layout of more GPUs
+// (tp·pp·cp·dp·fsdp) than that; messages open with `label` and the text ("--layout tp=0: ...").
+// Within these bounds every product of the layout's degrees fits in 64 bits.
 Layout ParseLayout(std::string_view text, std::string_view label = "--layout");
 
 // The job a layout runs: batch and sequence length.
