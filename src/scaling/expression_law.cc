@@ -6,6 +6,7 @@
 #include <muParser.h>
 
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 #include <thread>
@@ -126,6 +127,15 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
   }
   std::vector<bool> used_param(param_names.size(), false);
   for (const std::string& name : recorder.names) {
+    // muparser reads "0E" or "2" as a name where no number parses, but can only define names
+    // that start with a letter or '_'.
+    const bool identifier = !name.empty() && (std::isalpha(static_cast<unsigned char>(name[0])) ||
+                                              name[0] == '_');
+    if (!identifier) {
+      throw InputError(fmt::format("--law-expr: '{}' is not a name. Violated constraint: a column "
+                                   "or parameter name starts with a letter or '_'",
+                                   name));
+    }
     const bool is_column = std::find(columns.begin(), columns.end(), name) != columns.end();
     const auto it = std::find(param_names.begin(), param_names.end(), name);
     const bool is_param = it != param_names.end();
@@ -189,11 +199,18 @@ struct ExpressionEvaluator::Impl {
 ExpressionEvaluator::ExpressionEvaluator(const ExpressionLaw& law) : impl_(new Impl) {
   impl_->x.resize(law.inputs.size());
   impl_->p.resize(law.params.size());
-  for (size_t i = 0; i < law.inputs.size(); ++i) impl_->parser.DefineVar(law.inputs[i], &impl_->x[i]);
-  for (size_t j = 0; j < law.params.size(); ++j) {
-    impl_->parser.DefineVar(law.params[j].name, &impl_->p[j]);
+  try {
+    for (size_t i = 0; i < law.inputs.size(); ++i) {
+      impl_->parser.DefineVar(law.inputs[i], &impl_->x[i]);
+    }
+    for (size_t j = 0; j < law.params.size(); ++j) {
+      impl_->parser.DefineVar(law.params[j].name, &impl_->p[j]);
+    }
+    impl_->parser.SetExpr(law.expression);
+  } catch (const mu::Parser::exception_type& e) {
+    delete impl_;
+    throw InputError(fmt::format("--law-expr '{}': {}", law.expression, e.GetMsg()));
   }
-  impl_->parser.SetExpr(law.expression);
 }
 
 ExpressionEvaluator::~ExpressionEvaluator() { delete impl_; }

@@ -147,5 +147,22 @@ TEST(ExpressionLaw, InputErrors) {
   }
 }
 
+// A name muparser cannot define (a column "2", a parameter "0E") is an input error, never an
+// exception of the expression library escaping (found by the expression fuzz target; its input is
+// fuzz/corpus/expression_fuzz/regression-name-not-an-identifier).
+TEST(ExpressionLaw, NamesThatAreNotIdentifiersAreInputErrors) {
+  std::vector<ExpressionParam> params;
+  try {
+    params = ParseExpressionParams("E=1ee-\x12" "0E");
+  } catch (const InputError&) {
+  }
+  EXPECT_THROW(
+      {
+        const ExpressionLaw law = MakeExpressionLaw("0E", params, {"2"}, {"0E"});
+        ExpressionEvaluator evaluate(law);
+      },
+      InputError);
+}
+
 }  // namespace
 }  // namespace mosaic::scaling
