@@ -11,6 +11,7 @@
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_util.h"
 
@@ -39,12 +40,11 @@ constexpr std::string_view kKeys[] = {"model",   "hardware", "profile",        "
                                       "routing", "capacity_factor", "tag",      "metric",
                                       "skip_steps"};
 
-// A model or device named by a path is read relative to the run file's folder.
+// A model or device named by a path (it has a '/' or ends in .toml) is found beside the run file
+// (util/input_path.h); a preset name is kept as written.
 std::string Resolve(const std::string& value, const std::string& origin) {
   if (value.find('/') == std::string::npos && !value.ends_with(".toml")) return value;
-  const std::filesystem::path p(value);
-  if (p.is_absolute()) return value;
-  return (std::filesystem::path(origin).parent_path() / p).lexically_normal().string();
+  return ResolveBeside(value, origin);
 }
 
 // Reads the keys of one table (defaults or a run) into `spec`; `seen` collects the keys given.
