@@ -52,8 +52,10 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
               ThroughputRunSpec& spec, std::set<std::string>& seen, bool allow_run) {
   std::vector<std::string> names(std::begin(kKeys), std::end(kKeys));
   if (allow_run) names.emplace_back("run");
-  for (const auto& [key_node, node] : table) {
-    const std::string key(key_node.str());
+  for (auto&& entry : table) {
+    // Named references rather than a structured binding, which clang cannot capture in lambdas.
+    const toml::node& node = entry.second;
+    const std::string key(entry.first.str());
     const SourceLocation where = LocationOf(node, origin, text);
     auto fail = [&](std::string_view rule) {
       return LocatedError(where, fmt::format("{} = {}. Violated constraint: {}", key,
