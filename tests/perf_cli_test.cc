@@ -203,16 +203,15 @@ TEST(PerfCli, CalibrateReproducesTheShippedProfiles) {
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // The shipped profiles on the 22 calibration rows, every parameter inside its physical bound:
-  // RMS log error 0.128 in-sample and leave-one-out (0.119 / 0.144 over the first 19 rows before
-  // the hierarchical all-to-all and the per-profile expert GEMM cost). The worst row is
-  // Qwen3-30B-A3B on 16 H100 (M11a, +35%); Qwen3-235B fp8 on 256 H100 (M9, +27%) disagrees with
-  // the bf16 measurements of the same layout on another stack (held-out Z1, Z2, Q1); the Marin
-  // rows stay within 8%.
-  constexpr double kRmsTol = 0.13;
-  constexpr double kLooRmsTol = 0.135;
-  constexpr double kRowTol = 0.40;       // |predicted / measured - 1| on every row
-  constexpr double kOtherRowTol = 0.30;  // every row but M11a
-  constexpr double kMarinRowTol = 0.08;  // the Marin rows (MH*)
+  // RMS log error 0.151 in-sample, 0.179 leave-one-out (each row refitted without it). The worst
+  // rows are fp8 on H100: Qwen3-30B-A3B on 16 H100 (M11a, +45%) and Qwen3-235B on 256 H100 (M9,
+  // +36%), which disagrees with the bf16 measurements of the same layout on another stack
+  // (held-out Z1, Z2, Q1: +13%, +1%, -12%); the Marin rows stay within 3%.
+  constexpr double kRmsTol = 0.155;
+  constexpr double kLooRmsTol = 0.185;
+  constexpr double kRowTol = 0.50;       // |predicted / measured - 1| on every row
+  constexpr double kOtherRowTol = 0.30;  // every row but M11a and M9
+  constexpr double kMarinRowTol = 0.03;  // the Marin rows (MH*)
   CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
@@ -222,7 +221,7 @@ TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
     const std::string id = row["id"].get<std::string>();
     const double err = std::abs(row["error"].get<double>());
     EXPECT_LT(err, kRowTol) << id;
-    if (id != "M11a") EXPECT_LT(err, kOtherRowTol) << id;
+    if (id != "M11a" && id != "M9") EXPECT_LT(err, kOtherRowTol) << id;
     if (id.rfind("MH", 0) == 0) EXPECT_LT(err, kMarinRowTol) << id;
   }
 }
@@ -412,18 +411,20 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 12.2% over 23 rows. Qwen3-235B across nodes with DeepEP
-  // (Q1, 256 H100, ep 32) is -16% (-30% with a flat all-to-all and a shared per-expert cost),
-  // on 256 GB200 at ep 8 (Q2) -24% (-38%); Qwen3-235B with uneven first and last stages (Z4,
-  // pp_embed=1,pp_loss=1) +0.7%. The rows the model misses by more than 30% are named (docs/
-  // guide.md, "What the shipped calibration supports"): the long-context rows with context
-  // parallelism (L2-L4, up to -43%) among them.
-  constexpr double kHeldOutMedianTol = 0.125;  // median |predicted / measured − 1|
-  constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 0.90;       // N2, N12, Z3, L2, L3, L4
+  // Shipped: held-out median |error| 7.2% over 23 rows. Qwen3-235B across nodes with DeepEP
+  // (Q1, 256 H100, ep 32) is -12% (-30% with a flat all-to-all, a shared per-expert cost and
+  // attention charged the whole s×s square); Qwen3-235B with uneven first and last stages (Z4,
+  // pp_embed=1,pp_loss=1) +4.5%; the long-context rows (L1-L4, 16k to 131k tokens, context
+  // parallel up to 8 across nodes) within 6% (-23% to -43% with the whole square). The rows the
+  // model misses by more than 30% are named (docs/guide.md, "What the shipped calibration
+  // supports"): Q2 (256 GB200 at ep 8, -34%) among them.
+  constexpr double kHeldOutMedianTol = 0.08;  // median |predicted / measured − 1|
+  constexpr double kHeldOutRowTol = 0.30;     // every valid held-out row but the named ones
+  constexpr double kKnownMissTol = 1.05;      // N2, N12, Z3, Q2
   constexpr double kZ4Tol = 0.05;
-  constexpr double kQ1Tol = 0.17;
-  constexpr double kQ2Tol = 0.25;
+  constexpr double kQ1Tol = 0.15;
+  constexpr double kQ2Tol = 0.35;
+  constexpr double kLongContextTol = 0.06;    // L1-L4
   CommandResult r = RunMosaic(
       "perf validate tests/fixtures/throughput/published.csv --heldout "
       "tests/fixtures/throughput/heldout.csv --json");
@@ -438,12 +439,12 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
     ++valid;
     const double err = std::abs(row["error"].get<double>());
-    const bool known_miss = id == "N2" || id == "N12" || id == "Z3" || id == "L2" ||
-                            id == "L3" || id == "L4";
+    const bool known_miss = id == "N2" || id == "N12" || id == "Z3" || id == "Q2";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;
     if (id == "Z4") EXPECT_LT(err, kZ4Tol) << id;
+    if (id.rfind("L", 0) == 0) EXPECT_LT(err, kLongContextTol) << id;
   }
   EXPECT_EQ(j["heldout"]["rows"].get<int64_t>(), valid);
   EXPECT_EQ(valid, 23);

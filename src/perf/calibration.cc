@@ -268,6 +268,7 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   problem.AddResidualBlock(cost, nullptr, x.data());
   std::vector<bool> used(s.profiles.size(), false);
   for (int r : use) used[rows[r].profile_index] = true;
+  std::vector<int> constant;  // outside the scope, or of a profile without rows in the fit
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
     if (ParamMap::Free(s, i, scope, used)) {
       auto [lo, hi] = ParamMap::Bounds(s, i);
@@ -275,10 +276,17 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
       problem.SetParameterLowerBound(x.data(), i, lo);
       problem.SetParameterUpperBound(x.data(), i, hi);
     } else {
-      // Outside the scope, or a profile without rows in the fit: keeps its value.
-      problem.SetParameterLowerBound(x.data(), i, x[i] - 1e-12);
-      problem.SetParameterUpperBound(x.data(), i, x[i] + 1e-12);
+      constant.push_back(i);
     }
+  }
+  // Held constant on a subset manifold, so that the solver's steps live in the free parameters
+  // only. (Pinning them between bounds 1e-12 apart projected each trust-region step onto that
+  // box: the fit stopped after a few iterations on "parameter tolerance reached", near its start.)
+  if (constant.size() == x.size()) {
+    problem.SetParameterBlockConstant(x.data());
+  } else if (!constant.empty()) {
+    problem.SetManifold(x.data(),
+                        new ceres::SubsetManifold(static_cast<int>(x.size()), constant));
   }
   ceres::Solver::Options options;
   options.max_num_iterations = 100;

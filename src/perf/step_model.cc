@@ -86,8 +86,9 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
                             s.attention_score_flops_per_token - s.head_flops_per_token;
   s.model_flops_per_token = f.train_flops_per_token();
-  s.causal_model_flops_per_token =
-      CountFlops(c, {FlopConvention::kCausal, seq_len}).train_flops_per_token();
+  const FlopCount causal = CountFlops(c, {FlopConvention::kCausal, seq_len});
+  s.causal_model_flops_per_token = causal.train_flops_per_token();
+  s.attention_kernel_flops_per_token = static_cast<double>(causal.attention_score_flops);
 
   // Widths.
   const double H = static_cast<double>(c.heads);
@@ -513,7 +514,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         gemm_flops / (bf16 * shape_eff(static_cast<double>(c.resolved_head_dim()))) +
         (hw.hbm_tb_per_s > 0 ? score_bytes / (hw.hbm_tb_per_s * 1e12) : 0);
   } else {
-    tb.attention_seconds = stage_tokens * m.attention_score_flops_per_token * share * attn_mult /
+    tb.attention_seconds = stage_tokens * m.attention_kernel_flops_per_token * share * attn_mult /
                            (bf16 * sh.attention_efficiency);
   }
   if (l.recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;

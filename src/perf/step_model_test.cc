@@ -132,6 +132,25 @@ TEST(StepModel, HostWaitsOnlyWhereTheMoeLayerSyncs) {
             0);
 }
 
+TEST(StepModel, AttentionIsChargedTheCausalKernelsWork) {
+  // A causal flash-attention kernel skips the blocks above the diagonal (FlashAttention-2, arXiv
+  // 2307.08691 section 3.1.1): attention time is the causal score count (half the s×s square on
+  // every global layer) × 3 (forward and backward) / (bf16 peak × attention_efficiency). On one
+  // GPU with one stage every token of the step is the rank's.
+  const ProfileSet profiles = LoadProfiles();
+  const ModelShape shape = MakeModelShape(LoadModel("llama3-70b").config, 8192);
+  EXPECT_DOUBLE_EQ(shape.attention_kernel_flops_per_token,
+                   shape.attention_score_flops_per_token / 2);
+  const PerfJob job{4, 8192, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const HardwareSpec h100 = LoadHardware("h100");
+  const StepEstimate e = EvaluateStep(shape, MakeCluster(h100, 1), ParseLayout("mbs=1"), job,
+                                      profiles.shared, profiles.ForHardware("h100"), nullptr);
+  constexpr double kRelTol = 1e-12;  // one division apart
+  const double expected = 4.0 * 8192 * shape.attention_kernel_flops_per_token * 3 /
+                          (h100.peak_bf16_tflops * 1e12 * profiles.shared.attention_efficiency);
+  EXPECT_NEAR(e.time.attention_seconds / expected, 1.0, kRelTol);
+}
+
 TEST(StepModel, SinkAttentionRunsUnfusedWhereTheStackHasNoKernel) {
   // gpt-oss's learned sinks: Transformer Engine falls back to unfused attention (the whole s×s
   // score matrix through HBM on every layer, windowed or not), far slower than flash attention.

@@ -26,8 +26,9 @@ struct SharedPerfParams {
   // reads and writes once (2), backward reads input and output gradient and writes the input
   // gradient (3), module recompute repeats the forward (2), fp8 casts read and write (2): 9.
   double elementwise_passes = 9;
-  double attention_efficiency = 0.45;       // flash-attention score FLOPs (no causal halving)
-                                            // per bf16 peak
+  double attention_efficiency = 0.45;       // causal flash-attention kernel FLOPs (the causal
+                                            // count: blocks above the diagonal skipped) per bf16
+                                            // peak, forward and backward together
   double fp8_gain = 0.6;                    // share of the fp8 peak's extra speed that GEMMs realise
   double scale_up_efficiency = 0.7;         // achieved / nominal scale-up bandwidth (NCCL)
   double scale_out_efficiency = 0.7;        // achieved / nominal NIC bandwidth

@@ -13,7 +13,8 @@
 //             forward of the layers for segmented backprop of a looped model, S_last the loops of
 //             its last segment, which is not repeated), split
 //             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
-//             micro-batch), attention scores, memory-bound kernels. A GEMM class takes
+//             micro-batch), attention scores (the causal count a flash kernel computes, at
+//             attention_efficiency of the bf16 peak), memory-bound kernels. A GEMM class takes
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
 //             expert_group per local expert per kernel; fp8 GEMMs run at
@@ -119,6 +120,10 @@ struct ModelShape {
   double forward_flops_per_token = 0;
   double expert_flops_per_token = 0;     // routed experts, all layers and loops
   double attention_score_flops_per_token = 0;
+  // What a causal flash-attention kernel computes: the score FLOPs under FlopConvention::kCausal
+  // (the blocks above the diagonal are skipped, so about half the square of a global layer;
+  // FlashAttention-2, arXiv 2307.08691 section 3.1.1). Attention time is charged on these.
+  double attention_kernel_flops_per_token = 0;
   double head_flops_per_token = 0;       // lm_head
   double dense_flops_per_token = 0;      // the rest of the layer stack
   double model_flops_per_token = 0;      // 3 × forward: the MFU numerator per token
