@@ -38,7 +38,10 @@ void DataTable::KeepRows(const std::vector<bool>& keep) {
   auto filter = [&](auto& v) {
     size_t out = 0;
     for (size_t i = 0; i < v.size(); ++i) {
-      if (keep[i]) v[out++] = std::move(v[i]);
+      if (!keep[i]) continue;
+      // Never move an element onto itself: a self-moved std::string is left empty.
+      if (out != i) v[out] = std::move(v[i]);
+      ++out;
     }
     v.resize(out);
   };
@@ -295,7 +298,15 @@ void DropHighest(DataTable& table, std::string_view column, int count) {
   std::vector<size_t> order(table.rows());
   std::iota(order.begin(), order.end(), 0);
   const auto& v = table.values[c];
-  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return v[a] > v[b]; });
+  // Numbers from highest to lowest, then the cells that hold no number (NaN: empty or not
+  // numeric), which rank as no value at all. Comparing NaN with > would not be a strict weak
+  // ordering, which std::stable_sort requires.
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
+    const bool a_nan = std::isnan(v[a]);
+    const bool b_nan = std::isnan(v[b]);
+    if (a_nan || b_nan) return !a_nan && b_nan;
+    return v[a] > v[b];
+  });
   std::vector<bool> keep(table.rows(), true);
   for (int i = 0; i < count && i < static_cast<int>(order.size()); ++i) keep[order[i]] = false;
   table.KeepRows(keep);

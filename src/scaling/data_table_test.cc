@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <string>
+#include <vector>
+
 namespace mosaic::scaling {
 namespace {
 
@@ -12,6 +15,24 @@ TEST(DataTable, ByteOrderMarkIsNotPartOfTheFirstColumnName) {
   ASSERT_EQ(table.names.size(), 3u);
   EXPECT_EQ(table.names[0], "N");
   EXPECT_EQ(table.Find("N"), 0);
+}
+
+// --drop-highest-loss over a column with empty cells (NaN): the highest numbers go, the empty
+// cells rank below every number, and the order is a valid one for the sort.
+TEST(DataTable, DropHighestRanksEmptyCellsBelowEveryNumber) {
+  const DataTable table =
+      ParseCsv("run,loss\na,3.0\nb,\nc,5.0\nd,1.0\ne,\nf,4.0\n", "runs.csv");
+  DataTable two = table;
+  DropHighest(two, "loss", 2);  // 5.0 (c) and 4.0 (f)
+  ASSERT_EQ(two.rows(), 4u);
+  const int run = two.Find("run");
+  std::vector<std::string> kept;
+  for (size_t r = 0; r < two.rows(); ++r) kept.push_back(two.text[run][r]);
+  EXPECT_EQ(kept, (std::vector<std::string>{"a", "b", "d", "e"}));
+  DataTable five = table;
+  DropHighest(five, "loss", 5);  // the four numbers, then the earlier empty cell (b)
+  ASSERT_EQ(five.rows(), 1u);
+  EXPECT_EQ(five.text[five.Find("run")][0], "e");
 }
 
 }  // namespace

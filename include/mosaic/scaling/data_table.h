@@ -59,7 +59,9 @@ void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings)
 void FilterRows(DataTable& table, std::string_view condition);
 
 // Drops the `count` rows with the highest value of column `column` (Epoch's subset rule for the
-// Chinchilla data: the 5 highest losses). Ties go to the earlier row.
+// Chinchilla data: the 5 highest losses). Ties go to the earlier row. A cell without a number
+// (empty or not numeric) ranks below every number: it is dropped only when fewer than `count`
+// rows hold numbers, and otherwise left for the fit's own check to name.
 void DropHighest(DataTable& table, std::string_view column, int count);
 
 struct SelectOptions {
