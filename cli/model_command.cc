@@ -78,6 +78,9 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
       table.attention_projection_flops);
   row("attention scores", physical.attention_score_flops, table.attention_score_flops);
   row("lm_head", physical.lm_head_flops, table.lm_head_flops);
+  if (c.mtp_layers > 0) {
+    row("mtp projections", physical.mtp_projection_flops, table.mtp_projection_flops);
+  }
   row("forward total", physical.forward_flops_per_token, table.forward_flops_per_token);
   out += fmt::format("  {:<26} {:>22} {:>22}\n", "train (3 × forward)",
                      FormatScientific(physical.train_flops_per_token(), 4),

@@ -123,17 +123,37 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
     latent = moe_layers * 2 * 2 * d * c.latent_dim;
   }
 
+  // Multi-token prediction, once per token whatever the loops: each module's layer (with its
+  // logits over the shared head) under the same convention, and its 2d → d projection.
+  Wide mtp_mlp = 0, mtp_router = 0, mtp_latent = 0, mtp_projections = 0, mtp_scores = 0;
+  Wide mtp_head = 0, mtp_input_projection = 0;
+  if (c.mtp_layers > 0) {
+    const FlopCount m = CountFlops(c.MtpLayerConfig(c.vocab), options);
+    const Wide D = c.mtp_layers;
+    mtp_mlp = D * m.mlp_flops;
+    mtp_router = D * m.router_flops;
+    mtp_latent = D * m.latent_projection_flops;
+    mtp_projections = D * m.attention_projection_flops;
+    mtp_scores = D * m.attention_score_flops;
+    mtp_head = D * m.lm_head_flops;
+    mtp_input_projection = D * 2 * 2 * d * d;
+  }
+
   const Wide loops = c.loops;
-  f.mlp_flops = NarrowToInt64(mlp * loops, "mlp_flops_per_token");
-  f.router_flops = NarrowToInt64(router * loops, "router_flops_per_token");
-  f.latent_projection_flops = NarrowToInt64(latent * loops, "latent_projection_flops_per_token");
-  f.attention_projection_flops =
-      NarrowToInt64(projections * loops, "attention_projection_flops_per_token");
-  f.attention_score_flops = NarrowToInt64(scores * loops, "attention_score_flops_per_token");
-  f.lm_head_flops = NarrowToInt64(2 * d * c.vocab, "lm_head_flops_per_token");
+  f.mlp_flops = NarrowToInt64(mlp * loops + mtp_mlp, "mlp_flops_per_token");
+  f.router_flops = NarrowToInt64(router * loops + mtp_router, "router_flops_per_token");
+  f.latent_projection_flops =
+      NarrowToInt64(latent * loops + mtp_latent, "latent_projection_flops_per_token");
+  f.attention_projection_flops = NarrowToInt64(projections * loops + mtp_projections,
+                                               "attention_projection_flops_per_token");
+  f.attention_score_flops =
+      NarrowToInt64(scores * loops + mtp_scores, "attention_score_flops_per_token");
+  f.lm_head_flops = NarrowToInt64(2 * d * c.vocab + mtp_head, "lm_head_flops_per_token");
+  f.mtp_projection_flops = NarrowToInt64(mtp_input_projection, "mtp_projection_flops_per_token");
   f.forward_flops_per_token = NarrowToInt64(
       Wide{f.mlp_flops} + f.router_flops + f.latent_projection_flops +
-          f.attention_projection_flops + f.attention_score_flops + f.lm_head_flops,
+          f.attention_projection_flops + f.attention_score_flops + f.lm_head_flops +
+          f.mtp_projection_flops,
       "forward_flops_per_token");
   return f;
 }

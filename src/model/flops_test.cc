@@ -3,12 +3,45 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <vector>
 
 #include "mosaic/model/model_loader.h"
 #include "mosaic/model/param_count.h"
 
 namespace mosaic {
 namespace {
+
+ModelConfig WithFields(const std::string& preset, std::vector<FieldOverride> fields) {
+  return LoadModel(preset, std::span(fields.data(), fields.size())).config;
+}
+
+// Each multi-token-prediction module adds, once per token: one layer like the trunk's last (the
+// difference between 61 and 60 layers of DeepSeek-V3, whose last layers are MoE), its logits over
+// the shared head (2·d·V) and its 2d → d projection (4·d²).
+TEST(Flops, MultiTokenPredictionAddsOneLastLayerAHeadAndAProjection) {
+  for (const FlopConvention convention : {FlopConvention::kFullSquare, FlopConvention::kCausal}) {
+    const FlopOptions options{convention, 4096};
+    const int64_t base = CountFlops(WithFields("deepseek-v3", {}), options).forward_flops_per_token;
+    const int64_t mtp =
+        CountFlops(WithFields("deepseek-v3", {{"mtp_layers", "1"}}), options).forward_flops_per_token;
+    const int64_t one_layer_less =
+        CountFlops(WithFields("deepseek-v3", {{"layers", "60"}}), options).forward_flops_per_token;
+    const int64_t d = 7168, vocab = 129280;
+    EXPECT_EQ(mtp - base, (base - one_layer_less) + 2 * d * vocab + 4 * d * d)
+        << ToString(convention);
+    const int64_t two = CountFlops(WithFields("deepseek-v3", {{"mtp_layers", "2"}}), options)
+                            .forward_flops_per_token;
+    EXPECT_EQ(two - base, 2 * (mtp - base));
+  }
+  // Once per token: a looped model pays its block `loops` times and its MTP modules once.
+  const FlopOptions options{FlopConvention::kFullSquare, 1024};
+  const auto forward = [&](const char* loops, const char* mtp) {
+    return CountFlops(WithFields("looped-moe-329m", {{"loops", loops}, {"mtp_layers", mtp}}),
+                      options)
+        .forward_flops_per_token;
+  };
+  EXPECT_EQ(forward("4", "1") - forward("4", "0"), forward("1", "1") - forward("1", "0"));
+}
 
 ModelConfig Ladder(int64_t d_model) {
   const FieldOverride d{"d_model", std::to_string(d_model)};

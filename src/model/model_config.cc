@@ -81,6 +81,21 @@ int64_t ModelConfig::kv_heads_stored_of_layer(int64_t layer) const {
   return kv_heads_stored > 0 ? kv_heads_stored : kv_heads_of_layer(layer);
 }
 
+ModelConfig ModelConfig::MtpLayerConfig(int64_t vocab_of_layer) const {
+  const int64_t last = layers - 1;
+  ModelConfig m = *this;
+  m.layers = 1;
+  m.loops = 1;
+  m.mtp_layers = 0;
+  m.vocab = vocab_of_layer;
+  m.embedding_norm = false;
+  m.dense_layers = is_moe_layer(last) ? 0 : 1;
+  m.interleave_moe_layer_step = 1;
+  m.global_every = is_global_layer(last) ? 1 : 0;  // layer 0 global iff the last one is
+  m.last_layer_global = false;
+  return m;
+}
+
 namespace {
 
 // Storage of each field: exactly one member pointer is set, or none for the two enums.
@@ -159,6 +174,9 @@ const std::vector<FieldBinding>& Bindings() {
       Int("short_conv_kernel", &M::short_conv_kernel,
           "depthwise conv kernel on k, v, attention and MLP outputs (0: none)"),
       Int("loops", &M::loops, "times the block of layers is applied"),
+      Int("mtp_layers", &M::mtp_layers,
+          "multi-token-prediction modules (DeepSeek-V3: 1), each a 2d→d projection and one layer "
+          "like the last, sharing the embedding and output head (0: none)"),
   };
   return kBindings;
 }
@@ -253,7 +271,7 @@ std::optional<std::string> GetModelField(const ModelConfig& config, std::string_
 
 int64_t MaxFieldValue(std::string_view name) {
   if (name == "layers" || name == "dense_layers" || name == "loops" ||
-      name == "interleave_moe_layer_step") {
+      name == "interleave_moe_layer_step" || name == "mtp_layers") {
     return kMaxModelLayers;
   }
   if (name == "max_seq_len") return kMaxSeqLen;

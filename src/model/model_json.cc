@@ -17,6 +17,7 @@ nlohmann::ordered_json FlopsJson(const FlopCount& f, double tokens) {
   j["attention_projection_flops_per_token"] = f.attention_projection_flops;
   j["attention_score_flops_per_token"] = f.attention_score_flops;
   j["lm_head_flops_per_token"] = f.lm_head_flops;
+  j["mtp_projection_flops_per_token"] = f.mtp_projection_flops;
   j["train_flops_per_token"] = f.train_flops_per_token();
   if (tokens > 0) j["train_flops"] = f.train_flops_per_token() * tokens;
   return j;
@@ -25,8 +26,12 @@ nlohmann::ordered_json FlopsJson(const FlopCount& f, double tokens) {
 }  // namespace
 
 int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& p) {
-  return NarrowToInt64(WideInt{6} * p.active_params_no_embedding * config.loops,
-                       "six_n_flops_per_token");
+  WideInt mtp = 0;
+  for (const ParamComponent& component : p.components) {
+    if (component.name.starts_with("mtp_")) mtp += component.active_params;
+  }
+  const WideInt trunk = WideInt{p.active_params_no_embedding} - mtp;
+  return NarrowToInt64(6 * (trunk * config.loops + mtp), "six_n_flops_per_token");
 }
 
 nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double tokens) {

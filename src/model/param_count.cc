@@ -151,6 +151,25 @@ ParamCount CountParams(const ModelConfig& c) {
     add("lm_head", ParamCategory::kLmHead, c.vocab * d, c.vocab * d, "V·d");
   }
 
+  // Multi-token prediction: D modules, each one layer like the last (counted as a one-layer model
+  // without embedding or head, whose final norm is the module's), the 2d → d projection and the
+  // norms of the hidden state and of the embedding. The embedding and head are shared.
+  if (c.mtp_layers > 0) {
+    const Wide D = c.mtp_layers;
+    add("mtp_projection", ParamCategory::kMatmul, D * 2 * d * d, D * 2 * d * d, "D·2·d·d");
+    for (const ParamComponent& layer : CountParams(c.MtpLayerConfig(0)).components) {
+      Wide total = D * layer.total_params;
+      Wide active = D * layer.active_params;
+      std::string formula = "D·(" + layer.formula + ") [L = 1]";
+      if (layer.name == "norms") {
+        total += D * 2 * NormParams(c, d);
+        active += D * 2 * NormParams(c, d);
+        formula = fmt::format("D·5·norm({}) (layer, final, hidden, embedding)", ToString(c.norm));
+      }
+      add("mtp_" + layer.name, layer.category, total, active, formula);
+    }
+  }
+
   // Sums in 128 bits; every component is non-negative, so the totals bound every partial sum.
   Wide total = 0, active = 0, embedding = 0, total_matmul = 0, active_matmul = 0;
   Wide active_matmul_no_embedding = 0;

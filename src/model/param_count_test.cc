@@ -135,6 +135,36 @@ TEST(ParamCount, DeepSeekV3Digits) {
   EXPECT_EQ(static_cast<int64_t>(p.active_params / 100'000'000), 375);  // 37.5B truncated
 }
 
+// DeepSeek-V3's multi-token-prediction module (mtp_layers = 1; deepseek-ai/DeepSeek-V3
+// README_WEIGHTS.md: enorm, hnorm, eh_proj, one hidden layer identical to the trunk's, the
+// embedding and head shared). Its unique parameters, counted here exactly:
+//   eh_proj 2·7168·7168 = 102,760,448; the MoE layer 11,507,270,656 (MLA 187,105,280 + its 2,048
+//   norm weights, router 1,835,008 + 256 biases, 256 experts 11,274,289,152, shared expert
+//   44,040,192); norms 5·7168 = 35,840: 11,610,068,224 in all.
+// DeepSeek's README gives "11.5B unique", which is the layer without eh_proj (11.507B); the
+// projection is in the checkpoint as model.layers.61.eh_proj.weight [7168, 14336].
+TEST(ParamCount, DeepSeekV3MultiTokenPredictionModuleIsExact) {
+  const FieldOverride mtp{"mtp_layers", "1"};
+  const ParamCount with = CountParams(LoadModel("deepseek-v3", std::span(&mtp, 1)).config);
+  const ParamCount without = CountPreset("deepseek-v3");
+  EXPECT_EQ(with.total_params - without.total_params, 11'610'068'224);
+  EXPECT_EQ(with.total_params, 682'636'487'424);
+  EXPECT_EQ(with.embedding_params, without.embedding_params);  // shared, not counted again
+  int64_t routed = 0, projection = 0, norms = 0;
+  for (const ParamComponent& c : with.components) {
+    if (c.name == "mtp_routed_experts") routed = c.total_params;
+    if (c.name == "mtp_projection") projection = c.total_params;
+    if (c.name == "mtp_norms") norms = c.total_params;
+  }
+  EXPECT_EQ(routed, int64_t{256} * 3 * 7168 * 2048);
+  EXPECT_EQ(projection, int64_t{2} * 7168 * 7168);
+  EXPECT_EQ(norms, 5 * 7168);
+  // Active: the projection, attention, norms, router, 8 of 256 experts and the shared expert.
+  EXPECT_EQ(with.active_params - without.active_params,
+            102'760'448 + 187'105'280 + 2'048 + 35'840 + 1'835'008 + 256 +
+                int64_t{8} * 3 * 7168 * 2048 + 44'040'192);
+}
+
 // OpenAI: 116.83B total, 5.13B active, the latter leaving out the input embedding only.
 TEST(ParamCount, GptOss120bOpenAiConvention) {
   const ParamCount p = CountPreset("gpt-oss-120b");

@@ -64,7 +64,8 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.seq_len = seq_len;
   const ParamCount p = CountParams(c);
   for (const ParamComponent& comp : p.components) {
-    if (comp.name == "routed_experts" || comp.name == "routed_expert_bias") {
+    if (comp.name == "routed_experts" || comp.name == "routed_expert_bias" ||
+        comp.name == "mtp_routed_experts" || comp.name == "mtp_routed_expert_bias") {
       s.expert_params += static_cast<double>(comp.total_params);
     }
   }
@@ -78,7 +79,9 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.moe_layer_passes = c.moe_layers() * c.loops;
   s.routed_width = c.latent_dim > 0 ? static_cast<double>(c.latent_dim) : d;
   s.forward_flops_per_token = static_cast<double>(f.forward_flops_per_token);
-  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes) * 2 * mats *
+  // The MTP modules' layers are MoE when the trunk's last layer is (ModelConfig::MtpLayerConfig).
+  const int64_t mtp_moe_layers = c.is_moe_layer(c.layers - 1) ? c.mtp_layers : 0;
+  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes + mtp_moe_layers) * 2 * mats *
                              s.routed_width * static_cast<double>(c.expert_width) *
                              static_cast<double>(c.top_k);
   s.attention_score_flops_per_token = static_cast<double>(f.attention_score_flops);

@@ -151,6 +151,17 @@ TEST(StepModel, AttentionIsChargedTheCausalKernelsWork) {
   EXPECT_NEAR(e.time.attention_seconds / expected, 1.0, kRelTol);
 }
 
+TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
+  // DeepSeek-V3's MTP layer is MoE like the trunk's last: its 256 experts are sharded by ep like
+  // the others, and its routed FLOPs run as grouped expert GEMMs.
+  const FieldOverride mtp{"mtp_layers", "1"};
+  const ModelShape with = MakeModelShape(LoadModel("deepseek-v3", std::span(&mtp, 1)).config, 4096);
+  const ModelShape without = MakeModelShape(LoadModel("deepseek-v3").config, 4096);
+  EXPECT_DOUBLE_EQ(with.expert_params - without.expert_params, 256.0 * 3 * 7168 * 2048);
+  EXPECT_DOUBLE_EQ(with.expert_flops_per_token - without.expert_flops_per_token,
+                   2.0 * 3 * 7168 * 2048 * 8);
+}
+
 TEST(StepModel, SinkAttentionRunsUnfusedWhereTheStackHasNoKernel) {
   // gpt-oss's learned sinks: Transformer Engine falls back to unfused attention (the whole s×s
   // score matrix through HBM on every layer, windowed or not), far slower than flash attention.

@@ -17,7 +17,10 @@
 // All count a matmul of m×n weights as 2·m·n FLOPs per token, attention over a span s as
 // s·(2·H·qk_hd + 2·H·v_hd + 3·H) (QKᵀ, PV, softmax), the router as 2·d·E when
 // E > 1, the lm_head as 2·d·V, and ignore norms, gates, biases and convolutions. Looped models pay
-// the layer stack `loops` times. Training FLOPs are 3× forward (forward + backward).
+// the layer stack `loops` times. Each multi-token-prediction module (mtp_layers; DeepSeek-V3,
+// arXiv 2412.19437 section 2.2) adds, once per token, its 2d → d projection (4·d²), one layer like
+// the trunk's last and the logits over the shared head (2·d·V), each counted with its kind.
+// Training FLOPs are 3× forward (forward + backward).
 #pragma once
 
 #include <cstdint>
@@ -58,8 +61,9 @@ struct FlopCount {
   int64_t latent_projection_flops = 0;
   int64_t attention_projection_flops = 0;  // q, k, v (or MLA) and output projections
   int64_t attention_score_flops = 0;       // QKᵀ, softmax, PV
-  int64_t lm_head_flops = 0;
-  int64_t forward_flops_per_token = 0;     // sum of the above (layers × loops)
+  int64_t lm_head_flops = 0;              // the trunk's and each MTP module's logits
+  int64_t mtp_projection_flops = 0;        // MTP modules' 2d → d projections (D·4·d²)
+  int64_t forward_flops_per_token = 0;     // sum of the above (layers × loops, + MTP once)
 
   // 3 × forward: the Levanter training estimate (forward + backward).
   double train_flops_per_token() const { return 3.0 * static_cast<double>(forward_flops_per_token); }

@@ -96,6 +96,15 @@ struct ModelConfig {
   // Looped / recurrent-depth models: the block of `layers` layers is applied `loops` times.
   int64_t loops = 1;
 
+  // Multi-token prediction (DeepSeek-V3, arXiv 2412.19437 section 2.2): D sequential modules, the
+  // k-th predicting token i + k + 1. Each has an RMSNorm of the previous depth's hidden state and
+  // one of the next token's embedding, a projection of their concatenation (2d → d), one
+  // transformer layer like the trunk's last (MoE when that layer is) and a final norm; the
+  // embedding and output head are the trunk's, shared (the Hugging Face checkpoint stores its own
+  // copies of both: DeepSeek-V3's "685B" = 671B + the MTP module with them). Run once per token
+  // during training, whatever `loops` is. 0 = no MTP.
+  int64_t mtp_layers = 0;
+
   // Derived quantities (after defaults are resolved).
   bool is_moe() const { return experts > 0; }
   bool uses_mla() const { return kv_lora_rank > 0; }
@@ -118,12 +127,17 @@ struct ModelConfig {
   int64_t kv_heads_of_layer(int64_t layer) const;
   // KV heads whose weights layer i stores (kv_heads_stored when set).
   int64_t kv_heads_stored_of_layer(int64_t layer) const;
+  // The transformer layer of one multi-token-prediction module as a one-layer model: the trunk's
+  // last layer (its FFN kind, MoE or dense, and its attention, global or windowed, with that
+  // kind's KV heads), one pass, no MTP, and `vocab` as given (0: no embedding or head).
+  ModelConfig MtpLayerConfig(int64_t vocab) const;
 };
 
 // Upper bounds of integer fields, far above any real model, that keep every parameter and FLOP
 // count exact (products of up to six fields fit in 128 bits before narrowing to 64).
 inline constexpr int64_t kMaxModelDimension = int64_t{1} << 24;  // widths, heads, experts, vocab
-inline constexpr int64_t kMaxModelLayers = int64_t{1} << 20;     // layers, dense_layers, loops
+inline constexpr int64_t kMaxModelLayers = int64_t{1} << 20;     // layers, dense_layers, loops,
+                                                                 // mtp_layers
 inline constexpr int64_t kMaxSeqLen = int64_t{1} << 30;          // max_seq_len and training seq_len
 
 // The upper bound Validate applies to integer field `name`.

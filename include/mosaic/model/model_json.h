@@ -14,7 +14,8 @@
 namespace mosaic {
 
 // Kaplan-style 6·N FLOPs per token with N = active_params_no_embedding; a looped model applies
-// them `loops` times. Throws InputError when the product leaves the 64-bit range.
+// the trunk's `loops` times and its multi-token-prediction modules (components "mtp_*") once.
+// Throws InputError when the product leaves the 64-bit range.
 int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& params);
 
 // {"name", "origin", "source", "total_params", "active_params", ..., "components": [...],
