@@ -347,7 +347,7 @@ void AddPerfCommand(CLI::App& root) {
                                              "file");
   cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
   cmd->add_option("--layout", o->layout,
-                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|full,"
+                  "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|moe|full,"
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
                   "(layers on the first/last stage) or pp_embed=1,pp_loss=1 (embedding/loss "
                   "counted as a layer) (a missing key is 1)");

@@ -19,6 +19,7 @@ std::string_view ToString(Recompute recompute) {
     case Recompute::kNone: return "none";
     case Recompute::kSelective: return "selective";
     case Recompute::kModules: return "modules";
+    case Recompute::kMoe: return "moe";
     case Recompute::kFull: return "full";
   }
   return "?";
@@ -26,7 +27,8 @@ std::string_view ToString(Recompute recompute) {
 
 std::optional<Recompute> RecomputeFromString(std::string_view text) {
   return EnumFromString<Recompute>(
-      text, {Recompute::kNone, Recompute::kSelective, Recompute::kModules, Recompute::kFull});
+      text, {Recompute::kNone, Recompute::kSelective, Recompute::kModules, Recompute::kMoe,
+             Recompute::kFull});
 }
 
 std::string_view ToString(RejectKind kind) {

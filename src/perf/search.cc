@@ -149,7 +149,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     bool any_fit = false;
                     for (Recompute r : {Recompute::kNone, Recompute::kSelective,
-                                        Recompute::kModules, Recompute::kFull}) {
+                                        Recompute::kModules, Recompute::kMoe,
+                                        Recompute::kFull}) {
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
                       const MemoryBreakdown mem = EstimateMemory(model, cluster, l, job, profile);

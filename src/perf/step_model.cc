@@ -125,6 +125,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
     mlp += moe_share * moe +
            dense_share * ffn(static_cast<double>(c.dense_ffn_width > 0 ? c.dense_ffn_width
                                                                        : c.expert_width));
+    s.moe_recompute_saved_bytes_per_token = kActBytes * 2 * d + moe_share * moe;
     s.expert_act_bytes_per_assignment =
         moe_share * kActBytes *
         (2 * s.routed_width + mats * static_cast<double>(c.expert_width));
@@ -292,6 +293,15 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
     case Recompute::kModules:
       per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
       break;
+    case Recompute::kMoe: {
+      // The MoE layer is recomputed from its input: none of its routed activations stay.
+      double per_assignment = m.expert_act_bytes_per_assignment;
+      if (job.format != NumberFormat::kBf16) per_assignment -= m.fp8_saved_bytes_per_assignment;
+      per_layer = std::max(per_layer_full - t * m.moe_recompute_saved_bytes_per_token -
+                               t * k * x.pad * per_assignment,
+                           0.0);
+      break;
+    }
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
@@ -485,7 +495,10 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
                          static_cast<double>(c.layers)
                    : 0;
   if (c.is_moe()) {
-    const double expert_flops = stage_tokens * m.expert_flops_per_token * share * layer_mult * x.pad;
+    // Recomputing the MoE layer runs its expert GEMMs forward once more.
+    const double expert_mult = layer_mult + (l.recompute == Recompute::kMoe ? 1.0 : 0.0);
+    const double expert_flops =
+        stage_tokens * m.expert_flops_per_token * share * expert_mult * x.pad;
     const double rows = static_cast<double>(l.ep) * x.tokens_mb_rank *
                         static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
     // Grouped GEMMs: one kernel per weight matrix and pass for all of the rank's experts, each
@@ -493,11 +506,12 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double smallest =
         std::min({rows, m.routed_width,
                   static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});
-    const double kernels = mb_count * layers_stage_moe * (c.glu ? 3.0 : 2.0) * layer_mult;
+    const double kernels = mb_count * layers_stage_moe * (c.glu ? 3.0 : 2.0) * expert_mult;
     const double local_experts = static_cast<double>(c.experts) / static_cast<double>(l.ep);
     tb.expert_gemm_seconds =
         expert_flops / (gemm_peak * shape_eff(smallest)) +
         kernels * (sh.gemm_latency_seconds + local_experts * profile.expert_group_seconds);
+    if (l.recompute == Recompute::kMoe) tb.recompute_seconds = tb.expert_gemm_seconds / expert_mult;
   }
   // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
   // core-attention (selective) recompute repeat the attention forward.
@@ -559,6 +573,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   const double d = static_cast<double>(c.d_model);
   const double recompute_fwd =
       (l.recompute == Recompute::kFull ? 1.0 : 0.0) + x.segment_recompute;
+  // MoE recompute repeats the MoE layer's forward: its dispatch, combine and token-count sync.
+  const double moe_recompute_fwd = recompute_fwd + (l.recompute == Recompute::kMoe ? 1.0 : 0.0);
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
@@ -571,7 +587,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double etp = static_cast<double>(l.etp);
     const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
                          m.routed_width * kActBytes * (etp - 1);
-    const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
+    const double calls = mb * layers_stage * moe_share * (4 + 2 * moe_recompute_fwd);
     tb.tp_seconds += calls * (bytes / bandwidth(l.etp) + lat);
   }
   if (l.cp > 1) {
@@ -592,7 +608,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         traffic.scale_out_copies_per_token > 0
             ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(l.ep * l.etp)
             : 0.0;
-    const double calls = mb * layers_stage * moe_share * (4 + 2 * recompute_fwd);
+    const double calls = mb * layers_stage * moe_share * (4 + 2 * moe_recompute_fwd);
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
     tb.ep_seconds = calls * (std::max(up_seconds, out_seconds) + lat);
@@ -650,7 +666,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.
-    tb.host_seconds = mb * layers_stage_moe * (1 + recompute_fwd / 3) * sh.moe_sync_seconds;
+    tb.host_seconds = mb * layers_stage_moe * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
   }
   tb.overhead_seconds = profile.step_overhead_seconds;
   const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
@@ -160,6 +161,34 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_DOUBLE_EQ(with.expert_params - without.expert_params, 256.0 * 3 * 7168 * 2048);
   EXPECT_DOUBLE_EQ(with.expert_flops_per_token - without.expert_flops_per_token,
                    2.0 * 3 * 7168 * 2048 * 8);
+}
+
+TEST(StepModel, MoeRecomputeStoresOnlyTheMoeLayersInput) {
+  // Megatron-Core's --recompute-modules layernorm moe (the ModelZoo's long-context Qwen3-235B
+  // runs, 256 H100, 16k tokens): the MoE layer runs forward again in the backward pass, its
+  // expert GEMMs, dispatch and combine and its token-count sync included, so its routed
+  // activations are not stored. Module recompute (layernorm, moe_act) keeps them.
+  const auto run = [](const char* recompute) {
+    return RunMegatron("qwen3-235b-a22b", "h100", 256,
+                       std::string("tp=4,pp=8,vpp=4,ep=8,dp=8,recompute=") + recompute, 256,
+                       16384, NumberFormat::kBf16);
+  };
+  const StepEstimate modules = run("modules");
+  const StepEstimate moe = run("moe");
+  const StepEstimate full = run("full");
+  EXPECT_FALSE(modules.fits);  // 121 GB of 80
+  EXPECT_TRUE(moe.fits);       // as the runs trained
+  EXPECT_LT(moe.memory.activation_bytes, modules.memory.activation_bytes);
+  EXPECT_GT(moe.memory.activation_bytes, full.memory.activation_bytes);
+  constexpr double kRelTol = 1e-12;
+  // Expert GEMMs: 4 passes instead of 3; dispatch and combine: 6 all-to-alls instead of 4;
+  // host syncs: 4/3.
+  EXPECT_NEAR(moe.time.expert_gemm_seconds / modules.time.expert_gemm_seconds, 4.0 / 3.0, kRelTol);
+  EXPECT_NEAR(moe.time.ep_seconds / modules.time.ep_seconds, 1.5, kRelTol);
+  EXPECT_NEAR(moe.time.host_seconds / modules.time.host_seconds, 4.0 / 3.0, kRelTol);
+  EXPECT_NEAR(moe.time.recompute_seconds, moe.time.expert_gemm_seconds / 4, kRelTol);
+  EXPECT_EQ(ToString(Recompute::kMoe), "moe");
+  EXPECT_EQ(RecomputeFromString("moe"), Recompute::kMoe);
 }
 
 TEST(StepModel, SinkAttentionRunsUnfusedWhereTheStackHasNoKernel) {

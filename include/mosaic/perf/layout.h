@@ -48,8 +48,17 @@
 
 namespace mosaic {
 
-enum class Recompute { kNone, kSelective, kModules, kFull };
-// "none", "selective", "modules", "full"
+// Activation recompute, from least to most (Megatron-Core's --recompute-granularity and
+// --recompute-modules):
+//   kNone       every activation stored
+//   kSelective  core attention recomputed (recompute_modules core_attn)
+//   kModules    norms, the experts' activation function and MLA's up-projections recomputed
+//               (layernorm, moe_act, mla_up_proj: Megatron-Bridge's MoE recipes)
+//   kMoe        norms and the whole MoE layer recomputed, token dispatch included (layernorm,
+//               moe): only the MoE layer's input is stored
+//   kFull       every layer recomputed from its input (--recompute-granularity full)
+enum class Recompute { kNone, kSelective, kModules, kMoe, kFull };
+// "none", "selective", "modules", "moe", "full"
 std::string_view ToString(Recompute recompute);
 std::optional<Recompute> RecomputeFromString(std::string_view text);
 

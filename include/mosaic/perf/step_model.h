@@ -9,7 +9,9 @@
 // them; pp_loss = 1 moves a layer off the last stage as Megatron-Core does):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
 //             recompute, +1 attention forward for selective (core attention), +the MLA
-//             up-projections for Megatron-Core's module recompute, + (loops − S_last)/loops of a
+//             up-projections for Megatron-Core's module recompute, +1 forward of the routed
+//             experts (their GEMMs, dispatch, combine and host sync) for MoE recompute, + (loops −
+//             S_last)/loops of a
 //             forward of the layers for segmented backprop of a looped model, S_last the loops of
 //             its last segment, which is not repeated), split
 //             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
@@ -46,7 +48,7 @@
 //             Each collective hides `overlap` of itself under compute; the hidden total is capped
 //             by compute, and the compute beside it loses overlap_contention of the hidden time.
 //   host      stacks whose MoE layer syncs the host on the token counts (moe_host_sync) wait
-//             moe_sync per MoE layer pass per micro-batch (×4/3 with full recompute).
+//             moe_sync per MoE layer pass per micro-batch (×4/3 with full or MoE recompute).
 //   bubble    PipelineBubbleSeconds below with t̄ = the pipelined time (compute + exposed comms +
 //             host) / m scaled to the mean layer passes of the other pp − 1 ranks: (pp − 1)·t̄/vpp
 //             for 1F1B with vpp virtual stages when m >= pp (fill and drain run the other ranks'
@@ -141,6 +143,10 @@ struct ModelShape {
   // and q, k, v are the recompute's inputs. Megatron measured 25.52 → 24.94 GB for it.
   double core_attention_saved_bytes_per_token = 0;
   double selective_saved_bytes_per_token = 0;  // what module recompute frees per layer
+  // What recomputing the norms and the whole MoE layer (Recompute::kMoe) frees per token and
+  // layer beside the expert activations: both norm outputs and the MoE layer's own activations
+  // (router logits, shared experts, latent projections), its input kept.
+  double moe_recompute_saved_bytes_per_token = 0;
   // Forward FLOPs per token that module recompute repeats (Megatron-Core's module recompute:
   // norms, activation functions and, with MLA, the up-projections of the latent q and kv).
   double selective_recompute_flops_per_token = 0;
