@@ -415,7 +415,8 @@ void AddFitCommand(CLI::App& root) {
       ->take_all();
   cmd->add_option("--where", o->where, "keep rows where the expression is true, e.g. 'C < 1e21'");
   cmd->add_option("--drop-highest-loss", o->drop_highest_loss,
-                  "drop the K rows with the highest loss (Epoch's Chinchilla subset: 5)")
+                  "drop the K rows with the highest loss, before --where filters the rest "
+                  "(Epoch's Chinchilla subset: 5)")
       ->check(InRange(0, 1e6));
   cmd->add_option("--loss-column", o->loss_column, "column of the observed loss")
       ->default_val("loss");

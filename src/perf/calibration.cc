@@ -111,8 +111,7 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
       p.peak_bytes = m.peak_bytes;
       p.fits = m.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
     } else if (p.valid) {
-      for (Recompute rc : {Recompute::kNone, Recompute::kSelective, Recompute::kModules,
-                            Recompute::kMoe, Recompute::kFull}) {
+      for (Recompute rc : kRecomputeByCost) {
         p.layout.recompute = rc;
         MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
                                            set.profiles[p.profile_index]);

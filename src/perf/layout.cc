@@ -144,8 +144,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       auto r = RecomputeFromString(value);
       if (!r) {
         throw InputError(fmt::format(
-            "{} {}: recompute = {}. Violated constraint: recompute is none, selective, modules "
-            "or full",
+            "{} {}: recompute = {}. Violated constraint: recompute is none, selective, modules, "
+            "moe or full",
             label, text, value));
       }
       l.recompute = *r;
@@ -240,6 +240,9 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   }
   if (!m.is_moe() && l.moe_chunk != 1) {
     return fail(kIndivisible, "moe_chunk = 1 for a dense model");
+  }
+  if (!m.is_moe() && l.recompute == Recompute::kMoe) {
+    return fail(kIndivisible, "recompute=moe needs MoE layers (a dense model has none)");
   }
   const int64_t passes = m.layers * m.loops;
   if (l.explicit_split() && l.pp == 1) {

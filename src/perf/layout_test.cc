@@ -75,6 +75,19 @@ TEST(Layout, EpMustDivideExperts) {
   EXPECT_EQ(v->rule, "ep divides experts (8 % 16 != 0)");
 }
 
+TEST(Layout, MoeRecomputeNeedsMoeLayers) {
+  // recompute=moe on a dense model would act as none; it is refused, and the search skips it.
+  const ModelConfig dense = LoadModel("llama3-70b").config;
+  auto v = CheckLayout(ParseLayout("tp=8,pp=4,dp=2,recompute=moe"), dense, {64, 128, 8192}, 8);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "recompute=moe needs MoE layers (a dense model has none)");
+  const ModelConfig moe = LoadModel("mixtral-8x7b").config;
+  EXPECT_FALSE(CheckLayout(ParseLayout("ep=8,dp=8,recompute=moe"), moe, {8, 64, 4096}, 8));
+  // "The least recompute that fits" tries module recompute before selective.
+  EXPECT_EQ(kRecomputeByCost[1], Recompute::kModules);
+  EXPECT_EQ(kRecomputeByCost[2], Recompute::kSelective);
+}
+
 TEST(Layout, TpMustDivideHeads) {
   ModelConfig m = LoadModel("marin-hero-fsdp").config;  // 48 heads
   auto v = CheckLayout(ParseLayout("tp=32,dp=2"), m, {64, 1024, 4096}, 64);

@@ -148,9 +148,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       break;
                     }
                     bool any_fit = false;
-                    for (Recompute r : {Recompute::kNone, Recompute::kSelective,
-                                        Recompute::kModules, Recompute::kMoe,
-                                        Recompute::kFull}) {
+                    for (Recompute r : kRecomputeByCost) {
+                      if (r == Recompute::kMoe && !model.config.is_moe()) continue;
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
                       const MemoryBreakdown mem = EstimateMemory(model, cluster, l, job, profile);

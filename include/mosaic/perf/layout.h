@@ -10,7 +10,7 @@
 //   ep, etp  expert parallel and expert tensor parallel, folded over the attention's tp·cp·dp·fsdp
 //        ranks as in Megatron-Core's MoE parallel folding (arXiv 2504.14960): ep·etp divides it
 //   mbs  micro-batch in sequences
-//   recompute  none | selective | modules | full:
+//   recompute  none | selective | modules | moe | full (Recompute below):
 //        selective  Megatron's --recompute-granularity selective (core attention): with flash
 //                   attention it frees only the softmax statistics and repeats the attention
 //                   forward (Korthikanti et al. 2022's large saving is the s×s scores flash
@@ -19,6 +19,8 @@
 //                   up-projections, as Megatron-Bridge's recipes run: frees the norm outputs, the
 //                   activation inputs of the FFNs and experts and the expanded MLA q/k/v, and
 //                   repeats the up-projection GEMMs
+//        moe        --recompute-modules layernorm moe: the norms and the whole MoE layer, only
+//                   its input stored (MoE models only)
 //        full       the whole layer, from its stored input
 //   moe_chunk  expert weights gathered in this many sequential chunks (FSDP-sharded experts)
 // Uneven pipeline stages, as Megatron-Core splits them (megatron/core/transformer/
@@ -61,6 +63,14 @@ enum class Recompute { kNone, kSelective, kModules, kMoe, kFull };
 // "none", "selective", "modules", "moe", "full"
 std::string_view ToString(Recompute recompute);
 std::optional<Recompute> RecomputeFromString(std::string_view text);
+
+// The policies from the least extra compute to the most, the order in which "the least recompute
+// that fits" tries them: module recompute repeats only memory-bound kernels (and MLA's
+// up-projections) and frees more than selective, which repeats the attention forward to free
+// only its softmax statistics under flash attention.
+inline constexpr Recompute kRecomputeByCost[] = {Recompute::kNone, Recompute::kModules,
+                                                 Recompute::kSelective, Recompute::kMoe,
+                                                 Recompute::kFull};
 
 // The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
 inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
