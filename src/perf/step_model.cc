@@ -85,7 +85,9 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
                              s.routed_width * static_cast<double>(c.expert_width) *
                              static_cast<double>(c.top_k);
   s.attention_score_flops_per_token = static_cast<double>(f.attention_score_flops);
-  s.head_flops_per_token = static_cast<double>(f.lm_head_flops);
+  // The trunk's output layer; the MTP modules' logits over the shared head stay in the dense
+  // FLOPs, spread over the stages with the rest of their modules.
+  s.head_flops_per_token = 2.0 * static_cast<double>(c.d_model) * static_cast<double>(c.vocab);
   s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
                             s.attention_score_flops_per_token - s.head_flops_per_token;
   s.model_flops_per_token = f.train_flops_per_token();
@@ -191,6 +193,10 @@ struct Derived {
   double other_load_ratio;    // mean load of the other ranks / the slowest rank's (bubble)
   double segment_recompute;   // forwards of the layer stack repeated by segmented backprop
   double stage_share;         // layers_stage / layer_passes
+  // Multi-token-prediction layers charged to the slowest rank: the stage's share of them, as their
+  // FLOPs are spread (ModelConfig::mtp_layers); all of them, and MoE when the last layer is.
+  double mtp_layers_stage;
+  double mtp_moe_layers_stage;
   double pad;                 // expert buffer padding (cf when padded, else 1)
   double expert_fsdp;         // FSDP shard count of expert weights
 };
@@ -226,6 +232,9 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
         static_cast<double>(loops - last_segment) / static_cast<double>(loops);
   }
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
+  const ModelConfig& c = m.config;
+  x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
+  x.mtp_moe_layers_stage = c.is_moe_layer(c.layers - 1) ? x.mtp_layers_stage : 0.0;
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
   const int64_t edp = l.expert_dp();
@@ -305,12 +314,14 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
-  // Layers whose activations are held: with segmented backprop, only the segment's loops.
+  // Layers whose activations are held: with segmented backprop, only the segment's loops; and
+  // the stage's share of the MTP layers, which run once.
   double held_layers = static_cast<double>(layers);
   if (job.bp_segment_loops > 0 && c.loops > 1) {
     const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
     held_layers *= seg / static_cast<double>(c.loops);
   }
+  held_layers += static_cast<double>(c.mtp_layers) * share;
   double in_flight = 1;
   if (l.pp > 1) {
     in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
@@ -491,9 +502,10 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
   const double mb_count = static_cast<double>(x.micro_batches);
   const double layers_stage_moe =
-      c.layers > 0 ? static_cast<double>(x.layers_stage) * static_cast<double>(c.moe_layers()) /
-                         static_cast<double>(c.layers)
-                   : 0;
+      (c.layers > 0 ? static_cast<double>(x.layers_stage) * static_cast<double>(c.moe_layers()) /
+                          static_cast<double>(c.layers)
+                    : 0) +
+      x.mtp_moe_layers_stage;
   if (c.is_moe()) {
     // Recomputing the MoE layer runs its expert GEMMs forward once more.
     const double expert_mult = layer_mult + (l.recompute == Recompute::kMoe ? 1.0 : 0.0);
@@ -546,7 +558,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
     const double width = m.elementwise_width_per_token +
                          static_cast<double>(c.top_k) * x.pad * m.elementwise_width_per_assignment;
-    const double bytes = stage_tokens * static_cast<double>(x.layers_stage) * width * kActBytes *
+    const double bytes = stage_tokens * (static_cast<double>(x.layers_stage) + x.mtp_layers_stage) *
+                         width * kActBytes *
                          sh.elementwise_passes *
                          ((l.recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute) /
                          3.0;
@@ -566,10 +579,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
   const double lat = sh.collective_latency_seconds;
-  const double layers_stage = static_cast<double>(x.layers_stage);
-  const double moe_share = c.layers > 0 ? static_cast<double>(c.moe_layers()) /
-                                              static_cast<double>(c.layers)
-                                        : 0;
+  const double layers_stage = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
   const double d = static_cast<double>(c.d_model);
   const double recompute_fwd =
       (l.recompute == Recompute::kFull ? 1.0 : 0.0) + x.segment_recompute;
@@ -587,7 +597,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double etp = static_cast<double>(l.etp);
     const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
                          m.routed_width * kActBytes * (etp - 1);
-    const double calls = mb * layers_stage * moe_share * (4 + 2 * moe_recompute_fwd);
+    const double calls = mb * layers_stage_moe * (4 + 2 * moe_recompute_fwd);
     tb.tp_seconds += calls * (bytes / bandwidth(l.etp) + lat);
   }
   if (l.cp > 1) {
@@ -608,7 +618,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         traffic.scale_out_copies_per_token > 0
             ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(l.ep * l.etp)
             : 0.0;
-    const double calls = mb * layers_stage * moe_share * (4 + 2 * moe_recompute_fwd);
+    const double calls = mb * layers_stage_moe * (4 + 2 * moe_recompute_fwd);
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
     tb.ep_seconds = calls * (std::max(up_seconds, out_seconds) + lat);
@@ -624,7 +634,7 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     double calls = 3 * layers_stage;
     if (x.expert_fsdp > 1) {
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
-      calls += 3 * layers_stage * moe_share * static_cast<double>(l.moe_chunk);
+      calls += 3 * layers_stage_moe * static_cast<double>(l.moe_chunk);
     }
     tb.fsdp_seconds = mb * (bytes / bandwidth(static_cast<int64_t>(span)) + calls * lat);
   }

@@ -161,6 +161,19 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_DOUBLE_EQ(with.expert_params - without.expert_params, 256.0 * 3 * 7168 * 2048);
   EXPECT_DOUBLE_EQ(with.expert_flops_per_token - without.expert_flops_per_token,
                    2.0 * 3 * 7168 * 2048 * 8);
+  // The module is charged as one more layer, spread over the stages: every per-layer cost grows.
+  const Layout layout = ParseLayout("pp=16,ep=64,dp=128,recompute=modules");
+  const PerfJob job{15360, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0};
+  const ProfileSet profiles = LoadProfiles();
+  const Cluster cluster = MakeCluster(LoadHardware("h800"), 2048);
+  const PerfProfile& profile = profiles.Get("deepseek-h800");
+  const StepEstimate a = EvaluateStep(without, cluster, layout, job, profiles.shared, profile, nullptr);
+  const StepEstimate b = EvaluateStep(with, cluster, layout, job, profiles.shared, profile, nullptr);
+  EXPECT_GT(b.step_seconds, a.step_seconds);
+  EXPECT_GT(b.time.ep_seconds, a.time.ep_seconds);
+  EXPECT_GT(b.time.expert_gemm_seconds, a.time.expert_gemm_seconds);
+  EXPECT_GT(b.time.elementwise_seconds, a.time.elementwise_seconds);
+  EXPECT_GT(b.memory.activation_bytes, a.memory.activation_bytes);
 }
 
 TEST(StepModel, MoeRecomputeStoresOnlyTheMoeLayersInput) {

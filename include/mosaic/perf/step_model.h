@@ -126,7 +126,7 @@ struct ModelShape {
   // (the blocks above the diagonal are skipped, so about half the square of a global layer;
   // FlashAttention-2, arXiv 2307.08691 section 3.1.1). Attention time is charged on these.
   double attention_kernel_flops_per_token = 0;
-  double head_flops_per_token = 0;       // lm_head
+  double head_flops_per_token = 0;       // the trunk's lm_head (2·d·V)
   double dense_flops_per_token = 0;      // the rest of the layer stack
   double model_flops_per_token = 0;      // 3 × forward: the MFU numerator per token
   double causal_model_flops_per_token = 0;  // the same under FlopConvention::kCausal
