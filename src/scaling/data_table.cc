@@ -371,6 +371,11 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     data.weight.push_back(weight);
     const std::string run_name =
         run_column >= 0 ? table.text[run_column][r] : fmt::format("line {}", table.line[r]);
+    // An empty cell would make one run of every row that lacks a name, resampled together.
+    if (run_name.find_first_not_of(" \t\r") == std::string::npos) {
+      throw FieldError(CellLocation(table, run_column, r), options.run_column,
+                       CellValue(table, run_column, r), "a run name (not empty)");
+    }
     auto [it, inserted] = runs.try_emplace(run_name, static_cast<int>(data.run_names.size()));
     if (inserted) data.run_names.push_back(run_name);
     data.run.push_back(it->second);

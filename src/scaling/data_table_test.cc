@@ -5,6 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/scaling/law.h"
+#include "mosaic/util/error.h"
+
 namespace mosaic::scaling {
 namespace {
 
@@ -33,6 +36,19 @@ TEST(DataTable, DropHighestRanksEmptyCellsBelowEveryNumber) {
   DropHighest(five, "loss", 5);  // the four numbers, then the earlier empty cell (b)
   ASSERT_EQ(five.rows(), 1u);
   EXPECT_EQ(five.text[five.Find("run")][0], "e");
+}
+
+// A row without a run name would be resampled with every other unnamed row as one run.
+TEST(DataTable, EmptyRunNameIsAnError) {
+  const DataTable table =
+      ParseCsv("run,N,D,loss\na,1e8,2e9,3.1\n,2e8,4e9,2.9\n", "runs.csv");
+  try {
+    SelectFitData(table, FindLaw("chinchilla"));
+    FAIL() << "an empty run name was accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("runs.csv:3:1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("a run name (not empty)"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

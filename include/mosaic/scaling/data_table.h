@@ -72,7 +72,8 @@ struct SelectOptions {
 
 // FitData for `law`: one column per law input (by name), the loss, and the optional run and
 // weight columns. Throws InputError naming file:line:column, the field, value and rule for a
-// missing, non-numeric, non-finite or out-of-domain value (N <= 0, S outside [0, 1), loss <= 0).
+// missing, non-numeric, non-finite or out-of-domain value (N <= 0, S outside [0, 1), loss <= 0)
+// or an empty run name.
 FitData SelectFitData(const DataTable& table, const Law& law, const SelectOptions& options = {});
 
 }  // namespace mosaic::scaling
