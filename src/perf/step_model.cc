@@ -79,9 +79,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.moe_layer_passes = c.moe_layers() * c.loops;
   s.routed_width = c.latent_dim > 0 ? static_cast<double>(c.latent_dim) : d;
   s.forward_flops_per_token = static_cast<double>(f.forward_flops_per_token);
-  // The MTP modules' layers are MoE when the trunk's last layer is (ModelConfig::MtpLayerConfig).
-  const int64_t mtp_moe_layers = c.is_moe_layer(c.layers - 1) ? c.mtp_layers : 0;
-  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes + mtp_moe_layers) * 2 * mats *
+  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes + c.mtp_moe_layers()) * 2 * mats *
                              s.routed_width * static_cast<double>(c.expert_width) *
                              static_cast<double>(c.top_k);
   s.attention_score_flops_per_token = static_cast<double>(f.attention_score_flops);
@@ -193,8 +191,8 @@ struct Derived {
   double other_load_ratio;    // mean load of the other ranks / the slowest rank's (bubble)
   double segment_recompute;   // forwards of the layer stack repeated by segmented backprop
   double stage_share;         // layers_stage / layer_passes
-  // Multi-token-prediction layers charged to the slowest rank: the stage's share of them, as their
-  // FLOPs are spread (ModelConfig::mtp_layers); all of them, and MoE when the last layer is.
+  // Multi-token-prediction layers charged to the slowest rank, spread like their FLOPs: the
+  // stage's share of mtp_layers, and of those with the routed MoE.
   double mtp_layers_stage;
   double mtp_moe_layers_stage;
   double pad;                 // expert buffer padding (cf when padded, else 1)
@@ -234,7 +232,7 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
   const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
-  x.mtp_moe_layers_stage = c.is_moe_layer(c.layers - 1) ? x.mtp_layers_stage : 0.0;
+  x.mtp_moe_layers_stage = static_cast<double>(c.mtp_moe_layers()) * x.stage_share;
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
   const int64_t edp = l.expert_dp();

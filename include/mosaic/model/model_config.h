@@ -113,6 +113,9 @@ struct ModelConfig {
   int64_t moe_layers() const {
     return is_moe() ? (layers - dense_layers) / interleave_moe_layer_step : 0;
   }
+  // Multi-token-prediction layers with the routed MoE: all of them when the trunk's last layer
+  // has it (MtpLayerConfig), else none.
+  int64_t mtp_moe_layers() const { return is_moe_layer(layers - 1) ? mtp_layers : 0; }
   // Layers whose FFN is dense: the leading dense_layers and the interleaved non-MoE layers.
   int64_t dense_ffn_layers() const { return layers - moe_layers(); }
   // True iff layer i (0-based) has the routed MoE.
