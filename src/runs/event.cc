@@ -473,6 +473,73 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
 
 }  // namespace
 
+bool DecodeSimpleScalarEvent(std::string_view payload, SimpleScalarEvent* event) {
+  const char* p = payload.data();
+  const char* end = p + payload.size();
+  bool have_wall_time = false;
+  bool have_step = false;
+  bool have_value = false;
+  while (p < end) {
+    const auto key = static_cast<uint8_t>(*p++);
+    if (key == Key(1, kFixed64) && !have_wall_time) {
+      if (end - p < 8) return false;
+      uint64_t bits;
+      std::memcpy(&bits, p, 8);
+      p += 8;
+      event->wall_time_seconds = AsDouble(bits);
+      have_wall_time = true;
+    } else if (key == Key(2, kVarint) && !have_step) {
+      uint64_t v;
+      p = FastVarint(p, end, &v);
+      if (p == nullptr) return false;
+      event->step = static_cast<int64_t>(v);
+      have_step = true;
+    } else if (key == Key(5, kLengthDelimited) && !have_value) {
+      // The summary: one value (key 1), which is the whole summary and holds one tag (1) and
+      // one simple_value (2).
+      uint64_t length;
+      p = FastLength(p, end, &length);
+      if (p == nullptr || length == 0 || static_cast<uint8_t>(*p) != Key(1, kLengthDelimited)) {
+        return false;
+      }
+      const char* summary_end = p + length;
+      uint64_t value_length;
+      p = FastLength(p + 1, summary_end, &value_length);
+      if (p == nullptr || p + value_length != summary_end) return false;
+      bool have_tag = false;
+      bool have_simple_value = false;
+      while (p < summary_end) {
+        const auto value_key = static_cast<uint8_t>(*p++);
+        if (value_key == Key(1, kLengthDelimited) && !have_tag) {
+          uint64_t tag_length;
+          p = FastLength(p, summary_end, &tag_length);
+          if (p == nullptr) return false;
+          event->tag = std::string_view(p, tag_length);
+          p += tag_length;
+          have_tag = true;
+        } else if (value_key == Key(2, kFixed32) && !have_simple_value) {
+          if (summary_end - p < 4) return false;
+          uint32_t bits;
+          std::memcpy(&bits, p, 4);
+          p += 4;
+          event->value = AsFloat(bits);
+          have_simple_value = true;
+        } else {
+          return false;
+        }
+      }
+      if (!have_tag || !have_simple_value) return false;
+      have_value = true;
+    } else {
+      return false;
+    }
+  }
+  if (!have_value) return false;
+  if (!have_wall_time) event->wall_time_seconds = 0;
+  if (!have_step) event->step = 0;
+  return true;
+}
+
 std::string_view ToString(ValueKind kind) {
   switch (kind) {
     case ValueKind::kScalar: return "scalar";

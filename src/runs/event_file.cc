@@ -32,29 +32,26 @@ std::vector<RecordIssue> EventFileReader::issues() const {
   return all;
 }
 
-bool EventFileReader::LoadNextEvent() {
-  std::string_view payload;
-  int64_t offset = 0;
-  std::string error;
-  while (records_.Next(&payload, &offset)) {
-    if (!DecodeEvent(payload, &event_, &error)) {
-      payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
-      continue;
-    }
-    if (stats_.records == 0) {
-      stats_.file_version = std::string(event_.file_version);
-      stats_.first_wall_time_seconds = event_.wall_time_seconds;
-    }
-    if (event_.wall_time_seconds > stats_.last_wall_time_seconds) {
-      stats_.last_wall_time_seconds = event_.wall_time_seconds;
-    }
-    ++stats_.records;
-    if (event_.has_graph) ++stats_.graphs;
-    next_value_ = 0;
-    pending_purge_ = event_.session_log_status == kSessionLogStart;
-    return true;
+void EventFileReader::CountRecord(double wall_time_seconds, std::string_view file_version) {
+  if (stats_.records == 0) {
+    stats_.file_version = std::string(file_version);
+    stats_.first_wall_time_seconds = wall_time_seconds;
   }
-  return false;
+  if (wall_time_seconds > stats_.last_wall_time_seconds) {
+    stats_.last_wall_time_seconds = wall_time_seconds;
+  }
+  ++stats_.records;
+}
+
+std::string_view EventFileReader::PluginOf(std::string_view tag) {
+  if (plugin_by_tag_.empty()) return {};
+  if (!last_plugin_valid_ || last_plugin_tag_ != tag) {
+    auto it = plugin_by_tag_.find(tag);
+    last_plugin_tag_.assign(tag);
+    last_plugin_ = it != plugin_by_tag_.end() ? std::string_view(it->second) : std::string_view();
+    last_plugin_valid_ = true;
+  }
+  return last_plugin_;
 }
 
 bool EventFileReader::Next(EventItem* item) {
@@ -78,14 +75,8 @@ bool EventFileReader::Next(EventItem* item) {
           it->second = std::string(plugin);
         }
         last_plugin_valid_ = false;  // the cached view may point at a replaced value
-      } else if (!plugin_by_tag_.empty()) {
-        if (!last_plugin_valid_ || last_plugin_tag_ != v.tag) {
-          auto it = plugin_by_tag_.find(v.tag);
-          last_plugin_tag_.assign(v.tag);
-          last_plugin_ = it != plugin_by_tag_.end() ? std::string_view(it->second) : std::string_view();
-          last_plugin_valid_ = true;
-        }
-        plugin = last_plugin_;
+      } else {
+        plugin = PluginOf(v.tag);
       }
       switch (v.kind) {
         case ValueKind::kScalar:
@@ -117,7 +108,38 @@ bool EventFileReader::Next(EventItem* item) {
         case ValueKind::kMetadataOnly: ++stats_.metadata_only; continue;
       }
     }
-    if (!LoadNextEvent()) return false;
+    std::string_view payload;
+    int64_t offset = 0;
+    if (!records_.Next(&payload, &offset)) return false;
+    // The fast lane: a record of one simple-value scalar becomes the item without an Event.
+    SimpleScalarEvent simple;
+    if (DecodeSimpleScalarEvent(payload, &simple)) {
+      CountRecord(simple.wall_time_seconds, {});
+      if (IsNonScalarPlugin(PluginOf(simple.tag))) {
+        ++stats_.tensors;
+        continue;
+      }
+      ++stats_.scalars;
+      ++encoding_counts_[static_cast<size_t>(ScalarEncoding::kSimpleValue)];
+      item->kind = EventItemKind::kScalar;
+      item->tag = simple.tag;
+      item->step = simple.step;
+      item->wall_time_seconds = simple.wall_time_seconds;
+      item->value = simple.value;
+      item->float32 = true;
+      item->encoding = ScalarEncoding::kSimpleValue;
+      return true;
+    }
+    std::string error;
+    next_value_ = 0;
+    if (!DecodeEvent(payload, &event_, &error)) {
+      event_.values.clear();  // what a partial decode left
+      payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
+      continue;
+    }
+    CountRecord(event_.wall_time_seconds, event_.file_version);
+    if (event_.has_graph) ++stats_.graphs;
+    pending_purge_ = event_.session_log_status == kSessionLogStart;
   }
 }
 

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cassert>
 #include <cmath>
+#include <cstring>
 
 #include "mosaic/util/parallel_for.h"
 
@@ -51,17 +52,42 @@ class RollingBaseline {
 
   void Push(double value) {
     if (capacity_ == 0) return;
-    if (sorted_.size() == capacity_) {
-      const double oldest = arrival_[oldest_];
-      // Any element equal to the oldest value is that value (for ±0 the sign may differ, which
-      // no comparison or reported figure can see).
-      sorted_.erase(std::lower_bound(sorted_.begin(), sorted_.end(), oldest));
-      arrival_[oldest_] = value;
-      oldest_ = (oldest_ + 1) % capacity_;
-    } else {
+    if (sorted_.size() < capacity_) {
       arrival_.push_back(value);
+      sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), value), value);
+      return;
     }
-    sorted_.insert(std::upper_bound(sorted_.begin(), sorted_.end(), value), value);
+    // Full: the oldest value leaves and `value` enters in one move of the elements between their
+    // two places. Any element equal to the oldest value is that value (for ±0 the sign may
+    // differ, which no comparison or reported figure can see).
+    const double oldest = arrival_[oldest_];
+    arrival_[oldest_] = value;
+    oldest_ = oldest_ + 1 == capacity_ ? 0 : oldest_ + 1;
+    double* s = sorted_.data();
+    const size_t out = CountBelow(s, capacity_, oldest, std::less<double>());
+    const size_t in = CountBelow(s, capacity_, value, std::less_equal<double>());
+    if (in > out) {
+      std::memmove(s + out, s + out + 1, (in - 1 - out) * sizeof(double));
+      s[in - 1] = value;
+    } else {
+      std::memmove(s + in + 1, s + in, (out - in) * sizeof(double));
+      s[in] = value;
+    }
+  }
+
+  // The number of leading elements of the sorted `s[0, n)` with `before(element, x)`: std::
+  // lower_bound (less) or upper_bound (less_equal) by a bisection without branches, since in a
+  // rolling window where the value lands is unpredictable.
+  template <typename Before>
+  static size_t CountBelow(const double* s, size_t n, double x, Before before) {
+    if (n == 0) return 0;
+    const double* base = s;
+    while (n > 1) {
+      const size_t half = n / 2;
+      base = before(base[half - 1], x) ? base + half : base;
+      n -= half;
+    }
+    return static_cast<size_t>(base - s) + (before(*base, x) ? 1 : 0);
   }
 
   // Requires size() > 0.
@@ -124,12 +150,109 @@ struct Workspace {
   std::vector<double> scratch;
 };
 
+// What one pass over a series in step order finds: its step intervals (whether all are equal,
+// the smallest and largest) and whether any wall-time interval could be a stall (finite and
+// above `stall_min_seconds`). Those decide whether the medians of the gap and stall tests are
+// needed at all: with no interval that could be a stall, or every interval within `gap_factor`
+// of the smallest, no median can make one.
+struct IntervalSurvey {
+  bool regular = true;
+  double first_interval = 0;
+  double smallest_interval = 0;
+  double largest_interval = 0;
+  bool stall_possible = false;
+  size_t usable_wall_intervals = 0;  // finite and not negative, the stall median's sample
+  size_t intervals = 0;
+
+  // Takes in the interval from `previous` to `current`, the next point in step order.
+  void Add(const ScalarPoint& previous, const ScalarPoint& current, double stall_min_seconds) {
+    const double d = static_cast<double>(current.step - previous.step);
+    if (intervals++ == 0) first_interval = smallest_interval = largest_interval = d;
+    regular = regular && d == first_interval;
+    smallest_interval = std::min(smallest_interval, d);
+    largest_interval = std::max(largest_interval, d);
+    const double dt = current.wall_time_seconds - previous.wall_time_seconds;
+    if (std::isfinite(dt)) {
+      usable_wall_intervals += dt >= 0;
+      stall_possible = stall_possible || dt > stall_min_seconds;
+    }
+  }
+};
+
+// The spike test of one series, fed its finite values in write order.
+class SpikeTest {
+ public:
+  explicit SpikeTest(const HealthOptions& options)
+      : options_(options), window_(static_cast<size_t>(std::max(options.spike_window, 0))) {}
+
+  void Add(const ScalarPoint& p) {
+    if (static_cast<int>(window_.size()) >= options_.spike_min_points) {
+      const double median = window_.Median();
+      const double floor_sigma = options_.spike_floor_relative * std::fabs(median);
+      // z = excess / sigma with sigma >= floor_sigma: a value at or below the median, or within
+      // spike_sigmas floors of it, is no spike whatever the MAD, which is then not computed.
+      const double excess = p.value - median;
+      const bool cannot_be_spike =
+          options_.spike_sigmas >= 0 &&
+          (excess <= 0 || (floor_sigma > 0 && excess / floor_sigma <= options_.spike_sigmas));
+      const double sigma =
+          cannot_be_spike ? 0 : std::max(kMadToSigma * window_.Mad(median), floor_sigma);
+      if (sigma > 0) {
+        const double z = (p.value - median) / sigma;
+        if (z > options_.spike_sigmas) {
+          spikes_.push_back(p.step);
+          if (z > worst_sigmas_) {
+            worst_sigmas_ = z;
+            worst_step_ = p.step;
+          }
+        }
+      }
+    }
+    window_.Push(p.value);
+  }
+
+  // The finding, if any spike was seen.
+  void Report(const std::string& tag, std::vector<Finding>* out) const {
+    if (spikes_.empty()) return;
+    out->push_back({FindingKind::kSpike, tag, spikes_,
+                    fmt::format("{} spike{} (> {} robust sd above the median of the last {}) at "
+                                "step{} {}; largest {:.1f} sd at step {}",
+                                spikes_.size(), spikes_.size() == 1 ? "" : "s",
+                                options_.spike_sigmas, options_.spike_window,
+                                spikes_.size() == 1 ? "" : "s", StepList(spikes_), worst_sigmas_,
+                                worst_step_)});
+  }
+
+ private:
+  const HealthOptions& options_;
+  RollingBaseline window_;
+  std::vector<int64_t> spikes_;
+  double worst_sigmas_ = 0;
+  int64_t worst_step_ = 0;
+};
+
 void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& options,
                  const RE2& spike_tags, Workspace* work, std::vector<Finding>* out) {
-  // Non-finite values and skipped updates.
+  // One pass over the points in write order: non-finite values, spikes, whether the series is
+  // its own step order (all of pass 1 and steps increasing; always so under `first` and `last`)
+  // and, if so, its intervals.
   std::vector<int64_t> non_finite;
-  for (const ScalarPoint& p : s.points) {
-    if (!std::isfinite(p.value)) non_finite.push_back(p.step);
+  bool direct = true;
+  IntervalSurvey survey;
+  const bool spike_tag = RE2::PartialMatch(s.tag, spike_tags);
+  SpikeTest spikes(options);
+  for (size_t i = 0; i < s.points.size(); ++i) {
+    const ScalarPoint& p = s.points[i];
+    direct = direct && p.pass == 1;
+    if (i > 0) {
+      direct = direct && s.points[i - 1].step <= p.step;
+      survey.Add(s.points[i - 1], p, options.stall_min_seconds);
+    }
+    if (!std::isfinite(p.value)) {
+      non_finite.push_back(p.step);
+    } else if (spike_tag) {
+      spikes.Add(p);
+    }
   }
   if (!non_finite.empty()) {
     out->push_back({FindingKind::kNonFinite, s.tag, non_finite,
@@ -151,59 +274,13 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     }
   }
 
-  // Spikes against a rolling robust baseline.
-  if (RE2::PartialMatch(s.tag, spike_tags)) {
-    RollingBaseline window(static_cast<size_t>(std::max(options.spike_window, 0)));
-    std::vector<int64_t> spikes;
-    double worst_sigmas = 0;
-    int64_t worst_step = 0;
-    for (const ScalarPoint& p : s.points) {
-      if (!std::isfinite(p.value)) continue;
-      if (static_cast<int>(window.size()) >= options.spike_min_points) {
-        const double median = window.Median();
-        const double floor_sigma = options.spike_floor_relative * std::fabs(median);
-        // z = excess / sigma with sigma >= floor_sigma: a value at or below the median, or within
-        // spike_sigmas floors of it, is no spike whatever the MAD, which is then not computed.
-        const double excess = p.value - median;
-        const bool cannot_be_spike =
-            options.spike_sigmas >= 0 &&
-            (excess <= 0 || (floor_sigma > 0 && excess / floor_sigma <= options.spike_sigmas));
-        const double sigma =
-            cannot_be_spike ? 0 : std::max(kMadToSigma * window.Mad(median), floor_sigma);
-        if (sigma > 0) {
-          const double z = (p.value - median) / sigma;
-          if (z > options.spike_sigmas) {
-            spikes.push_back(p.step);
-            if (z > worst_sigmas) {
-              worst_sigmas = z;
-              worst_step = p.step;
-            }
-          }
-        }
-      }
-      window.Push(p.value);
-    }
-    if (!spikes.empty()) {
-      out->push_back({FindingKind::kSpike, s.tag, spikes,
-                      fmt::format("{} spike{} (> {} robust sd above the median of the last {}) at "
-                                  "step{} {}; largest {:.1f} sd at step {}",
-                                  spikes.size(), spikes.size() == 1 ? "" : "s",
-                                  options.spike_sigmas, options.spike_window,
-                                  spikes.size() == 1 ? "" : "s", StepList(spikes), worst_sigmas,
-                                  worst_step)});
-    }
-  }
+  spikes.Report(s.tag, out);
 
-  // Step gaps and stalls over the distinct steps in order: the series itself when its points are
-  // all of pass 1 and in step order (always under `first` and `last`), else pointers to them
-  // sorted stably by step. Working vectors are reused from series to series.
+  // Step gaps and stalls over the distinct steps in order: the series itself when it is in step
+  // order, else pointers to its pass-1 points sorted stably by step. Working vectors are reused
+  // from series to series.
   std::vector<const ScalarPoint*>& ordered = work->ordered;
   ordered.clear();
-  bool direct = std::is_sorted(s.points.begin(), s.points.end(),
-                               [](const ScalarPoint& a, const ScalarPoint& b) {
-                                 return a.step < b.step;
-                               });
-  for (const ScalarPoint& p : s.points) direct = direct && p.pass == 1;
   if (!direct) {
     for (const ScalarPoint& p : s.points) {
       if (p.pass == 1) ordered.push_back(&p);
@@ -220,10 +297,16 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   };
   std::vector<double>& scratch = work->scratch;
   if (count >= 3) {
-    bool regular = true;  // every interval the same (the common case): that is the median
-    for (size_t i = 1; i + 1 < count && regular; ++i) regular = interval(i) == interval(0);
+    if (!direct) {
+      survey = IntervalSurvey();
+      for (size_t i = 1; i < count; ++i) survey.Add(at(i - 1), at(i), options.stall_min_seconds);
+    }
+    // The median interval: the interval itself when all are equal (the common case); not needed
+    // when even the smallest interval as the median would make no gap.
+    const bool no_gap_possible = options.gap_factor >= 0 && survey.smallest_interval > 0 &&
+                                 survey.largest_interval <= options.gap_factor * survey.smallest_interval;
     double typical = interval(0);
-    if (!regular) {
+    if (!survey.regular && !no_gap_possible) {
       scratch.clear();
       for (size_t i = 0; i + 1 < count; ++i) scratch.push_back(interval(i));
       typical = Median(scratch);
@@ -231,13 +314,15 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     std::vector<int64_t> gaps;
     int64_t largest = 0;
     int64_t largest_from = 0;
-    for (size_t i = 0; i + 1 < count; ++i) {
-      const double d = interval(i);
-      if (typical > 0 && d > options.gap_factor * typical) {
-        gaps.push_back(at(i).step);
-        if (d > largest) {
-          largest = static_cast<int64_t>(d);
-          largest_from = at(i).step;
+    if (!no_gap_possible && typical > 0 && survey.largest_interval > options.gap_factor * typical) {
+      for (size_t i = 0; i + 1 < count; ++i) {
+        const double d = interval(i);
+        if (d > options.gap_factor * typical) {
+          gaps.push_back(at(i).step);
+          if (d > largest) {
+            largest = static_cast<int64_t>(d);
+            largest_from = at(i).step;
+          }
         }
       }
     }
@@ -247,12 +332,12 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
                                   gaps.size(), gaps.size() == 1 ? "" : "s", options.gap_factor,
                                   typical, largest_from, largest_from + largest)});
     }
-    scratch.clear();
-    for (size_t i = 1; i < count; ++i) {
-      const double dt = wall_interval(i);
-      if (std::isfinite(dt) && dt >= 0) scratch.push_back(dt);
-    }
-    if (scratch.size() >= 2) {
+    if (survey.stall_possible && survey.usable_wall_intervals >= 2) {
+      scratch.clear();
+      for (size_t i = 1; i < count; ++i) {
+        const double dt = wall_interval(i);
+        if (std::isfinite(dt) && dt >= 0) scratch.push_back(dt);
+      }
       const double typical_seconds = Median(scratch);
       std::vector<int64_t> stalls;
       double longest = 0;

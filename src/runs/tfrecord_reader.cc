@@ -145,6 +145,31 @@ bool TfRecordReader::Fill(size_t n) {
 }
 
 bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
+  // Fast lane, taken by nearly every record: the whole record is already in the buffer and both
+  // CRCs match. Anything else (more bytes to read, damage to report) takes the full path below,
+  // which checks the same record again from the start.
+  const size_t available = end_ - begin_;
+  if (!stopped_ && available >= kHeaderBytes + kFooterBytes) {
+    const char* header = buffer_.data() + begin_;
+    const uint64_t length = LoadU64(header);
+    const char* data = header + kHeaderBytes;
+    if (length <= available - kHeaderBytes - kFooterBytes &&
+        UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtend(0, header, 8) &&
+        (!verify_payload_crc_ ||
+         UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length))) {
+      const size_t record_bytes = kHeaderBytes + length + kFooterBytes;
+      *payload = std::string_view(data, length);
+      *offset_bytes = offset_;
+      begin_ += record_bytes;
+      offset_ += static_cast<int64_t>(record_bytes);
+      ++records_read_;
+      return true;
+    }
+  }
+  return NextChecked(payload, offset_bytes);
+}
+
+bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_bytes) {
   while (!stopped_) {
     if (!Fill(kHeaderBytes)) {
       if (end_ > begin_) {

@@ -79,4 +79,20 @@ constexpr int kSessionLogStart = 1;
 // the bytes are not a well-formed Event.
 bool DecodeEvent(std::string_view payload, Event* event, std::string* error);
 
+// The record nearly every scalar log writes (PyTorch's SummaryWriter, tensorboardX, TF1's
+// tf.summary.scalar, after the first record): wall_time, step and a summary of exactly one value
+// holding a tag and a simple_value, each field at most once, every key in its one-byte form.
+struct SimpleScalarEvent {
+  double wall_time_seconds = 0;
+  int64_t step = 0;
+  std::string_view tag;  // a view into the payload
+  double value = 0;      // the float32 simple_value, widened
+};
+
+// Decodes `payload` when it has exactly the shape of SimpleScalarEvent and returns true; returns
+// false for anything else (another field, a second value, metadata, a malformed byte), which
+// DecodeEvent then reads. For the bytes it accepts, DecodeEvent gives the same event: one
+// kScalar value, kSimpleValue encoding, float32, no plugin.
+bool DecodeSimpleScalarEvent(std::string_view payload, SimpleScalarEvent* event);
+
 }  // namespace mosaic::runs

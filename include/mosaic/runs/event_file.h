@@ -69,7 +69,10 @@ class EventFileReader {
   std::vector<RecordIssue> issues() const;
 
  private:
-  bool LoadNextEvent();
+  // Counts a record in stats_ (the first one's file version and wall time, the latest wall time).
+  void CountRecord(double wall_time_seconds, std::string_view file_version);
+  // The plugin last declared for `tag` by a value's metadata; empty when none was.
+  std::string_view PluginOf(std::string_view tag);
 
   TfRecordReader records_;
   Event event_;

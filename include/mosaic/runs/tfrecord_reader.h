@@ -78,6 +78,8 @@ class TfRecordReader {
   const std::string& path() const { return path_; }
 
  private:
+  // Next() for a record not wholly in the buffer or damaged: reads more, checks and reports.
+  bool NextChecked(std::string_view* payload, int64_t* offset_bytes);
   // Makes at least `n` bytes available from begin_; false when the source ends first.
   bool Fill(size_t n);
 
