@@ -164,7 +164,8 @@ std::string RenderSummary(const std::vector<Run>& runs,
     bool any = false;
     for (const TimeSeries& s : run.series) {
       if (s.empty()) continue;
-      last_step = any ? std::max(last_step, s.LastStep()) : s.LastStep();
+      const int64_t last = s.Summarize().last_step;
+      last_step = any ? std::max(last_step, last) : last;
       any = true;
     }
     if (any) row.last_step = fmt::format("{}", last_step);
@@ -212,11 +213,13 @@ std::string RenderText(const std::vector<Run>& runs,
       out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", "tag", width, "points",
                          "steps", "last value", "min", "findings");
       for (const TimeSeries& s : run.series) {
-        const std::string summary = FindingKinds(findings, &s.tag);
+        const std::string kinds = FindingKinds(findings, &s.tag);
+        const SeriesSummary summary = s.Summarize();
         out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", Printable(s.tag), width,
                            s.points.size(),
-                           s.empty() ? "-" : fmt::format("{}–{}", s.FirstStep(), s.LastStep()),
-                           ShortValue(s.FinalValue()), ShortValue(s.Min()), summary);
+                           s.empty() ? "-"
+                                     : fmt::format("{}–{}", summary.first_step, summary.last_step),
+                           ShortValue(s.FinalValue()), ShortValue(summary.min), kinds);
       }
     } else {
       out += "  no scalar tags\n";
@@ -281,15 +284,16 @@ std::string RenderJson(const std::vector<Run>& runs,
     j["files"] = files;
     nlohmann::ordered_json tags = nlohmann::ordered_json::array();
     for (const TimeSeries& s : run.series) {
+      const SeriesSummary summary = s.Summarize();
       tags.push_back({{"tag", s.tag},
                       {"points", s.points.size()},
-                      {"first_step", s.empty() ? 0 : s.FirstStep()},
-                      {"last_step", s.empty() ? 0 : s.LastStep()},
+                      {"first_step", summary.first_step},
+                      {"last_step", summary.last_step},
                       {"final", NumberOrNull(s.FinalValue())},
                       {"mean_last_k", NumberOrNull(s.MeanOfLast(last_k))},
                       {"k", last_k},
-                      {"min", NumberOrNull(s.Min())},
-                      {"non_finite", s.NonFiniteCount()}});
+                      {"min", NumberOrNull(summary.min)},
+                      {"non_finite", summary.non_finite}});
     }
     j["tags"] = tags;
     nlohmann::ordered_json restarts = nlohmann::ordered_json::array();

@@ -473,7 +473,48 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
 
 }  // namespace
 
+namespace {
+
+// DecodeSimpleScalarEvent for the layout every known writer produces, in one straight line:
+// 09 <wall_time> 10 <step varint> 2a L 0a L-2 0a T <tag> 15 <float>, each length one byte.
+// Returns false, having set nothing, for any other layout.
+bool DecodeCanonicalScalarEvent(std::string_view payload, SimpleScalarEvent* event) {
+  const auto* u = reinterpret_cast<const uint8_t*>(payload.data());
+  const size_t n = payload.size();
+  if (n < 22 || u[0] != Key(1, kFixed64) || u[9] != Key(2, kVarint)) return false;
+  size_t i = 10;
+  uint64_t step = 0;
+  for (int shift = 0;; shift += 7) {
+    if (i == n || shift >= 64) return false;
+    const uint8_t byte = u[i++];
+    step |= static_cast<uint64_t>(byte & 0x7f) << shift;
+    if ((byte & 0x80) == 0) break;
+  }
+  if (n - i < 7 || u[i] != Key(5, kLengthDelimited)) return false;
+  const size_t summary_bytes = u[i + 1];
+  const size_t value_bytes = u[i + 3];
+  const size_t tag_bytes = u[i + 5];
+  if (summary_bytes >= 128 || i + 2 + summary_bytes != n || summary_bytes < 9 ||
+      u[i + 2] != Key(1, kLengthDelimited) || value_bytes != summary_bytes - 2 ||
+      u[i + 4] != Key(1, kLengthDelimited) || tag_bytes != value_bytes - 7 ||
+      u[i + 6 + tag_bytes] != Key(2, kFixed32)) {
+    return false;
+  }
+  uint64_t wall_bits;
+  std::memcpy(&wall_bits, u + 1, 8);
+  uint32_t value_bits;
+  std::memcpy(&value_bits, u + i + 7 + tag_bytes, 4);
+  event->wall_time_seconds = AsDouble(wall_bits);
+  event->step = static_cast<int64_t>(step);
+  event->tag = std::string_view(payload.data() + i + 6, tag_bytes);
+  event->value = AsFloat(value_bits);
+  return true;
+}
+
+}  // namespace
+
 bool DecodeSimpleScalarEvent(std::string_view payload, SimpleScalarEvent* event) {
+  if (DecodeCanonicalScalarEvent(payload, event)) return true;
   const char* p = payload.data();
   const char* end = p + payload.size();
   bool have_wall_time = false;

@@ -32,19 +32,12 @@ std::vector<RecordIssue> EventFileReader::issues() const {
   return all;
 }
 
-void EventFileReader::CountRecord(double wall_time_seconds, std::string_view file_version) {
-  if (stats_.records == 0) {
-    stats_.file_version = std::string(file_version);
-    stats_.first_wall_time_seconds = wall_time_seconds;
-  }
-  if (wall_time_seconds > stats_.last_wall_time_seconds) {
-    stats_.last_wall_time_seconds = wall_time_seconds;
-  }
-  ++stats_.records;
+void EventFileReader::CountFirstRecord(double wall_time_seconds, std::string_view file_version) {
+  stats_.file_version = std::string(file_version);
+  stats_.first_wall_time_seconds = wall_time_seconds;
 }
 
-std::string_view EventFileReader::PluginOf(std::string_view tag) {
-  if (plugin_by_tag_.empty()) return {};
+std::string_view EventFileReader::LookUpPlugin(std::string_view tag) {
   if (!last_plugin_valid_ || last_plugin_tag_ != tag) {
     auto it = plugin_by_tag_.find(tag);
     last_plugin_tag_.assign(tag);

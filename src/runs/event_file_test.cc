@@ -300,6 +300,83 @@ TEST(Event, SimpleValueRecordsFollowTheProtobufRules) {
   EXPECT_NE(error.find("fixed64"), std::string::npos) << error;
 }
 
+// The fast decoder of one-scalar records either declines a payload or decodes exactly what the
+// general decoder does; it takes every layout of that shape, and nothing else.
+TEST(Event, SimpleScalarDecoderAgreesWithTheGeneralDecoder) {
+  const std::string long_tag(300, 'x');
+  auto value = [](const std::string& tag, float v) {
+    return Bytes(1, tag) + Field(2, 5) + Fixed32(v);
+  };
+  auto canonical = [&](double wall, uint64_t step, const std::string& tag, float v) {
+    return Field(1, 1) + Fixed64(wall) + Field(2, 0) + Varint(step) +
+           Bytes(5, Bytes(1, value(tag, v)));
+  };
+  struct Case {
+    std::string name;
+    std::string payload;
+    bool simple;  // the fast decoder takes it
+  };
+  const std::vector<Case> cases = {
+      {"canonical", canonical(1.7e9, 12, "train/loss", 2.5f), true},
+      {"step 0", canonical(1.0, 0, "a", 0.0f), true},
+      {"step 2^14", canonical(1.0, 16384, "loss", -1.0f), true},
+      {"negative step (10-byte varint)", canonical(1.0, static_cast<uint64_t>(-1), "l", 1.0f), true},
+      {"empty tag", canonical(1.0, 3, "", 1.0f), true},
+      {"tag of 118 bytes (largest one-byte summary)", canonical(1.0, 3, std::string(118, 't'), 1.0f), true},
+      {"tag of 300 bytes", canonical(1.0, 3, long_tag, 1.0f), true},
+      {"step before wall time", Field(2, 0) + Varint(5) + Field(1, 1) + Fixed64(2.0) +
+                                    Bytes(5, Bytes(1, value("loss", 1.0f))), true},
+      {"value before tag", Field(1, 1) + Fixed64(2.0) + Field(2, 0) + Varint(5) +
+                               Bytes(5, Bytes(1, Field(2, 5) + Fixed32(3.0f) + Bytes(1, "loss"))), true},
+      {"no wall time", Field(2, 0) + Varint(5) + Bytes(5, Bytes(1, value("loss", 1.0f))), true},
+      {"no step", Field(1, 1) + Fixed64(2.0) + Bytes(5, Bytes(1, value("loss", 1.0f))), true},
+      {"two values", Field(1, 1) + Fixed64(2.0) +
+                         Bytes(5, Bytes(1, value("a", 1.0f)) + Bytes(1, value("b", 2.0f))), false},
+      {"two summaries", Field(1, 1) + Fixed64(2.0) + Bytes(5, Bytes(1, value("a", 1.0f))) +
+                            Bytes(5, Bytes(1, value("b", 2.0f))), false},
+      {"step twice", canonical(1.0, 3, "a", 1.0f) + Field(2, 0) + Varint(4), false},
+      {"tag only", Field(1, 1) + Fixed64(2.0) + Bytes(5, Bytes(1, Bytes(1, "a"))), false},
+      {"value only", Field(1, 1) + Fixed64(2.0) + Bytes(5, Bytes(1, Field(2, 5) + Fixed32(1.0f))), false},
+      {"metadata", Field(1, 1) + Fixed64(2.0) +
+                       Bytes(5, Bytes(1, value("t", 4.0f) + Bytes(9, Bytes(1, Bytes(1, "text"))))),
+       false},
+      {"file version", Bytes(3, "brain.Event:2") + Field(1, 1) + Fixed64(2.0), false},
+      {"empty summary", Field(1, 1) + Fixed64(2.0) + Bytes(5, ""), false},
+      {"empty", "", false},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    SimpleScalarEvent simple;
+    EXPECT_EQ(DecodeSimpleScalarEvent(c.payload, &simple), c.simple);
+    // Every prefix of the payload too: declined, or the general decoder's single scalar.
+    for (size_t n = 0; n <= c.payload.size(); ++n) {
+      const std::string_view bytes = std::string_view(c.payload).substr(0, n);
+      SimpleScalarEvent fast;
+      if (!DecodeSimpleScalarEvent(bytes, &fast)) continue;
+      SCOPED_TRACE(n);
+      Event event;
+      std::string error;
+      ASSERT_TRUE(DecodeEvent(bytes, &event, &error)) << error;
+      ASSERT_EQ(event.values.size(), 1u);
+      const SummaryValue& v = event.values[0];
+      EXPECT_EQ(v.kind, ValueKind::kScalar);
+      EXPECT_EQ(v.encoding, ScalarEncoding::kSimpleValue);
+      EXPECT_TRUE(v.float32);
+      EXPECT_TRUE(v.plugin_name.empty());
+      EXPECT_EQ(fast.tag, v.tag);
+      EXPECT_EQ(fast.value, v.scalar);
+      EXPECT_EQ(fast.step, event.step);
+      EXPECT_EQ(fast.wall_time_seconds, event.wall_time_seconds);
+    }
+  }
+  SimpleScalarEvent decoded;
+  ASSERT_TRUE(DecodeSimpleScalarEvent(canonical(1.7e9, 300000, "train/loss", 2.5f), &decoded));
+  EXPECT_EQ(decoded.wall_time_seconds, 1.7e9);
+  EXPECT_EQ(decoded.step, 300000);
+  EXPECT_EQ(decoded.tag, "train/loss");
+  EXPECT_EQ(decoded.value, 2.5);
+}
+
 TEST(EventFile, PurgeMarkerIsReported) {
   std::string bytes = FrameRecord(EncodeFileVersionEvent(1.0e9));
   bytes += FrameRecord(EncodeSessionStartEvent(1.0e9, 40));

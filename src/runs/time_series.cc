@@ -58,4 +58,21 @@ int64_t TimeSeries::NonFiniteCount() const {
                        [](const ScalarPoint& p) { return !std::isfinite(p.value); });
 }
 
+SeriesSummary TimeSeries::Summarize() const {
+  SeriesSummary summary;
+  summary.min = kNaN;
+  if (points.empty()) return summary;
+  summary.first_step = summary.last_step = points.front().step;
+  for (const ScalarPoint& p : points) {
+    summary.first_step = std::min(summary.first_step, p.step);
+    summary.last_step = std::max(summary.last_step, p.step);
+    if (!std::isfinite(p.value)) {
+      ++summary.non_finite;
+    } else if (!(p.value >= summary.min)) {
+      summary.min = p.value;
+    }
+  }
+  return summary;
+}
+
 }  // namespace mosaic::runs

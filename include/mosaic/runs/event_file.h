@@ -70,9 +70,19 @@ class EventFileReader {
 
  private:
   // Counts a record in stats_ (the first one's file version and wall time, the latest wall time).
-  void CountRecord(double wall_time_seconds, std::string_view file_version);
+  void CountRecord(double wall_time_seconds, std::string_view file_version) {
+    if (stats_.records == 0) CountFirstRecord(wall_time_seconds, file_version);
+    if (wall_time_seconds > stats_.last_wall_time_seconds) {
+      stats_.last_wall_time_seconds = wall_time_seconds;
+    }
+    ++stats_.records;
+  }
+  void CountFirstRecord(double wall_time_seconds, std::string_view file_version);
   // The plugin last declared for `tag` by a value's metadata; empty when none was.
-  std::string_view PluginOf(std::string_view tag);
+  std::string_view PluginOf(std::string_view tag) {
+    return plugin_by_tag_.empty() ? std::string_view() : LookUpPlugin(tag);
+  }
+  std::string_view LookUpPlugin(std::string_view tag);
 
   TfRecordReader records_;
   Event event_;

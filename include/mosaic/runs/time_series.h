@@ -19,6 +19,14 @@ struct ScalarPoint {
   int32_t pass = 1;
 };
 
+// What a one-line report of a series shows, found in one pass (TimeSeries::Summarize).
+struct SeriesSummary {
+  int64_t first_step = 0;  // the smallest step; 0 for an empty series
+  int64_t last_step = 0;   // the largest step; 0 for an empty series
+  double min = 0;          // the smallest finite value; NaN when there is none
+  int64_t non_finite = 0;  // NaN or infinite values
+};
+
 struct TimeSeries {
   std::string run;  // the run's path relative to the log directory given
   std::string tag;
@@ -41,6 +49,8 @@ struct TimeSeries {
   std::optional<double> ValueAt(int64_t step) const;
   // Number of NaN or infinite values.
   int64_t NonFiniteCount() const;
+  // FirstStep, LastStep, Min and NonFiniteCount in one pass over the points.
+  SeriesSummary Summarize() const;
 };
 
 }  // namespace mosaic::runs
