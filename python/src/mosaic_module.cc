@@ -324,13 +324,14 @@ PYBIND11_MODULE(_mosaic, m) {
             for (const runs::TimeSeries& s : loaded[r].series) {
               auto [it, fresh] = tag_codes.try_emplace(s.tag, int32_t(tag_names.size()));
               if (fresh) tag_names.push_back(s.tag);
-              for (const runs::ScalarPoint& p : s.points) {
+              for (size_t k = 0; k < s.points.size(); ++k) {
+                const runs::ScalarPoint& p = s.points[k];
                 ru(i) = int32_t(r);
                 ta(i) = it->second;
                 st(i) = p.step;
                 wa(i) = p.wall_time_seconds;
                 va(i) = p.value;
-                pa(i) = p.pass;
+                pa(i) = s.PassOf(k);
                 ++i;
               }
             }

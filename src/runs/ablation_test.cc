@@ -256,7 +256,7 @@ Run MakeRun(const std::string& name, const std::string& tag, const std::vector<i
   TimeSeries s;
   s.run = name;
   s.tag = tag;
-  for (int64_t step : steps) s.points.push_back({step, NAN, f(step), 1});
+  for (int64_t step : steps) s.points.push_back({step, NAN, f(step)});
   run.series.push_back(std::move(s));
   return run;
 }

@@ -96,10 +96,16 @@ uint32_t Crc32cExtendPortable(uint32_t crc, const void* data, size_t size) {
   return ~c;
 }
 
+#ifdef MOSAIC_CRC32C_X86
+namespace {
+// Detected once, at start-up, so that the check per call is a plain load.
+const bool kHardware = DetectHardware();
+}  // namespace
+#endif
+
 bool Crc32cIsHardwareAccelerated() {
 #ifdef MOSAIC_CRC32C_X86
-  static const bool hardware = DetectHardware();
-  return hardware;
+  return kHardware;
 #else
   return false;
 #endif
@@ -107,7 +113,7 @@ bool Crc32cIsHardwareAccelerated() {
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
 #ifdef MOSAIC_CRC32C_X86
-  if (Crc32cIsHardwareAccelerated()) return ExtendHardware(crc, data, size);
+  if (kHardware) return ExtendHardware(crc, data, size);
 #endif
   return Crc32cExtendPortable(crc, data, size);
 }

@@ -90,7 +90,8 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
         const std::string run_field = CsvField(run.name);
         for (const TimeSeries& s : run.series) {
           const std::string prefix = run_field + "," + CsvField(s.tag) + ",";
-          for (const ScalarPoint& p : s.points) {
+          for (size_t i = 0; i < s.points.size(); ++i) {
+            const ScalarPoint& p = s.points[i];
             out += prefix;
             AppendInteger(&out, p.step);
             out += ',';
@@ -99,7 +100,7 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
             AppendValue(&out, p.value, s.float32);
             if (with_pass) {
               out += ',';
-              AppendInteger(&out, p.pass);
+              AppendInteger(&out, s.PassOf(i));
             }
             out += '\n';
           }
@@ -113,7 +114,8 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
         const std::string run_field = JsonString(run.name);
         for (const TimeSeries& s : run.series) {
           const std::string prefix = "{\"run\": " + run_field + ", \"tag\": " + JsonString(s.tag);
-          for (const ScalarPoint& p : s.points) {
+          for (size_t i = 0; i < s.points.size(); ++i) {
+            const ScalarPoint& p = s.points[i];
             out += first ? "\n  " : ",\n  ";
             first = false;
             out += prefix;
@@ -123,7 +125,7 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
                                                       : "null";
             out += ", \"value\": ";
             out += std::isfinite(p.value) ? FormatValue(p.value, s.float32) : "null";
-            if (with_pass) out += ", \"pass\": " + std::to_string(p.pass);
+            if (with_pass) out += ", \"pass\": " + std::to_string(s.PassOf(i));
             out += "}";
           }
         }

@@ -237,13 +237,12 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   // its own step order (all of pass 1 and steps increasing; always so under `first` and `last`)
   // and, if so, its intervals.
   std::vector<int64_t> non_finite;
-  bool direct = true;
+  bool direct = s.pass_starts.empty();
   IntervalSurvey survey;
   const bool spike_tag = RE2::PartialMatch(s.tag, spike_tags);
   SpikeTest spikes(options);
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScalarPoint& p = s.points[i];
-    direct = direct && p.pass == 1;
     if (i > 0) {
       direct = direct && s.points[i - 1].step <= p.step;
       survey.Add(s.points[i - 1], p, options.stall_min_seconds);
@@ -282,9 +281,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   std::vector<const ScalarPoint*>& ordered = work->ordered;
   ordered.clear();
   if (!direct) {
-    for (const ScalarPoint& p : s.points) {
-      if (p.pass == 1) ordered.push_back(&p);
-    }
+    for (size_t i = 0; i < s.FirstPassSize(); ++i) ordered.push_back(&s.points[i]);
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const ScalarPoint* a, const ScalarPoint* b) { return a->step < b->step; });
   }

@@ -101,7 +101,9 @@ std::vector<Restart> FindRestarts(std::string_view tag, const std::vector<Writte
 
 std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
                                             const std::vector<WrittenPoint>& written,
-                                            const std::vector<PurgeMarker>& purges) {
+                                            const std::vector<PurgeMarker>& purges,
+                                            std::vector<size_t>* pass_starts) {
+  if (pass_starts != nullptr) pass_starts->clear();
   std::vector<ScalarPoint> kept;
   kept.reserve(written.size());
   auto by_step = [](const ScalarPoint& a, int64_t step) { return a.step < step; };
@@ -111,7 +113,7 @@ std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
       // The earliest-written point of each step: a stable sort by step keeps write order among
       // equal steps, so the first of each run of equal steps is the one kept. Linear when the
       // points are already in step order, O(n log n) otherwise.
-      for (const WrittenPoint& p : written) kept.push_back({p.step, p.wall_time_seconds, p.value, 1});
+      for (const WrittenPoint& p : written) kept.push_back({p.step, p.wall_time_seconds, p.value});
       if (!std::is_sorted(kept.begin(), kept.end(), step_less)) {
         std::stable_sort(kept.begin(), kept.end(), step_less);
       }
@@ -158,7 +160,7 @@ std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
         while (next_purge < purges.size() && purges[next_purge].sequence < p.sequence) {
           evict_from(purges[next_purge++].step);
         }
-        const ScalarPoint point{p.step, p.wall_time_seconds, p.value, 1};
+        const ScalarPoint point{p.step, p.wall_time_seconds, p.value};
         if (next_mark < marks.size() && marks[next_mark].index == i) {
           ++next_mark;
           evict_from(p.step);
@@ -178,14 +180,13 @@ std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
     case RestartPolicy::kAll: {
       const std::vector<RestartMark> marks = MarkRestarts(written);
       size_t next_mark = 0;
-      int32_t pass = 1;
       for (size_t i = 0; i < written.size(); ++i) {
         const WrittenPoint& p = written[i];
         if (next_mark < marks.size() && marks[next_mark].index == i) {
           ++next_mark;
-          ++pass;
+          if (pass_starts != nullptr) pass_starts->push_back(i);
         }
-        kept.push_back({p.step, p.wall_time_seconds, p.value, pass});
+        kept.push_back({p.step, p.wall_time_seconds, p.value});
       }
       break;
     }

@@ -8,6 +8,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -67,7 +68,7 @@ struct TagAccumulator {
   void Add(int64_t step, double wall_time_seconds, double value, int32_t source) {
     if (!points.empty() && step <= points.back().step) increasing = false;
     if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
-    points.push_back({step, wall_time_seconds, value, 1});
+    points.push_back({step, wall_time_seconds, value});
   }
 
   // Appends the points of `file` (one source file's accumulator of this tag), moving them when
@@ -100,6 +101,20 @@ struct TagHash {
   size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
 };
 
+// a == b, without a library call for tags of 8 to 16 bytes (most of them): their first and last
+// 8 bytes, which overlap or meet, cover the whole tag.
+inline bool SameTag(std::string_view a, std::string_view b) {
+  const size_t n = a.size();
+  if (n != b.size()) return false;
+  if (n < 8 || n > 16) return a == b;
+  uint64_t a_head, b_head, a_tail, b_tail;
+  std::memcpy(&a_head, a.data(), 8);
+  std::memcpy(&b_head, b.data(), 8);
+  std::memcpy(&a_tail, a.data() + n - 8, 8);
+  std::memcpy(&b_tail, b.data() + n - 8, 8);
+  return ((a_head ^ b_head) | (a_tail ^ b_tail)) == 0;
+}
+
 // Accumulators by tag: a hash index for the lookup of every point, a std::map for the output in
 // tag order. The map's nodes never move, so the index holds pointers to them.
 template <typename Accumulator>
@@ -123,7 +138,7 @@ class TagTable {
   // the hash index is consulted only when it differs.
   Accumulator& Next(Accumulator* previous, std::string_view tag) {
     Accumulator* guess = previous != nullptr ? previous->next_seen : first_seen_;
-    if (guess != nullptr && guess->tag == tag) return *guess;
+    if (guess != nullptr && SameTag(guess->tag, tag)) return *guess;
     Accumulator& found = (*this)[tag];
     (previous != nullptr ? previous->next_seen : first_seen_) = &found;
     return found;
@@ -447,7 +462,7 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, EventFil
         if (!acc.keep) break;
         acc.float32 = acc.float32 && item.float32;
         if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
-        acc.points.push_back({item.step, item.wall_time_seconds, item.value, 1});
+        acc.points.push_back({item.step, item.wall_time_seconds, item.value});
         if (++points == kPointsBeforeEstimate && !size_error && reader.bytes_consumed() > 0) {
           // Room for the rest of the file at the rate seen so far (5% over), so that the series
           // are not copied as they grow; pages never written are never touched.
@@ -678,7 +693,7 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
       std::vector<ScalarPoint>().swap(acc.points);
       std::vector<Restart> restarts = FindRestarts(tag, written);
       run.restarts.insert(run.restarts.end(), restarts.begin(), restarts.end());
-      series.points = ApplyRestartPolicy(options.restarts, written, purges);
+      series.points = ApplyRestartPolicy(options.restarts, written, purges, &series.pass_starts);
     }
     run.series.push_back(std::move(series));
   }

@@ -62,8 +62,10 @@ TEST(Runs, DuplicateStepsUnderEachPolicy) {
     // Steps 90-99 were written twice: first keeps the earlier value, last the later.
     const std::vector<ScalarPoint>& a = all.series[i].points;
     EXPECT_EQ(a[100].step, 90);
-    EXPECT_EQ(a[100].pass, 2);
-    EXPECT_EQ(a[99].pass, 1);
+    EXPECT_EQ(all.series[i].PassOf(100), 2);
+    EXPECT_EQ(all.series[i].PassOf(99), 1);
+    EXPECT_EQ(all.series[i].pass_starts, (std::vector<size_t>{100}));
+    EXPECT_TRUE(first.series[i].pass_starts.empty());
     EXPECT_EQ(*first.series[i].ValueAt(95), a[95].value);
     EXPECT_EQ(*last.series[i].ValueAt(95), a[105].value);
     EXPECT_EQ(*first.series[i].ValueAt(150), *last.series[i].ValueAt(150));
@@ -344,7 +346,8 @@ TEST(Runs, OverlappingFilesUnderEachPolicy) {
   options.restarts = RestartPolicy::kAll;
   const runs::Run all_run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
   std::vector<int32_t> passes;
-  for (const ScalarPoint& p : all_run.FindSeries("loss")->points) passes.push_back(p.pass);
+  const TimeSeries& all_loss = *all_run.FindSeries("loss");
+  for (size_t i = 0; i < all_loss.points.size(); ++i) passes.push_back(all_loss.PassOf(i));
   EXPECT_EQ(passes, (std::vector<int32_t>{1, 1, 1, 1, 2, 2, 2, 2}));
   std::filesystem::remove_all(dir);
 }
@@ -377,9 +380,9 @@ TEST(Runs, RepeatedValuesAtOneStepAreNotRestarts) {
     const TimeSeries& loss = *run.FindSeries("loss");
     std::vector<double> values;
     std::vector<int32_t> passes;
-    for (const ScalarPoint& p : loss.points) {
-      values.push_back(p.value);
-      passes.push_back(p.pass);
+    for (size_t i = 0; i < loss.points.size(); ++i) {
+      values.push_back(loss.points[i].value);
+      passes.push_back(loss.PassOf(i));
     }
     switch (policy) {
       case RestartPolicy::kFirst: EXPECT_EQ(values, (std::vector<double>{0, 10, 20})); break;
@@ -446,7 +449,8 @@ TEST(Runs, ConcurrentWritersAreAFindingNotARestart) {
         break;
       case RestartPolicy::kAll:
         ASSERT_EQ(loss.points.size(), 10u);
-        for (const ScalarPoint& p : loss.points) EXPECT_EQ(p.pass, 1);
+        EXPECT_TRUE(loss.pass_starts.empty());
+        for (size_t i = 0; i < loss.points.size(); ++i) EXPECT_EQ(loss.PassOf(i), 1);
         break;
     }
   }
@@ -497,11 +501,11 @@ TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   for (int s = 0; s < 100; ++s) {
     double v = 3.0 - 0.001 * s + 0.01 * ((s * 7) % 5);
     if (s == 60) v = 9.0;
-    loss.points.push_back({s < 80 ? s : s + 40, 1000.0 + s, v, 1});
+    loss.points.push_back({s < 80 ? s : s + 40, 1000.0 + s, v});
   }
   TimeSeries grad{"r", "train/grad_norm", {}, false};
   for (int s = 0; s < 20; ++s) {
-    grad.points.push_back({s, 1000.0 + s, s == 12 ? std::nan("") : 1.0 + 0.01 * (s % 3), 1});
+    grad.points.push_back({s, 1000.0 + s, s == 12 ? std::nan("") : 1.0 + 0.01 * (s % 3)});
   }
   run.series = {grad, loss};
   run.restarts.push_back({"train/loss", 0, 99, 90, 10});
@@ -566,7 +570,7 @@ TEST(Health, RollingSpikeBaselineMatchesTheRuleWrittenOut) {
         if (shape == 2) v = (u < 0.5 ? -0.0 : 0.0) + (u > 0.9 ? 1.0 : 0.0);  // ±0 and ones
         if (next() < 0.01) v += 5 + 10 * next();                    // spikes
         if (next() < 0.005) v = std::nan("");
-        loss.points.push_back({step, 1000.0 + step, v, 1});
+        loss.points.push_back({step, 1000.0 + step, v});
       }
       runs::Run run;
       run.name = "r";
@@ -594,7 +598,7 @@ TEST(Health, RollingSpikeBaselineMatchesTheRuleWrittenOut) {
 }
 
 TEST(TimeSeries, Summaries) {
-  TimeSeries s{"r", "t", {{0, 0, 4, 1}, {10, 0, std::nan(""), 1}, {20, 0, 2, 1}, {30, 0, 3, 1}}};
+  TimeSeries s{"r", "t", {{0, 0, 4}, {10, 0, std::nan("")}, {20, 0, 2}, {30, 0, 3}}};
   EXPECT_EQ(s.FinalValue(), 3);
   EXPECT_EQ(s.MeanOfLast(2), 2.5);
   EXPECT_EQ(s.MeanOfLast(3), 3);  // the NaN is passed over
@@ -607,20 +611,20 @@ TEST(TimeSeries, Summaries) {
 }
 
 TEST(Compare, OffsetOverCommonSteps) {
-  TimeSeries a{"a", "loss", {{0, 0, 3.0, 1}, {1, 0, 2.5, 1}, {2, 0, 2.0, 1}, {3, 0, 1.0, 1}}};
-  TimeSeries b{"b", "loss", {{1, 0, 2.6, 1}, {2, 0, 2.2, 1}, {3, 0, std::nan(""), 1}, {9, 0, 1, 1}}};
+  TimeSeries a{"a", "loss", {{0, 0, 3.0}, {1, 0, 2.5}, {2, 0, 2.0}, {3, 0, 1.0}}};
+  TimeSeries b{"b", "loss", {{1, 0, 2.6}, {2, 0, 2.2}, {3, 0, std::nan("")}, {9, 0, 1}}};
   const std::optional<SeriesOffset> o = CompareSeries(a, b);
   ASSERT_TRUE(o.has_value());
   EXPECT_EQ(o->common_steps, 2);
   EXPECT_NEAR(o->mean_difference, 0.15, 1e-12);
   EXPECT_NEAR(o->sd_difference, std::sqrt(0.005), 1e-12);
-  EXPECT_FALSE(CompareSeries(a, TimeSeries{"c", "loss", {{7, 0, 1, 1}}}).has_value());
+  EXPECT_FALSE(CompareSeries(a, TimeSeries{"c", "loss", {{7, 0, 1}}}).has_value());
 }
 
 TEST(Export, CsvAndJsonWriteNonFiniteAndMissingWallTimes) {
   runs::Run run;
   run.name = "r,1";
-  run.series.push_back({"r,1", "t", {{0, 1.5, 0.1f, 1}, {1, std::nan(""), INFINITY, 2}}, true});
+  run.series.push_back({"r,1", "t", {{0, 1.5, 0.1f}, {1, std::nan(""), INFINITY}}, true, {1}});
   EXPECT_EQ(ExportRuns({run}, ExportFormat::kCsv, true),
             "run,tag,step,wall_time,value,pass\n\"r,1\",t,0,1.5,0.1,1\n\"r,1\",t,1,,inf,2\n");
   EXPECT_EQ(ExportRuns({run}, ExportFormat::kJson, false),

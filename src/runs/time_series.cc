@@ -58,6 +58,11 @@ int64_t TimeSeries::NonFiniteCount() const {
                        [](const ScalarPoint& p) { return !std::isfinite(p.value); });
 }
 
+int32_t TimeSeries::PassOf(size_t i) const {
+  return 1 + static_cast<int32_t>(std::upper_bound(pass_starts.begin(), pass_starts.end(), i) -
+                                  pass_starts.begin());
+}
+
 SeriesSummary TimeSeries::Summarize() const {
   SeriesSummary summary;
   summary.min = kNaN;

@@ -68,9 +68,12 @@ struct Restart {
 std::vector<Restart> FindRestarts(std::string_view tag, const std::vector<WrittenPoint>& written);
 
 // Applies `policy` to one tag's points in write order. `purges` (sorted by sequence) only act
-// under kLast. The result is sorted by step (kFirst, kLast) or by pass then write order (kAll).
+// under kLast. The result is sorted by step (kFirst, kLast) or by pass then write order (kAll);
+// `pass_starts`, when given, receives where each pass after the first begins (TimeSeries::
+// pass_starts: empty but under kAll).
 std::vector<ScalarPoint> ApplyRestartPolicy(RestartPolicy policy,
                                             const std::vector<WrittenPoint>& written,
-                                            const std::vector<PurgeMarker>& purges);
+                                            const std::vector<PurgeMarker>& purges,
+                                            std::vector<size_t>* pass_starts = nullptr);
 
 }  // namespace mosaic::runs

@@ -10,13 +10,11 @@
 namespace mosaic::runs {
 
 // One logged value. `wall_time_seconds` is seconds since the Unix epoch, NaN when the format has
-// no time (CSV/JSONL without a time column). `pass` is 1 for the first pass over a step range and
-// grows by one at each restart (only kept apart under `--restarts all`).
+// no time (CSV/JSONL without a time column). 24 bytes: the memory of a loaded run is these.
 struct ScalarPoint {
   int64_t step = 0;
   double wall_time_seconds = 0;
   double value = 0;
-  int32_t pass = 1;
 };
 
 // What a one-line report of a series shows, found in one pass (TimeSeries::Summarize).
@@ -34,6 +32,10 @@ struct TimeSeries {
   // True when every value was stored as a float32 (simple_value, DT_FLOAT): exports then print
   // the shortest decimal that round-trips through float, e.g. 4.93373 rather than 4.9337301254.
   bool float32 = true;
+  // Under `--restarts all`, where each pass after the first begins: the index in `points` of its
+  // first point, increasing (a pass is a contiguous stretch of points; the first pass is 1 and
+  // each restart starts the next). Empty under `first` and `last`: every point is of pass 1.
+  std::vector<size_t> pass_starts;
 
   bool empty() const { return points.empty(); }
   int64_t FirstStep() const;  // requires !empty()
@@ -49,6 +51,10 @@ struct TimeSeries {
   std::optional<double> ValueAt(int64_t step) const;
   // Number of NaN or infinite values.
   int64_t NonFiniteCount() const;
+  // The pass of points[i], from 1: one more than the passes started at or before i.
+  int32_t PassOf(size_t i) const;
+  // The number of points of pass 1 (they come first).
+  size_t FirstPassSize() const { return pass_starts.empty() ? points.size() : pass_starts.front(); }
   // FirstStep, LastStep, Min and NonFiniteCount in one pass over the points.
   SeriesSummary Summarize() const;
 };
