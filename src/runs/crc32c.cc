@@ -4,10 +4,6 @@
 #include <bit>
 #include <cstring>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <nmmintrin.h>
-#define MOSAIC_CRC32C_X86 1
-#endif
 
 namespace mosaic::runs {
 namespace {
@@ -41,37 +37,6 @@ uint64_t LoadLittleEndian64(const unsigned char* p) {
 }
 
 #ifdef MOSAIC_CRC32C_X86
-__attribute__((target("sse4.2"))) uint32_t ExtendHardware(uint32_t crc, const void* data,
-                                                          size_t size) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  uint64_t c = ~crc;
-  while (size >= 8) {
-    uint64_t word;
-    std::memcpy(&word, p, 8);
-    c = _mm_crc32_u64(c, word);
-    p += 8;
-    size -= 8;
-  }
-  // The tail (TFRecord payloads are short, so it matters) in at most three steps.
-  auto c32 = static_cast<uint32_t>(c);
-  if (size >= 4) {
-    uint32_t word;
-    std::memcpy(&word, p, 4);
-    c32 = _mm_crc32_u32(c32, word);
-    p += 4;
-    size -= 4;
-  }
-  if (size >= 2) {
-    uint16_t half;
-    std::memcpy(&half, p, 2);
-    c32 = _mm_crc32_u16(c32, half);
-    p += 2;
-    size -= 2;
-  }
-  if (size > 0) c32 = _mm_crc32_u8(c32, *p);
-  return ~c32;
-}
-
 bool DetectHardware() { return __builtin_cpu_supports("sse4.2"); }
 #endif
 
@@ -113,7 +78,7 @@ bool Crc32cIsHardwareAccelerated() {
 
 uint32_t Crc32cExtend(uint32_t crc, const void* data, size_t size) {
 #ifdef MOSAIC_CRC32C_X86
-  if (kHardware) return ExtendHardware(crc, data, size);
+  if (kHardware) return Crc32cExtendSse42(crc, data, size);
 #endif
   return Crc32cExtendPortable(crc, data, size);
 }

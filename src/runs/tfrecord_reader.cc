@@ -68,6 +68,25 @@ uint64_t LoadU64(const char* p) {
   return v;
 }
 
+// Whether the record whose header is at `header`, with a payload of `length` bytes following it
+// (all in memory), has both CRCs right; the payload's is checked only when `verify_payload`.
+bool RecordIntact(const char* header, uint64_t length, bool verify_payload) {
+  const char* data = header + kHeaderBytes;
+  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtend(0, header, 8) &&
+         (!verify_payload || UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length));
+}
+
+#ifdef MOSAIC_CRC32C_X86
+// RecordIntact with the CRC instruction inlined, for CPUs that have it.
+__attribute__((target("sse4.2"))) bool RecordIntactSse42(const char* header, uint64_t length,
+                                                         bool verify_payload) {
+  const char* data = header + kHeaderBytes;
+  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtendSse42(0, header, 8) &&
+         (!verify_payload ||
+          UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtendSse42(0, data, length));
+}
+#endif
+
 }  // namespace
 
 std::unique_ptr<ByteSource> OpenFileSource(const std::string& path) {
@@ -119,6 +138,7 @@ TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string p
       size_bytes_(source_->SizeBytes()),
       path_(std::move(path)),
       verify_payload_crc_(verify_payload_crc),
+      hardware_crc_(Crc32cIsHardwareAccelerated()),
       buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
 
 bool TfRecordReader::Fill(size_t n) {
@@ -152,13 +172,18 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
   if (!stopped_ && available >= kHeaderBytes + kFooterBytes) {
     const char* header = buffer_.data() + begin_;
     const uint64_t length = LoadU64(header);
-    const char* data = header + kHeaderBytes;
-    if (length <= available - kHeaderBytes - kFooterBytes &&
-        UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtend(0, header, 8) &&
-        (!verify_payload_crc_ ||
-         UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length))) {
+    bool intact = false;
+    if (length <= available - kHeaderBytes - kFooterBytes) {
+#ifdef MOSAIC_CRC32C_X86
+      intact = hardware_crc_ ? RecordIntactSse42(header, length, verify_payload_crc_)
+                             : RecordIntact(header, length, verify_payload_crc_);
+#else
+      intact = RecordIntact(header, length, verify_payload_crc_);
+#endif
+    }
+    if (intact) {
       const size_t record_bytes = kHeaderBytes + length + kFooterBytes;
-      *payload = std::string_view(data, length);
+      *payload = std::string_view(header + kHeaderBytes, length);
       *offset_bytes = offset_;
       begin_ += record_bytes;
       offset_ += static_cast<int64_t>(record_bytes);

@@ -87,6 +87,7 @@ class TfRecordReader {
   int64_t size_bytes_;  // the source's size, -1 when unknown
   std::string path_;
   bool verify_payload_crc_;
+  bool hardware_crc_;  // Crc32cIsHardwareAccelerated(), read once
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;
