@@ -447,6 +447,56 @@ TEST_F(DamagedFile, BadLengthCrcStopsTheFile) {
   EXPECT_EQ(c.issues[0].offset_bytes, offsets_[60]);
 }
 
+// A source that hands out at most 7 bytes per read, so that records arrive in pieces.
+class TrickleSource : public ByteSource {
+ public:
+  explicit TrickleSource(std::string_view bytes) : bytes_(bytes) {}
+  size_t Read(char* out, size_t size) override {
+    const size_t n = std::min({size, size_t{7}, bytes_.size() - position_});
+    std::memcpy(out, bytes_.data() + position_, n);
+    position_ += n;
+    return n;
+  }
+  int64_t SizeBytes() const override { return static_cast<int64_t>(bytes_.size()); }
+
+ private:
+  std::string_view bytes_;
+  size_t position_ = 0;
+};
+
+// Records whole in the buffer take the reader's fast lane, the others its full path: whatever the
+// buffer size and however the bytes arrive, the same records, offsets and damage come out.
+TEST_F(DamagedFile, EveryBufferSizeAndReadSizeGivesTheSameRecords) {
+  std::string damaged = original_;
+  damaged[offsets_[30] + 12 + 3] ^= 0x40;  // a bad payload CRC in record 30
+  damaged[offsets_[70]] ^= 0x01;           // a bad length CRC in record 70: the rest unread
+  for (const std::string* bytes : {&original_, &damaged}) {
+    struct Read {
+      std::vector<std::pair<int64_t, std::string>> records;
+      std::vector<std::pair<int64_t, RecordIssueKind>> issues;
+      bool operator==(const Read&) const = default;
+    };
+    auto read = [&](std::unique_ptr<ByteSource> source, size_t buffer_bytes) {
+      TfRecordReader reader(std::move(source), "x", true, buffer_bytes);
+      Read r;
+      std::string_view payload;
+      int64_t offset;
+      while (reader.Next(&payload, &offset)) r.records.emplace_back(offset, payload);
+      for (const RecordIssue& issue : reader.issues()) {
+        r.issues.emplace_back(issue.offset_bytes, issue.kind);
+      }
+      return r;
+    };
+    const Read reference = read(MemorySource(*bytes), size_t{1} << 20);
+    EXPECT_EQ(reference.records.size(), bytes == &original_ ? 101u : 69u);
+    for (size_t buffer_bytes : {16, 17, 31, 64, 100, 257, 4096}) {
+      SCOPED_TRACE(buffer_bytes);
+      EXPECT_TRUE(read(MemorySource(*bytes), buffer_bytes) == reference);
+      EXPECT_TRUE(read(std::make_unique<TrickleSource>(*bytes), buffer_bytes) == reference);
+    }
+  }
+}
+
 TEST_F(DamagedFile, ValidFramingAroundAMalformedEventIsReported) {
   std::string bytes = original_.substr(0, offsets_[10]);
   bytes += FrameRecord(std::string("\x2a\xff\xff\xff\x0f", 5));  // field 5, absurd length
