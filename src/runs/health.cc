@@ -7,6 +7,7 @@
 #include <cassert>
 #include <cmath>
 #include <cstring>
+#include <memory>
 
 #include "mosaic/util/parallel_for.h"
 
@@ -384,7 +385,11 @@ std::string_view ToString(FindingKind kind) {
   return "?";
 }
 
-std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
+namespace {
+
+// The findings of the run itself (damaged records, unreadable files and folders, concurrent
+// writers), which CheckHealth lists before those of its series.
+std::vector<Finding> RunFindings(const Run& run) {
   std::vector<Finding> findings;
   for (const RecordIssue& issue : run.record_issues) {
     if (issue.is_error()) {
@@ -409,20 +414,63 @@ std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
                      run.files[c.second].path, b.first_wall_time_seconds,
                      b.last_wall_time_seconds)});
   }
+  return findings;
+}
+
+// HealthOptions::spike_tags compiled, case-insensitive.
+std::unique_ptr<RE2> CompileSpikeTags(const HealthOptions& options) {
   RE2::Options case_insensitive;
   case_insensitive.set_case_sensitive(false);
-  const RE2 spike_tags(options.spike_tags, case_insensitive);
-  assert(spike_tags.ok() && "HealthOptions::spike_tags is a valid RE2 pattern");
+  auto spike_tags = std::make_unique<RE2>(options.spike_tags, case_insensitive);
+  assert(spike_tags->ok() && "HealthOptions::spike_tags is a valid RE2 pattern");
+  return spike_tags;
+}
+
+}  // namespace
+
+std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options) {
+  std::vector<Finding> findings = RunFindings(run);
+  const std::unique_ptr<RE2> spike_tags = CompileSpikeTags(options);
   Workspace work;
-  for (const TimeSeries& s : run.series) CheckSeries(run, s, options, spike_tags, &work, &findings);
+  for (const TimeSeries& s : run.series) CheckSeries(run, s, options, *spike_tags, &work, &findings);
   return findings;
 }
 
 std::vector<std::vector<Finding>> CheckHealthOfRuns(const std::vector<Run>& runs,
                                                     const HealthOptions& options, int threads) {
+  // Every series of every run is a task of its own (the largest first, so that one long series
+  // does not start last), its findings in a slot of their own; each run's are then put together
+  // as CheckHealth orders them.
+  const std::unique_ptr<RE2> spike_tags = CompileSpikeTags(options);
+  struct Task {
+    size_t run;
+    size_t series;
+    size_t points;
+  };
+  std::vector<Task> tasks;
+  std::vector<std::vector<std::vector<Finding>>> series_findings(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    series_findings[r].resize(runs[r].series.size());
+    for (size_t i = 0; i < runs[r].series.size(); ++i) {
+      tasks.push_back({r, i, runs[r].series[i].points.size()});
+    }
+  }
+  std::stable_sort(tasks.begin(), tasks.end(),
+                   [](const Task& a, const Task& b) { return a.points > b.points; });
+  ParallelFor(tasks.size(), ThreadCount(threads), [&](size_t t) {
+    const Task& task = tasks[t];
+    Workspace work;
+    CheckSeries(runs[task.run], runs[task.run].series[task.series], options, *spike_tags, &work,
+                &series_findings[task.run][task.series]);
+  });
   std::vector<std::vector<Finding>> findings(runs.size());
-  ParallelFor(runs.size(), ThreadCount(threads),
-              [&](size_t i) { findings[i] = CheckHealth(runs[i], options); });
+  for (size_t r = 0; r < runs.size(); ++r) {
+    findings[r] = RunFindings(runs[r]);
+    for (std::vector<Finding>& f : series_findings[r]) {
+      findings[r].insert(findings[r].end(), std::make_move_iterator(f.begin()),
+                         std::make_move_iterator(f.end()));
+    }
+  }
   return findings;
 }
 

@@ -519,6 +519,46 @@ TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   EXPECT_NE(findings[0].message.find("update skipped"), std::string::npos) << findings[0].message;
 }
 
+// Health of several runs with every series a task of its own: each run's findings are
+// CheckHealth's, in its order, on any number of threads.
+TEST(Health, RunsCheckedSeriesBySeriesOnAnyThreadsAsOneByOne) {
+  std::vector<runs::Run> runs_in(3);
+  for (size_t r = 0; r < runs_in.size(); ++r) {
+    runs::Run& run = runs_in[r];
+    run.name = "r" + std::to_string(r);
+    run.files.push_back({"f", SourceFormat::kEvents, {}, 0, r != 1, r == 1 ? "f: unreadable" : ""});
+    for (int t = 0; t < 3 + static_cast<int>(r); ++t) {
+      TimeSeries s{run.name, t % 2 == 0 ? "loss" + std::to_string(t) : "grad_norm" + std::to_string(t),
+                   {}, false};
+      const int n = 50 + 40 * t;
+      for (int i = 0; i < n; ++i) {
+        double v = 2.0 + 0.01 * ((i * (t + 3)) % 7);
+        if (i == 30 + t) v = 50.0;                            // a spike
+        if (i == 20 + static_cast<int>(r)) v = std::nan("");  // a non-finite value
+        s.points.push_back({i < n / 2 ? i : i + 10, 100.0 + i + (i == 40 ? 1000 : 0), v});
+      }
+      run.series.push_back(std::move(s));
+    }
+  }
+  for (int threads : {1, 2, 3, 7}) {
+    SCOPED_TRACE(threads);
+    const std::vector<std::vector<Finding>> all = CheckHealthOfRuns(runs_in, {}, threads);
+    ASSERT_EQ(all.size(), runs_in.size());
+    for (size_t r = 0; r < runs_in.size(); ++r) {
+      const std::vector<Finding> one = CheckHealth(runs_in[r]);
+      ASSERT_EQ(all[r].size(), one.size());
+      EXPECT_GT(one.size(), 6u);
+      for (size_t i = 0; i < one.size(); ++i) {
+        EXPECT_EQ(all[r][i].kind, one[i].kind);
+        EXPECT_EQ(all[r][i].tag, one[i].tag);
+        EXPECT_EQ(all[r][i].steps, one[i].steps);
+        EXPECT_EQ(all[r][i].message, one[i].message);
+      }
+    }
+  }
+  EXPECT_EQ(CheckHealth(runs_in[1]).front().kind, FindingKind::kUnreadableFile);
+}
+
 // The spike rule written out directly (docs/logs.md): median and MAD of a copy of the previous
 // spike_window finite values, each found by sorting.
 std::vector<int64_t> ReferenceSpikes(const TimeSeries& s, const HealthOptions& o,

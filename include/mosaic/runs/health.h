@@ -61,8 +61,9 @@ struct Finding {
 // All findings of `run`, ordered by tag then kind; run-level findings first.
 std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options = {});
 
-// CheckHealth of each of `runs` (in their order), on `threads` threads (0: one per hardware
-// thread); the result does not depend on the number of threads.
+// CheckHealth of each of `runs` (in their order), every series a task of its own on `threads`
+// threads (0: one per hardware thread), so that one run of many tags uses every core too; the
+// result does not depend on the number of threads.
 std::vector<std::vector<Finding>> CheckHealthOfRuns(const std::vector<Run>& runs,
                                                     const HealthOptions& options = {},
                                                     int threads = 1);
