@@ -77,11 +77,13 @@ class EventFileReader {
     }
     ++stats_.records;
   }
+  // The first record's file version and wall time, kept in stats_.
   void CountFirstRecord(double wall_time_seconds, std::string_view file_version);
   // The plugin last declared for `tag` by a value's metadata; empty when none was.
   std::string_view PluginOf(std::string_view tag) {
     return plugin_by_tag_.empty() ? std::string_view() : LookUpPlugin(tag);
   }
+  // PluginOf when some tag declared a plugin: the map, with the last tag looked up cached.
   std::string_view LookUpPlugin(std::string_view tag);
 
   TfRecordReader records_;
