@@ -544,7 +544,9 @@ TEST(TfRecordReader, LyingRecordLengthIsRejectedBeforeAllocating) {
     EXPECT_EQ(file.issues()[0].kind, RecordIssueKind::kTruncatedTail);
     EXPECT_EQ(file.issues()[0].offset_bytes, static_cast<int64_t>(first.size()));
     EXPECT_EQ(file.issues()[0].detail,
-              fmt::format("record of {} bytes claimed, 100 bytes left in the file", claimed));
+              fmt::format("payload of {} bytes and its 4-byte CRC claimed, 100 bytes left in "
+                          "the file after the header",
+                          claimed));
     std::remove(path.c_str());
 
     TfRecordReader stream(std::make_unique<UnknownSizeSource>(bytes), "pipe");

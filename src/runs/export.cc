@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <system_error>
 
 #include <nlohmann/json.hpp>
 
@@ -38,6 +39,16 @@ void AppendValue(std::string* out, double value, bool float32) {
   out->append(buffer, result.ptr);
 }
 
+// Appends FormatWallTime(seconds) for a finite `seconds`, without a temporary string.
+void AppendWallTime(std::string* out, double seconds) {
+  char buffer[64];
+  std::to_chars_result result =
+      std::to_chars(buffer, buffer + sizeof buffer, seconds, std::chars_format::fixed);
+  // Beyond 64 digits (no real wall time), the shortest form.
+  if (result.ec != std::errc()) result = std::to_chars(buffer, buffer + sizeof buffer, seconds);
+  out->append(buffer, result.ptr);
+}
+
 void AppendInteger(std::string* out, int64_t value) {
   char buffer[24];
   const std::to_chars_result result = std::to_chars(buffer, buffer + sizeof buffer, value);
@@ -70,6 +81,13 @@ std::string FormatValue(double value, bool float32) {
   return std::string(buffer, result.ptr);
 }
 
+std::string FormatWallTime(double seconds) {
+  if (!std::isfinite(seconds)) return FormatValue(seconds, false);
+  std::string out;
+  AppendWallTime(&out, seconds);
+  return out;
+}
+
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass) {
   std::string out;
   switch (format) {
@@ -95,7 +113,7 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
             out += prefix;
             AppendInteger(&out, p.step);
             out += ',';
-            if (std::isfinite(p.wall_time_seconds)) AppendValue(&out, p.wall_time_seconds, false);
+            if (std::isfinite(p.wall_time_seconds)) AppendWallTime(&out, p.wall_time_seconds);
             out += ',';
             AppendValue(&out, p.value, s.float32);
             if (with_pass) {
@@ -121,7 +139,7 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
             out += prefix;
             out += ", \"step\": " + std::to_string(p.step);
             out += ", \"wall_time\": ";
-            out += std::isfinite(p.wall_time_seconds) ? FormatValue(p.wall_time_seconds, false)
+            out += std::isfinite(p.wall_time_seconds) ? FormatWallTime(p.wall_time_seconds)
                                                       : "null";
             out += ", \"value\": ";
             out += std::isfinite(p.value) ? FormatValue(p.value, s.float32) : "null";

@@ -671,6 +671,15 @@ TEST(Export, CsvAndJsonWriteNonFiniteAndMissingWallTimes) {
             "[\n  {\"run\": \"r,1\", \"tag\": \"t\", \"step\": 0, \"wall_time\": 1.5, \"value\": "
             "0.1},\n  {\"run\": \"r,1\", \"tag\": \"t\", \"step\": 1, \"wall_time\": null, "
             "\"value\": null}\n]\n");
+  // Wall times in fixed notation: a whole second is not written 1.7e+09.
+  runs::Run timed;
+  timed.name = "r";
+  timed.series.push_back({"r", "t", {{0, 1.7e9, 1.0}, {1, 1700000000.25, 2.0}}, true});
+  EXPECT_EQ(ExportRuns({timed}, ExportFormat::kCsv, false),
+            "run,tag,step,wall_time,value\nr,t,0,1700000000,1\nr,t,1,1700000000.25,2\n");
+  EXPECT_EQ(FormatWallTime(1.7e9), "1700000000");
+  EXPECT_EQ(FormatWallTime(0.1), "0.1");
+  EXPECT_EQ(FormatWallTime(std::nan("")), "nan");
   EXPECT_EQ(FormatValue(std::nan(""), false), "nan");
   EXPECT_EQ(FormatValue(-INFINITY, false), "-inf");
 }

@@ -224,7 +224,8 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
                               0, size_bytes_ - offset_ - static_cast<int64_t>(kHeaderBytes)));
     if (length > kMaxRecordBytes || length + kFooterBytes > left_bytes) {
       issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
-                         fmt::format("record of {} bytes claimed, {} bytes left in the file",
+                         fmt::format("payload of {} bytes and its 4-byte CRC claimed, {} bytes "
+                                     "left in the file after the header",
                                      length, left_bytes)});
       stopped_ = true;
       return false;

@@ -4,7 +4,9 @@
 //         a comma, quote or newline quoted (RFC 4180).
 //   JSON: an array of objects with the same keys; non-finite values and missing wall times null.
 // Values stored as float32 are written as the shortest decimal that round-trips through float
-// (4.93373, not 4.933730125427246); others as the shortest that round-trips through double.
+// (4.93373, not 4.933730125427246); others as the shortest that round-trips through double. Wall
+// times always in fixed notation, the shortest that round-trips (1700000000, not 1.7e+09, so that
+// they sort as numbers and as text alike).
 #pragma once
 
 #include <string>
@@ -22,6 +24,10 @@ ExportFormat ExportFormatFromString(std::string_view text);
 
 // The decimal text of `value` as described above; "nan", "inf", "-inf" for non-finite values.
 std::string FormatValue(double value, bool float32);
+
+// The decimal text of a wall time in seconds: fixed notation, the shortest that round-trips
+// through double; as FormatValue for non-finite values.
+std::string FormatWallTime(double seconds);
 
 // The export of `runs`. `with_pass` adds the pass column/key.
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
