@@ -387,6 +387,23 @@ const char* FastLength(const char* p, const char* end, uint64_t* length) {
   return *length <= static_cast<uint64_t>(end - p) ? p : nullptr;
 }
 
+// A little-endian fixed64 (a double) or fixed32 (a float) at `p`; null when fewer bytes than that
+// are left before `end`, else where the field ends.
+const char* FastFixed64(const char* p, const char* end, double* value) {
+  if (end - p < 8) return nullptr;
+  uint64_t bits;
+  std::memcpy(&bits, p, 8);
+  *value = AsDouble(bits);
+  return p + 8;
+}
+const char* FastFixed32(const char* p, const char* end, float* value) {
+  if (end - p < 4) return nullptr;
+  uint32_t bits;
+  std::memcpy(&bits, p, 4);
+  *value = AsFloat(bits);
+  return p + 4;
+}
+
 constexpr uint8_t Key(int field, int wire) { return static_cast<uint8_t>(field << 3 | wire); }
 
 bool DecodeSimpleValueFast(const char* p, const char* end, SummaryValue* value) {
@@ -399,14 +416,13 @@ bool DecodeSimpleValueFast(const char* p, const char* end, SummaryValue* value) 
       value->tag = std::string_view(p, length);
       p += length;
     } else if (key == Key(2, kFixed32)) {
-      if (end - p < 4) return false;
-      uint32_t bits;
-      std::memcpy(&bits, p, 4);
-      p += 4;
+      float simple_value;
+      p = FastFixed32(p, end, &simple_value);
+      if (p == nullptr) return false;
       value->kind = ValueKind::kScalar;
       value->encoding = ScalarEncoding::kSimpleValue;
       value->float32 = true;
-      value->scalar = AsFloat(bits);
+      value->scalar = simple_value;
     } else {
       return false;
     }
@@ -426,11 +442,8 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
   while (p < end) {
     const auto key = static_cast<uint8_t>(*p++);
     if (key == Key(1, kFixed64)) {
-      if (end - p < 8) return false;
-      uint64_t bits;
-      std::memcpy(&bits, p, 8);
-      p += 8;
-      wall_time_seconds = AsDouble(bits);
+      p = FastFixed64(p, end, &wall_time_seconds);
+      if (p == nullptr) return false;
     } else if (key == Key(2, kVarint)) {
       uint64_t v;
       p = FastVarint(p, end, &v);
@@ -471,10 +484,6 @@ bool DecodeSimpleEventFast(std::string_view payload, Event* event) {
   return true;
 }
 
-}  // namespace
-
-namespace {
-
 // DecodeSimpleScalarEvent for the layout every known writer produces, in one straight line:
 // 09 <wall_time> 10 <step varint> 2a L 0a L-2 0a T <tag> 15 <float>, each length one byte.
 // Returns false, having set nothing, for any other layout.
@@ -482,14 +491,10 @@ bool DecodeCanonicalScalarEvent(std::string_view payload, SimpleScalarEvent* eve
   const auto* u = reinterpret_cast<const uint8_t*>(payload.data());
   const size_t n = payload.size();
   if (n < 22 || u[0] != Key(1, kFixed64) || u[9] != Key(2, kVarint)) return false;
-  size_t i = 10;
   uint64_t step = 0;
-  for (int shift = 0;; shift += 7) {
-    if (i == n || shift >= 64) return false;
-    const uint8_t byte = u[i++];
-    step |= static_cast<uint64_t>(byte & 0x7f) << shift;
-    if ((byte & 0x80) == 0) break;
-  }
+  const char* after_step = FastVarint(payload.data() + 10, payload.data() + n, &step);
+  if (after_step == nullptr) return false;
+  const auto i = static_cast<size_t>(after_step - payload.data());
   if (n - i < 7 || u[i] != Key(5, kLengthDelimited)) return false;
   const size_t summary_bytes = u[i + 1];
   const size_t value_bytes = u[i + 3];
@@ -500,14 +505,12 @@ bool DecodeCanonicalScalarEvent(std::string_view payload, SimpleScalarEvent* eve
       u[i + 6 + tag_bytes] != Key(2, kFixed32)) {
     return false;
   }
-  uint64_t wall_bits;
-  std::memcpy(&wall_bits, u + 1, 8);
-  uint32_t value_bits;
-  std::memcpy(&value_bits, u + i + 7 + tag_bytes, 4);
-  event->wall_time_seconds = AsDouble(wall_bits);
+  float value = 0;  // both fields are in bounds, as checked above
+  FastFixed64(payload.data() + 1, payload.data() + n, &event->wall_time_seconds);
+  FastFixed32(payload.data() + i + 7 + tag_bytes, payload.data() + n, &value);
   event->step = static_cast<int64_t>(step);
   event->tag = std::string_view(payload.data() + i + 6, tag_bytes);
-  event->value = AsFloat(value_bits);
+  event->value = value;
   return true;
 }
 
@@ -523,11 +526,8 @@ bool DecodeSimpleScalarEvent(std::string_view payload, SimpleScalarEvent* event)
   while (p < end) {
     const auto key = static_cast<uint8_t>(*p++);
     if (key == Key(1, kFixed64) && !have_wall_time) {
-      if (end - p < 8) return false;
-      uint64_t bits;
-      std::memcpy(&bits, p, 8);
-      p += 8;
-      event->wall_time_seconds = AsDouble(bits);
+      p = FastFixed64(p, end, &event->wall_time_seconds);
+      if (p == nullptr) return false;
       have_wall_time = true;
     } else if (key == Key(2, kVarint) && !have_step) {
       uint64_t v;
@@ -559,11 +559,10 @@ bool DecodeSimpleScalarEvent(std::string_view payload, SimpleScalarEvent* event)
           p += tag_length;
           have_tag = true;
         } else if (value_key == Key(2, kFixed32) && !have_simple_value) {
-          if (summary_end - p < 4) return false;
-          uint32_t bits;
-          std::memcpy(&bits, p, 4);
-          p += 4;
-          event->value = AsFloat(bits);
+          float value;
+          p = FastFixed32(p, summary_end, &value);
+          if (p == nullptr) return false;
+          event->value = value;
           have_simple_value = true;
         } else {
           return false;

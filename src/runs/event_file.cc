@@ -32,6 +32,20 @@ std::vector<RecordIssue> EventFileReader::issues() const {
   return all;
 }
 
+void EventFileReader::TakeScalar(EventItem* item, std::string_view tag, int64_t step,
+                                 double wall_time_seconds, double value, bool float32,
+                                 ScalarEncoding encoding) {
+  ++stats_.scalars;
+  ++encoding_counts_[static_cast<size_t>(encoding)];
+  item->kind = EventItemKind::kScalar;
+  item->tag = tag;
+  item->step = step;
+  item->wall_time_seconds = wall_time_seconds;
+  item->value = value;
+  item->float32 = float32;
+  item->encoding = encoding;
+}
+
 void EventFileReader::CountFirstRecord(double wall_time_seconds, std::string_view file_version) {
   stats_.file_version = std::string(file_version);
   stats_.first_wall_time_seconds = wall_time_seconds;
@@ -77,15 +91,8 @@ bool EventFileReader::Next(EventItem* item) {
             ++stats_.tensors;
             continue;
           }
-          ++stats_.scalars;
-          ++encoding_counts_[static_cast<size_t>(v.encoding)];
-          item->kind = EventItemKind::kScalar;
-          item->tag = v.tag;
-          item->step = event_.step;
-          item->wall_time_seconds = event_.wall_time_seconds;
-          item->value = v.scalar;
-          item->float32 = v.float32;
-          item->encoding = v.encoding;
+          TakeScalar(item, v.tag, event_.step, event_.wall_time_seconds, v.scalar, v.float32,
+                     v.encoding);
           return true;
         case ValueKind::kHistogram:
           ++stats_.histograms;
@@ -112,15 +119,8 @@ bool EventFileReader::Next(EventItem* item) {
         ++stats_.tensors;
         continue;
       }
-      ++stats_.scalars;
-      ++encoding_counts_[static_cast<size_t>(ScalarEncoding::kSimpleValue)];
-      item->kind = EventItemKind::kScalar;
-      item->tag = simple.tag;
-      item->step = simple.step;
-      item->wall_time_seconds = simple.wall_time_seconds;
-      item->value = simple.value;
-      item->float32 = true;
-      item->encoding = ScalarEncoding::kSimpleValue;
+      TakeScalar(item, simple.tag, simple.step, simple.wall_time_seconds, simple.value, true,
+                 ScalarEncoding::kSimpleValue);
       return true;
     }
     std::string error;

@@ -450,18 +450,14 @@ TEST_F(DamagedFile, BadLengthCrcStopsTheFile) {
 // A source that hands out at most 7 bytes per read, so that records arrive in pieces.
 class TrickleSource : public ByteSource {
  public:
-  explicit TrickleSource(std::string_view bytes) : bytes_(bytes) {}
+  explicit TrickleSource(std::string_view bytes) : memory_(MemorySource(bytes)) {}
   size_t Read(char* out, size_t size) override {
-    const size_t n = std::min({size, size_t{7}, bytes_.size() - position_});
-    std::memcpy(out, bytes_.data() + position_, n);
-    position_ += n;
-    return n;
+    return memory_->Read(out, std::min(size, size_t{7}));
   }
-  int64_t SizeBytes() const override { return static_cast<int64_t>(bytes_.size()); }
+  int64_t SizeBytes() const override { return memory_->SizeBytes(); }
 
  private:
-  std::string_view bytes_;
-  size_t position_ = 0;
+  std::unique_ptr<ByteSource> memory_;
 };
 
 // Records whole in the buffer take the reader's fast lane, the others its full path: whatever the

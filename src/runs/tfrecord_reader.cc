@@ -138,7 +138,9 @@ TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string p
       size_bytes_(source_->SizeBytes()),
       path_(std::move(path)),
       verify_payload_crc_(verify_payload_crc),
+#ifdef MOSAIC_CRC32C_X86
       hardware_crc_(Crc32cIsHardwareAccelerated()),
+#endif
       buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
 
 bool TfRecordReader::Fill(size_t n) {

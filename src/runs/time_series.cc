@@ -13,16 +13,12 @@ constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 
 int64_t TimeSeries::FirstStep() const {
   assert(!points.empty());
-  int64_t first = points.front().step;
-  for (const ScalarPoint& p : points) first = std::min(first, p.step);
-  return first;
+  return Summarize().first_step;
 }
 
 int64_t TimeSeries::LastStep() const {
   assert(!points.empty());
-  int64_t last = points.front().step;
-  for (const ScalarPoint& p : points) last = std::max(last, p.step);
-  return last;
+  return Summarize().last_step;
 }
 
 double TimeSeries::FinalValue() const { return points.empty() ? kNaN : points.back().value; }
@@ -38,13 +34,7 @@ double TimeSeries::MeanOfLast(int k) const {
   return n == 0 ? kNaN : sum / n;
 }
 
-double TimeSeries::Min() const {
-  double best = kNaN;
-  for (const ScalarPoint& p : points) {
-    if (std::isfinite(p.value) && !(p.value >= best)) best = p.value;
-  }
-  return best;
-}
+double TimeSeries::Min() const { return Summarize().min; }
 
 std::optional<double> TimeSeries::ValueAt(int64_t step) const {
   for (const ScalarPoint& p : points) {
@@ -53,10 +43,7 @@ std::optional<double> TimeSeries::ValueAt(int64_t step) const {
   return std::nullopt;
 }
 
-int64_t TimeSeries::NonFiniteCount() const {
-  return std::count_if(points.begin(), points.end(),
-                       [](const ScalarPoint& p) { return !std::isfinite(p.value); });
-}
+int64_t TimeSeries::NonFiniteCount() const { return Summarize().non_finite; }
 
 int32_t TimeSeries::PassOf(size_t i) const {
   return 1 + static_cast<int32_t>(std::upper_bound(pass_starts.begin(), pass_starts.end(), i) -

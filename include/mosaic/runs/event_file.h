@@ -77,6 +77,9 @@ class EventFileReader {
     }
     ++stats_.records;
   }
+  // Fills `item` with a scalar point and counts it.
+  void TakeScalar(EventItem* item, std::string_view tag, int64_t step, double wall_time_seconds,
+                  double value, bool float32, ScalarEncoding encoding);
   // The first record's file version and wall time, kept in stats_.
   void CountFirstRecord(double wall_time_seconds, std::string_view file_version);
   // The plugin last declared for `tag` by a value's metadata; empty when none was.

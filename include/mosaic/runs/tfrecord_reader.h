@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "mosaic/runs/crc32c.h"  // MOSAIC_CRC32C_X86
+
 namespace mosaic::runs {
 
 // Where the bytes come from: a file or memory (tests, fuzzing).
@@ -87,7 +89,9 @@ class TfRecordReader {
   int64_t size_bytes_;  // the source's size, -1 when unknown
   std::string path_;
   bool verify_payload_crc_;
+#ifdef MOSAIC_CRC32C_X86
   bool hardware_crc_;  // Crc32cIsHardwareAccelerated(), read once
+#endif
   std::vector<char> buffer_;
   size_t begin_ = 0;
   size_t end_ = 0;
