@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,6 +29,12 @@ void AddCodesignCommand(CLI::App& root);
 
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
+
+// EmitOutput for a text made piece by piece (a large export): `produce` hands each piece to the
+// function it is given, which writes it to stdout at once, or to `output_path`'s temporary file,
+// renamed over it only once `produce` has returned (an exception leaves the target untouched).
+void StreamOutput(const std::string& output_path,
+                  const std::function<void(const std::function<void(std::string_view)>&)>& produce);
 
 // Adds `--output FILE` (or another file flag, e.g. `--html`) to `cmd`. An empty FILE is a usage
 // error (an omitted --output means stdout).

@@ -20,17 +20,38 @@
 
 namespace mosaic::cli {
 
+namespace {
+
+void WriteStandardOutput(std::string_view text) {
+  errno = 0;
+  std::cout.write(text.data(), static_cast<std::streamsize>(text.size()));
+  if (!std::cout) {
+    throw InputError(std::string("cannot write standard output: ") +
+                     (errno != 0 ? std::strerror(errno) : "write failed"));
+  }
+}
+
+}  // namespace
+
 void EmitOutput(const std::string& output_path, std::string_view text) {
+  StreamOutput(output_path, [&](const auto& write) { write(text); });
+}
+
+void StreamOutput(const std::string& output_path,
+                  const std::function<void(const std::function<void(std::string_view)>&)>& produce) {
   if (output_path.empty()) {
+    produce(WriteStandardOutput);
     errno = 0;
-    std::cout << text << std::flush;
+    std::cout.flush();
     if (!std::cout) {
       throw InputError(std::string("cannot write standard output: ") +
                        (errno != 0 ? std::strerror(errno) : "write failed"));
     }
-  } else {
-    WriteFileAtomically(output_path, text);
+    return;
   }
+  AtomicFileWriter writer(output_path);
+  produce([&](std::string_view piece) { writer.Write(piece); });
+  writer.Commit();
 }
 
 CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output, const std::string& help,

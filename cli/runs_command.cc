@@ -333,8 +333,10 @@ void RunRuns(const RunsOptions& options) {
   CheckOutputIsNotInput(options.output, LogFiles(directories));
   const std::vector<Run> runs = LoadAll(directories, load);
   if (!options.export_format.empty()) {
-    EmitOutput(options.output, ExportRuns(runs, ExportFormatFromString(options.export_format),
-                                          load.restarts == RestartPolicy::kAll));
+    const ExportFormat format = ExportFormatFromString(options.export_format);
+    StreamOutput(options.output, [&](const auto& write) {
+      WriteExport(runs, format, load.restarts == RestartPolicy::kAll, write, load.threads);
+    });
     return;
   }
   const std::vector<std::vector<Finding>> findings = CheckHealthOfRuns(runs, {}, load.threads);

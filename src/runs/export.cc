@@ -1,13 +1,18 @@
 #include "mosaic/runs/export.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstring>
+#include <memory>
 #include <system_error>
 
 #include <nlohmann/json.hpp>
 
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/parallel_for.h"
+#include "mosaic/util/shortest_decimal.h"
 
 namespace mosaic::runs {
 namespace {
@@ -26,33 +31,93 @@ std::string JsonString(const std::string& text) {
   return DumpJson(nlohmann::ordered_json(text), -1);
 }
 
-// Appends what FormatValue(value, float32) returns, without a temporary string.
-void AppendValue(std::string* out, double value, bool float32) {
-  if (!std::isfinite(value)) {
-    *out += FormatValue(value, float32);
-    return;
+// The most characters any number below takes, with the room ShortestToChars needs for its fast path.
+constexpr size_t kNumberRoom = 64;
+
+char* Put(char* out, std::string_view text) {
+  std::memcpy(out, text.data(), text.size());
+  return out + text.size();
+}
+
+// FormatValue(value, float32) at `out`.
+char* PutValue(char* out, double value, bool float32) {
+  if (std::isnan(value)) return Put(out, "nan");
+  if (std::isinf(value)) return Put(out, value > 0 ? "inf" : "-inf");
+  return float32 ? ShortestToChars(out, out + kNumberRoom, static_cast<float>(value)).ptr
+                 : ShortestToChars(out, out + kNumberRoom, value).ptr;
+}
+
+// FormatWallTime(seconds) at `out`, for a finite `seconds`: fixed notation, or beyond 64
+// characters (no real wall time) the shortest form.
+char* PutWallTime(char* out, double seconds) {
+  const std::to_chars_result fixed = ShortestFixedToChars(out, out + kNumberRoom, seconds);
+  return fixed.ec == std::errc() ? fixed.ptr : ShortestToChars(out, out + kNumberRoom, seconds).ptr;
+}
+
+char* PutInteger(char* out, int64_t value) { return WriteInteger(out, value); }
+
+// Rows [begin, end) of one series: the unit formatted on one thread.
+struct Block {
+  const TimeSeries* series = nullptr;
+  size_t prefix = 0;  // index into the prefixes of the series
+  size_t begin = 0;
+  size_t end = 0;
+  bool first_row = false;  // holds the export's first row (JSON writes no comma before it)
+};
+
+constexpr size_t kRowsPerBlock = size_t{1} << 13;
+
+// A block's text: a buffer reused from wave to wave (not zeroed: only the written part is read).
+struct BlockText {
+  std::unique_ptr<char[]> data;
+  size_t capacity = 0;
+  size_t size = 0;
+};
+
+// The rows of `block` as CSV or JSON text into `out`.
+void FormatBlock(const Block& block, const std::string& prefix, ExportFormat format,
+                 bool with_pass, BlockText* out) {
+  const TimeSeries& s = *block.series;
+  // A row is at most its prefix, four numbers and the JSON keys between them.
+  const size_t room = (block.end - block.begin) * (prefix.size() + 4 * kNumberRoom + 64);
+  if (out->capacity < room) {
+    out->data.reset(new char[room]);
+    out->capacity = room;
   }
-  char buffer[64];
-  const std::to_chars_result result =
-      float32 ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
-              : std::to_chars(buffer, buffer + sizeof buffer, value);
-  out->append(buffer, result.ptr);
-}
-
-// Appends FormatWallTime(seconds) for a finite `seconds`, without a temporary string.
-void AppendWallTime(std::string* out, double seconds) {
-  char buffer[64];
-  std::to_chars_result result =
-      std::to_chars(buffer, buffer + sizeof buffer, seconds, std::chars_format::fixed);
-  // Beyond 64 digits (no real wall time), the shortest form.
-  if (result.ec != std::errc()) result = std::to_chars(buffer, buffer + sizeof buffer, seconds);
-  out->append(buffer, result.ptr);
-}
-
-void AppendInteger(std::string* out, int64_t value) {
-  char buffer[24];
-  const std::to_chars_result result = std::to_chars(buffer, buffer + sizeof buffer, value);
-  out->append(buffer, result.ptr);
+  char* const start = out->data.get();
+  char* p = start;
+  for (size_t i = block.begin; i < block.end; ++i) {
+    const ScalarPoint& point = s.points[i];
+    if (format == ExportFormat::kCsv) {
+      p = Put(p, prefix);
+      p = PutInteger(p, point.step);
+      *p++ = ',';
+      if (std::isfinite(point.wall_time_seconds)) p = PutWallTime(p, point.wall_time_seconds);
+      *p++ = ',';
+      p = PutValue(p, point.value, s.float32);
+      if (with_pass) {
+        *p++ = ',';
+        p = PutInteger(p, s.PassOf(i));
+      }
+      *p++ = '\n';
+    } else {
+      p = Put(p, block.first_row && i == block.begin ? "\n  " : ",\n  ");
+      p = Put(p, prefix);
+      p = Put(p, ", \"step\": ");
+      p = PutInteger(p, point.step);
+      p = Put(p, ", \"wall_time\": ");
+      p = std::isfinite(point.wall_time_seconds) ? PutWallTime(p, point.wall_time_seconds)
+                                                 : Put(p, "null");
+      p = Put(p, ", \"value\": ");
+      p = std::isfinite(point.value) ? PutValue(p, point.value, s.float32) : Put(p, "null");
+      if (with_pass) {
+        p = Put(p, ", \"pass\": ");
+        p = PutInteger(p, s.PassOf(i));
+      }
+      *p++ = '}';
+    }
+  }
+  out->size = static_cast<size_t>(p - start);
 }
 
 }  // namespace
@@ -72,86 +137,57 @@ ExportFormat ExportFormatFromString(std::string_view text) {
 }
 
 std::string FormatValue(double value, bool float32) {
-  if (std::isnan(value)) return "nan";
-  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
-  char buffer[64];
-  std::to_chars_result result = float32
-      ? std::to_chars(buffer, buffer + sizeof buffer, static_cast<float>(value))
-      : std::to_chars(buffer, buffer + sizeof buffer, value);
-  return std::string(buffer, result.ptr);
+  char buffer[kNumberRoom];
+  return std::string(buffer, PutValue(buffer, value, float32));
 }
 
 std::string FormatWallTime(double seconds) {
   if (!std::isfinite(seconds)) return FormatValue(seconds, false);
-  std::string out;
-  AppendWallTime(&out, seconds);
-  return out;
+  char buffer[kNumberRoom];
+  return std::string(buffer, PutWallTime(buffer, seconds));
+}
+
+void WriteExport(const std::vector<Run>& runs, ExportFormat format, bool with_pass,
+                 const std::function<void(std::string_view)>& write, int threads) {
+  // Each series' row prefix ("run,tag," or the JSON object's opening), and its blocks of rows.
+  std::vector<std::string> prefixes;
+  std::vector<Block> blocks;
+  for (const Run& run : runs) {
+    const std::string run_field = format == ExportFormat::kCsv ? CsvField(run.name) : JsonString(run.name);
+    for (const TimeSeries& s : run.series) {
+      prefixes.push_back(format == ExportFormat::kCsv
+                             ? run_field + "," + CsvField(s.tag) + ","
+                             : "{\"run\": " + run_field + ", \"tag\": " + JsonString(s.tag));
+      for (size_t begin = 0; begin < s.points.size(); begin += kRowsPerBlock) {
+        blocks.push_back({&s, prefixes.size() - 1, begin,
+                          std::min(begin + kRowsPerBlock, s.points.size()), blocks.empty()});
+      }
+    }
+  }
+  if (format == ExportFormat::kCsv) {
+    write(with_pass ? "run,tag,step,wall_time,value,pass\n" : "run,tag,step,wall_time,value\n");
+  } else {
+    write("[");
+  }
+  // Waves of a few blocks per thread: formatted in parallel, then written in order, so that the
+  // text held at once is bounded by the wave whatever the number of points.
+  const int workers = ThreadCount(threads);
+  const size_t wave = static_cast<size_t>(workers) * 4;
+  std::vector<BlockText> texts(std::min(wave, blocks.size()));
+  for (size_t first = 0; first < blocks.size(); first += wave) {
+    const size_t count = std::min(wave, blocks.size() - first);
+    ParallelFor(count, workers, [&](size_t i) {
+      const Block& block = blocks[first + i];
+      FormatBlock(block, prefixes[block.prefix], format, with_pass, &texts[i]);
+    });
+    for (size_t i = 0; i < count; ++i) write(std::string_view(texts[i].data.get(), texts[i].size));
+  }
+  if (format == ExportFormat::kJson) write(blocks.empty() ? "]\n" : "\n]\n");
 }
 
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass) {
   std::string out;
-  switch (format) {
-    case ExportFormat::kCsv:
-      out += with_pass ? "run,tag,step,wall_time,value,pass\n" : "run,tag,step,wall_time,value\n";
-      {
-        // Room for every row (a step, a wall time and a value take at most about 60 characters),
-        // so that the text is not copied as it grows.
-        size_t bytes = out.size();
-        for (const Run& run : runs) {
-          for (const TimeSeries& s : run.series) {
-            bytes += s.points.size() * (run.name.size() + s.tag.size() + 64);
-          }
-        }
-        out.reserve(bytes);
-      }
-      for (const Run& run : runs) {
-        const std::string run_field = CsvField(run.name);
-        for (const TimeSeries& s : run.series) {
-          const std::string prefix = run_field + "," + CsvField(s.tag) + ",";
-          for (size_t i = 0; i < s.points.size(); ++i) {
-            const ScalarPoint& p = s.points[i];
-            out += prefix;
-            AppendInteger(&out, p.step);
-            out += ',';
-            if (std::isfinite(p.wall_time_seconds)) AppendWallTime(&out, p.wall_time_seconds);
-            out += ',';
-            AppendValue(&out, p.value, s.float32);
-            if (with_pass) {
-              out += ',';
-              AppendInteger(&out, s.PassOf(i));
-            }
-            out += '\n';
-          }
-        }
-      }
-      break;
-    case ExportFormat::kJson: {
-      out += "[";
-      bool first = true;
-      for (const Run& run : runs) {
-        const std::string run_field = JsonString(run.name);
-        for (const TimeSeries& s : run.series) {
-          const std::string prefix = "{\"run\": " + run_field + ", \"tag\": " + JsonString(s.tag);
-          for (size_t i = 0; i < s.points.size(); ++i) {
-            const ScalarPoint& p = s.points[i];
-            out += first ? "\n  " : ",\n  ";
-            first = false;
-            out += prefix;
-            out += ", \"step\": " + std::to_string(p.step);
-            out += ", \"wall_time\": ";
-            out += std::isfinite(p.wall_time_seconds) ? FormatWallTime(p.wall_time_seconds)
-                                                      : "null";
-            out += ", \"value\": ";
-            out += std::isfinite(p.value) ? FormatValue(p.value, s.float32) : "null";
-            if (with_pass) out += ", \"pass\": " + std::to_string(s.PassOf(i));
-            out += "}";
-          }
-        }
-      }
-      out += first ? "]\n" : "\n]\n";
-      break;
-    }
-  }
+  WriteExport(runs, format, with_pass, [&](std::string_view piece) { out += piece; }, 1);
   return out;
 }
 

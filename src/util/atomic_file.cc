@@ -38,56 +38,69 @@ int WriteAll(int fd, std::string_view content) {
   return 0;
 }
 
-// Devices and pipes (/dev/stdout, /dev/null, a FIFO) cannot be replaced: write into them.
-void WriteInPlace(const std::string& path, std::string_view content) {
-  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) throw WriteError(path, errno);
-  int error = WriteAll(fd, content);
-  if (close(fd) != 0 && error == 0) error = errno;
-  if (error != 0) throw WriteError(path, error);
-}
-
 }  // namespace
 
-void WriteFileAtomically(const std::string& requested_path, std::string_view content) {
-  // A symlink is followed, so that its target is replaced and the link kept.
+AtomicFileWriter::AtomicFileWriter(const std::string& requested_path)
+    : requested_path_(requested_path), path_(requested_path) {
   std::error_code ec;
-  std::string path = requested_path;
   if (std::filesystem::is_symlink(requested_path, ec)) {
-    path = std::filesystem::weakly_canonical(requested_path, ec).string();
+    path_ = std::filesystem::weakly_canonical(requested_path, ec).string();
     if (ec) throw WriteError(requested_path, ec.value());
   }
   struct stat existing;
-  const bool exists = stat(path.c_str(), &existing) == 0;
+  const bool exists = stat(path_.c_str(), &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode)) throw WriteError(requested_path, EISDIR);
   if (exists && !S_ISREG(existing.st_mode)) {
-    WriteInPlace(path, content);
+    // Devices and pipes cannot be replaced: written into.
+    fd_ = open(path_.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd_ < 0) throw WriteError(requested_path, errno);
     return;
   }
-
-  std::string pattern = path + ".tmp.XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  int fd = mkstemp(name.data());
-  if (fd < 0) throw WriteError(requested_path, errno);
-  int error = WriteAll(fd, content);
   // Keep an existing file's permissions; a new file gets 0666 less the umask, like open(2).
-  mode_t mode = 0;
   if (exists) {
-    mode = existing.st_mode & 07777;
+    mode_ = existing.st_mode & 07777;
   } else {
     const mode_t mask = umask(0);
     umask(mask);
-    mode = 0666 & ~mask;
+    mode_ = 0666 & ~mask;
   }
-  if (error == 0 && fchmod(fd, mode) != 0) error = errno;
-  if (error == 0 && fsync(fd) != 0) error = errno;
-  if (close(fd) != 0 && error == 0) error = errno;
-  if (error == 0 && std::rename(name.data(), path.c_str()) != 0) error = errno;
-  if (error != 0) {
-    unlink(name.data());
-    throw WriteError(requested_path, error);
+  std::string pattern = path_ + ".tmp.XXXXXX";
+  std::vector<char> name(pattern.begin(), pattern.end());
+  name.push_back('\0');
+  fd_ = mkstemp(name.data());
+  if (fd_ < 0) throw WriteError(requested_path, errno);
+  temporary_ = name.data();
+}
+
+AtomicFileWriter::~AtomicFileWriter() {
+  if (fd_ >= 0) close(fd_);
+  if (!committed_ && !temporary_.empty()) unlink(temporary_.c_str());
+}
+
+void AtomicFileWriter::Write(std::string_view piece) {
+  const int error = fd_ < 0 ? EBADF : WriteAll(fd_, piece);
+  if (error != 0) throw WriteError(requested_path_, error);
+}
+
+void AtomicFileWriter::Commit() {
+  int error = fd_ < 0 ? EBADF : 0;
+  if (error == 0 && !temporary_.empty()) {
+    if (fchmod(fd_, static_cast<mode_t>(mode_)) != 0) error = errno;
+    if (error == 0 && fsync(fd_) != 0) error = errno;
   }
+  if (fd_ >= 0 && close(fd_) != 0 && error == 0) error = errno;
+  fd_ = -1;
+  if (error == 0 && !temporary_.empty() && std::rename(temporary_.c_str(), path_.c_str()) != 0) {
+    error = errno;
+  }
+  if (error != 0) throw WriteError(requested_path_, error);
+  committed_ = true;
+}
+
+void WriteFileAtomically(const std::string& path, std::string_view content) {
+  AtomicFileWriter writer(path);
+  writer.Write(content);
+  writer.Commit();
 }
 
 std::string ReadFile(const std::string& path) {

@@ -61,6 +61,33 @@ TEST_F(AtomicFile, DirectoryIsAnErrorAndNothingIsLeft) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 0);
 }
 
+TEST_F(AtomicFile, WriterAppendsPiecesAndShowsNothingBeforeCommit) {
+  const std::string path = (dir_ / "out.csv").string();
+  WriteFileAtomically(path, "old");
+  {
+    AtomicFileWriter writer(path);
+    writer.Write("a,b\n");
+    writer.Write("1,2\n");
+    EXPECT_EQ(ReadFile(path), "old");
+    writer.Commit();
+  }
+  EXPECT_EQ(ReadFile(path), "a,b\n1,2\n");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(AtomicFile, WriterAbandonedBeforeCommitLeavesTheTargetAndNoTemporaryFile) {
+  const std::string path = (dir_ / "out.csv").string();
+  WriteFileAtomically(path, "old");
+  try {
+    AtomicFileWriter writer(path);
+    writer.Write("half of the rows");
+    throw InputError("a failure while exporting");
+  } catch (const InputError&) {
+  }
+  EXPECT_EQ(ReadFile(path), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
 TEST_F(AtomicFile, ReadingADirectoryIsAnError) {
   try {
     ReadFile(dir_.string());

@@ -9,6 +9,7 @@
 // they sort as numbers and as text alike).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,7 +30,16 @@ std::string FormatValue(double value, bool float32);
 // through double; as FormatValue for non-finite values.
 std::string FormatWallTime(double seconds);
 
-// The export of `runs`. `with_pass` adds the pass column/key.
+// The export of `runs`, handed to `write` piece by piece in order (the pieces joined are the
+// export's text). `with_pass` adds the pass column/key. Rows are formatted in blocks of 8192 on
+// `threads` threads (0: one per hardware thread), a few blocks per thread at a time, each wave
+// written before the next is formatted: the text held at once is bounded by the wave (about
+// 2 MB per thread), not by the number of points, and the text does not depend on `threads`. An
+// exception from `write` stops the export and propagates.
+void WriteExport(const std::vector<Run>& runs, ExportFormat format, bool with_pass,
+                 const std::function<void(std::string_view)>& write, int threads = 1);
+
+// The whole export of `runs` as one string (WriteExport on one thread).
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
 
 }  // namespace mosaic::runs

@@ -7,6 +7,35 @@
 
 namespace mosaic {
 
+// A file written whole or not at all, piece by piece (an output too large to hold in memory):
+// the pieces go to a temporary file beside `path`, renamed over it by Commit(). A writer destroyed
+// before Commit() (an error, an exception) removes the temporary file and leaves `path` as it was.
+// A `path` that is a device or pipe (/dev/stdout, /dev/null, a FIFO) is written in place; a
+// symlink is followed, so that its target is replaced and the link kept.
+class AtomicFileWriter {
+ public:
+  // Throws InputError naming the path and the system error when the temporary file cannot be
+  // created (a missing or unwritable directory, `path` a directory).
+  explicit AtomicFileWriter(const std::string& path);
+  ~AtomicFileWriter();
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  // Appends `piece`. Throws InputError naming the path and the system error (a full disk).
+  void Write(std::string_view piece);
+  // Gives the file an existing target's permissions (or 0666 less the umask), syncs it and renames
+  // it over the target. Throws InputError as Write does; the target is then left untouched.
+  void Commit();
+
+ private:
+  std::string requested_path_;  // as given, for messages
+  std::string path_;            // the target, a symlink resolved
+  std::string temporary_;       // empty when writing in place
+  int fd_ = -1;
+  unsigned mode_ = 0;
+  bool committed_ = false;
+};
+
 // Writes `content` to `path` atomically. Throws InputError naming the path and the system error
 // when the directory is not writable or the write fails; the target is then left untouched.
 void WriteFileAtomically(const std::string& path, std::string_view content);
