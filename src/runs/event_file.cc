@@ -8,8 +8,10 @@ bool IsNonScalarPlugin(std::string_view plugin_name) {
   return !plugin_name.empty() && plugin_name != "scalars" && plugin_name != "custom_scalar";
 }
 
-EventFileReader::EventFileReader(const std::string& path, bool verify_payload_crc)
-    : EventFileReader(OpenFileSource(path), path, verify_payload_crc) {}
+EventFileReader::EventFileReader(const std::string& path, bool verify_payload_crc,
+                                 RecordRange range)
+    : records_(OpenFileSource(path, range.begin_bytes), path, verify_payload_crc,
+               size_t{1} << 20, range) {}
 
 EventFileReader::EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
                                  bool verify_payload_crc, size_t buffer_bytes)
@@ -82,6 +84,9 @@ bool EventFileReader::Next(EventItem* item) {
           it->second = std::string(plugin);
         }
         last_plugin_valid_ = false;  // the cached view may point at a replaced value
+        if (IsNonScalarPlugin(plugin) && !non_scalar_plugin_tags_.contains(v.tag)) {
+          non_scalar_plugin_tags_.emplace(v.tag);
+        }
       } else {
         plugin = PluginOf(v.tag);
       }

@@ -569,7 +569,7 @@ TEST(TfRecordReader, RecordLargerThanTheBufferIsRead) {
   EXPECT_EQ(payload, "b");
   EXPECT_FALSE(reader.Next(&payload, &offset));
   EXPECT_TRUE(reader.issues().empty());
-  EXPECT_EQ(reader.bytes_consumed(), static_cast<int64_t>(bytes.size()));
+  EXPECT_EQ(reader.next_offset_bytes(), static_cast<int64_t>(bytes.size()));
 }
 
 }  // namespace

@@ -416,9 +416,10 @@ void AdviseHugePages(const void* data, size_t bytes) {
 #endif
 }
 
-// One event file read on its own (possibly on another thread than its run's other files): its
-// tags' points and histograms, its purge markers, statistics and damaged spots. Merged into its
-// run in file order, which makes the result independent of the order files were read in.
+// One event file, or one part of it, read on its own (possibly on another thread than its run's
+// other files): its tags' points and histograms, its purge markers, statistics and damaged spots.
+// Merged into its run in file order, which makes the result independent of the order files were
+// read in.
 struct EventFileContents {
   explicit EventFileContents(const LoadOptions& options) : scalars(options), histograms(options) {}
 
@@ -434,22 +435,44 @@ struct EventFileContents {
   TagTable<TagAccumulator> scalars;
   TagTable<HistogramAccumulator> histograms;
   std::vector<Purge> purges;
+  // Of a part: the offset of its first record (-1 when no record starts in it), the offset after
+  // its last, and the tags it saw declared as non-scalar plugins.
+  int64_t first_record_bytes = 0;
+  int64_t next_record_bytes = 0;
+  std::set<std::string, std::less<>> non_scalar_plugin_tags;
 };
 
-void ReadEventFile(const std::string& path, const LoadOptions& options, EventFileContents* out) {
+// Where one task reads an event file: the records starting in `range` (the first at or after its
+// begin, found by FindIntactRecord), with room reserved for the points of `reserve_for_bytes`.
+struct FilePart {
+  RecordRange range;
+  int64_t reserve_for_bytes = 0;
+};
+
+void ReadEventFile(const std::string& path, const LoadOptions& options, const FilePart& part,
+                   EventFileContents* out) {
+  out->file = {path, SourceFormat::kEvents, {}, 0, true, {}};
+  std::error_code size_error;
+  const auto file_bytes = static_cast<int64_t>(fs::file_size(path, size_error));
   std::optional<EventFileReader> opened;
   try {
-    opened.emplace(path);
+    RecordRange range = part.range;
+    if (range.begin_bytes > 0) {
+      const std::unique_ptr<ByteSource> source = OpenFileSource(path, range.begin_bytes);
+      range.begin_bytes = FindIntactRecord(*source, range.begin_bytes,
+                                           range.stop_bytes < 0 ? INT64_MAX : range.stop_bytes,
+                                           source->SizeBytes());
+      out->first_record_bytes = range.begin_bytes;
+      if (range.begin_bytes < 0) return;
+    }
+    opened.emplace(path, true, range);
   } catch (const InputError& e) {
-    out->file.path = path;
-    out->file.format = SourceFormat::kEvents;
     out->file.loaded = false;
     out->file.skip_reason = e.what();
     return;
   }
   EventFileReader& reader = *opened;
-  std::error_code size_error;
-  const auto file_bytes = static_cast<int64_t>(fs::file_size(path, size_error));
+  const int64_t begin = out->first_record_bytes;
   TagAccumulator* previous = nullptr;
   HistogramAccumulator* previous_histogram = nullptr;
   int64_t points = 0;
@@ -463,11 +486,11 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, EventFil
         acc.float32 = acc.float32 && item.float32;
         if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
         acc.points.push_back({item.step, item.wall_time_seconds, item.value});
-        if (++points == kPointsBeforeEstimate && !size_error && reader.bytes_consumed() > 0) {
-          // Room for the rest of the file at the rate seen so far (5% over), so that the series
-          // are not copied as they grow; pages never written are never touched.
-          const double scale = static_cast<double>(file_bytes) /
-                               static_cast<double>(reader.bytes_consumed());
+        if (++points == kPointsBeforeEstimate && !size_error && reader.next_offset_bytes() > begin) {
+          // Room for the rest of the part (or file) at the rate seen so far (5% over), so that the
+          // series are not copied as they grow; pages never written are never touched.
+          const double scale = static_cast<double>(part.reserve_for_bytes) /
+                               static_cast<double>(reader.next_offset_bytes() - begin);
           const auto most = static_cast<size_t>(file_bytes / kMinScalarRecordBytes);
           for (auto& [tag, a] : out->scalars.by_tag()) {
             if (a.points.empty()) continue;
@@ -499,8 +522,63 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, EventFil
       }
     }
   }
-  out->file = {path, SourceFormat::kEvents, reader.stats(), 0, true, {}};
+  out->file.events = reader.stats();
   out->issues = reader.issues();
+  out->next_record_bytes = reader.next_offset_bytes();
+  out->non_scalar_plugin_tags = reader.non_scalar_plugin_tags();
+}
+
+// The parts of one event file, read on their own, in file order (one part: the whole file).
+using EventFileParts = std::vector<std::unique_ptr<EventFileContents>>;
+
+// Whether `parts` (read from the nominal ranges starting at `begins`) are the file read whole:
+// every part intact (no damage, no issue, readable), each part's first record where the part
+// before it stopped (so that every part started on a true record boundary, by induction from
+// offset 0), a part where no record starts lying wholly inside the record that crossed into it,
+// the last part read to the end, and no tag declared non-scalar in a part seen in a later part
+// (whose reader could not know).
+bool PartsJoin(const EventFileParts& parts, const std::vector<int64_t>& begins,
+               int64_t file_bytes) {
+  int64_t expected = 0;  // where the next record of the file starts
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const EventFileContents& part = *parts[i];
+    if (!part.file.loaded || !part.issues.empty()) return false;
+    const int64_t stop = i + 1 < parts.size() ? begins[i + 1] : file_bytes;
+    if (part.first_record_bytes < 0) {
+      if (expected < stop) return false;
+      continue;
+    }
+    if (part.first_record_bytes != expected) return false;
+    expected = part.next_record_bytes;
+    for (size_t j = i + 1; j < parts.size(); ++j) {
+      for (const std::string& tag : part.non_scalar_plugin_tags) {
+        if (parts[j]->scalars.by_tag().contains(tag)) return false;
+      }
+    }
+  }
+  return expected >= file_bytes;
+}
+
+// The statistics of a file read in parts, added up into the first part's (whose first record is
+// the file's).
+void AddUpStatistics(EventFileParts& parts) {
+  EventFileStats& total = parts.front()->file.events;
+  for (size_t i = 1; i < parts.size(); ++i) {
+    const EventFileStats& part = parts[i]->file.events;
+    if (part.records == 0) continue;
+    total.records += part.records;
+    total.scalars += part.scalars;
+    total.histograms += part.histograms;
+    total.images += part.images;
+    total.audio += part.audio;
+    total.tensors += part.tensors;
+    total.metadata_only += part.metadata_only;
+    total.graphs += part.graphs;
+    for (const auto& [encoding, count] : part.scalar_encodings) {
+      total.scalar_encodings[encoding] += count;
+    }
+    total.last_wall_time_seconds = std::max(total.last_wall_time_seconds, part.last_wall_time_seconds);
+  }
 }
 
 // A CSV or JSONL file read on its own: the parsed log, or why it could not be used.
@@ -526,18 +604,9 @@ void ReadTableFile(const std::string& path, const LoadOptions& options, TableFil
 
 // The files of one run, read.
 struct RunContents {
-  std::vector<std::unique_ptr<EventFileContents>> event_files;
+  std::vector<EventFileParts> event_files;
   std::vector<TableFileContents> table_files;
 };
-
-RunContents MakeRunContents(const RunDirectory& directory, const LoadOptions& options) {
-  RunContents contents;
-  for (size_t i = 0; i < directory.event_files.size(); ++i) {
-    contents.event_files.push_back(std::make_unique<EventFileContents>(options));
-  }
-  contents.table_files.resize(directory.table_files.size());
-  return contents;
-}
 
 // Merges the files of `directory` (read into `contents`, in file order) into a run and applies
 // the restart policy.
@@ -552,36 +621,39 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
 
   double previous_first_wall = 0;
   std::string previous_file;
-  for (std::unique_ptr<EventFileContents>& contents_of_file : contents.event_files) {
-    EventFileContents& read = *contents_of_file;
+  for (EventFileParts& parts : contents.event_files) {
+    EventFileContents& read = *parts.front();
     const auto source = static_cast<int32_t>(run.files.size());
     if (!read.file.loaded) {
       run.files.push_back(std::move(read.file));
       continue;
     }
-    // Purge markers first: each counts, for every tag of the run, the points before this file
-    // plus the file's own before the marker.
-    for (const EventFileContents::Purge& purge : read.purges) {
-      for (const auto& [file_tag, n] : purge.points_before) scalars[file_tag];
-      for (auto& [tag, acc] : scalars.by_tag()) {
-        size_t before = acc.points.size();
-        for (const auto& [file_tag, n] : purge.points_before) {
-          if (file_tag == tag) before += n;
+    for (std::unique_ptr<EventFileContents>& part : parts) {
+      // Purge markers first: each counts, for every tag of the run, the points before this part
+      // plus the part's own before the marker.
+      for (const EventFileContents::Purge& purge : part->purges) {
+        for (const auto& [file_tag, n] : purge.points_before) scalars[file_tag];
+        for (auto& [tag, acc] : scalars.by_tag()) {
+          size_t before = acc.points.size();
+          for (const auto& [file_tag, n] : purge.points_before) {
+            if (file_tag == tag) before += n;
+          }
+          if (before > 0) acc.purges.emplace_back(purge.step, before);
         }
-        if (before > 0) acc.purges.emplace_back(purge.step, before);
       }
-    }
-    for (auto& [tag, file_acc] : read.scalars.by_tag()) {
-      TagAccumulator& acc = scalars[tag];
-      if (!acc.keep) continue;
-      acc.Append(std::move(file_acc), source);
-    }
-    for (auto& [tag, file_acc] : read.histograms.by_tag()) {
-      HistogramAccumulator& acc = histograms[tag];
-      if (!acc.keep || file_acc.series.points == 0) continue;
-      acc.series.points += file_acc.series.points;
-      acc.series.last_step = file_acc.series.last_step;
-      acc.series.last = file_acc.series.last;
+      for (auto& [tag, file_acc] : part->scalars.by_tag()) {
+        TagAccumulator& acc = scalars[tag];
+        if (!acc.keep) continue;
+        acc.Append(std::move(file_acc), source);
+      }
+      for (auto& [tag, file_acc] : part->histograms.by_tag()) {
+        HistogramAccumulator& acc = histograms[tag];
+        if (!acc.keep || file_acc.series.points == 0) continue;
+        acc.series.points += file_acc.series.points;
+        acc.series.last_step = file_acc.series.last_step;
+        acc.series.last = file_acc.series.last;
+      }
+      if (part.get() != &read) part.reset();
     }
     SourceFile file = std::move(read.file);
     const std::string& path = file.path;
@@ -601,7 +673,7 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
       previous_file = path;
     }
     run.files.push_back(std::move(file));
-    contents_of_file.reset();
+    parts.clear();
   }
 
   for (TableFileContents& read : contents.table_files) {
@@ -708,55 +780,99 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
 }  // namespace
 
 Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
-  RunContents contents = MakeRunContents(directory, options);
-  const size_t events = directory.event_files.size();
-  ParallelFor(events + directory.table_files.size(), ThreadCount(options.threads), [&](size_t i) {
-    if (i < events) {
-      ReadEventFile(directory.event_files[i], options, contents.event_files[i].get());
-    } else {
-      ReadTableFile(directory.table_files[i - events], options, &contents.table_files[i - events]);
-    }
-  });
-  return AssembleRun(directory, options, std::move(contents));
+  return std::move(LoadRuns({directory}, options).front());
 }
 
 std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
                           const LoadOptions& options) {
   const int threads = ThreadCount(options.threads);
-  std::vector<RunContents> contents;
-  contents.reserve(directories.size());
-  // Every file of every run is one task; the largest are started first so that one large file
-  // does not start last and keep a thread busy after the others are done.
-  struct Task {
+  // Every file of every run is a task, and an event file large against the share of one thread
+  // (and at least twice options.min_part_bytes) is read in parts, one task each, so that one
+  // large file still uses every core. The largest tasks are started first, so that one does not start last and
+  // keep a thread busy after the others are done.
+  struct FileTask {
     size_t run;
     size_t file;  // events first, then tables
     int64_t bytes;
+    std::vector<int64_t> begins;  // of its parts (event files)
   };
-  std::vector<Task> tasks;
+  std::vector<FileTask> files;
+  int64_t total_bytes = 0;
   for (size_t r = 0; r < directories.size(); ++r) {
-    contents.push_back(MakeRunContents(directories[r], options));
     const RunDirectory& d = directories[r];
     for (size_t f = 0; f < d.event_files.size() + d.table_files.size(); ++f) {
       const std::string& path = f < d.event_files.size() ? d.event_files[f]
                                                          : d.table_files[f - d.event_files.size()];
       std::error_code ec;
       const auto bytes = static_cast<int64_t>(fs::file_size(path, ec));
-      tasks.push_back({r, f, ec ? 0 : bytes});
+      files.push_back({r, f, ec ? 0 : bytes, {0}});
+      total_bytes += files.back().bytes;
+    }
+  }
+  const int64_t part_bytes = std::max<int64_t>({options.min_part_bytes, total_bytes / threads, 1});
+  std::vector<RunContents> contents(directories.size());
+  for (size_t r = 0; r < directories.size(); ++r) {
+    contents[r].event_files.resize(directories[r].event_files.size());
+    contents[r].table_files.resize(directories[r].table_files.size());
+  }
+  struct Task {
+    size_t file;
+    size_t part;
+    int64_t bytes;
+  };
+  std::vector<Task> tasks;
+  for (size_t i = 0; i < files.size(); ++i) {
+    FileTask& file = files[i];
+    const bool events = file.file < directories[file.run].event_files.size();
+    const int64_t parts =
+        events ? std::clamp<int64_t>(file.bytes / part_bytes, 1, threads) : 1;
+    for (int64_t k = 1; k < parts; ++k) file.begins.push_back(file.bytes * k / parts);
+    for (size_t k = 0; k < file.begins.size(); ++k) {
+      const int64_t end = k + 1 < file.begins.size() ? file.begins[k + 1] : file.bytes;
+      tasks.push_back({i, k, end - file.begins[k]});
+      if (events) {
+        contents[file.run].event_files[file.file].push_back(
+            std::make_unique<EventFileContents>(options));
+      }
     }
   }
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const Task& a, const Task& b) { return a.bytes > b.bytes; });
   ParallelFor(tasks.size(), threads, [&](size_t i) {
     const Task& task = tasks[i];
-    const RunDirectory& d = directories[task.run];
-    RunContents& c = contents[task.run];
+    const FileTask& file = files[task.file];
+    const RunDirectory& d = directories[file.run];
+    RunContents& c = contents[file.run];
     const size_t events = d.event_files.size();
-    if (task.file < events) {
-      ReadEventFile(d.event_files[task.file], options, c.event_files[task.file].get());
+    if (file.file < events) {
+      const bool last = task.part + 1 == file.begins.size();
+      FilePart part{{file.begins[task.part], last ? -1 : file.begins[task.part + 1]},
+                    task.part == 0 ? file.bytes : task.bytes};
+      ReadEventFile(d.event_files[file.file], options, part,
+                    c.event_files[file.file][task.part].get());
     } else {
-      ReadTableFile(d.table_files[task.file - events], options,
-                    &c.table_files[task.file - events]);
+      ReadTableFile(d.table_files[file.file - events], options,
+                    &c.table_files[file.file - events]);
     }
+  });
+  // Files read in parts: joined, or where the parts do not join (damage, a plugin declared in an
+  // earlier part, a file changed while read), read again whole.
+  std::vector<size_t> split;
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (files[i].begins.size() > 1) split.push_back(i);
+  }
+  ParallelFor(split.size(), threads, [&](size_t i) {
+    const FileTask& file = files[split[i]];
+    EventFileParts& parts = contents[file.run].event_files[file.file];
+    if (PartsJoin(parts, file.begins, file.bytes)) {
+      AddUpStatistics(parts);
+      parts.front()->file.parts = static_cast<int>(parts.size());
+      return;
+    }
+    parts.clear();
+    parts.push_back(std::make_unique<EventFileContents>(options));
+    ReadEventFile(directories[file.run].event_files[file.file], options, {{}, file.bytes},
+                  parts.front().get());
   });
   std::vector<Run> runs(directories.size());
   ParallelFor(directories.size(), threads, [&](size_t r) {

@@ -231,8 +231,14 @@ std::string Describe(const std::vector<runs::Run>& runs) {
   for (const runs::Run& run : runs) {
     text += run.name + "\n";
     for (const SourceFile& f : run.files) {
-      text += fmt::format("file {} {} {} {} {}\n", f.path, f.loaded, f.skip_reason,
-                          f.events.records, f.rows);
+      const EventFileStats& e = f.events;
+      text += fmt::format("file {} {} {} {} {} {} {} {} {} {} {} {} {} {:.17g} {:.17g}\n", f.path,
+                          f.loaded, f.skip_reason, e.records, e.scalars, e.histograms, e.images,
+                          e.audio, e.tensors, e.metadata_only, e.graphs, e.file_version, f.rows,
+                          e.first_wall_time_seconds, e.last_wall_time_seconds);
+      for (const auto& [encoding, count] : e.scalar_encodings) {
+        text += fmt::format("encoding {} {}\n", static_cast<int>(encoding), count);
+      }
     }
     for (const Restart& r : run.restarts) {
       text += fmt::format("restart {} {} {} {} {}\n", r.tag, r.source, r.from_step,
@@ -300,6 +306,115 @@ TEST(Runs, LoadingOnSeveralThreadsGivesTheSameRuns) {
     }
   }
   std::filesystem::remove_all(dir);
+}
+
+// Loads `directories` reading every event file in parts (parts of at least `min_part_bytes` on
+// `threads` threads); returns what Describe reports and the largest number of parts of a file.
+std::pair<std::string, int> DescribeInParts(const std::vector<RunDirectory>& directories,
+                                            LoadOptions options, int64_t min_part_bytes,
+                                            int threads) {
+  options.min_part_bytes = min_part_bytes;
+  options.threads = threads;
+  std::vector<runs::Run> loaded = LoadRuns(directories, options);
+  int most = 0;
+  for (runs::Run& run : loaded) {
+    for (SourceFile& file : run.files) {
+      most = std::max(most, file.parts);
+      file.parts = 1;
+    }
+  }
+  return {Describe(loaded), most};
+}
+
+TEST(Runs, OneFileReadInPartsGivesTheSameRun) {
+  // One large event file per run: purge markers, restarts, a tag of a non-scalar plugin declared
+  // once at the start (whose later values a part's reader cannot tell from scalars), a large
+  // record spanning parts, a damaged record; read whole, and in parts of 1 byte to 4 KiB on 2 to
+  // 7 threads, under every policy. Parts are joined where they can be, and otherwise the file is
+  // read again whole: the runs are the same either way.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_parts_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  enum Kind { kClean, kPurge, kPlugin, kDamaged, kLargeRecord };
+  for (Kind kind : {kClean, kPurge, kPlugin, kDamaged, kLargeRecord}) {
+    const std::filesystem::path run = dir / fmt::format("run{}", static_cast<int>(kind));
+    std::filesystem::create_directories(run);
+    std::string bytes = FrameRecord(EncodeFileVersionEvent(1000));
+    if (kind == kPlugin) {
+      bytes += FrameRecord(EncodeScalarEvent(1000, 0, "hp/lr", 0.1, ScalarEncoding::kSimpleValue,
+                                             "hparams"));
+    }
+    for (int s = 0; s < 3000; ++s) {
+      const int step = s < 2000 ? s : s - 500;  // back 500 steps at the 2000th: a restart
+      bytes += FrameRecord(EncodeScalarEvent(1000 + s, step, "loss", 3.0 - 1e-4 * s));
+      if (s % 7 == 0) bytes += FrameRecord(EncodeScalarEvent(1000 + s, step, "lr", 1e-3 * s));
+      if (kind == kPlugin && s % 100 == 0) {
+        bytes += FrameRecord(EncodeScalarEvent(1000 + s, step, "hp/lr", s));
+      }
+      if (kind == kPurge && s == 2000) bytes += FrameRecord(EncodeSessionStartEvent(1000 + s, 1500));
+      if (kind == kLargeRecord && s == 1500) {
+        bytes += FrameRecord(EncodeScalarEvent(1000 + s, step, std::string(20000, 'x'), 1.0));
+      }
+    }
+    if (kind == kDamaged) bytes[bytes.size() / 3] ^= 0x20;
+    WriteFileAtomically((run / "events.out.tfevents.1000.h").string(), bytes);
+  }
+  const std::vector<RunDirectory> directories = DiscoverRuns(dir.string());
+  ASSERT_EQ(directories.size(), 5u);
+  for (RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    SCOPED_TRACE(ToString(policy));
+    LoadOptions options;
+    options.restarts = policy;
+    const std::string whole = Describe(LoadRuns(directories, options));
+    EXPECT_NE(whole.find("restart loss"), std::string::npos);
+    EXPECT_NE(whole.find("byte offset"), std::string::npos);
+    // hp/lr: 31 values counted as tensors (the first by its own plugin, the others by the cached
+    // declaration), not as scalars.
+    EXPECT_NE(whole.find(directories[kPlugin].event_files[0] + " true  3461 3429 0 0 0 31 0 0 "),
+              std::string::npos);
+    // Each run on its own, so that its file is the one large file: the clean, purged and
+    // large-record files are joined from their parts; the damaged one, and the one whose plugin
+    // declaration a later part could not see, are read again whole.
+    for (size_t r = 0; r < directories.size(); ++r) {
+      SCOPED_TRACE(directories[r].name);
+      const std::string expected = Describe({LoadRun(directories[r], options)});
+      for (int64_t min_part_bytes : {1, 100, 4096}) {
+        for (int threads : {2, 3, 7}) {
+          const auto [text, parts] =
+              DescribeInParts({directories[r]}, options, min_part_bytes, threads);
+          EXPECT_EQ(text, expected) << min_part_bytes << " bytes, " << threads << " threads";
+          EXPECT_EQ(parts, r == kPlugin || r == kDamaged ? 1 : threads);
+        }
+      }
+    }
+    // All runs at once: no file is large against a thread's share, none is split.
+    const auto [text, parts] = DescribeInParts(directories, options, 1, 3);
+    EXPECT_EQ(text, whole);
+    EXPECT_EQ(parts, 1);
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runs, RealEventFilesReadInPartsGiveTheSameRuns) {
+  // Every fixture directory of real event files (histograms, images, hparams, graphs, text,
+  // several writers): the same runs read whole and in parts.
+  int joined = 0;
+  for (const char* fixture : {"CursedSeraphim__process-tensorboard-logs", "janosh__tensorboard-reducer",
+                              "orktes__go-tensorboard", "yuanjun0416__tensorboard_use",
+                              "ZeroToMax-ZYZ__study_tensorboard"}) {
+    SCOPED_TRACE(fixture);
+    const std::vector<RunDirectory> directories =
+        DiscoverRuns(kFixtures + fixture);
+    ASSERT_FALSE(directories.empty());
+    LoadOptions options;
+    const std::string whole = Describe(LoadRuns(directories, options));
+    for (int64_t min_part_bytes : {1, 333}) {
+      const auto [text, parts] = DescribeInParts(directories, options, min_part_bytes, 5);
+      EXPECT_EQ(text, whole) << min_part_bytes;
+      joined += parts > 1;
+    }
+  }
+  EXPECT_GT(joined, 0);
 }
 
 TEST(Runs, OverlappingFilesUnderEachPolicy) {
@@ -682,6 +797,40 @@ TEST(Export, CsvAndJsonWriteNonFiniteAndMissingWallTimes) {
   EXPECT_EQ(FormatWallTime(std::nan("")), "nan");
   EXPECT_EQ(FormatValue(std::nan(""), false), "nan");
   EXPECT_EQ(FormatValue(-INFINITY, false), "-inf");
+}
+
+TEST(Export, StreamedOnSeveralThreadsInBoundedPiecesAsOneString) {
+  // Two runs, series of 0, 1 and 20000 points (blocks of 8192 rows: several per series), float32
+  // and double values, passes; the pieces joined equal ExportRuns on any number of threads, and
+  // no piece holds more than one block.
+  std::vector<runs::Run> all(2);
+  for (size_t r = 0; r < all.size(); ++r) {
+    all[r].name = "run" + std::to_string(r);
+    for (int n : {0, 1, 20000}) {
+      TimeSeries s{all[r].name, "tag" + std::to_string(n), {}, n % 2 == 0, {}};
+      for (int i = 0; i < n; ++i) {
+        s.points.push_back({i, 1.7e9 + 0.25 * i, std::sin(0.001 * i) / (1.0 + i)});
+      }
+      if (n > 2) s.pass_starts = {static_cast<size_t>(n / 2)};
+      all[r].series.push_back(s);
+    }
+  }
+  for (ExportFormat format : {ExportFormat::kCsv, ExportFormat::kJson}) {
+    const std::string whole = ExportRuns(all, format, true);
+    for (int threads : {1, 2, 3, 8}) {
+      std::string joined;
+      size_t largest = 0;
+      WriteExport(all, format, true,
+                  [&](std::string_view piece) {
+                    joined += piece;
+                    largest = std::max(largest, piece.size());
+                  },
+                  threads);
+      EXPECT_EQ(joined, whole) << ToString(format) << " on " << threads << " threads";
+      EXPECT_LT(largest, size_t{8192} * 200);
+    }
+  }
+  EXPECT_EQ(ExportRuns({}, ExportFormat::kJson, false), "[]\n");
 }
 
 }  // namespace

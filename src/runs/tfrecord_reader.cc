@@ -89,9 +89,14 @@ __attribute__((target("sse4.2"))) bool RecordIntactSse42(const char* header, uin
 
 }  // namespace
 
-std::unique_ptr<ByteSource> OpenFileSource(const std::string& path) {
+std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t start_bytes) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) throw InputError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));
+  if (start_bytes > 0 && lseek(fd, static_cast<off_t>(start_bytes), SEEK_SET) < 0) {
+    const int error = errno;
+    close(fd);
+    throw InputError(fmt::format("cannot read {}: {}", path, std::strerror(error)));
+  }
 #ifdef POSIX_FADV_SEQUENTIAL
   posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -132,8 +137,52 @@ std::string RecordIssue::Message() const {
                      consequence);
 }
 
+int64_t FindIntactRecord(ByteSource& source, int64_t from_bytes, int64_t to_bytes,
+                         int64_t size_bytes) {
+  // buffer[0, end) holds the file from `base` on; candidates are tried in order, the buffer
+  // sliding forward (and growing for a record larger than it) as they need more bytes.
+  std::vector<char> buffer(size_t{1} << 16);
+  size_t end = 0;
+  int64_t base = from_bytes;
+  bool source_done = false;
+  // Makes buffer[at, at + n) available; false when the source ends first.
+  auto fill = [&](size_t& at, size_t n) {
+    if (at + n <= end) return true;
+    if (at > 0) {
+      std::memmove(buffer.data(), buffer.data() + at, end - at);
+      end -= at;
+      base += static_cast<int64_t>(at);
+      at = 0;
+    }
+    if (buffer.size() < n) buffer.resize(n);
+    while (end < n && !source_done) {
+      const size_t got = source.Read(buffer.data() + end, buffer.size() - end);
+      source_done = got == 0;
+      end += got;
+    }
+    return end >= n;
+  };
+  size_t at = 0;
+  for (int64_t offset = from_bytes; offset < to_bytes; ++offset, ++at) {
+    if (!fill(at, kHeaderBytes + kFooterBytes)) return -1;
+    const char* header = buffer.data() + at;
+    const uint64_t length = LoadU64(header);
+    if (UnmaskCrc32c(LoadU32(header + 8)) != Crc32cExtend(0, header, 8)) continue;
+    const auto left = static_cast<uint64_t>(size_bytes - offset);
+    if (size_bytes >= 0 && (left < kHeaderBytes + kFooterBytes ||
+                            length > left - kHeaderBytes - kFooterBytes)) {
+      continue;
+    }
+    if (size_bytes < 0 && length > (uint64_t{1} << 40)) continue;
+    if (!fill(at, kHeaderBytes + length + kFooterBytes)) continue;
+    const char* data = buffer.data() + at + kHeaderBytes;
+    if (UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length)) return offset;
+  }
+  return -1;
+}
+
 TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
-                               bool verify_payload_crc, size_t buffer_bytes)
+                               bool verify_payload_crc, size_t buffer_bytes, RecordRange range)
     : source_(std::move(source)),
       size_bytes_(source_->SizeBytes()),
       path_(std::move(path)),
@@ -141,7 +190,9 @@ TfRecordReader::TfRecordReader(std::unique_ptr<ByteSource> source, std::string p
 #ifdef MOSAIC_CRC32C_X86
       hardware_crc_(Crc32cIsHardwareAccelerated()),
 #endif
-      buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)) {}
+      buffer_(std::max<size_t>(buffer_bytes, kHeaderBytes + kFooterBytes)),
+      offset_(range.begin_bytes),
+      stop_bytes_(range.stop_bytes < 0 ? INT64_MAX : range.stop_bytes) {}
 
 bool TfRecordReader::Fill(size_t n) {
   if (end_ - begin_ >= n) return true;
@@ -170,6 +221,7 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
   // Fast lane, taken by nearly every record: the whole record is already in the buffer and both
   // CRCs match. Anything else (more bytes to read, damage to report) takes the full path below,
   // which checks the same record again from the start.
+  if (offset_ >= stop_bytes_) return false;
   const size_t available = end_ - begin_;
   if (!stopped_ && available >= kHeaderBytes + kFooterBytes) {
     const char* header = buffer_.data() + begin_;
@@ -197,7 +249,7 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
 }
 
 bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_bytes) {
-  while (!stopped_) {
+  while (!stopped_ && offset_ < stop_bytes_) {
     if (!Fill(kHeaderBytes)) {
       if (end_ > begin_) {
         issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,

@@ -9,6 +9,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -53,8 +54,9 @@ struct EventFileStats {
 
 class EventFileReader {
  public:
-  // Reads `path`; throws InputError when it cannot be opened.
-  explicit EventFileReader(const std::string& path, bool verify_payload_crc = true);
+  // Reads `path` (the records of `range` only); throws InputError when it cannot be opened.
+  explicit EventFileReader(const std::string& path, bool verify_payload_crc = true,
+                           RecordRange range = {});
   // Reads from any source; `path` labels issues.
   EventFileReader(std::unique_ptr<ByteSource> source, std::string path,
                   bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
@@ -63,8 +65,14 @@ class EventFileReader {
   bool Next(EventItem* item);
 
   const EventFileStats& stats() const;
-  // Bytes of the file consumed so far (whole records, damaged ones included).
-  int64_t bytes_consumed() const { return records_.bytes_consumed(); }
+  // The file offset of the next record to read (tfrecord_reader.h).
+  int64_t next_offset_bytes() const { return records_.next_offset_bytes(); }
+  // The tags some value declared a non-scalar plugin for (IsNonScalarPlugin), in any record read
+  // so far: a reader of a later part of the file, not having seen the declaration, would take
+  // their values for scalars.
+  const std::set<std::string, std::less<>>& non_scalar_plugin_tags() const {
+    return non_scalar_plugin_tags_;
+  }
   // Damaged spots: those of the record layer plus payloads that are not Events.
   std::vector<RecordIssue> issues() const;
 
@@ -99,6 +107,7 @@ class EventFileReader {
     size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
   };
   std::unordered_map<std::string, std::string, TagHash, std::equal_to<>> plugin_by_tag_;
+  std::set<std::string, std::less<>> non_scalar_plugin_tags_;
   // The last tag looked up in plugin_by_tag_ and its plugin (a view of the map's value).
   std::string last_plugin_tag_;
   std::string_view last_plugin_;

@@ -70,6 +70,7 @@ struct SourceFile {
   int64_t rows = 0;       // CSV/JSONL data rows
   bool loaded = true;     // false when the file was skipped
   std::string skip_reason;  // why it was skipped ("<file>:<line>: ..."), reported as a finding
+  int parts = 1;          // the parts an event file was read in, each on its own thread
 };
 
 // Histogram values of one tag, summarised.
@@ -90,6 +91,12 @@ struct LoadOptions {
   // 0 = one per hardware thread. The result does not depend on it: files are read on their own
   // and merged in write order.
   int threads = 1;
+  // An event file larger than the share of one thread, and than twice this, is read in parts of at
+  // least this many bytes on several threads: each part's reader finds the first intact record
+  // in it (tfrecord_reader.h FindIntactRecord) and reads up to the next part's; the parts are
+  // joined when each starts where the one before it stopped and none is damaged, and otherwise
+  // the file is read again whole, so that the result is always that of one reader.
+  int64_t min_part_bytes = int64_t{16} << 20;
 };
 
 // Compiles `--tags` with RE2 (github.com/google/re2/wiki/Syntax): matching takes time linear in

@@ -34,8 +34,9 @@ class ByteSource {
   virtual int64_t SizeBytes() const { return -1; }
 };
 
-// Opens `path` for reading. Throws InputError naming the path and the system error.
-std::unique_ptr<ByteSource> OpenFileSource(const std::string& path);
+// Opens `path` for reading from byte `start_bytes` on (SizeBytes is still the whole file's).
+// Throws InputError naming the path and the system error.
+std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t start_bytes = 0);
 
 // Reads from `bytes`, which must outlive the source.
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
@@ -62,12 +63,30 @@ struct RecordIssue {
   std::string Message() const;
 };
 
+// The part of a file a reader reads: records starting at `begin_bytes` (where the source starts,
+// a record's first byte) up to the first record starting at or after `stop_bytes` (read to the
+// end when negative). Offsets in issues and Next() are the file's.
+struct RecordRange {
+  int64_t begin_bytes = 0;
+  int64_t stop_bytes = -1;
+};
+
+// The offset of the first record of `source` (positioned at file offset `from_bytes`, the file
+// being `size_bytes` long, or -1 when unknown) starting before `to_bytes` whose length fits in
+// the file and whose two CRCs match; -1 when none does. A byte-by-byte search, for reading a file
+// in parts from arbitrary offsets: a false match needs two 32-bit CRCs to agree by chance, and a
+// caller checks that the parts join (each part's first record is where the part before it stopped).
+int64_t FindIntactRecord(ByteSource& source, int64_t from_bytes, int64_t to_bytes,
+                         int64_t size_bytes);
+
 class TfRecordReader {
  public:
   // `path` labels issues. `verify_payload_crc` = false skips the payload check (benchmarks).
-  // `buffer_bytes` is the initial buffer (grown for larger records).
+  // `buffer_bytes` is the initial buffer (grown for larger records). `range` is the part of the
+  // file the source holds and the reader reads.
   TfRecordReader(std::unique_ptr<ByteSource> source, std::string path,
-                 bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
+                 bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20,
+                 RecordRange range = {});
 
   // Advances to the next intact record. Returns false at the end of the readable data. The
   // payload view stays valid until the next call; `*offset_bytes` receives the record's offset.
@@ -75,8 +94,9 @@ class TfRecordReader {
 
   const std::vector<RecordIssue>& issues() const { return issues_; }
   int64_t records_read() const { return records_read_; }
-  // Bytes consumed so far (equals the file size after a clean end).
-  int64_t bytes_consumed() const { return offset_; }
+  // The file offset of the next record to read (the file size after a clean end of the whole
+  // file; the stop of a range, or the record after it, after the range was read).
+  int64_t next_offset_bytes() const { return offset_; }
   const std::string& path() const { return path_; }
 
  private:
@@ -98,6 +118,7 @@ class TfRecordReader {
   bool source_done_ = false;
   bool stopped_ = false;
   int64_t offset_ = 0;
+  int64_t stop_bytes_;  // no record starting here or later is read
   int64_t records_read_ = 0;
   std::vector<RecordIssue> issues_;
 };
