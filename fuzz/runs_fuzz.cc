@@ -4,7 +4,9 @@
 // (a difference traps, like a crash): the record reader's, by reading through a buffer of 64
 // bytes (most records arrive in pieces: the full path) and one that holds the whole input (every
 // record whole: the fast lane); and the one-scalar decoder's, against DecodeEvent, on the input
-// and on every record payload. Build with the `fuzz` preset (clang-16); see .ci/run for the
+// and on every record payload. Reading in parts is checked too: the input split at a point it
+// chooses, the second part started at its first intact record (FindIntactRecord); whenever the
+// parts join and report no damage, their records are exactly those of one reader. Build with the `fuzz` preset (clang-16); see .ci/run for the
 // bounded run.
 #include <cstddef>
 #include <cstdint>
@@ -70,7 +72,31 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       }
       return std::make_pair(out, issues);
     };
-    if (records(64) != records(size + 16)) __builtin_trap();
+    const auto whole = records(64);
+    if (whole != records(size + 16)) __builtin_trap();
+    if (size >= 2) {
+      // Parts [0, split) and [split, end): joined when the second starts where the first stopped.
+      const size_t split = 1 + (data[0] * 257u + data[size - 1]) % (size - 1);
+      TfRecordReader first(MemorySource(bytes), "fuzz", true, 64, {0, static_cast<int64_t>(split)});
+      std::vector<std::pair<int64_t, size_t>> joined;
+      std::string_view payload;
+      int64_t offset;
+      while (first.Next(&payload, &offset)) joined.emplace_back(offset, payload.size());
+      const std::unique_ptr<ByteSource> probe = MemorySource(bytes, split);
+      const int64_t start = FindIntactRecord(*probe, static_cast<int64_t>(split),
+                                             static_cast<int64_t>(size), static_cast<int64_t>(size));
+      bool clean = first.issues().empty();
+      if (start >= 0) {
+        clean = clean && start == first.next_offset_bytes();
+        TfRecordReader second(MemorySource(bytes, static_cast<size_t>(start)), "fuzz", true, 64,
+                              {start, -1});
+        while (second.Next(&payload, &offset)) joined.emplace_back(offset, payload.size());
+        clean = clean && second.issues().empty();
+      } else {
+        clean = clean && first.next_offset_bytes() >= static_cast<int64_t>(size);
+      }
+      if (clean && (!whole.second.empty() || joined != whole.first)) __builtin_trap();
+    }
   }
   CheckSimpleScalarDecoder(bytes);
   if (size < 4096) {

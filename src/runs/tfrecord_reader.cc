@@ -42,7 +42,8 @@ class FileSource : public ByteSource {
 
 class MemoryByteSource : public ByteSource {
  public:
-  explicit MemoryByteSource(std::string_view bytes) : bytes_(bytes) {}
+  MemoryByteSource(std::string_view bytes, size_t start)
+      : bytes_(bytes), position_(std::min(start, bytes.size())) {}
   size_t Read(char* out, size_t size) override {
     const size_t n = std::min(size, bytes_.size() - position_);
     std::memcpy(out, bytes_.data() + position_, n);
@@ -53,7 +54,7 @@ class MemoryByteSource : public ByteSource {
 
  private:
   std::string_view bytes_;
-  size_t position_ = 0;
+  size_t position_;
 };
 
 uint32_t LoadU32(const char* p) {
@@ -105,8 +106,8 @@ std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t star
   return std::make_unique<FileSource>(fd, size);
 }
 
-std::unique_ptr<ByteSource> MemorySource(std::string_view bytes) {
-  return std::make_unique<MemoryByteSource>(bytes);
+std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start) {
+  return std::make_unique<MemoryByteSource>(bytes, start);
 }
 
 std::string_view ToString(RecordIssueKind kind) {

@@ -38,8 +38,9 @@ class ByteSource {
 // Throws InputError naming the path and the system error.
 std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t start_bytes = 0);
 
-// Reads from `bytes`, which must outlive the source.
-std::unique_ptr<ByteSource> MemorySource(std::string_view bytes);
+// Reads from `bytes` (from byte `start` on; SizeBytes is all of `bytes`), which must outlive the
+// source.
+std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start = 0);
 
 enum class RecordIssueKind {
   kTruncatedTail,   // the file ends inside a record; the complete records before it are kept
