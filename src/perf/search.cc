@@ -9,7 +9,7 @@
 namespace mosaic {
 
 int64_t SearchResult::RankOf(double tokens_per_s) const {
-  // feasible_tokens_per_s is descending: count those strictly faster (with a relative margin).
+  // Count those strictly faster (with a relative margin).
   int64_t faster = 0;
   for (double v : feasible_tokens_per_s) {
     if (v > tokens_per_s * (1 + 1e-9)) ++faster;
@@ -148,11 +148,12 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       break;
                     }
                     bool any_fit = false;
+                    const LayoutDerivation derived = DeriveLayout(model, l, job);
                     for (Recompute r : kRecomputeByCost) {
                       if (r == Recompute::kMoe && !model.config.is_moe()) continue;
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
-                      const MemoryBreakdown mem = EstimateMemory(model, cluster, l, job, profile);
+                      const MemoryBreakdown mem = EstimateMemory(model, l, job, profile, derived);
                       if (mem.peak_bytes > capacity) {
                         ++result.rejected[static_cast<int>(RejectKind::kMemory)];
                         if (per_reason[2] < options.examples_per_reason) {
@@ -168,7 +169,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       }
                       any_fit = true;
                       StepEstimate e = EvaluateStep(model, cluster, l, job, shared, profile,
-                                                    nullptr, &mem);
+                                                    nullptr, &mem, derived);
                       keep(l, e);
                     }
                     if (!any_fit) break;  // larger micro-batches need more memory
@@ -187,8 +188,6 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   for (SearchCandidate& cand : best) {
     cand.estimate.dropped_fraction = LayoutDroppedFraction(model, cand.layout, job, drop);
   }
-  std::sort(result.feasible_tokens_per_s.begin(), result.feasible_tokens_per_s.end(),
-            std::greater<>());
   return result;
 }
 

@@ -181,24 +181,6 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
 
 namespace {
 
-struct Derived {
-  double tokens_mb_rank;      // tokens of one micro-batch on one rank after cp and tp splits
-  double tokens_mb_seq;       // tokens of one micro-batch on one cp rank (before the tp split)
-  int64_t micro_batches;      // per pipeline per step
-  PipelineSplit split;        // layer passes per pipeline rank
-  int64_t layers_stage;       // layer passes on the slowest rank
-  bool head_on_stage;         // the output layer is charged to the slowest rank (pp = 1)
-  double other_load_ratio;    // mean load of the other ranks / the slowest rank's (bubble)
-  double segment_recompute;   // forwards of the layer stack repeated by segmented backprop
-  double stage_share;         // layers_stage / layer_passes
-  // Multi-token-prediction layers charged to the slowest rank, spread like their FLOPs: the
-  // stage's share of mtp_layers, and of those with the routed MoE.
-  double mtp_layers_stage;
-  double mtp_moe_layers_stage;
-  double pad;                 // expert buffer padding (cf when padded, else 1)
-  double expert_fsdp;         // FSDP shard count of expert weights
-};
-
 // Whether routing caps each expert's rows: Megatron's per-rank capacity always; Marin's fixed
 // all-to-all cells only when there is an all-to-all (ep > 1; without it experts see every token).
 bool UsesCapacity(RoutingPolicy routing, const Layout& l) {
@@ -206,8 +188,10 @@ bool UsesCapacity(RoutingPolicy routing, const Layout& l) {
          (routing == RoutingPolicy::kFixedCells && l.ep > 1);
 }
 
-Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
-  Derived x;
+}  // namespace
+
+LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job) {
+  LayoutDerivation x;
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
@@ -240,13 +224,11 @@ Derived Derive(const ModelShape& m, const Layout& l, const PerfJob& job) {
   return x;
 }
 
-}  // namespace
-
 namespace {
 
 // The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes.
 MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
-                            const PerfProfile& profile, const Derived& x, int64_t layers,
+                            const PerfProfile& profile, const LayoutDerivation& x, int64_t layers,
                             int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
@@ -348,7 +330,7 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
 // earlier one (SplitPipeline places short stages first; the last stage, one micro-batch in
 // flight, is compared only when it holds more than the middle ones).
 MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
-                                const PerfProfile& profile, const Derived& x) {
+                                const PerfProfile& profile, const LayoutDerivation& x) {
   const PipelineSplit& s = x.split;
   MemoryBreakdown peak = StageMemory(m, l, job, profile, x, s.first, 0);
   if (l.pp > 2 && s.middle > s.first) {
@@ -367,7 +349,12 @@ MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const Perf
 MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
                                const PerfJob& job, const PerfProfile& profile) {
   (void)cluster;
-  return PeakStageMemory(m, l, job, profile, Derive(m, l, job));
+  return PeakStageMemory(m, l, job, profile, DeriveLayout(m, l, job));
+}
+
+MemoryBreakdown EstimateMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                               const PerfProfile& profile, const LayoutDerivation& derived) {
+  return PeakStageMemory(m, l, job, profile, derived);
 }
 
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
@@ -460,9 +447,15 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory) {
+  return EvaluateStep(m, cluster, l, job, sh, profile, drop, memory, DeriveLayout(m, l, job));
+}
+
+StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                          const PerfJob& job, const SharedPerfParams& sh,
+                          const PerfProfile& profile, const DropParams* drop,
+                          const MemoryBreakdown* memory, const LayoutDerivation& x) {
   const ModelConfig& c = m.config;
   const HardwareSpec& hw = cluster.device;
-  const Derived x = Derive(m, l, job);
   StepEstimate e;
   StepBreakdown& tb = e.time;
   const double N = static_cast<double>(l.gpus());

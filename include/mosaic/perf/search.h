@@ -41,7 +41,7 @@ struct Rejection {
 
 struct SearchResult {
   std::vector<SearchCandidate> best;            // the `top` fastest feasible, best first
-  std::vector<double> feasible_tokens_per_s;    // every feasible layout's tokens/s, descending
+  std::vector<double> feasible_tokens_per_s;    // every feasible layout's tokens/s, in search order
   int64_t evaluated = 0;                        // layouts looked at (valid or not)
   std::array<int64_t, 3> rejected{};            // by RejectKind
   std::vector<Rejection> examples;              // a few per reason

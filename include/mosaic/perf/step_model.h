@@ -206,6 +206,30 @@ struct StepEstimate {
   double dropped_fraction = 0;         // share of routed assignments dropped
 };
 
+// What the step and memory models derive from a layout and job before anything that depends on
+// the layout's recompute policy (which none of it does): a search that evaluates one layout under
+// several policies derives it once.
+struct LayoutDerivation {
+  double tokens_mb_rank = 0;      // tokens of one micro-batch on one rank after cp and tp splits
+  double tokens_mb_seq = 0;       // tokens of one micro-batch on one cp rank (before the tp split)
+  int64_t micro_batches = 0;      // per pipeline per step
+  PipelineSplit split;            // layer passes per pipeline rank
+  int64_t layers_stage = 0;       // layer passes on the slowest rank
+  bool head_on_stage = false;     // the output layer is charged to the slowest rank (pp = 1)
+  double other_load_ratio = 0;    // mean load of the other ranks / the slowest rank's (bubble)
+  double segment_recompute = 0;   // forwards of the layer stack repeated by segmented backprop
+  double stage_share = 0;         // layers_stage / layer_passes
+  // Multi-token-prediction layers charged to the slowest rank, spread like their FLOPs: the
+  // stage's share of mtp_layers, and of those with the routed MoE.
+  double mtp_layers_stage = 0;
+  double mtp_moe_layers_stage = 0;
+  double pad = 1;                 // expert buffer padding (cf when padded, else 1)
+  double expert_fsdp = 1;         // FSDP shard count of expert weights
+};
+
+// The derivation of `layout` (which must pass CheckLayout) for `job`.
+LayoutDerivation DeriveLayout(const ModelShape& model, const Layout& layout, const PerfJob& job);
+
 // Evaluates `layout`, which must pass CheckLayout. The dropped fraction uses `drop` (usually
 // DefaultDropParams()); nullptr leaves it 0 (it does not change the step time).
 StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
@@ -217,6 +241,12 @@ StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const
                           const PerfJob& job, const SharedPerfParams& shared,
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory);
+// The same with the layout's derivation given: DeriveLayout(model, layout', job) for a layout'
+// equal to `layout` but perhaps for its recompute policy. The result is the same to the bit.
+StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
+                          const PerfJob& job, const SharedPerfParams& shared,
+                          const PerfProfile& profile, const DropParams* drop,
+                          const MemoryBreakdown* memory, const LayoutDerivation& derived);
 
 // Idle time of a pipeline per step under 1F1B with `vpp` virtual stages per rank, `micro_batches`
 // (m) micro-batches per pipeline and `t` the time of one micro-batch through one rank's layers
@@ -261,6 +291,9 @@ ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_
 MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
                                const Layout& layout, const PerfJob& job,
                                const PerfProfile& profile);
+// The same with the layout's derivation given (as for EvaluateStep).
+MemoryBreakdown EstimateMemory(const ModelShape& model, const Layout& layout, const PerfJob& job,
+                               const PerfProfile& profile, const LayoutDerivation& derived);
 
 // The dropped share of routed assignments for the layout and job (0 when nothing can drop).
 double LayoutDroppedFraction(const ModelShape& model, const Layout& layout, const PerfJob& job,
