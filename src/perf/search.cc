@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <optional>
 
 namespace mosaic {
 
@@ -149,11 +150,14 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     bool any_fit = false;
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
+                    const LayoutMemory memory(model, l, job, profile, derived);
+                    // Built for the first policy that fits (many layouts fit under none).
+                    std::optional<LayoutStep> step;
                     for (Recompute r : kRecomputeByCost) {
                       if (r == Recompute::kMoe && !model.config.is_moe()) continue;
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
-                      const MemoryBreakdown mem = EstimateMemory(model, l, job, profile, derived);
+                      const MemoryBreakdown mem = memory.For(r);
                       if (mem.peak_bytes > capacity) {
                         ++result.rejected[static_cast<int>(RejectKind::kMemory)];
                         if (per_reason[2] < options.examples_per_reason) {
@@ -168,8 +172,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                         continue;
                       }
                       any_fit = true;
-                      StepEstimate e = EvaluateStep(model, cluster, l, job, shared, profile,
-                                                    nullptr, &mem, derived);
+                      if (!step) step.emplace(model, cluster, l, job, shared, profile, derived);
+                      StepEstimate e = step->Evaluate(r, &mem, nullptr);
                       keep(l, e);
                     }
                     if (!any_fit) break;  // larger micro-batches need more memory

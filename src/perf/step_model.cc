@@ -226,13 +226,16 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
 
 namespace {
 
-// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes.
-MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
-                            const PerfProfile& profile, const LayoutDerivation& x, int64_t layers,
-                            int64_t stage) {
+// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
+// the activations: everything that does not depend on the recompute policy.
+StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
+                                               const PerfJob& job, const PerfProfile& profile,
+                                               const LayoutDerivation& x, int64_t layers,
+                                               int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
-  MemoryBreakdown mem;
+  StageMemoryParts parts;
+  MemoryBreakdown& mem = parts.memory;
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
@@ -266,15 +269,50 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
   // Activations of one layer pass for one micro-batch on this rank.
   const double t = x.tokens_mb_rank;
   const double k = static_cast<double>(c.top_k);
-  double per_layer_full =
+  parts.per_layer_full =
       t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
            k * x.pad * m.expert_act_bytes_per_assignment);
   if (job.format != NumberFormat::kBf16) {
-    per_layer_full -= t * (m.fp8_saved_bytes_per_token +
-                           k * x.pad * m.fp8_saved_bytes_per_assignment);
+    parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token +
+                                 k * x.pad * m.fp8_saved_bytes_per_assignment);
   }
+  // Layers whose activations are held: with segmented backprop, only the segment's loops; and
+  // the stage's share of the MTP layers, which run once.
+  parts.held_layers = static_cast<double>(layers);
+  if (job.bp_segment_loops > 0 && c.loops > 1) {
+    const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
+    parts.held_layers *= seg / static_cast<double>(c.loops);
+  }
+  parts.held_layers += static_cast<double>(c.mtp_layers) * share;
+  parts.in_flight = 1;
+  if (l.pp > 1) {
+    parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
+    if (l.vpp > 1 && x.micro_batches > l.pp) {
+      parts.in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
+    }
+  }
+  // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the first
+  // when pp = 1); counted when pp = 1 only, as the first stage is the peak otherwise.
+  if (l.pp == 1) {
+    mem.logits_bytes = t * static_cast<double>(c.vocab) * (2 + 4) * profile.logits_fraction;
+  }
+  // All-to-all send and receive buffers of one MoE layer.
+  if (c.is_moe()) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
+  mem.reserve_bytes = profile.memory_reserve_gb * 1e9;
+  return parts;
+}
+
+// The stage of `parts` with its activations under `recompute`, and its peak.
+MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfProfile& profile,
+                            const LayoutDerivation& x, const StageMemoryParts& parts,
+                            Recompute recompute) {
+  const ModelConfig& c = m.config;
+  MemoryBreakdown mem = parts.memory;
+  const double t = x.tokens_mb_rank;
+  const double k = static_cast<double>(c.top_k);
+  const double per_layer_full = parts.per_layer_full;
   double per_layer = per_layer_full;
-  switch (l.recompute) {
+  switch (recompute) {
     case Recompute::kNone: break;
     case Recompute::kSelective:
       per_layer = std::max(per_layer_full - t * m.core_attention_saved_bytes_per_token, 0.0);
@@ -294,54 +332,51 @@ MemoryBreakdown StageMemory(const ModelShape& m, const Layout& l, const PerfJob&
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
-  // Layers whose activations are held: with segmented backprop, only the segment's loops; and
-  // the stage's share of the MTP layers, which run once.
-  double held_layers = static_cast<double>(layers);
-  if (job.bp_segment_loops > 0 && c.loops > 1) {
-    const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
-    held_layers *= seg / static_cast<double>(c.loops);
-  }
-  held_layers += static_cast<double>(c.mtp_layers) * share;
-  double in_flight = 1;
-  if (l.pp > 1) {
-    in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
-    if (l.vpp > 1 && x.micro_batches > l.pp) {
-      in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
-    }
-  }
-  mem.activation_bytes = per_layer * held_layers * in_flight;
-  if (l.recompute == Recompute::kFull) mem.activation_bytes += per_layer_full;
-  // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the first
-  // when pp = 1); counted when pp = 1 only, as the first stage is the peak otherwise.
-  if (l.pp == 1) {
-    mem.logits_bytes = t * static_cast<double>(c.vocab) * (2 + 4) * profile.logits_fraction;
-  }
-  // All-to-all send and receive buffers of one MoE layer.
-  if (c.is_moe()) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
-  mem.reserve_bytes = profile.memory_reserve_gb * 1e9;
+  mem.activation_bytes = per_layer * parts.held_layers * parts.in_flight;
+  if (recompute == Recompute::kFull) mem.activation_bytes += per_layer_full;
   mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
                    mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
                    mem.dispatch_bytes + mem.reserve_bytes;
   return mem;
 }
 
-// The peak stage's memory: the first stage holds the embedding and the most in-flight
+}  // namespace
+
+// The stages that can hold the peak: the first stage holds the embedding and the most in-flight
 // micro-batches, so a later stage can only be the peak when it holds more layers than every
 // earlier one (SplitPipeline places short stages first; the last stage, one micro-batch in
 // flight, is compared only when it holds more than the middle ones).
-MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
-                                const PerfProfile& profile, const LayoutDerivation& x) {
+LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                           const PerfProfile& profile, const LayoutDerivation& x)
+    : model_(m), job_(job), profile_(profile), derivation_(x) {
   const PipelineSplit& s = x.split;
-  MemoryBreakdown peak = StageMemory(m, l, job, profile, x, s.first, 0);
+  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, 0);
+  stage_count_ = 1;
   if (l.pp > 2 && s.middle > s.first) {
-    const MemoryBreakdown middle = StageMemory(m, l, job, profile, x, s.middle, s.middle_rank);
-    if (middle.peak_bytes > peak.peak_bytes) peak = middle;
+    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.middle,
+                                                            s.middle_rank);
   }
   if (l.pp > 1 && s.last > std::max(s.first, s.middle)) {
-    const MemoryBreakdown last = StageMemory(m, l, job, profile, x, s.last, l.pp - 1);
-    if (last.peak_bytes > peak.peak_bytes) peak = last;
+    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
+                                                            l.pp - 1);
+  }
+}
+
+MemoryBreakdown LayoutMemory::For(Recompute recompute) const {
+  MemoryBreakdown peak = StageMemory(model_, job_, profile_, derivation_, stages_[0], recompute);
+  for (int i = 1; i < stage_count_; ++i) {
+    const MemoryBreakdown stage =
+        StageMemory(model_, job_, profile_, derivation_, stages_[i], recompute);
+    if (stage.peak_bytes > peak.peak_bytes) peak = stage;
   }
   return peak;
+}
+
+namespace {
+
+MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
+                                const PerfProfile& profile, const LayoutDerivation& x) {
+  return LayoutMemory(m, l, job, profile, x).For(l.recompute);
 }
 
 }  // namespace
@@ -352,10 +387,6 @@ MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, cons
   return PeakStageMemory(m, l, job, profile, DeriveLayout(m, l, job));
 }
 
-MemoryBreakdown EstimateMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
-                               const PerfProfile& profile, const LayoutDerivation& derived) {
-  return PeakStageMemory(m, l, job, profile, derived);
-}
 
 double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, double t) {
   const double p = static_cast<double>(pp);
@@ -454,54 +485,47 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory, const LayoutDerivation& x) {
+  return LayoutStep(m, cluster, l, job, sh, profile, x).Evaluate(l.recompute, memory, drop);
+}
+
+LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
+                       const PerfJob& job, const SharedPerfParams& sh, const PerfProfile& profile,
+                       const LayoutDerivation& x)
+    : m_(m), cluster_(cluster), l_(l), job_(job), sh_(sh), profile_(profile), x_(x) {
   const ModelConfig& c = m.config;
   const HardwareSpec& hw = cluster.device;
-  StepEstimate e;
-  StepBreakdown& tb = e.time;
-  const double N = static_cast<double>(l.gpus());
-  const double tokens_step = static_cast<double>(job.global_batch * job.seq_len);
-  const double mb = static_cast<double>(x.micro_batches);
+  N_ = static_cast<double>(l.gpus());
+  tokens_step_ = static_cast<double>(job.global_batch * job.seq_len);
+  mb_ = static_cast<double>(x.micro_batches);
   const double stage_group = static_cast<double>(l.stage_group());
 
   // Compute. Per GPU: the stage's share of the layers, split over the stage's ranks.
-  const double bf16 = hw.peak_bf16_tflops * 1e12;
-  double gemm_peak = bf16;
+  bf16_ = hw.peak_bf16_tflops * 1e12;
+  gemm_peak_ = bf16_;
   const double fp8_peak =
       job.format == NumberFormat::kMxfp8 ? hw.peak_mxfp8_tflops : hw.peak_fp8_tflops;
   if (job.format != NumberFormat::kBf16 && fp8_peak > 0) {
-    gemm_peak = bf16 * (1 + sh.fp8_gain * (fp8_peak / hw.peak_bf16_tflops - 1));
+    gemm_peak_ = bf16_ * (1 + sh.fp8_gain * (fp8_peak / hw.peak_bf16_tflops - 1));
   }
   const double eff = profile.gemm_efficiency;
-  const double stage_tokens = tokens_step / stage_group;  // tokens each rank of a stage handles
-  const double share = x.stage_share;
-  const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the last stage
-  const double layer_mult =
-      (l.recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
+  stage_tokens_ = tokens_step_ / stage_group;  // tokens each rank of a stage handles
   // Dense GEMMs: typical GEMM of a micro-batch is tokens_mb_rank·tp rows × d × (q_dim/tp).
-  const double dense_flops = stage_tokens * (m.dense_flops_per_token * share * layer_mult +
-                                             m.head_flops_per_token * 3 * last_stage_head);
   const double dense_gemm_size =
       2 * x.tokens_mb_seq * static_cast<double>(c.d_model) * m.q_dim / static_cast<double>(l.tp);
-  const double dense_gemm_count = dense_flops / std::max(dense_gemm_size, 1.0);
+  dense_gemm_size_ = std::max(dense_gemm_size, 1.0);
   auto shape_eff = [&](double smallest) {
     return eff * smallest / (smallest + sh.gemm_half_size);
   };
   const double dense_smallest =
       std::min({x.tokens_mb_seq, static_cast<double>(c.d_model), m.q_dim / static_cast<double>(l.tp)});
-  tb.dense_gemm_seconds = dense_flops / (gemm_peak * shape_eff(dense_smallest)) +
-                          dense_gemm_count * sh.gemm_latency_seconds;
+  dense_rate_ = gemm_peak_ * shape_eff(dense_smallest);
   // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
-  const double mb_count = static_cast<double>(x.micro_batches);
-  const double layers_stage_moe =
+  layers_stage_moe_ =
       (c.layers > 0 ? static_cast<double>(x.layers_stage) * static_cast<double>(c.moe_layers()) /
                           static_cast<double>(c.layers)
                     : 0) +
       x.mtp_moe_layers_stage;
   if (c.is_moe()) {
-    // Recomputing the MoE layer runs its expert GEMMs forward once more.
-    const double expert_mult = layer_mult + (l.recompute == Recompute::kMoe ? 1.0 : 0.0);
-    const double expert_flops =
-        stage_tokens * m.expert_flops_per_token * share * expert_mult * x.pad;
     const double rows = static_cast<double>(l.ep) * x.tokens_mb_rank *
                         static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
     // Grouped GEMMs: one kernel per weight matrix and pass for all of the rank's experts, each
@@ -509,59 +533,24 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double smallest =
         std::min({rows, m.routed_width,
                   static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});
-    const double kernels = mb_count * layers_stage_moe * (c.glu ? 3.0 : 2.0) * expert_mult;
+    expert_rate_ = gemm_peak_ * shape_eff(smallest);
     const double local_experts = static_cast<double>(c.experts) / static_cast<double>(l.ep);
-    tb.expert_gemm_seconds =
-        expert_flops / (gemm_peak * shape_eff(smallest)) +
-        kernels * (sh.gemm_latency_seconds + local_experts * profile.expert_group_seconds);
-    if (l.recompute == Recompute::kMoe) tb.recompute_seconds = tb.expert_gemm_seconds / expert_mult;
+    expert_kernel_seconds_ = sh.gemm_latency_seconds + local_experts * profile.expert_group_seconds;
   }
-  // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
-  // core-attention (selective) recompute repeat the attention forward.
-  const double attn_mult =
-      (l.recompute == Recompute::kFull || l.recompute == Recompute::kSelective ? 4.0 : 3.0) +
-      x.segment_recompute;
   if (c.attention_sinks && !profile.fused_attention_sinks) {
-    // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
-    // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
-    // and writes and reads the matrix in HBM (scores, softmax, their gradients).
-    const double keys = static_cast<double>(job.seq_len);
-    const double layer_share = static_cast<double>(m.layer_passes) * share * attn_mult / 3.0;
-    const double gemm_flops = stage_tokens * 3 * 4 * keys * m.q_dim * layer_share;
-    const double score_bytes = stage_tokens * keys * static_cast<double>(c.heads) * kActBytes *
-                               sh.unfused_attention_passes * layer_share;
-    tb.attention_seconds =
-        gemm_flops / (bf16 * shape_eff(static_cast<double>(c.resolved_head_dim()))) +
-        (hw.hbm_tb_per_s > 0 ? score_bytes / (hw.hbm_tb_per_s * 1e12) : 0);
-  } else {
-    tb.attention_seconds = stage_tokens * m.attention_kernel_flops_per_token * share * attn_mult /
-                           (bf16 * sh.attention_efficiency);
-  }
-  if (l.recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
-  if (l.recompute == Recompute::kModules) {
-    // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
-    // elementwise kernels, negligible beside the GEMMs).
-    tb.recompute_seconds =
-        stage_tokens * m.selective_recompute_flops_per_token * share / (gemm_peak * eff);
-    tb.dense_gemm_seconds += tb.recompute_seconds;
+    sinks_rate_ = bf16_ * shape_eff(static_cast<double>(c.resolved_head_dim()));
   }
   // Memory-bound kernels: elementwise_passes bf16 reads/writes of the layer's activations.
   if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
     const double width = m.elementwise_width_per_token +
                          static_cast<double>(c.top_k) * x.pad * m.elementwise_width_per_assignment;
-    const double bytes = stage_tokens * (static_cast<double>(x.layers_stage) + x.mtp_layers_stage) *
-                         width * kActBytes *
-                         sh.elementwise_passes *
-                         ((l.recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute) /
-                         3.0;
-    tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
+    elementwise_bytes_ = stage_tokens_ *
+                         (static_cast<double>(x.layers_stage) + x.mtp_layers_stage) * width *
+                         kActBytes * sh.elementwise_passes;
   }
-  tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
-                       tb.elementwise_seconds;
-  if (l.recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / layer_mult;
-  tb.recompute_seconds += tb.compute_seconds * x.segment_recompute / layer_mult;
 
-  // Communication.
+  // Communication: the time of one call of each collective (its bytes over its link, plus the
+  // latency), or the whole of those whose calls do not depend on the recompute policy.
   const double scale_up_efficiency =
       profile.scale_up_efficiency > 0 ? profile.scale_up_efficiency : sh.scale_up_efficiency;
   auto bandwidth = [&](int64_t span) {
@@ -570,17 +559,12 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
   const double lat = sh.collective_latency_seconds;
-  const double layers_stage = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
+  layers_stage_ = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
   const double d = static_cast<double>(c.d_model);
-  const double recompute_fwd =
-      (l.recompute == Recompute::kFull ? 1.0 : 0.0) + x.segment_recompute;
-  // MoE recompute repeats the MoE layer's forward: its dispatch, combine and token-count sync.
-  const double moe_recompute_fwd = recompute_fwd + (l.recompute == Recompute::kMoe ? 1.0 : 0.0);
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
-    const double calls = mb * layers_stage * (10 + 4 * recompute_fwd);
-    tb.tp_seconds = calls * (bytes / bandwidth(l.tp) + lat);
+    tp_call_seconds_ = bytes / bandwidth(l.tp) + lat;
   }
   if (c.is_moe() && l.etp > 1) {
     // Expert tensor parallelism: each etp group all-gathers the tokens dispatched to it and
@@ -588,15 +572,13 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double etp = static_cast<double>(l.etp);
     const double bytes = x.tokens_mb_rank * static_cast<double>(c.top_k) * x.pad *
                          m.routed_width * kActBytes * (etp - 1);
-    const double calls = mb * layers_stage_moe * (4 + 2 * moe_recompute_fwd);
-    tb.tp_seconds += calls * (bytes / bandwidth(l.etp) + lat);
+    etp_call_seconds_ = bytes / bandwidth(l.etp) + lat;
   }
   if (l.cp > 1) {
     const double cp = static_cast<double>(l.cp);
     const double bytes = x.tokens_mb_seq * 2 * m.kv_dim * kActBytes * (cp - 1) /
                          static_cast<double>(l.tp);
-    const double calls = mb * layers_stage * (3 + recompute_fwd);
-    tb.cp_seconds = calls * (bytes / bandwidth(l.tp * l.cp) + lat);
+    cp_call_seconds_ = bytes / bandwidth(l.tp * l.cp) + lat;
   }
   if (c.is_moe() && l.ep > 1) {
     const ExpertDispatchTraffic traffic =
@@ -609,10 +591,9 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
         traffic.scale_out_copies_per_token > 0
             ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(l.ep * l.etp)
             : 0.0;
-    const double calls = mb * layers_stage_moe * (4 + 2 * moe_recompute_fwd);
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
-    tb.ep_seconds = calls * (std::max(up_seconds, out_seconds) + lat);
+    ep_call_seconds_ = std::max(up_seconds, out_seconds) + lat;
   }
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =
@@ -622,20 +603,20 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
     const double f = static_cast<double>(l.fsdp);
     const double span = static_cast<double>(l.tp * l.cp * l.fsdp);
     double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
-    double calls = 3 * layers_stage;
+    double calls = 3 * layers_stage_;
     if (x.expert_fsdp > 1) {
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
-      calls += 3 * layers_stage_moe * static_cast<double>(l.moe_chunk);
+      calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
     }
-    tb.fsdp_seconds = mb * (bytes / bandwidth(static_cast<int64_t>(span)) + calls * lat);
+    fsdp_seconds_ = mb_ * (bytes / bandwidth(static_cast<int64_t>(span)) + calls * lat);
   }
   if (l.dp > 1) {
     const double dpn = static_cast<double>(l.dp);
     if (l.fsdp > 1) {
       // Hybrid: all-reduce of each FSDP shard across the dp replicas.
       const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
-      tb.dp_seconds = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(l.gpus() / l.pp) +
-                      2 * layers_stage * lat;
+      dp_seconds_ = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(l.gpus() / l.pp) +
+                    2 * layers_stage_ * lat;
     } else {
       // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
       // (experts over their expert-data-parallel group).
@@ -644,14 +625,105 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
       const double bytes = dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g +
                            (edp > 1 ? expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) / edp
                                     : 0);
-      tb.dp_seconds = bytes / bandwidth(l.gpus() / l.pp) + 2 * layers_stage * lat;
+      dp_seconds_ = bytes / bandwidth(l.gpus() / l.pp) + 2 * layers_stage_ * lat;
     }
   }
   if (l.pp > 1) {
     const double bytes = x.tokens_mb_rank * d * kActBytes;
-    const double calls = mb * 2 * static_cast<double>(l.vpp);
-    tb.pp_seconds = calls * (bytes / bandwidth(l.gpus()) + lat);
+    const double calls = mb_ * 2 * static_cast<double>(l.vpp);
+    pp_seconds_ = calls * (bytes / bandwidth(l.gpus()) + lat);
   }
+}
+
+StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* memory,
+                                  const DropParams* drop) const {
+  const ModelShape& m = m_;
+  const ModelConfig& c = m.config;
+  const HardwareSpec& hw = cluster_.device;
+  const Layout& l = l_;
+  const LayoutDerivation& x = x_;
+  const SharedPerfParams& sh = sh_;
+  const PerfProfile& profile = profile_;
+  StepEstimate e;
+  StepBreakdown& tb = e.time;
+  const double share = x.stage_share;
+  const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the last stage
+  const double layer_mult = (recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
+  const double dense_flops = stage_tokens_ * (m.dense_flops_per_token * share * layer_mult +
+                                              m.head_flops_per_token * 3 * last_stage_head);
+  const double dense_gemm_count = dense_flops / dense_gemm_size_;
+  tb.dense_gemm_seconds = dense_flops / dense_rate_ + dense_gemm_count * sh.gemm_latency_seconds;
+  if (c.is_moe()) {
+    // Recomputing the MoE layer runs its expert GEMMs forward once more.
+    const double expert_mult = layer_mult + (recompute == Recompute::kMoe ? 1.0 : 0.0);
+    const double expert_flops =
+        stage_tokens_ * m.expert_flops_per_token * share * expert_mult * x.pad;
+    const double kernels = mb_ * layers_stage_moe_ * (c.glu ? 3.0 : 2.0) * expert_mult;
+    tb.expert_gemm_seconds = expert_flops / expert_rate_ + kernels * expert_kernel_seconds_;
+    if (recompute == Recompute::kMoe) tb.recompute_seconds = tb.expert_gemm_seconds / expert_mult;
+  }
+  // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
+  // core-attention (selective) recompute repeat the attention forward.
+  const double attn_mult =
+      (recompute == Recompute::kFull || recompute == Recompute::kSelective ? 4.0 : 3.0) +
+      x.segment_recompute;
+  if (c.attention_sinks && !profile.fused_attention_sinks) {
+    // Unfused attention: every layer computes each head's whole s×s score matrix (no causal
+    // skip, no window) as two batched bf16 GEMMs (QKᵀ, PV) contracting over the head dimension,
+    // and writes and reads the matrix in HBM (scores, softmax, their gradients).
+    const double keys = static_cast<double>(job_.seq_len);
+    const double layer_share = static_cast<double>(m.layer_passes) * share * attn_mult / 3.0;
+    const double gemm_flops = stage_tokens_ * 3 * 4 * keys * m.q_dim * layer_share;
+    const double score_bytes = stage_tokens_ * keys * static_cast<double>(c.heads) * kActBytes *
+                               sh.unfused_attention_passes * layer_share;
+    tb.attention_seconds =
+        gemm_flops / sinks_rate_ + (hw.hbm_tb_per_s > 0 ? score_bytes / (hw.hbm_tb_per_s * 1e12) : 0);
+  } else {
+    tb.attention_seconds = stage_tokens_ * m.attention_kernel_flops_per_token * share * attn_mult /
+                           (bf16_ * sh.attention_efficiency);
+  }
+  if (recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
+  if (recompute == Recompute::kModules) {
+    // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
+    // elementwise kernels, negligible beside the GEMMs).
+    tb.recompute_seconds =
+        stage_tokens_ * m.selective_recompute_flops_per_token * share /
+        (gemm_peak_ * profile.gemm_efficiency);
+    tb.dense_gemm_seconds += tb.recompute_seconds;
+  }
+  if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
+    const double bytes = elementwise_bytes_ *
+                         ((recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute) / 3.0;
+    tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
+  }
+  tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
+                       tb.elementwise_seconds;
+  if (recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / layer_mult;
+  tb.recompute_seconds += tb.compute_seconds * x.segment_recompute / layer_mult;
+
+  // Communication.
+  const double recompute_fwd = (recompute == Recompute::kFull ? 1.0 : 0.0) + x.segment_recompute;
+  // MoE recompute repeats the MoE layer's forward: its dispatch, combine and token-count sync.
+  const double moe_recompute_fwd = recompute_fwd + (recompute == Recompute::kMoe ? 1.0 : 0.0);
+  if (l.tp > 1) {
+    const double calls = mb_ * layers_stage_ * (10 + 4 * recompute_fwd);
+    tb.tp_seconds = calls * tp_call_seconds_;
+  }
+  if (c.is_moe() && l.etp > 1) {
+    const double calls = mb_ * layers_stage_moe_ * (4 + 2 * moe_recompute_fwd);
+    tb.tp_seconds += calls * etp_call_seconds_;
+  }
+  if (l.cp > 1) {
+    const double calls = mb_ * layers_stage_ * (3 + recompute_fwd);
+    tb.cp_seconds = calls * cp_call_seconds_;
+  }
+  if (c.is_moe() && l.ep > 1) {
+    const double calls = mb_ * layers_stage_moe_ * (4 + 2 * moe_recompute_fwd);
+    tb.ep_seconds = calls * ep_call_seconds_;
+  }
+  tb.fsdp_seconds = fsdp_seconds_;
+  tb.dp_seconds = dp_seconds_;
+  tb.pp_seconds = pp_seconds_;
   const double comm[] = {tb.tp_seconds, tb.cp_seconds, tb.ep_seconds,
                          tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
   const double overlap[] = {sh.overlap_tp,   sh.overlap_cp, sh.overlap_ep,
@@ -667,25 +739,29 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.
-    tb.host_seconds = mb * layers_stage_moe * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
+    tb.host_seconds = mb_ * layers_stage_moe_ * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
   }
   tb.overhead_seconds = profile.step_overhead_seconds;
   const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
   if (l.pp > 1) {
     // The fill and drain are the other ranks' time: the mean rank's, not the slowest's.
     tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches,
-                                              pipelined / mb * x.other_load_ratio);
+                                              pipelined / mb_ * x.other_load_ratio);
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
-  e.tokens_per_s_per_gpu = tokens_step / e.step_seconds / N;
-  e.model_flops_per_step = m.model_flops_per_token * tokens_step;
-  e.mfu = e.model_flops_per_step / (e.step_seconds * bf16 * N);
-  e.mfu_causal = m.causal_model_flops_per_token * tokens_step / (e.step_seconds * bf16 * N);
-  e.memory = memory != nullptr ? *memory : PeakStageMemory(m, l, job, profile, x);
+  e.tokens_per_s_per_gpu = tokens_step_ / e.step_seconds / N_;
+  e.model_flops_per_step = m.model_flops_per_token * tokens_step_;
+  e.mfu = e.model_flops_per_step / (e.step_seconds * bf16_ * N_);
+  e.mfu_causal = m.causal_model_flops_per_token * tokens_step_ / (e.step_seconds * bf16_ * N_);
+  e.memory = memory != nullptr ? *memory : LayoutMemory(m, l, job_, profile, x).For(recompute);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;
-  if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job, *drop);
+  if (drop != nullptr) {
+    Layout with_policy = l;
+    with_policy.recompute = recompute;
+    e.dropped_fraction = LayoutDroppedFraction(m, with_policy, job_, *drop);
+  }
   return e;
 }
 

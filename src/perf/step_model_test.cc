@@ -6,6 +6,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "mosaic/model/flops.h"
@@ -493,6 +496,91 @@ TEST(StepModel, ExpertAllToAllCrossesTheNicOncePerRemoteDomainWithDeepEp) {
   const double expected = 128.0 * 12 * 4 * copy_bytes * RemoteDomainsPerToken(128, 8, 4) / nic;
   EXPECT_NEAR(a.time.ep_seconds, expected, kRelTol * expected);
   EXPECT_GT(a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu);
+}
+
+}  // namespace
+}  // namespace mosaic
+
+namespace mosaic {
+namespace {
+
+bool SameBits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+// LayoutStep and LayoutMemory (the search's shared work per layout) give EvaluateStep's result to
+// the bit under every recompute policy: MoE and dense models, fp8 and bf16, pipelines with uneven
+// stages and interleaving, expert FSDP, tensor, context and expert parallelism, segmented
+// backprop of a looped model, sink attention.
+TEST(StepModel, SharedWorkPerLayoutGivesEvaluateStepsResultToTheBit) {
+  const ProfileSet profiles = LoadProfiles();
+  const DropParams drop = DefaultDropParams();
+  struct Case {
+    const char* model;
+    const char* hardware;
+    int64_t gpus;
+    PerfJob job;
+    const char* profile;
+    std::vector<const char*> layouts;
+  };
+  const std::vector<Case> cases = {
+      {"deepseek-v3", "h100", 1024, {8192, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0},
+       "megatron-h100",
+       {"tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1", "pp=16,ep=64,dp=64,mbs=1", "tp=8,pp=4,cp=2,ep=32,dp=16"}},
+      {"qwen3-235b-a22b", "h100", 256, {2048, 4096, NumberFormat::kBf16, RoutingPolicy::kCapacity, 1.25, 0},
+       "megatron-h100", {"tp=2,pp=8,vpp=4,ep=32,dp=16,mbs=1", "tp=4,pp=4,etp=2,ep=8,dp=16"}},
+      {"marin-hero-fsdp", "gb200-nvl72", 64, {1024, 4096, NumberFormat::kBf16, RoutingPolicy::kFixedCells, 1.0, 0},
+       "marin-gb200", {"ep=64,fsdp=64,mbs=16", "fsdp=64,mbs=16,moe_chunk=4", "fsdp=16,dp=4,mbs=4"}},
+      {"llama3-70b", "h100", 64, {64, 8192, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0},
+       "megatron-h100", {"tp=8,pp=2,dp=4", "tp=4,pp=4,vpp=2,dp=4,mbs=2", "tp=8,fsdp=8"}},
+      {"looped-moe-329m", "h100", 8, {1024, 1024, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 3},
+       "megatron-h100", {"fsdp=8,mbs=16", "ep=2,dp=8,mbs=8"}},
+  };
+  int compared = 0;
+  for (const Case& k : cases) {
+    SCOPED_TRACE(k.model);
+    const ModelShape shape = MakeModelShape(LoadModel(k.model).config, k.job.seq_len);
+    const Cluster cluster = MakeCluster(LoadHardware(k.hardware), k.gpus);
+    const PerfProfile& profile = profiles.Get(k.profile);
+    for (const char* text : k.layouts) {
+      SCOPED_TRACE(text);
+      Layout layout = ParseLayout(text);
+      ASSERT_FALSE(CheckLayout(layout, shape.config, {k.gpus, k.job.global_batch, k.job.seq_len},
+                               cluster.device.domain_gpus()));
+      const LayoutDerivation derived = DeriveLayout(shape, layout, k.job);
+      const LayoutMemory memory(shape, layout, k.job, profile, derived);
+      const LayoutStep step(shape, cluster, layout, k.job, profiles.shared, profile, derived);
+      for (Recompute r : kRecomputeByCost) {
+        layout.recompute = r;
+        const StepEstimate whole =
+            EvaluateStep(shape, cluster, layout, k.job, profiles.shared, profile, &drop);
+        const MemoryBreakdown mem = memory.For(r);
+        const StepEstimate shared = step.Evaluate(r, &mem, &drop);
+        const StepBreakdown& a = whole.time;
+        const StepBreakdown& b = shared.time;
+        for (auto [x, y] : {std::pair{whole.step_seconds, shared.step_seconds},
+                            {whole.tokens_per_s_per_gpu, shared.tokens_per_s_per_gpu},
+                            {whole.mfu, shared.mfu},
+                            {whole.dropped_fraction, shared.dropped_fraction},
+                            {a.compute_seconds, b.compute_seconds},
+                            {a.recompute_seconds, b.recompute_seconds},
+                            {a.exposed_comm_seconds, b.exposed_comm_seconds},
+                            {a.tp_seconds, b.tp_seconds},
+                            {a.ep_seconds, b.ep_seconds},
+                            {a.cp_seconds, b.cp_seconds},
+                            {a.fsdp_seconds, b.fsdp_seconds},
+                            {a.dp_seconds, b.dp_seconds},
+                            {a.bubble_seconds, b.bubble_seconds},
+                            {a.host_seconds, b.host_seconds},
+                            {whole.memory.peak_bytes, shared.memory.peak_bytes},
+                            {whole.memory.activation_bytes, shared.memory.activation_bytes},
+                            {EstimateMemory(shape, cluster, layout, k.job, profile).peak_bytes,
+                             mem.peak_bytes}}) {
+          EXPECT_TRUE(SameBits(x, y)) << ToString(r) << ": " << x << " vs " << y;
+        }
+        ++compared;
+      }
+    }
+  }
+  EXPECT_EQ(compared, 13 * 5);
 }
 
 }  // namespace

@@ -248,6 +248,36 @@ StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory, const LayoutDerivation& derived);
 
+// The step model of one layout under each recompute policy, what does not depend on the policy
+// (the derivation, GEMM efficiencies, each collective's time per call, the FSDP, data-parallel
+// and pipeline traffic) computed once: Evaluate(r, memory, drop) is EvaluateStep of the layout
+// with recompute r, to the bit. The model, cluster, job, shared parameters and profile must
+// outlive it.
+class LayoutStep {
+ public:
+  LayoutStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
+             const PerfJob& job, const SharedPerfParams& shared, const PerfProfile& profile,
+             const LayoutDerivation& derived);
+  // `memory`: LayoutMemory's For(recompute), or nullptr to compute it.
+  StepEstimate Evaluate(Recompute recompute, const MemoryBreakdown* memory,
+                        const DropParams* drop) const;
+
+ private:
+  const ModelShape& m_;
+  const Cluster& cluster_;
+  Layout l_;
+  const PerfJob& job_;
+  const SharedPerfParams& sh_;
+  const PerfProfile& profile_;
+  LayoutDerivation x_;
+  double N_ = 0, tokens_step_ = 0, mb_ = 0, bf16_ = 0, gemm_peak_ = 0, stage_tokens_ = 0;
+  double dense_gemm_size_ = 0, dense_rate_ = 0;  // rate: FLOP/s at the GEMM's efficiency
+  double layers_stage_moe_ = 0, expert_rate_ = 0, expert_kernel_seconds_ = 0;
+  double sinks_rate_ = 0, elementwise_bytes_ = 0, layers_stage_ = 0;
+  double tp_call_seconds_ = 0, etp_call_seconds_ = 0, cp_call_seconds_ = 0, ep_call_seconds_ = 0;
+  double fsdp_seconds_ = 0, dp_seconds_ = 0, pp_seconds_ = 0;
+};
+
 // Idle time of a pipeline per step under 1F1B with `vpp` virtual stages per rank, `micro_batches`
 // (m) micro-batches per pipeline and `t` the time of one micro-batch through one rank's layers
 // (all its virtual chunks):
@@ -291,9 +321,33 @@ ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_
 MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
                                const Layout& layout, const PerfJob& job,
                                const PerfProfile& profile);
-// The same with the layout's derivation given (as for EvaluateStep).
-MemoryBreakdown EstimateMemory(const ModelShape& model, const Layout& layout, const PerfJob& job,
-                               const PerfProfile& profile, const LayoutDerivation& derived);
+
+// One pipeline stage's memory apart from its activations, and what its activations scale with
+// (the part of the memory model that does not depend on the recompute policy).
+struct StageMemoryParts {
+  MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
+  double per_layer_full = 0;    // bytes of one layer pass's activations for one micro-batch
+  double held_layers = 0;       // layer passes whose activations are held
+  double in_flight = 0;         // micro-batches in flight
+};
+
+// The memory of a layout under each recompute policy, the stages' parts that do not depend on it
+// computed once: For(r) is EstimateMemory of the layout with recompute r, to the bit. The model,
+// job and profile must outlive it.
+class LayoutMemory {
+ public:
+  LayoutMemory(const ModelShape& model, const Layout& layout, const PerfJob& job,
+               const PerfProfile& profile, const LayoutDerivation& derived);
+  MemoryBreakdown For(Recompute recompute) const;
+
+ private:
+  const ModelShape& model_;
+  const PerfJob& job_;
+  const PerfProfile& profile_;
+  LayoutDerivation derivation_;
+  StageMemoryParts stages_[3];  // the first stage, then the others that can hold the peak
+  int stage_count_ = 0;
+};
 
 // The dropped share of routed assignments for the layout and job (0 when nothing can drop).
 double LayoutDroppedFraction(const ModelShape& model, const Layout& layout, const PerfJob& job,
