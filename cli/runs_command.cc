@@ -270,12 +270,23 @@ std::string RenderJson(const std::vector<Run>& runs,
                                    {"loaded", f.loaded}};
       if (!f.loaded) jf["skip_reason"] = f.skip_reason;
       if (f.format == SourceFormat::kEvents) {
-        jf["records"] = f.events.records;
-        jf["scalars"] = f.events.scalars;
-        jf["histograms"] = f.events.histograms;
+        const EventFileStats& e = f.events;
+        jf["records"] = e.records;
+        jf["scalars"] = e.scalars;
+        jf["histograms"] = e.histograms;
+        jf["images"] = e.images;
+        jf["audio"] = e.audio;
+        jf["tensors"] = e.tensors;  // non-scalar tensors, and scalars of non-scalar plugins
+        jf["metadata_only"] = e.metadata_only;
+        jf["graphs"] = e.graphs;
         nlohmann::ordered_json enc = nlohmann::ordered_json::object();
-        for (const auto& [e, n] : f.events.scalar_encodings) enc[std::string(ToString(e))] = n;
+        for (const auto& [encoding, n] : e.scalar_encodings) enc[std::string(ToString(encoding))] = n;
         jf["scalar_encodings"] = enc;
+        jf["file_version"] = e.file_version;
+        const double no_record = std::nan("");  // a file of no record has no wall time
+        jf["first_wall_time"] = NumberOrNull(e.records > 0 ? e.first_wall_time_seconds : no_record);
+        jf["last_wall_time"] = NumberOrNull(e.records > 0 ? e.last_wall_time_seconds : no_record);
+        jf["parts_read"] = f.parts;
       } else {
         jf["rows"] = f.rows;
       }
@@ -307,8 +318,12 @@ std::string RenderJson(const std::vector<Run>& runs,
     j["restarts_found"] = restarts;
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
     for (const Finding& f : findings_of_runs[i]) {
-      findings.push_back(
-          {{"kind", ToString(f.kind)}, {"tag", f.tag}, {"steps", f.steps}, {"message", f.message}});
+      // A run-level finding (damage, an unreadable file or folder, concurrent writers) has no tag.
+      findings.push_back({{"kind", ToString(f.kind)},
+                          {"tag", f.tag.empty() ? nlohmann::ordered_json(nullptr)
+                                                : nlohmann::ordered_json(f.tag)},
+                          {"steps", f.steps},
+                          {"message", f.message}});
     }
     j["findings"] = findings;
     nlohmann::ordered_json issues = nlohmann::ordered_json::array();

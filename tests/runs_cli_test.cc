@@ -106,6 +106,10 @@ TEST(RunsCli, JsonSummaryListsRestartsAndEncodings) {
   EXPECT_EQ(j[0]["restarts_found"][0]["overlapped_points"], 10);
   EXPECT_EQ(j[0]["tags"][0]["points"], 200);
   EXPECT_EQ(j[0]["files"][0]["scalar_encodings"]["simple_value"], 420);
+  EXPECT_EQ(j[0]["files"][0]["tensors"], 0);
+  EXPECT_EQ(j[0]["files"][0]["file_version"], "brain.Event:2");
+  EXPECT_EQ(j[0]["files"][0]["parts_read"], 1);
+  EXPECT_TRUE(j[0]["files"][0]["first_wall_time"].is_number());
 }
 
 TEST(RunsCli, CompareReportsTheOffset) {
@@ -160,6 +164,13 @@ TEST(RunsCli, DamagedFileIsReportedAndTheRestKept) {
   EXPECT_NE(r.out.find("note: " + (dir / name).string() + ": byte offset"), std::string::npos);
   EXPECT_NE(r.out.find("truncated last record"), std::string::npos);
   EXPECT_NE(r.out.find("strict/foo       98 "), std::string::npos) << r.out;
+  // In JSON the damage is a run-level finding: its tag is null, not an empty tag.
+  CommandResult json = RunMosaic("runs " + dir.string() + " --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json j = nlohmann::json::parse(json.out);
+  ASSERT_FALSE(j[0]["findings"].empty());
+  EXPECT_EQ(j[0]["findings"][0]["kind"], "damaged");
+  EXPECT_TRUE(j[0]["findings"][0]["tag"].is_null());
   std::filesystem::remove_all(dir);
 }
 
