@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <functional>
 #include <numeric>
+#include <iterator>
 #include <optional>
 
 namespace mosaic {
@@ -148,35 +149,43 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       }
                       break;
                     }
-                    bool any_fit = false;
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
                     const LayoutMemory memory(model, l, job, profile, derived);
-                    // Built for the first policy that fits (many layouts fit under none).
-                    std::optional<LayoutStep> step;
-                    for (Recompute r : kRecomputeByCost) {
-                      if (r == Recompute::kMoe && !model.config.is_moe()) continue;
+                    // Each recompute policy in order of cost: its memory, rejected when over
+                    // the HBM; the step model is built once the first policy fits (many layouts
+                    // fit under none) and evaluates that policy and each later one that fits.
+                    auto fits = [&](Recompute r, MemoryBreakdown* mem) {
                       l.recompute = r;
                       if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
-                      const MemoryBreakdown mem = memory.For(r);
-                      if (mem.peak_bytes > capacity) {
-                        ++result.rejected[static_cast<int>(RejectKind::kMemory)];
-                        if (per_reason[2] < options.examples_per_reason) {
-                          ++per_reason[2];
-                          result.examples.push_back(
-                              {l, {RejectKind::kMemory,
-                                   "peak memory <= HBM (" +
-                                       std::to_string(mem.peak_bytes / 1e9).substr(0, 6) +
-                                       " GB > " + std::to_string(capacity / 1e9).substr(0, 6) +
-                                       " GB)"}});
-                        }
-                        continue;
+                      *mem = memory.For(r);
+                      if (mem->peak_bytes <= capacity) return true;
+                      ++result.rejected[static_cast<int>(RejectKind::kMemory)];
+                      if (per_reason[2] < options.examples_per_reason) {
+                        ++per_reason[2];
+                        result.examples.push_back(
+                            {l, {RejectKind::kMemory,
+                                 "peak memory <= HBM (" +
+                                     std::to_string(mem->peak_bytes / 1e9).substr(0, 6) + " GB > " +
+                                     std::to_string(capacity / 1e9).substr(0, 6) + " GB)"}});
                       }
-                      any_fit = true;
-                      if (!step) step.emplace(model, cluster, l, job, shared, profile, derived);
-                      StepEstimate e = step->Evaluate(r, &mem, nullptr);
-                      keep(l, e);
+                      return false;
+                    };
+                    const bool moe = model.config.is_moe();
+                    size_t first_fit = 0;
+                    MemoryBreakdown mem;
+                    for (; first_fit < std::size(kRecomputeByCost); ++first_fit) {
+                      const Recompute r = kRecomputeByCost[first_fit];
+                      if (r == Recompute::kMoe && !moe) continue;
+                      if (fits(r, &mem)) break;
                     }
-                    if (!any_fit) break;  // larger micro-batches need more memory
+                    if (first_fit == std::size(kRecomputeByCost)) break;  // larger mbs need more
+                    const LayoutStep step(model, cluster, l, job, shared, profile, derived);
+                    for (size_t i = first_fit; i < std::size(kRecomputeByCost); ++i) {
+                      const Recompute r = kRecomputeByCost[i];
+                      if (r == Recompute::kMoe && !moe) continue;
+                      if (i > first_fit && !fits(r, &mem)) continue;
+                      keep(l, step.Evaluate(r, &mem, nullptr));
+                    }
                   }
                 }
               }
