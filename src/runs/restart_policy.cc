@@ -32,7 +32,6 @@ struct Stream {
   int64_t last_step = 0;
   double last_wall_time_seconds = 0;
   int32_t last_source = 0;
-  int64_t max_step = 0;
 
   // Whether `p` goes back against this stream: a smaller step, or an equal one that does not
   // continue the same writer (another file, or an earlier wall time). NaN wall times compare
@@ -43,7 +42,6 @@ struct Stream {
     return p.source != last_source || p.wall_time_seconds < last_wall_time_seconds;
   }
   void Add(const WrittenPoint& p) {
-    max_step = any ? std::max(max_step, p.step) : p.step;
     any = true;
     last_step = p.step;
     last_wall_time_seconds = p.wall_time_seconds;
@@ -53,12 +51,13 @@ struct Stream {
 
 struct RestartMark {
   size_t index = 0;       // of the point that went back
-  int64_t from_step = 0;  // the largest step of its stream before it
+  int64_t from_step = 0;  // the step its stream had reached: its last point's
 };
 
 // The points that start a restart, in write order. Points of a concurrent file form a stream of
-// their own; every point also continues the run's stream, against which the points of the other
-// files are judged.
+// their own and are judged against it; the points of the other files are judged against the
+// run's stream, which every point continues except a concurrent one behind it (a small writer
+// beside a long one must not pull the run back, hiding the next file's resume).
 std::vector<RestartMark> MarkRestarts(const std::vector<WrittenPoint>& written) {
   std::vector<RestartMark> marks;
   Stream run_stream;
@@ -66,9 +65,9 @@ std::vector<RestartMark> MarkRestarts(const std::vector<WrittenPoint>& written) 
   for (size_t i = 0; i < written.size(); ++i) {
     const WrittenPoint& p = written[i];
     Stream* own = p.concurrent ? &concurrent[p.source] : &run_stream;
-    if (own->GoesBack(p)) marks.push_back({i, own->max_step});
+    if (own->GoesBack(p)) marks.push_back({i, own->last_step});
     if (p.concurrent) own->Add(p);
-    run_stream.Add(p);
+    if (!p.concurrent || !run_stream.any || p.step >= run_stream.last_step) run_stream.Add(p);
   }
   return marks;
 }

@@ -572,6 +572,68 @@ TEST(Runs, ConcurrentWritersAreAFindingNotARestart) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Runs, AConcurrentWriterDoesNotHideTheNextFilesResume) {
+  // File a logs steps 0-99; c, a small writer beside it (overlapping wall times), steps 0-9; b
+  // resumes at step 50 after a ended. b's resume is a restart from step 99 whether or not c is
+  // there: c's points are judged against c's own and do not pull the run back.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mosaic_hidden_resume_" + std::to_string(::getpid()));
+  for (bool with_c : {false, true}) {
+    SCOPED_TRACE(with_c ? "with c" : "without c");
+    std::filesystem::remove_all(dir);
+    std::filesystem::create_directories(dir);
+    auto write = [&](const std::string& name, double start, int first, int last) {
+      std::string bytes = FrameRecord(EncodeFileVersionEvent(start));
+      for (int s = first; s <= last; ++s) {
+        bytes += FrameRecord(EncodeScalarEvent(start + (s - first), s, "loss", s));
+      }
+      WriteFileAtomically((dir / name).string(), bytes);
+    };
+    write("events.out.tfevents.1000.a", 1000, 0, 99);
+    if (with_c) write("events.out.tfevents.1010.c", 1010, 0, 9);
+    write("events.out.tfevents.1500.b", 1500, 50, 149);
+    LoadOptions options;
+    options.restarts = RestartPolicy::kAll;
+    const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+    EXPECT_EQ(run.concurrent_files.size(), with_c ? 1u : 0u);
+    ASSERT_EQ(run.restarts.size(), 1u);
+    EXPECT_EQ(run.restarts[0].from_step, 99);
+    EXPECT_EQ(run.restarts[0].back_to_step, 50);
+    const TimeSeries& loss = *run.FindSeries("loss");
+    int pass_two = 0;
+    for (size_t i = 0; i < loss.points.size(); ++i) pass_two += loss.PassOf(i) == 2;
+    EXPECT_EQ(pass_two, 100);  // all of b
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Runs, ARestartIsReportedFromTheStepTheWriterHadReached) {
+  // Steps 0-99, back to 50-89, then a purge marker at 70: the second restart goes back from 89
+  // (where the writer was), not from 99.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
+                                    ("mosaic_restart_from_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  std::string bytes = FrameRecord(EncodeFileVersionEvent(1000));
+  double wall = 1000;
+  for (int s = 0; s < 140; ++s) {
+    bytes += FrameRecord(EncodeScalarEvent(++wall, s < 100 ? s : s - 50, "loss", 1.0));
+  }
+  bytes += FrameRecord(EncodeSessionStartEvent(++wall, 70));
+  for (int s = 70; s <= 120; ++s) bytes += FrameRecord(EncodeScalarEvent(++wall, s, "loss", 2.0));
+  WriteFileAtomically((dir / "events.out.tfevents.1000.h").string(), bytes);
+  LoadOptions options;
+  options.restarts = RestartPolicy::kLast;
+  const runs::Run run = LoadRun(DiscoverRuns(dir.string()).at(0), options);
+  ASSERT_EQ(run.restarts.size(), 2u);
+  EXPECT_EQ(run.restarts[0].from_step, 99);
+  EXPECT_EQ(run.restarts[0].back_to_step, 50);
+  EXPECT_EQ(run.restarts[0].overlapped_points, 40);
+  EXPECT_EQ(run.restarts[1].from_step, 89);
+  EXPECT_EQ(run.restarts[1].back_to_step, 70);
+  EXPECT_EQ(run.restarts[1].overlapped_points, 20);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Runs, SeveralLogdirsGiveUniqueStableNames) {
   const std::filesystem::path root =
       std::filesystem::temp_directory_path() / ("mosaic_names_" + std::to_string(::getpid()));
