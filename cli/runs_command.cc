@@ -286,7 +286,6 @@ std::string RenderJson(const std::vector<Run>& runs,
         const double no_record = std::nan("");  // a file of no record has no wall time
         jf["first_wall_time"] = NumberOrNull(e.records > 0 ? e.first_wall_time_seconds : no_record);
         jf["last_wall_time"] = NumberOrNull(e.records > 0 ? e.last_wall_time_seconds : no_record);
-        jf["parts_read"] = f.parts;
       } else {
         jf["rows"] = f.rows;
       }

@@ -4,11 +4,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <csignal>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <sstream>
 #include <vector>
 
@@ -38,15 +42,95 @@ int WriteAll(int fd, std::string_view content) {
   return 0;
 }
 
+// The temporary files of writers not yet committed, which a SIGINT, SIGTERM or SIGHUP removes
+// before the process dies of it (unlink is async-signal-safe; the slots are lock-free atomics).
+constexpr int kPendingSlots = 16;
+std::atomic<const char*> g_pending[kPendingSlots];
+
+void RemovePendingAndDie(int signal_number) {
+  for (std::atomic<const char*>& slot : g_pending) {
+    if (const char* path = slot.load()) unlink(path);
+  }
+  std::signal(signal_number, SIG_DFL);
+  std::raise(signal_number);
+}
+
+// Installs RemovePendingAndDie for the signals whose action is still the default (an ignored
+// signal, or one the program handles itself, is left alone).
+void InstallSignalCleanupOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+      struct sigaction current {};
+      if (sigaction(signal_number, nullptr, &current) != 0 || current.sa_handler != SIG_DFL) {
+        continue;
+      }
+      struct sigaction action {};
+      action.sa_handler = RemovePendingAndDie;
+      sigemptyset(&action.sa_mask);
+      sigaction(signal_number, &action, nullptr);
+    }
+  });
+}
+
+void Track(const char* path) {
+  for (std::atomic<const char*>& slot : g_pending) {
+    const char* empty = nullptr;
+    if (slot.compare_exchange_strong(empty, path)) return;
+  }
+}
+
+void Untrack(const char* path) {
+  for (std::atomic<const char*>& slot : g_pending) {
+    const char* expected = path;
+    if (slot.compare_exchange_strong(expected, nullptr)) return;
+  }
+}
+
+// The process's own descriptor a path names (/dev/stdout, /dev/stderr, /dev/fd/N,
+// /proc/self/fd/N), which is written as it is (a pipe, a terminal, a file opened for appending);
+// -1 for any other path.
+int OwnDescriptor(std::string_view path) {
+  if (path == "/dev/stdout") return 1;
+  if (path == "/dev/stderr") return 2;
+  for (std::string_view prefix : {"/dev/fd/", "/proc/self/fd/"}) {
+    if (!path.starts_with(prefix)) continue;
+    const std::string_view digits = path.substr(prefix.size());
+    int fd = -1;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), fd);
+    if (ec == std::errc() && end == digits.data() + digits.size() && fd >= 0) return fd;
+  }
+  return -1;
+}
+
+// `path` with every symlink on its last component followed, whether or not the final target
+// exists yet (a dangling link names the file to create). Throws ELOOP after 40 links.
+std::string FollowLinks(const std::string& path) {
+  std::filesystem::path p = path;
+  std::error_code ec;
+  for (int hops = 0; std::filesystem::is_symlink(p, ec); ++hops) {
+    if (hops == 40) throw WriteError(path, ELOOP);
+    const std::filesystem::path target = std::filesystem::read_symlink(p, ec);
+    if (ec) throw WriteError(path, ec.value());
+    p = target.is_absolute() ? target : p.parent_path() / target;
+  }
+  return p.string();
+}
+
 }  // namespace
 
 AtomicFileWriter::AtomicFileWriter(const std::string& requested_path)
     : requested_path_(requested_path), path_(requested_path) {
-  std::error_code ec;
-  if (std::filesystem::is_symlink(requested_path, ec)) {
-    path_ = std::filesystem::weakly_canonical(requested_path, ec).string();
-    if (ec) throw WriteError(requested_path, ec.value());
+  const int own = OwnDescriptor(requested_path);
+  if (own >= 0) {
+    // Whatever stdio holds for it goes first.
+    std::fflush(stdout);
+    std::fflush(stderr);
+    fd_ = own;
+    own_descriptor_ = true;
+    return;
   }
+  path_ = FollowLinks(requested_path);
   struct stat existing;
   const bool exists = stat(path_.c_str(), &existing) == 0;
   if (exists && S_ISDIR(existing.st_mode)) throw WriteError(requested_path, EISDIR);
@@ -64,17 +148,27 @@ AtomicFileWriter::AtomicFileWriter(const std::string& requested_path)
     umask(mask);
     mode_ = 0666 & ~mask;
   }
-  std::string pattern = path_ + ".tmp.XXXXXX";
-  std::vector<char> name(pattern.begin(), pattern.end());
-  name.push_back('\0');
-  fd_ = mkstemp(name.data());
+  // The temporary file beside the target; a long name is shortened so that the temporary one
+  // stays within the 255 bytes a name may have.
+  const std::filesystem::path target(path_);
+  std::string name = target.filename().string();
+  if (name.size() > 200) name.resize(200);
+  std::string pattern = (target.parent_path() / (name + ".tmp.XXXXXX")).string();
+  std::vector<char> buffer(pattern.begin(), pattern.end());
+  buffer.push_back('\0');
+  InstallSignalCleanupOnce();
+  fd_ = mkstemp(buffer.data());
   if (fd_ < 0) throw WriteError(requested_path, errno);
-  temporary_ = name.data();
+  temporary_ = buffer.data();
+  Track(temporary_.c_str());
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) close(fd_);
-  if (!committed_ && !temporary_.empty()) unlink(temporary_.c_str());
+  if (fd_ >= 0 && !own_descriptor_) close(fd_);
+  if (!committed_ && !temporary_.empty()) {
+    unlink(temporary_.c_str());
+    Untrack(temporary_.c_str());
+  }
 }
 
 void AtomicFileWriter::Write(std::string_view piece) {
@@ -88,13 +182,14 @@ void AtomicFileWriter::Commit() {
     if (fchmod(fd_, static_cast<mode_t>(mode_)) != 0) error = errno;
     if (error == 0 && fsync(fd_) != 0) error = errno;
   }
-  if (fd_ >= 0 && close(fd_) != 0 && error == 0) error = errno;
+  if (fd_ >= 0 && !own_descriptor_ && close(fd_) != 0 && error == 0) error = errno;
   fd_ = -1;
   if (error == 0 && !temporary_.empty() && std::rename(temporary_.c_str(), path_.c_str()) != 0) {
     error = errno;
   }
   if (error != 0) throw WriteError(requested_path_, error);
   committed_ = true;
+  if (!temporary_.empty()) Untrack(temporary_.c_str());
 }
 
 void WriteFileAtomically(const std::string& path, std::string_view content) {

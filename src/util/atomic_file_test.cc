@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <csignal>
 
 #include <filesystem>
 
@@ -86,6 +90,63 @@ TEST_F(AtomicFile, WriterAbandonedBeforeCommitLeavesTheTargetAndNoTemporaryFile)
   }
   EXPECT_EQ(ReadFile(path), "old");
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(AtomicFile, WritesIntoTheProcesssOwnDescriptorsAsTheyAre) {
+  // /dev/fd/N (and /dev/stdout, /proc/self/fd/N) name a descriptor the process holds: a pipe
+  // here, which a path-based replace could never reach. It is written, and left open.
+  int ends[2];
+  ASSERT_EQ(pipe(ends), 0);
+  const std::string path = "/dev/fd/" + std::to_string(ends[1]);
+  {
+    AtomicFileWriter writer(path);
+    writer.Write("piped ");
+    writer.Write("text");
+    writer.Commit();
+  }
+  ASSERT_EQ(write(ends[1], "!", 1), 1);  // still open
+  close(ends[1]);
+  char buffer[64] = {};
+  const ssize_t n = read(ends[0], buffer, sizeof buffer);
+  close(ends[0]);
+  EXPECT_EQ(std::string(buffer, n > 0 ? static_cast<size_t>(n) : 0), "piped text!");
+}
+
+TEST_F(AtomicFile, ADanglingSymlinkIsFollowedToTheFileItNames) {
+  fs::create_directories(dir_ / "sub");
+  const fs::path link = dir_ / "dangling.csv";
+  fs::create_symlink("sub/not_yet.csv", link);
+  WriteFileAtomically(link.string(), "created");
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_EQ(ReadFile((dir_ / "sub" / "not_yet.csv").string()), "created");
+}
+
+TEST_F(AtomicFile, ALongFileNameIsWritable) {
+  // 250 bytes: within the 255 a name may have, although name + ".tmp.XXXXXX" is not.
+  const std::string path = (dir_ / std::string(250, 'n')).string();
+  WriteFileAtomically(path, "long");
+  EXPECT_EQ(ReadFile(path), "long");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
+TEST_F(AtomicFile, ASignalWhileWritingLeavesTheTargetAndNoTemporaryFile) {
+  const std::string path = (dir_ / "out.csv").string();
+  WriteFileAtomically(path, "old");
+  for (int signal_number : {SIGINT, SIGTERM, SIGHUP}) {
+    const pid_t child = fork();
+    ASSERT_GE(child, 0);
+    if (child == 0) {
+      AtomicFileWriter writer(path);
+      writer.Write("half of the rows");
+      raise(signal_number);
+      _exit(0);  // not reached
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(child, &status, 0), child);
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == signal_number) << signal_number;
+    EXPECT_EQ(ReadFile(path), "old");
+    EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+  }
 }
 
 TEST_F(AtomicFile, ReadingADirectoryIsAnError) {

@@ -9,9 +9,12 @@ namespace mosaic {
 
 // A file written whole or not at all, piece by piece (an output too large to hold in memory):
 // the pieces go to a temporary file beside `path`, renamed over it by Commit(). A writer destroyed
-// before Commit() (an error, an exception) removes the temporary file and leaves `path` as it was.
-// A `path` that is a device or pipe (/dev/stdout, /dev/null, a FIFO) is written in place; a
-// symlink is followed, so that its target is replaced and the link kept.
+// before Commit() (an error, an exception), or a process ended by SIGINT, SIGTERM or SIGHUP while
+// it writes, removes the temporary file and leaves `path` as it was. Written in place instead: a
+// device or pipe (/dev/null, a FIFO), and the process's own descriptors (/dev/stdout,
+// /dev/stderr, /dev/fd/N, /proc/self/fd/N: a pipe, or a file the shell opened for appending).
+// Symlinks are followed, dangling ones too, so that the target is created or replaced and the
+// link kept.
 class AtomicFileWriter {
  public:
   // Throws InputError naming the path and the system error when the temporary file cannot be
@@ -32,6 +35,7 @@ class AtomicFileWriter {
   std::string path_;            // the target, a symlink resolved
   std::string temporary_;       // empty when writing in place
   int fd_ = -1;
+  bool own_descriptor_ = false;  // one of the process's own descriptors: never closed
   unsigned mode_ = 0;
   bool committed_ = false;
 };
