@@ -212,6 +212,29 @@ class SpikeTest {
     window_.Push(p.value);
   }
 
+  // Puts the window in the state it has before point `begin` of `points`: the last
+  // spike_window finite values before it (a part of a long series tested on its own thread).
+  void Prime(const std::vector<ScalarPoint>& points, size_t begin) {
+    const size_t capacity = static_cast<size_t>(std::max(options_.spike_window, 0));
+    size_t first = begin;
+    for (size_t finite = 0; first > 0 && finite < capacity;) {
+      --first;
+      finite += std::isfinite(points[first].value) ? 1 : 0;
+    }
+    for (size_t i = first; i < begin; ++i) {
+      if (std::isfinite(points[i].value)) window_.Push(points[i].value);
+    }
+  }
+
+  // Takes in the spikes of the part of the series that follows this one's.
+  void Append(const SpikeTest& later) {
+    spikes_.insert(spikes_.end(), later.spikes_.begin(), later.spikes_.end());
+    if (later.worst_sigmas_ > worst_sigmas_) {
+      worst_sigmas_ = later.worst_sigmas_;
+      worst_step_ = later.worst_step_;
+    }
+  }
+
   // The finding, if any spike was seen.
   void Report(const std::string& tag, std::vector<Finding>* out) const {
     if (spikes_.empty()) return;
@@ -232,15 +255,18 @@ class SpikeTest {
   int64_t worst_step_ = 0;
 };
 
+// `spikes`: the series' spike test already run (in parts, on several threads), or nullptr to run
+// it here.
 void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& options,
-                 const RE2& spike_tags, Workspace* work, std::vector<Finding>* out) {
+                 const RE2& spike_tags, Workspace* work, std::vector<Finding>* out,
+                 const SpikeTest* spikes_done = nullptr) {
   // One pass over the points in write order: non-finite values, spikes, whether the series is
   // its own step order (all of pass 1 and steps increasing; always so under `first` and `last`)
   // and, if so, its intervals.
   std::vector<int64_t> non_finite;
   bool direct = s.pass_starts.empty();
   IntervalSurvey survey;
-  const bool spike_tag = RE2::PartialMatch(s.tag, spike_tags);
+  const bool spike_tag = spikes_done == nullptr && RE2::PartialMatch(s.tag, spike_tags);
   SpikeTest spikes(options);
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScalarPoint& p = s.points[i];
@@ -274,7 +300,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     }
   }
 
-  spikes.Report(s.tag, out);
+  (spikes_done != nullptr ? *spikes_done : spikes).Report(s.tag, out);
 
   // Step gaps and stalls over the distinct steps in order: the series itself when it is in step
   // order, else pointers to its pass-1 points sorted stably by step. Working vectors are reused
@@ -442,6 +468,50 @@ std::vector<std::vector<Finding>> CheckHealthOfRuns(const std::vector<Run>& runs
   // does not start last), its findings in a slot of their own; each run's are then put together
   // as CheckHealth orders them.
   const std::unique_ptr<RE2> spike_tags = CompileSpikeTags(options);
+  const int workers = ThreadCount(threads);
+  // A long spike-tested series is first tested in parts of at least spike_part_points, one task
+  // each (each part's window primed with the values before it), so that one run of a few long
+  // series still uses every core; the parts' spikes are joined in order.
+  struct SpikePart {
+    size_t run;
+    size_t series;
+    size_t begin;
+    size_t end;
+  };
+  std::vector<SpikePart> spike_parts;
+  std::vector<std::vector<std::unique_ptr<SpikeTest>>> spikes_done(runs.size());
+  for (size_t r = 0; r < runs.size(); ++r) {
+    spikes_done[r].resize(runs[r].series.size());
+    for (size_t i = 0; i < runs[r].series.size(); ++i) {
+      const TimeSeries& s = runs[r].series[i];
+      const size_t n = s.points.size();
+      const size_t least = static_cast<size_t>(std::max<int64_t>(options.spike_part_points, 1));
+      const size_t parts = std::min<size_t>(static_cast<size_t>(workers), n / least);
+      if (parts < 2 || !RE2::PartialMatch(s.tag, *spike_tags)) continue;
+      for (size_t k = 0; k < parts; ++k) {
+        spike_parts.push_back({r, i, n * k / parts, n * (k + 1) / parts});
+      }
+    }
+  }
+  std::vector<std::unique_ptr<SpikeTest>> part_tests(spike_parts.size());
+  ParallelFor(spike_parts.size(), workers, [&](size_t t) {
+    const SpikePart& part = spike_parts[t];
+    const std::vector<ScalarPoint>& points = runs[part.run].series[part.series].points;
+    auto test = std::make_unique<SpikeTest>(options);
+    test->Prime(points, part.begin);
+    for (size_t i = part.begin; i < part.end; ++i) {
+      if (std::isfinite(points[i].value)) test->Add(points[i]);
+    }
+    part_tests[t] = std::move(test);
+  });
+  for (size_t t = 0; t < spike_parts.size(); ++t) {
+    std::unique_ptr<SpikeTest>& joined = spikes_done[spike_parts[t].run][spike_parts[t].series];
+    if (joined == nullptr) {
+      joined = std::move(part_tests[t]);
+    } else {
+      joined->Append(*part_tests[t]);
+    }
+  }
   struct Task {
     size_t run;
     size_t series;
@@ -457,11 +527,12 @@ std::vector<std::vector<Finding>> CheckHealthOfRuns(const std::vector<Run>& runs
   }
   std::stable_sort(tasks.begin(), tasks.end(),
                    [](const Task& a, const Task& b) { return a.points > b.points; });
-  ParallelFor(tasks.size(), ThreadCount(threads), [&](size_t t) {
+  ParallelFor(tasks.size(), workers, [&](size_t t) {
     const Task& task = tasks[t];
     Workspace work;
     CheckSeries(runs[task.run], runs[task.run].series[task.series], options, *spike_tags, &work,
-                &series_findings[task.run][task.series]);
+                &series_findings[task.run][task.series],
+                spikes_done[task.run][task.series].get());
   });
   std::vector<std::vector<Finding>> findings(runs.size());
   for (size_t r = 0; r < runs.size(); ++r) {

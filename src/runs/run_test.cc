@@ -717,9 +717,14 @@ TEST(Health, RunsCheckedSeriesBySeriesOnAnyThreadsAsOneByOne) {
       run.series.push_back(std::move(s));
     }
   }
+  // Long series are also spike-tested in parts (here of at least 1, 5 and 16 points, so that
+  // parts begin before, at and after spikes and non-finite values): the same findings.
+  for (int64_t part_points : {int64_t{1} << 18, int64_t{1}, int64_t{5}, int64_t{16}})
   for (int threads : {1, 2, 3, 7}) {
-    SCOPED_TRACE(threads);
-    const std::vector<std::vector<Finding>> all = CheckHealthOfRuns(runs_in, {}, threads);
+    SCOPED_TRACE(fmt::format("{} threads, parts of {}", threads, part_points));
+    HealthOptions options;
+    options.spike_part_points = part_points;
+    const std::vector<std::vector<Finding>> all = CheckHealthOfRuns(runs_in, options, threads);
     ASSERT_EQ(all.size(), runs_in.size());
     for (size_t r = 0; r < runs_in.size(); ++r) {
       const std::vector<Finding> one = CheckHealth(runs_in[r]);

@@ -30,6 +30,10 @@ struct HealthOptions {
   double stall_min_seconds = 300.0;    // and at least this long
   // Tags checked for spikes: case-insensitive match of this regular expression (RE2 syntax).
   std::string spike_tags = "loss|grad[_-]?norm|gradnorm";
+  // CheckHealthOfRuns tests a series of at least twice this many points for spikes in parts of
+  // at least this many, on several threads (each part's window primed with the values before
+  // it): the findings are the same as in one pass.
+  int64_t spike_part_points = int64_t{1} << 18;
 };
 
 // kDamaged: a corrupt record or file; kUnreadableFile: a log file that could not be used at all
