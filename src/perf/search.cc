@@ -6,7 +6,6 @@
 #include <functional>
 #include <numeric>
 #include <iterator>
-#include <optional>
 
 namespace mosaic {
 

@@ -478,14 +478,8 @@ StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Lay
                           const PerfJob& job, const SharedPerfParams& sh,
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory) {
-  return EvaluateStep(m, cluster, l, job, sh, profile, drop, memory, DeriveLayout(m, l, job));
-}
-
-StepEstimate EvaluateStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
-                          const PerfJob& job, const SharedPerfParams& sh,
-                          const PerfProfile& profile, const DropParams* drop,
-                          const MemoryBreakdown* memory, const LayoutDerivation& x) {
-  return LayoutStep(m, cluster, l, job, sh, profile, x).Evaluate(l.recompute, memory, drop);
+  return LayoutStep(m, cluster, l, job, sh, profile, DeriveLayout(m, l, job))
+      .Evaluate(l.recompute, memory, drop);
 }
 
 LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout& l,
@@ -757,11 +751,7 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   e.memory = memory != nullptr ? *memory : LayoutMemory(m, l, job_, profile, x).For(recompute);
   e.capacity_bytes = hw.hbm_gb * 1e9;
   e.fits = e.memory.peak_bytes <= e.capacity_bytes;
-  if (drop != nullptr) {
-    Layout with_policy = l;
-    with_policy.recompute = recompute;
-    e.dropped_fraction = LayoutDroppedFraction(m, with_policy, job_, *drop);
-  }
+  if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job_, *drop);
   return e;
 }
 

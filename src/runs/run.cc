@@ -442,18 +442,19 @@ struct EventFileContents {
   std::set<std::string, std::less<>> non_scalar_plugin_tags;
 };
 
-// Where one task reads an event file: the records starting in `range` (the first at or after its
-// begin, found by FindIntactRecord), with room reserved for the points of `reserve_for_bytes`.
+// Where one task reads an event file of `file_bytes` (as planned; 0 when unknown): the records
+// starting in `range` (the first at or after its begin, found by FindIntactRecord), with room
+// reserved for the points of `reserve_for_bytes`.
 struct FilePart {
   RecordRange range;
   int64_t reserve_for_bytes = 0;
+  int64_t file_bytes = 0;
 };
 
 void ReadEventFile(const std::string& path, const LoadOptions& options, const FilePart& part,
                    EventFileContents* out) {
   out->file = {path, SourceFormat::kEvents, {}, 0, true, {}};
-  std::error_code size_error;
-  const auto file_bytes = static_cast<int64_t>(fs::file_size(path, size_error));
+  const int64_t file_bytes = part.file_bytes;
   std::optional<EventFileReader> opened;
   try {
     RecordRange range = part.range;
@@ -486,7 +487,8 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, const Fi
         acc.float32 = acc.float32 && item.float32;
         if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
         acc.points.push_back({item.step, item.wall_time_seconds, item.value});
-        if (++points == kPointsBeforeEstimate && !size_error && reader.next_offset_bytes() > begin) {
+        if (++points == kPointsBeforeEstimate && file_bytes > 0 &&
+            reader.next_offset_bytes() > begin) {
           // Room for the rest of the part (or file) at the rate seen so far (5% over), so that the
           // series are not copied as they grow; pages never written are never touched.
           const double scale = static_cast<double>(part.reserve_for_bytes) /
@@ -847,7 +849,7 @@ std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
     if (file.file < events) {
       const bool last = task.part + 1 == file.begins.size();
       FilePart part{{file.begins[task.part], last ? -1 : file.begins[task.part + 1]},
-                    task.part == 0 ? file.bytes : task.bytes};
+                    task.part == 0 ? file.bytes : task.bytes, file.bytes};
       ReadEventFile(d.event_files[file.file], options, part,
                     c.event_files[file.file][task.part].get());
     } else {
@@ -871,8 +873,8 @@ std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
     }
     parts.clear();
     parts.push_back(std::make_unique<EventFileContents>(options));
-    ReadEventFile(directories[file.run].event_files[file.file], options, {{}, file.bytes},
-                  parts.front().get());
+    ReadEventFile(directories[file.run].event_files[file.file], options,
+                  {{}, file.bytes, file.bytes}, parts.front().get());
   });
   std::vector<Run> runs(directories.size());
   ParallelFor(directories.size(), threads, [&](size_t r) {

@@ -42,8 +42,9 @@ int WriteAll(int fd, std::string_view content) {
   return 0;
 }
 
-// The temporary files of writers not yet committed, which a SIGINT, SIGTERM or SIGHUP removes
-// before the process dies of it (unlink is async-signal-safe; the slots are lock-free atomics).
+// The temporary files of writers not yet committed (the first 16 at once), which a SIGINT,
+// SIGTERM or SIGHUP removes before the process dies of it (unlink is async-signal-safe; the slots
+// are lock-free atomics).
 constexpr int kPendingSlots = 16;
 std::atomic<const char*> g_pending[kPendingSlots];
 

@@ -241,12 +241,6 @@ StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const
                           const PerfJob& job, const SharedPerfParams& shared,
                           const PerfProfile& profile, const DropParams* drop,
                           const MemoryBreakdown* memory);
-// The same with the layout's derivation given: DeriveLayout(model, layout', job) for a layout'
-// equal to `layout` but perhaps for its recompute policy. The result is the same to the bit.
-StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
-                          const PerfJob& job, const SharedPerfParams& shared,
-                          const PerfProfile& profile, const DropParams* drop,
-                          const MemoryBreakdown* memory, const LayoutDerivation& derived);
 
 // The step model of one layout under each recompute policy, what does not depend on the policy
 // (the derivation, GEMM efficiencies, each collective's time per call, the FSDP, data-parallel
