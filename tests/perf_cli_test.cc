@@ -164,6 +164,17 @@ TEST(PerfCli, MeasurementFilesAreChecked) {
                        "a finite number > 0"),
             std::string::npos)
       << r.err;
+  // The a2a_overlap column (the last) is 0, 1 or blank.
+  const std::string m9 = text.substr(text.find("\nM9,") + 1);
+  {
+    std::ofstream out(path);
+    out << text.substr(0, text.find('\n') + 1) << m9.substr(0, m9.find('\n') - 1) << "yes\n";
+  }
+  r = RunMosaic("perf validate " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(":2: a2a_overlap = 'yes'. Violated constraint: 0, 1 or blank"),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove(path);
 }
 
@@ -199,18 +210,18 @@ TEST(PerfCli, CalibrateReproducesTheShippedProfiles) {
         << shipped.profiles[i].name;
   }
   EXPECT_TRUE(near(a.unfused_attention_passes, b.unfused_attention_passes));
+  EXPECT_TRUE(near(a.fp8_quantize_seconds, b.fp8_quantize_seconds));
 }
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // The shipped profiles on the 22 calibration rows, every parameter inside its physical bound:
-  // RMS log error 0.151 in-sample, 0.179 leave-one-out (each row refitted without it). The worst
-  // rows are fp8 on H100: Qwen3-30B-A3B on 16 H100 (M11a, +45%) and Qwen3-235B on 256 H100 (M9,
-  // +36%), which disagrees with the bf16 measurements of the same layout on another stack
-  // (held-out Z1, Z2, Q1: +13%, +1%, -12%); the Marin rows stay within 3%.
-  constexpr double kRmsTol = 0.155;
-  constexpr double kLooRmsTol = 0.185;
-  constexpr double kRowTol = 0.50;       // |predicted / measured - 1| on every row
-  constexpr double kOtherRowTol = 0.30;  // every row but M11a and M9
+  // RMS log error 0.099 in-sample, 0.153 leave-one-out (each row refitted without it; 0.151 and
+  // 0.179 before fp8 inputs were quantized per expert and the all-to-all overlap was modelled).
+  // The worst rows are gpt-oss-120b's unfused sink attention (M12a, M12b: -21%, -20%); the
+  // Marin rows stay within 3%.
+  constexpr double kRmsTol = 0.10;
+  constexpr double kLooRmsTol = 0.16;
+  constexpr double kRowTol = 0.25;       // |predicted / measured - 1| on every row
   constexpr double kMarinRowTol = 0.03;  // the Marin rows (MH*)
   CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -221,7 +232,6 @@ TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
     const std::string id = row["id"].get<std::string>();
     const double err = std::abs(row["error"].get<double>());
     EXPECT_LT(err, kRowTol) << id;
-    if (id != "M11a" && id != "M9") EXPECT_LT(err, kOtherRowTol) << id;
     if (id.rfind("MH", 0) == 0) EXPECT_LT(err, kMarinRowTol) << id;
   }
 }
@@ -411,20 +421,20 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 12.2% over 23 rows. Qwen3-235B across nodes with DeepEP
-  // (Q1, 256 H100, ep 32) is -12% (-30% with a flat all-to-all, a shared per-expert cost and
-  // attention charged the whole s×s square); Qwen3-235B with uneven first and last stages (Z4,
-  // pp_embed=1,pp_loss=1) +4.5%; the long-context rows (L1-L4, 16k to 131k tokens, context
-  // parallel up to 8 across nodes, the whole MoE layer recomputed) -18% to -8% (-23% to -43%
-  // with the whole square), all fitting in memory as they trained. The rows the model misses by
-  // more than 30% are named (docs/guide.md, "What the shipped calibration supports"): Q2 (256
-  // GB200 at ep 8, -34%) among them.
-  constexpr double kHeldOutMedianTol = 0.125;  // median |predicted / measured − 1|
+  // Shipped: held-out median |error| 10.4% over 23 rows (12.2% before fp8 inputs were quantized
+  // per expert and the EP all-to-all overlap could be written down). Qwen3-235B on 256 GB200 at
+  // ep 8 (Q2) is -5.5% (-34% before); across nodes with DeepEP and the all-to-all overlap (Q1,
+  // 256 H100, ep 32) -20% (the ModelZoo's measurements of the same layout, Z1 and Z2, +1.5% and
+  // -8%); with uneven first and last stages (Z4, pp_embed=1,pp_loss=1) +10%; the long-context
+  // rows (L1-L4, 16k to 131k tokens, context parallel up to 8 across nodes, the whole MoE layer
+  // recomputed) -19% to -9%, all fitting in memory as they trained. The rows the model misses by
+  // more than 30% are named (docs/guide.md, "What the shipped calibration supports").
+  constexpr double kHeldOutMedianTol = 0.105;  // median |predicted / measured − 1|
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 1.05;       // N2, N12, Z3, Q2
-  constexpr double kZ4Tol = 0.05;
-  constexpr double kQ1Tol = 0.15;
-  constexpr double kQ2Tol = 0.35;
+  constexpr double kKnownMissTol = 0.70;       // N2, N12, Z3
+  constexpr double kZ4Tol = 0.12;
+  constexpr double kQ1Tol = 0.21;
+  constexpr double kQ2Tol = 0.10;
   constexpr double kLongContextTol = 0.20;     // L1-L4
   CommandResult r = RunMosaic(
       "perf validate tests/fixtures/throughput/published.csv --heldout "
@@ -440,7 +450,7 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
     ++valid;
     const double err = std::abs(row["error"].get<double>());
-    const bool known_miss = id == "N2" || id == "N12" || id == "Z3" || id == "Q2";
+    const bool known_miss = id == "N2" || id == "N12" || id == "Z3";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;

@@ -151,8 +151,8 @@ constexpr SharedFit kSharedFit[] = {
     // Overlap fractions: a collective can be hidden entirely, but 95% is the most that
     // schedules achieve (the first and last layer's collectives have nothing to hide under).
     {"overlap_ep", &SharedPerfParams::overlap_ep, 1, 0, 0.95},
-    // NCCL's and XLA's collective kernels hold 16-32 of the 132-148 SMs and share HBM with the
-    // compute they overlap: compute beside a hidden collective runs up to a third slower.
+    // The EP dispatcher's kernels hold 20-32 of the 132-148 SMs and share HBM with the compute
+    // they overlap: compute beside a hidden all-to-all runs up to a third slower.
     {"overlap_contention", &SharedPerfParams::overlap_contention, 1, 0, 0.35},
     // Achieved / nominal NVLink bandwidth: NCCL's bus bandwidth on H100/B200/GB200 reaches
     // 70-90% of the datasheet for large messages; below 50% means a missing term.
@@ -171,6 +171,10 @@ constexpr SharedFit kSharedFit[] = {
     // GEMMs, the probabilities read for dV: 7 backward; the sink column concatenated forward
     // and split backward: up to 4 more): 11 to 15 passes.
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes, 1, 11, 15},
+    // Per expert fp8 or MXFP8 GEMM input quantized on its own (SharedPerfParams::
+    // fp8_quantize_seconds), in µs: 2-4 small kernels (amax, cast-transpose; or rowwise and
+    // columnwise MXFP8 quantize and the scale swizzle) of 3-10 µs of host launch each: up to 40.
+    {"fp8_quantize_us", &SharedPerfParams::fp8_quantize_seconds, 1e6, 0, 40},
 };
 
 // Whether a fitted value sits on its lower or upper bound (relative tolerance 1e-6).
@@ -519,6 +523,17 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       l.pp_last = split.pp_last;
       l.pp_embed = split.pp_embed;
       l.pp_loss = split.pp_loss;
+    }
+    // Megatron-Core's EP all-to-all overlap (layout.h: a2a_overlap): 1 when the source's recipe
+    // sets it; blank or absent: 0.
+    if (col.contains("a2a_overlap") && !cell("a2a_overlap").empty()) {
+      const std::string& v = cell("a2a_overlap");
+      if (v != "0" && v != "1") {
+        throw InputError(fmt::format("{}:{}: a2a_overlap = '{}'. Violated constraint: 0, 1 or "
+                                     "blank",
+                                     path, line_no, v));
+      }
+      l.a2a_overlap = v == "1" ? 1 : 0;
     }
     r.global_batch = integer("global_batch");
     r.seq_len = integer("seq_len");

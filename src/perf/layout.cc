@@ -49,6 +49,7 @@ std::string ToString(const Layout& l) {
   if (l.pp_last > 0) text += fmt::format(",pp_last={}", l.pp_last);
   if (l.pp_embed > 0) text += ",pp_embed=1";
   if (l.pp_loss > 0) text += ",pp_loss=1";
+  if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
   return text;
 }
 
@@ -103,7 +104,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
   static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk", "pp_first", "pp_last",
-                                                 "pp_embed", "pp_loss"};
+                                                 "pp_embed", "pp_loss", "a2a_overlap"};
   Layout l;
   std::vector<std::string> seen;
   size_t pos = 0;
@@ -153,12 +154,12 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     }
     int64_t v = 0;
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
-    if (key == "pp_embed" || key == "pp_loss") {
+    if (key == "pp_embed" || key == "pp_loss" || key == "a2a_overlap") {
       if (ec != std::errc() || ptr != value.data() + value.size() || (v != 0 && v != 1)) {
         throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} is 0 or 1", label,
                                      text, key, value, key));
       }
-      (key == "pp_embed" ? l.pp_embed : l.pp_loss) = v;
+      (key == "pp_embed" ? l.pp_embed : key == "pp_loss" ? l.pp_loss : l.a2a_overlap) = v;
       continue;
     }
     if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
@@ -286,6 +287,20 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   } else if (l.pp * l.vpp > passes) {
     return fail(kIndivisible, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
                                           l.pp * l.vpp, passes));
+  }
+  if (l.a2a_overlap > 0) {
+    // Megatron-Core's TransformerConfig checks for overlap_moe_expert_parallel_comm.
+    if (!m.is_moe() || l.ep < 2) {
+      return fail(kIndivisible, fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep));
+    }
+    if (l.recompute == Recompute::kFull || l.recompute == Recompute::kMoe) {
+      return fail(kIndivisible, fmt::format("a2a_overlap excludes recompute={} (Megatron-Core "
+                                            "refuses full and MoE-layer recompute with it)",
+                                            ToString(l.recompute)));
+    }
+    if (l.pp > 1 && l.vpp < 2) {
+      return fail(kIndivisible, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+    }
   }
   if (l.pp == 1 && l.vpp != 1) {
     return fail(kIndivisible, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));

@@ -205,6 +205,31 @@ TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   EXPECT_TRUE(CheckLayout(ParseLayout("ep=64,dp=2048,pp_embed=1"), d, dj, 8));
 }
 
+TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
+  const ModelConfig q = LoadModel("qwen3-235b-a22b").config;
+  const JobShape job{256, 2048, 4096};
+  const Layout l = ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16,a2a_overlap=1");
+  EXPECT_EQ(l.a2a_overlap, 1);
+  EXPECT_EQ(ToString(l),
+            "tp=2,pp=8,vpp=4,cp=1,dp=16,fsdp=1,ep=32,etp=1,mbs=1,recompute=none,moe_chunk=1,"
+            "a2a_overlap=1");
+  EXPECT_EQ(ParseLayout(ToString(l)), l);
+  EXPECT_FALSE(CheckLayout(l, q, job, 8));
+  EXPECT_THROW(ParseLayout("ep=8,a2a_overlap=2"), InputError);
+  auto no_vpp = CheckLayout(ParseLayout("tp=2,pp=8,ep=32,dp=16,a2a_overlap=1"), q, job, 8);
+  ASSERT_TRUE(no_vpp);
+  EXPECT_EQ(no_vpp->rule, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+  auto no_ep = CheckLayout(ParseLayout("tp=2,pp=8,vpp=4,dp=16,a2a_overlap=1"), q, job, 8);
+  ASSERT_TRUE(no_ep);
+  EXPECT_EQ(no_ep->rule, "a2a_overlap needs expert parallelism (ep 1)");
+  auto full = CheckLayout(ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16,recompute=full,a2a_overlap=1"),
+                          q, job, 8);
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->rule, "a2a_overlap excludes recompute=full (Megatron-Core refuses full and "
+                        "MoE-layer recompute with it)");
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,ep=8,fsdp=128,mbs=4,a2a_overlap=1"), q, job, 8));
+}
+
 TEST(Layout, ContextParallelismMaySpanNodes) {
   // Ring attention passes KV blocks over the scale-out network: tp·cp = 32 on 8-GPU nodes.
   const ModelConfig q = LoadModel("qwen3-235b-a22b").config;

@@ -39,6 +39,7 @@ constexpr SharedField kSharedFields[] = {
     {"overlap_contention", &SharedPerfParams::overlap_contention},
     {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds},
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes},
+    {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds},
 };
 
 struct ProfileField {

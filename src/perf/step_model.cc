@@ -47,6 +47,9 @@ namespace {
 constexpr double kActBytes = 2;     // bf16 activations
 constexpr double kWeightBytes = 2;  // bf16 weights
 constexpr double kGradBytes = 4;    // fp32 main gradients
+// The most of a collective any schedule hides: the first and last layer's have nothing to hide
+// under (the calibration's bound on the overlap fractions).
+constexpr double kMaxOverlap = 0.95;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -396,6 +399,14 @@ double PipelineBubbleSeconds(int64_t pp, int64_t vpp, int64_t micro_batches, dou
   return (p - m) * t + (m - 1) * t / v;
 }
 
+double A2aOverlapPairedShare(int64_t pp, int64_t vpp, int64_t micro_batches) {
+  if (micro_batches < 1) return 0;
+  if (pp == 1) return static_cast<double>(micro_batches - 1) / static_cast<double>(micro_batches);
+  const int64_t total = micro_batches * vpp;
+  const int64_t warmup = std::min(total, (pp - 1) * 2 + (vpp - 1) * pp);
+  return static_cast<double>(total - warmup) / static_cast<double>(total);
+}
+
 double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob& job,
                              const DropParams& drop) {
   const ModelConfig& c = m.config;
@@ -529,7 +540,11 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                   static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});
     expert_rate_ = gemm_peak_ * shape_eff(smallest);
     const double local_experts = static_cast<double>(c.experts) / static_cast<double>(l.ep);
-    expert_kernel_seconds_ = sh.gemm_latency_seconds + local_experts * profile.expert_group_seconds;
+    // fp8: each expert's GEMM input is quantized on its own (SharedPerfParams::
+    // fp8_quantize_seconds).
+    const double per_expert = profile.expert_group_seconds +
+                              (job.format != NumberFormat::kBf16 ? sh.fp8_quantize_seconds : 0.0);
+    expert_kernel_seconds_ = sh.gemm_latency_seconds + local_experts * per_expert;
   }
   if (c.attention_sinks && !profile.fused_attention_sinks) {
     sinks_rate_ = bf16_ * shape_eff(static_cast<double>(c.resolved_head_dim()));
@@ -588,6 +603,14 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
     ep_call_seconds_ = std::max(up_seconds, out_seconds) + lat;
+  }
+  overlap_ep_ = sh.overlap_ep;
+  if (l.a2a_overlap > 0) {
+    // Merged forward and backward: each paired pass hides its all-to-all under the other
+    // micro-batch's compute, up to the most a schedule hides (kMaxOverlap); the unpaired warm-up
+    // and cool-down passes keep the stack's ordinary overlap.
+    const double paired = A2aOverlapPairedShare(l.pp, l.vpp, x.micro_batches);
+    overlap_ep_ = std::max(sh.overlap_ep, paired * kMaxOverlap + (1 - paired) * sh.overlap_ep);
   }
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =
@@ -720,7 +743,7 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   tb.pp_seconds = pp_seconds_;
   const double comm[] = {tb.tp_seconds, tb.cp_seconds, tb.ep_seconds,
                          tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
-  const double overlap[] = {sh.overlap_tp,   sh.overlap_cp, sh.overlap_ep,
+  const double overlap[] = {sh.overlap_tp,   sh.overlap_cp, overlap_ep_,
                             sh.overlap_fsdp, sh.overlap_dp, sh.overlap_pp};
   double exposed = 0, hidden = 0;
   for (int i = 0; i < 6; ++i) {
@@ -728,8 +751,10 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     hidden += comm[i] * overlap[i];
   }
   exposed += std::max(0.0, hidden - tb.compute_seconds);
-  // Hidden collectives still take SMs and HBM bandwidth from the kernels they run beside.
-  exposed += sh.overlap_contention * std::min(hidden, tb.compute_seconds);
+  // The hidden all-to-all still holds the SMs its dispatcher's kernels occupy, which the compute
+  // beside it loses.
+  const double hidden_ep = tb.ep_seconds * overlap_ep_;
+  exposed += sh.overlap_contention * std::min(hidden_ep, tb.compute_seconds);
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.

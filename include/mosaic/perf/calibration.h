@@ -11,7 +11,9 @@
 // recompute policy is the optional `recompute` column when the source states it, else the
 // profile's documented policy, else the least one that fits in memory. The optional
 // `pipeline_split` column gives Megatron-Core's uneven pipeline split in the layout grammar
-// (layout.h: pp_first, pp_last, pp_embed, pp_loss); blank spreads the layers evenly.
+// (layout.h: pp_first, pp_last, pp_embed, pp_loss); blank spreads the layers evenly. The
+// optional `a2a_overlap` column is 1 when the source's recipe overlaps the EP all-to-all with
+// the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not.
 //
 // Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
 // with the given profiles and reports their error apart from the calibration rows'.
@@ -19,8 +21,8 @@
 // Fit (Ceres Solver, bounded trust region, numeric derivatives): residual log(predicted /
 // measured tokens/s) per row; parameters (CalibrationScope): on published rows each used
 // profile's GEMM efficiency and per-expert GEMM cost and the shared fp8 gain, EP overlap,
-// overlap contention, scale-up and scale-out link efficiency, MoE host-sync time and unfused
-// attention passes; on a team's own runs each used profile's GEMM efficiency and per-step
+// overlap contention, scale-up and scale-out link efficiency, MoE host-sync time, unfused
+// attention passes and per-expert fp8 quantization cost; on a team's own runs each used profile's GEMM efficiency and per-step
 // overhead. Every parameter stays inside a physical bound written beside it in calibration.cc.
 // The leave-one-out error refits without each row and predicts it.
 #pragma once

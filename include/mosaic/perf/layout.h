@@ -37,6 +37,11 @@
 //   DeepSeek-V3's 61 layers on 16 stages: pp_first=3,pp_last=2 (an embedding stage one layer
 //   light, the MTP and loss stage two light); Qwen3-235B's 94 layers on pp=32,vpp=3:
 //   pp_embed=1,pp_loss=1 (96 slots of one layer). Counts are layer passes (layers × loops).
+//   a2a_overlap  1: Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
+//             as Megatron-Bridge's Qwen3 recipes on H100 and B200 set moe_a2a_overlap): the
+//             forward of one micro-batch is merged with the backward of another, each one's
+//             dispatch and combine hidden under the other's compute. Needs ep > 1, the
+//             interleaved schedule when pp > 1, and no full or MoE-layer recompute.
 // Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
 // of the first k dimensions occupies consecutive ranks.
 #pragma once
@@ -91,6 +96,10 @@ struct Layout {
   int64_t pp_last = 0;   // 0: not set
   int64_t pp_embed = 0;  // 0 or 1
   int64_t pp_loss = 0;   // 0 or 1
+  // Megatron-Core's EP all-to-all overlap (overlap_moe_expert_parallel_comm): the forward of one
+  // micro-batch runs beside the backward of another, each one's dispatch and combine hidden under
+  // the other's compute. 0 or 1.
+  int64_t a2a_overlap = 0;
 
   int64_t gpus() const { return tp * pp * cp * dp * fsdp; }
   // Ranks of one pipeline stage that share the attention weights: tp·cp·dp·fsdp.
@@ -105,7 +114,7 @@ struct Layout {
 };
 
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
-// pp_first, pp_last, pp_embed and pp_loss are appended only when set.
+// pp_first, pp_last, pp_embed, pp_loss and a2a_overlap are appended only when set.
 std::string ToString(const Layout& layout);
 
 // The layer passes each pipeline rank holds (all its virtual chunks), for a layout that passes
@@ -161,6 +170,8 @@ struct LayoutViolation {
 //   Megatron-Core); pp_first + pp_last < layers with the rest divisible by the middle stages (0
 //   layers when there are none); with vpp, pp_first, pp_last and each middle stage's count
 //   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
+//   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
+//   (megatron/core/transformer/transformer_config.py, __post_init__).
 //   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);

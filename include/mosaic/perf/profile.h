@@ -40,9 +40,11 @@ struct SharedPerfParams {
   double overlap_fsdp = 0.53;
   double overlap_dp = 0.8;
   double overlap_pp = 0.8;
-  double overlap_contention = 0;            // share of the hidden collectives' time that the
-                                            // compute beside them loses (communication kernels
-                                            // hold SMs and HBM bandwidth)
+  // Share of the hidden EP all-to-all's time that the compute beside it loses: the dispatcher's
+  // kernels (DeepEP, HybridEP, NCCL's all-to-all) hold 20-32 SMs and HBM bandwidth while they
+  // run. Other hidden collectives cost nothing more: Marin's profile shows its FSDP collectives
+  // hidden at no visible cost (marin-community/marin issue 8053).
+  double overlap_contention = 0;
   // Host time the GPU waits for after each MoE layer's token-count sync, in stacks that sync
   // (PerfProfile::moe_host_sync): the GPU idles until the host has issued the layer's next
   // kernels, so the host's issue time adds to the GPU's instead of hiding under it. Per MoE layer
@@ -51,6 +53,14 @@ struct SharedPerfParams {
   // Unfused attention (PerfProfile::fused_attention_sinks = false with attention sinks): bf16
   // passes over each head's s×s score matrix per layer, forward + backward, at HBM bandwidth.
   double unfused_attention_passes = 12;
+  // fp8 and MXFP8 only: per local expert and expert GEMM (weight matrix and pass) per
+  // micro-batch, the cost of quantizing that expert's GEMM input on its own. Transformer Engine's
+  // GroupedLinear quantizes each expert's slice separately (split_quantize: per-tensor current
+  // scaling takes an amax kernel then a cast-transpose; MXFP8 a rowwise and a columnwise
+  // quantize and a swizzle of the block scales), a few small kernels per expert whose launches
+  // the GPU waits for after the MoE layer's host sync. 0 for bf16, and for a stack that quantizes
+  // all experts in one kernel.
+  double fp8_quantize_seconds = 0;
 };
 
 struct PerfProfile {

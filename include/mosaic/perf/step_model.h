@@ -19,7 +19,8 @@
 //             attention_efficiency of the bf16 peak), memory-bound kernels. A GEMM class takes
 //             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
-//             expert_group per local expert per kernel; fp8 GEMMs run at
+//             expert_group per local expert per kernel (+fp8_quantize in fp8 and MXFP8, each
+//             expert's input quantized on its own); fp8 GEMMs run at
 //             peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)) (peak_mxfp8 for mxfp8).
 //             Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
@@ -46,7 +47,11 @@
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
 //             FSDP+DP: an all-reduce of each FSDP shard across DP. PP: activations between stages.
 //             Each collective hides `overlap` of itself under compute; the hidden total is capped
-//             by compute, and the compute beside it loses overlap_contention of the hidden time.
+//             by compute, and the compute beside the hidden EP all-to-all loses
+//             overlap_contention of its time.
+//             With a2a_overlap (Megatron-Core's merged forward and backward of two micro-batches)
+//             the EP all-to-all of the paired passes (A2aOverlapPairedShare) hides 0.95, the most
+//             a schedule hides; the warm-up and cool-down passes keep overlap_ep.
 //   host      stacks whose MoE layer syncs the host on the token counts (moe_host_sync) wait
 //             moe_sync per MoE layer pass per micro-batch (×4/3 with full or MoE recompute).
 //   bubble    PipelineBubbleSeconds below with t̄ = the pipelined time (compute + exposed comms +
@@ -270,7 +275,17 @@ class LayoutStep {
   double sinks_rate_ = 0, elementwise_bytes_ = 0, layers_stage_ = 0;
   double tp_call_seconds_ = 0, etp_call_seconds_ = 0, cp_call_seconds_ = 0, ep_call_seconds_ = 0;
   double fsdp_seconds_ = 0, dp_seconds_ = 0, pp_seconds_ = 0;
+  double overlap_ep_ = 0;  // share of the EP all-to-all hidden under compute
 };
+
+// The share of a rank's micro-batch passes that Megatron-Core's EP all-to-all overlap can pair
+// (the forward of one micro-batch merged with the backward of another): all but the forward-only
+// warm-up and backward-only cool-down passes of the pipeline schedule. With the interleaved
+// schedule the first rank warms up with (pp − 1)·2 + (vpp − 1)·pp virtual-chunk forwards of its
+// micro_batches·vpp (megatron/core/pipeline_parallel/schedules.py,
+// get_pp_rank_microbatches); without a pipeline the first forward and the last backward run
+// alone: (micro_batches − 1) / micro_batches. 0 when nothing pairs.
+double A2aOverlapPairedShare(int64_t pp, int64_t vpp, int64_t micro_batches);
 
 // Idle time of a pipeline per step under 1F1B with `vpp` virtual stages per rank, `micro_batches`
 // (m) micro-batches per pipeline and `t` the time of one micro-batch through one rank's layers
