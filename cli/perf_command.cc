@@ -349,8 +349,9 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--layout", o->layout,
                   "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|moe|full,"
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
-                  "(layers on the first/last stage) or pp_embed=1,pp_loss=1 (embedding/loss "
-                  "counted as a layer) (a missing key is 1)");
+                  "(layers on the first/last stage), pp_embed=1,pp_loss=1 (embedding/loss "
+                  "counted as a layer) or pp_layout=Et|(tt|)*30mL (Megatron-Core's layout "
+                  "string); a2a_overlap=1 (EP all-to-all overlap) (a missing key is 1)");
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--seq", o->seq, "sequence length in tokens")

@@ -523,6 +523,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       l.pp_last = split.pp_last;
       l.pp_embed = split.pp_embed;
       l.pp_loss = split.pp_loss;
+      l.pp_layout = split.pp_layout;
     }
     // Megatron-Core's EP all-to-all overlap (layout.h: a2a_overlap): 1 when the source's recipe
     // sets it; blank or absent: 0.

@@ -50,12 +50,129 @@ std::string ToString(const Layout& l) {
   if (l.pp_embed > 0) text += ",pp_embed=1";
   if (l.pp_loss > 0) text += ",pp_loss=1";
   if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
+  if (l.pp_layout[0] != '\0') text += fmt::format(",pp_layout={}", l.pp_layout_text());
   return text;
+}
+
+std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
+  constexpr size_t kMaxExpanded = size_t{1} << 20;
+  auto fail = [&](std::string_view rule) {
+    return InputError(fmt::format("pp_layout = {}. Violated constraint: {}", text, rule));
+  };
+  // The count N of a "*N" whose digits start at s[i]; advances `i` past them.
+  auto repeat_count = [&](std::string_view s, size_t& i) {
+    const size_t start = i;
+    size_t n = 0;
+    while (i < s.size() && std::isdigit(static_cast<unsigned char>(s[i]))) {
+      n = n * 10 + static_cast<size_t>(s[i] - '0');
+      if (n > kMaxExpanded) throw fail("at most 2^20 characters once repeated");
+      ++i;
+    }
+    if (i == start) throw fail("'*' is followed by a count (x*N, (group)*N)");
+    return n;
+  };
+  auto append = [&](std::string& out, std::string_view piece, size_t times) {
+    if (out.size() + piece.size() * times > kMaxExpanded) {
+      throw fail("at most 2^20 characters once repeated");
+    }
+    for (size_t k = 0; k < times; ++k) out += piece;
+  };
+  // Commas are cosmetic; "(group)*N" first, as Megatron-Core unrolls it.
+  std::string groups;
+  for (size_t i = 0; i < text.size();) {
+    const char ch = text[i];
+    if (ch == ',') {
+      ++i;
+    } else if (ch == '(') {
+      const size_t close = text.find_first_of("()", i + 1);
+      if (close == std::string_view::npos || text[close] == '(') {
+        throw fail("each '(' is closed by ')' before another '(' (groups do not nest)");
+      }
+      std::string inner;
+      for (char g : text.substr(i + 1, close - i - 1)) {
+        if (g != ',') inner += g;
+      }
+      if (inner.empty()) throw fail("a group holds at least one character");
+      if (close + 1 >= text.size() || text[close + 1] != '*') {
+        throw fail("a group is followed by *N");
+      }
+      i = close + 2;
+      append(groups, inner, repeat_count(text, i));
+    } else if (ch == ')') {
+      throw fail("each ')' closes a '('");
+    } else {
+      append(groups, std::string_view(&text[i], 1), 1);
+      ++i;
+    }
+  }
+  // Then "x*N".
+  std::string expanded;
+  for (size_t i = 0; i < groups.size();) {
+    if (i + 1 < groups.size() && groups[i + 1] == '*' && groups[i] != '*') {
+      size_t j = i + 2;
+      const size_t n = repeat_count(groups, j);
+      append(expanded, std::string_view(groups).substr(i, 1), n);
+      i = j;
+    } else {
+      append(expanded, std::string_view(&groups[i], 1), 1);
+      ++i;
+    }
+  }
+  if (expanded.empty() || expanded.front() != 'E') {
+    throw fail("the first layer is the embedding (E)");
+  }
+  if (expanded.back() != 'L') throw fail("the last layer is the loss (L)");
+  if (std::count(expanded.begin(), expanded.end(), 'E') != 1) {
+    throw fail("the embedding (E) appears once");
+  }
+  if (std::count(expanded.begin(), expanded.end(), 'L') != 1) {
+    throw fail("the loss (L) appears once");
+  }
+  std::vector<PipelineLayoutStage> stages(1);
+  for (char ch : expanded) {
+    switch (ch) {
+      case '|': stages.emplace_back(); break;
+      case 'E': ++stages.back().embedding; break;
+      case 't': ++stages.back().decoder; break;
+      case 'm': ++stages.back().mtp; break;
+      case 'L': ++stages.back().loss; break;
+      default:
+        throw fail(fmt::format("'{}' is not a layer: E (embedding), t (decoder layer), m (MTP "
+                               "layer), L (loss), '|' between stages, (group)*N and x*N",
+                               ch));
+    }
+  }
+  return stages;
 }
 
 PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   PipelineSplit s;
   s.total = layer_passes;
+  if (l.pp_layout[0] != '\0') {
+    const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
+    // Rank r holds stages r, r + pp, …; a rank past the stages (pp > stages, which CheckLayout
+    // refuses) holds none.
+    const size_t pp = static_cast<size_t>(l.pp);
+    std::vector<int64_t> decoder(std::min(pp, stages.size()), 0), mtp(decoder);
+    for (size_t i = 0; i < stages.size(); ++i) {
+      decoder[i % pp] += stages[i].decoder;
+      mtp[i % pp] += stages[i].mtp;
+    }
+    auto at = [](const std::vector<int64_t>& v, size_t r) { return r < v.size() ? v[r] : 0; };
+    s.mtp_placed = true;
+    s.first = at(decoder, 0);
+    s.first_mtp = at(mtp, 0);
+    s.last = at(decoder, pp - 1);
+    s.last_mtp = at(mtp, pp - 1);
+    for (size_t i = 1; i + 1 < std::min(pp, decoder.size() + 1); ++i) {
+      if (i == 1 || decoder[i] + mtp[i] > s.middle + s.middle_mtp) {
+        s.middle_rank = static_cast<int64_t>(i);
+        s.middle = decoder[i];
+        s.middle_mtp = mtp[i];
+      }
+    }
+    return s;
+  }
   if (l.pp == 1) {
     s.first = s.last = layer_passes;
     s.middle = 0;
@@ -104,7 +221,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
   static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk", "pp_first", "pp_last",
-                                                 "pp_embed", "pp_loss", "a2a_overlap"};
+                                                 "pp_embed", "pp_loss", "a2a_overlap",
+                                                 "pp_layout"};
   Layout l;
   std::vector<std::string> seen;
   size_t pos = 0;
@@ -141,6 +259,38 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       }
     }
     seen.push_back(key);
+    if (key == "pp_layout") {
+      // Megatron's cosmetic commas split the string into items without '=': they continue it.
+      std::string layout;
+      for (char ch : value) layout += ch;
+      while (pos < text.size()) {
+        size_t next = text.find(',', pos);
+        if (next == std::string_view::npos) next = text.size();
+        std::string_view more = text.substr(pos, next - pos);
+        while (!more.empty() && more.front() == ' ') more.remove_prefix(1);
+        while (!more.empty() && more.back() == ' ') more.remove_suffix(1);
+        if (more.find('=') != std::string_view::npos) break;
+        layout += more;
+        pos = next + 1;
+      }
+      if (layout.empty()) {
+        throw InputError(fmt::format("{} {}: pp_layout is empty (for example "
+                                     "pp_layout=Et|(tt|)*30mL)",
+                                     label, text));
+      }
+      if (layout.size() > kMaxPpLayoutChars) {
+        throw InputError(fmt::format("{} {}: pp_layout = {}. Violated constraint: at most {} "
+                                     "characters (write repeats as (group)*N)",
+                                     label, text, layout, kMaxPpLayoutChars));
+      }
+      try {
+        (void)PipelineLayoutStages(layout);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{} {}: {}", label, text, e.what()));
+      }
+      std::copy(layout.begin(), layout.end(), l.pp_layout.begin());
+      continue;
+    }
     if (key == "recompute") {
       auto r = RecomputeFromString(value);
       if (!r) {
@@ -246,8 +396,41 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     return fail(kIndivisible, "recompute=moe needs MoE layers (a dense model has none)");
   }
   const int64_t passes = m.layers * m.loops;
-  if (l.explicit_split() && l.pp == 1) {
+  if ((l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) && l.pp == 1) {
     return fail(kIndivisible, "pp_first, pp_last, pp_embed and pp_loss need pp > 1");
+  }
+  if (l.pp_layout[0] != '\0') {
+    if (l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) {
+      return fail(kIndivisible,
+                  "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in "
+                  "Megatron-Core)");
+    }
+    const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
+    const int64_t count = static_cast<int64_t>(stages.size());
+    if (count % l.pp != 0) {
+      return fail(kIndivisible, fmt::format("pp divides the stages of pp_layout ({} stages, "
+                                            "pp {})",
+                                            count, l.pp));
+    }
+    if (l.vpp != count / l.pp) {
+      return fail(kIndivisible, fmt::format("vpp = stages of pp_layout / pp ({} / {} = {}, "
+                                            "vpp {})",
+                                            count, l.pp, count / l.pp, l.vpp));
+    }
+    int64_t decoder = 0, mtp = 0;
+    for (const PipelineLayoutStage& s : stages) {
+      decoder += s.decoder;
+      mtp += s.mtp;
+    }
+    if (decoder != passes) {
+      return fail(kIndivisible, fmt::format("pp_layout holds one t per layer ({} t, {} layers)",
+                                            decoder, passes));
+    }
+    if (mtp != m.mtp_layers) {
+      return fail(kIndivisible, fmt::format("pp_layout holds one m per MTP layer ({} m, "
+                                            "mtp_layers {})",
+                                            mtp, m.mtp_layers));
+    }
   }
   if ((l.pp_first > 0 || l.pp_last > 0) && (l.pp_embed > 0 || l.pp_loss > 0)) {
     return fail(kIndivisible,
@@ -284,7 +467,7 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                               "divide {})",
                               l.pp, l.vpp, l.pp * l.vpp, slots));
     }
-  } else if (l.pp * l.vpp > passes) {
+  } else if (l.pp_layout[0] == '\0' && l.pp * l.vpp > passes) {
     return fail(kIndivisible, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
                                           l.pp * l.vpp, passes));
   }

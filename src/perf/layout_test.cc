@@ -230,6 +230,86 @@ TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,ep=8,fsdp=128,mbs=4,a2a_overlap=1"), q, job, 8));
 }
 
+TEST(Layout, PipelineLayoutStringsExpandAsMegatronCoreReadsThem) {
+  // parse_str_to_list's own example: "Ettt|(tt|)*29,m|L" is [E,t,t,t] + [t,t]*29 + [m] + [L].
+  const std::vector<PipelineLayoutStage> s = PipelineLayoutStages("Ettt|(tt|)*29,m|L");
+  ASSERT_EQ(s.size(), 32u);
+  EXPECT_EQ(s[0], (PipelineLayoutStage{1, 3, 0, 0}));
+  for (size_t i = 1; i < 30; ++i) EXPECT_EQ(s[i], (PipelineLayoutStage{0, 2, 0, 0})) << i;
+  EXPECT_EQ(s[30], (PipelineLayoutStage{0, 0, 1, 0}));
+  EXPECT_EQ(s[31], (PipelineLayoutStage{0, 0, 0, 1}));
+  // Megatron-Bridge's DeepSeek-V3 GB300 recipe: groups first, then x*N.
+  const std::vector<PipelineLayoutStage> g = PipelineLayoutStages("Et*4|(t*4|)*14tmL");
+  ASSERT_EQ(g.size(), 16u);
+  EXPECT_EQ(g[0], (PipelineLayoutStage{1, 4, 0, 0}));
+  EXPECT_EQ(g[14], (PipelineLayoutStage{0, 4, 0, 0}));
+  EXPECT_EQ(g[15], (PipelineLayoutStage{0, 1, 1, 1}));
+  for (const char* bad : {"Et|(tt|*30mL", "Et|((tt|)*2)*3|L", "Et|(tt|)L", "Et|tx|L", "tt|L",
+                          "Et|tt", "EEt|L", "Et|L|L", "Et|t*|L", "Et|()*3|L",
+                          "Et|(t)*99999999999|L"}) {
+    EXPECT_THROW(PipelineLayoutStages(bad), InputError) << bad;
+  }
+  try {
+    PipelineLayoutStages("Et|tx|L");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("pp_layout = Et|tx|L. Violated constraint: 'x' is not a "
+                                         "layer"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(Layout, PipelineLayoutSplitsAndIsCheckedAsMegatronCoreDoes) {
+  // Megatron-Bridge's DeepSeek-V3 H100 recipe: pp 8, vpp 4, pipeline_model_parallel_layout
+  // "Et|(tt|)*30mL". Stage s sits on rank s mod 8: rank 0 holds 1 + 2·3 = 7 layers, ranks 1-6
+  // 8 each, rank 7 2·3 = 6 and the MTP layer.
+  const Layout l = ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_layout=Et|(tt|)*30mL");
+  EXPECT_EQ(l.pp_layout_text(), "Et|(tt|)*30mL");
+  EXPECT_EQ(ToString(l),
+            "tp=2,pp=8,vpp=4,cp=1,dp=64,fsdp=1,ep=64,etp=1,mbs=1,recompute=none,moe_chunk=1,"
+            "pp_layout=Et|(tt|)*30mL");
+  EXPECT_EQ(ParseLayout(ToString(l)), l);
+  const PipelineSplit s = SplitPipeline(l, 61);
+  EXPECT_TRUE(s.mtp_placed);
+  EXPECT_EQ(s.first, 7);
+  EXPECT_EQ(s.middle, 8);
+  EXPECT_EQ(s.middle_rank, 1);
+  EXPECT_EQ(s.last, 6);
+  EXPECT_EQ(s.first_mtp + s.middle_mtp, 0);
+  EXPECT_EQ(s.last_mtp, 1);
+  // Cosmetic commas, as Megatron allows, continue the string.
+  EXPECT_EQ(ParseLayout("pp=8,pp_layout=Et*3|(tt|)*29,m|L,ep=8").pp_layout_text(),
+            "Et*3|(tt|)*29m|L");
+  EXPECT_EQ(ParseLayout("pp=8,pp_layout=Et*3|(tt|)*29,m|L,ep=8").ep, 8);
+  EXPECT_THROW(ParseLayout("pp=8,pp_layout="), InputError);
+  EXPECT_THROW(ParseLayout("pp=8,pp_layout=E" + std::string(63, 't') + "L"), InputError);
+
+  ModelConfig d = LoadModel("deepseek-v3").config;  // 61 layers
+  const JobShape job{1024, 8192, 4096};
+  auto no_mtp = CheckLayout(l, d, job, 8);
+  ASSERT_TRUE(no_mtp);
+  EXPECT_EQ(no_mtp->rule, "pp_layout holds one m per MTP layer (1 m, mtp_layers 0)");
+  d.mtp_layers = 1;
+  EXPECT_FALSE(CheckLayout(l, d, job, 8));
+  auto vpp = CheckLayout(ParseLayout("tp=2,pp=8,ep=64,dp=64,pp_layout=Et|(tt|)*30mL"), d, job, 8);
+  ASSERT_TRUE(vpp);
+  EXPECT_EQ(vpp->rule, "vpp = stages of pp_layout / pp (32 / 8 = 4, vpp 1)");
+  auto pp = CheckLayout(ParseLayout("tp=2,pp=16,vpp=2,ep=64,dp=32,pp_layout=Et|(tt|)*29mL"), d,
+                        job, 8);
+  ASSERT_TRUE(pp);
+  EXPECT_EQ(pp->rule, "pp divides the stages of pp_layout (31 stages, pp 16)");
+  auto layers = CheckLayout(ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_layout=Et|(tt|)*29t|mL"),
+                            d, job, 8);
+  ASSERT_TRUE(layers);
+  EXPECT_EQ(layers->rule, "pp_layout holds one t per layer (60 t, 61 layers)");
+  auto both = CheckLayout(
+      ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_first=8,pp_layout=Et|(tt|)*30mL"), d, job, 8);
+  ASSERT_TRUE(both);
+  EXPECT_EQ(both->rule,
+            "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in Megatron-Core)");
+}
+
 TEST(Layout, ContextParallelismMaySpanNodes) {
   // Ring attention passes KV blocks over the scale-out network: tp·cp = 32 on 8-GPU nodes.
   const ModelConfig q = LoadModel("qwen3-235b-a22b").config;

@@ -203,6 +203,19 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.split = SplitPipeline(l, m.layer_passes);
   x.head_on_stage = l.pp == 1;
   x.layers_stage = std::max({x.split.first, x.split.middle, x.split.last});
+  int64_t placed_mtp = 0;  // the MTP layers pp_layout places on the slowest rank
+  if (x.split.mtp_placed) {
+    // The slowest rank holds the most decoder and MTP layers together.
+    const PipelineSplit& s = x.split;
+    x.layers_stage = s.first;
+    placed_mtp = s.first_mtp;
+    for (auto [layers, mtp] : {std::pair{s.middle, s.middle_mtp}, std::pair{s.last, s.last_mtp}}) {
+      if (layers + mtp > x.layers_stage + placed_mtp) {
+        x.layers_stage = layers;
+        placed_mtp = mtp;
+      }
+    }
+  }
   x.other_load_ratio = l.pp == 1 ? 0.0
                                  : static_cast<double>(m.layer_passes - x.layers_stage) /
                                        static_cast<double>(l.pp - 1) /
@@ -220,6 +233,13 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
   x.mtp_moe_layers_stage = static_cast<double>(c.mtp_moe_layers()) * x.stage_share;
+  if (x.split.mtp_placed) {
+    x.mtp_layers_stage = static_cast<double>(placed_mtp);
+    x.mtp_moe_layers_stage =
+        c.mtp_layers > 0 ? static_cast<double>(placed_mtp * c.mtp_moe_layers()) /
+                               static_cast<double>(c.mtp_layers)
+                         : 0.0;
+  }
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
   const int64_t edp = l.expert_dp();
@@ -234,7 +254,7 @@ namespace {
 StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
                                                const PerfJob& job, const PerfProfile& profile,
                                                const LayoutDerivation& x, int64_t layers,
-                                               int64_t stage) {
+                                               int64_t mtp_layers, int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
   StageMemoryParts parts;
@@ -286,7 +306,8 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
     parts.held_layers *= seg / static_cast<double>(c.loops);
   }
-  parts.held_layers += static_cast<double>(c.mtp_layers) * share;
+  parts.held_layers += x.split.mtp_placed ? static_cast<double>(mtp_layers)
+                                          : static_cast<double>(c.mtp_layers) * share;
   parts.in_flight = 1;
   if (l.pp > 1) {
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
@@ -353,14 +374,16 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
   const PipelineSplit& s = x.split;
-  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, 0);
+  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_mtp, 0);
   stage_count_ = 1;
   if (l.pp > 2 && s.middle > s.first) {
     stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.middle,
+                                                            s.middle_mtp,
                                                             s.middle_rank);
   }
   if (l.pp > 1 && s.last > std::max(s.first, s.middle)) {
     stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
+                                                            s.last_mtp,
                                                             l.pp - 1);
   }
 }

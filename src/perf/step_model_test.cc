@@ -248,6 +248,34 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
   EXPECT_LE(p.shared.fp8_quantize_seconds, 40e-6);
 }
 
+TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
+  // DeepSeek-V3 with its MTP module on 1024 H100 (Megatron-Bridge's H100 recipe, pp_layout
+  // "Et|(tt|)*30mL"): the slowest ranks hold 8 decoder layers and no MTP layer (the MTP layer
+  // sits on rank 7 with 6), so the step is that of 8 layers; spread evenly, the 61 layers on
+  // pp 8 × vpp 4 put 8 layers and 8/61 of the MTP layer on the slowest rank.
+  ModelConfig c = LoadModel("deepseek-v3").config;
+  c.mtp_layers = 1;
+  const ModelShape shape = MakeModelShape(c, 4096);
+  const PerfJob job{8192, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0};
+  const LayoutDerivation placed = DeriveLayout(
+      shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_layout=Et|(tt|)*30mL"), job);
+  EXPECT_EQ(placed.layers_stage, 8);
+  EXPECT_EQ(placed.mtp_layers_stage, 0.0);
+  EXPECT_EQ(placed.mtp_moe_layers_stage, 0.0);
+  const LayoutDerivation spread =
+      DeriveLayout(shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64"), job);
+  EXPECT_EQ(spread.layers_stage, 8);
+  EXPECT_DOUBLE_EQ(spread.mtp_layers_stage, 8.0 / 61.0);
+  // A 2-stage pipeline of 2 chunks, the MTP layer on the rank that also holds more layers: the
+  // step is that rank's 31 layers and the MTP layer (rank 0: 15 + 15).
+  const LayoutDerivation last = DeriveLayout(
+      shape, ParseLayout("tp=2,pp=2,vpp=2,ep=64,dp=256,pp_layout=Et*15|t*15|t*15|t*16mL"), job);
+  EXPECT_EQ(last.split.first, 30);
+  EXPECT_EQ(last.split.last, 31);
+  EXPECT_EQ(last.layers_stage, 31);
+  EXPECT_EQ(last.mtp_layers_stage, 1.0);
+}
+
 TEST(StepModel, Fp8QuantizesEachExpertsInputOnItsOwn) {
   // Qwen3-235B on 256 H100, tp 2, pp 8, vpp 4, ep 32 (row M9): 4 local experts, 128 micro-batches,
   // 12 MoE layers on the heaviest stage, 3 weight matrices × 3 passes each: the expert GEMM time

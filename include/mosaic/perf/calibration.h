@@ -11,7 +11,7 @@
 // recompute policy is the optional `recompute` column when the source states it, else the
 // profile's documented policy, else the least one that fits in memory. The optional
 // `pipeline_split` column gives Megatron-Core's uneven pipeline split in the layout grammar
-// (layout.h: pp_first, pp_last, pp_embed, pp_loss); blank spreads the layers evenly. The
+// (layout.h: pp_first, pp_last, pp_embed, pp_loss, pp_layout); blank spreads the layers evenly. The
 // optional `a2a_overlap` column is 1 when the source's recipe overlaps the EP all-to-all with
 // the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not.
 //

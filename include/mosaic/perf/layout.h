@@ -37,6 +37,13 @@
 //   DeepSeek-V3's 61 layers on 16 stages: pp_first=3,pp_last=2 (an embedding stage one layer
 //   light, the MTP and loss stage two light); Qwen3-235B's 94 layers on pp=32,vpp=3:
 //   pp_embed=1,pp_loss=1 (96 slots of one layer). Counts are layer passes (layers × loops).
+//   pp_layout Megatron-Core's layout string (--pipeline-model-parallel-layout, as Megatron-Bridge's
+//             DeepSeek-V3 recipes set pipeline_model_parallel_layout): one group of layers per
+//             virtual stage, separated by '|', stage s on rank s mod pp as virtual chunk s / pp;
+//             E the embedding, t a decoder layer, m an MTP layer, L the loss; "(…)*N" and "x*N"
+//             repeat. DeepSeek-V3 on pp=8,vpp=4: pp_layout=Et|(tt|)*30mL (ranks 0-7 hold 7, 8, …,
+//             8, 6 decoder layers; the MTP layer and the loss on rank 7). Megatron's commas are
+//             cosmetic: "Et*3|(tt|)*29,m|L" may be written with or without them.
 //   a2a_overlap  1: Megatron-Core's EP all-to-all overlap (--overlap-moe-expert-parallel-comm,
 //             as Megatron-Bridge's Qwen3 recipes on H100 and B200 set moe_a2a_overlap): the
 //             forward of one micro-batch is merged with the backward of another, each one's
@@ -46,8 +53,11 @@
 // of the first k dimensions occupies consecutive ranks.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <vector>
 #include <string>
 #include <string_view>
 
@@ -79,6 +89,8 @@ inline constexpr Recompute kRecomputeByCost[] = {Recompute::kNone, Recompute::kM
 
 // The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
 inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
+// The longest pp_layout string (Megatron-Bridge's recipes use up to 20 characters).
+inline constexpr size_t kMaxPpLayoutChars = 63;
 
 struct Layout {
   int64_t tp = 1;
@@ -100,6 +112,11 @@ struct Layout {
   // micro-batch runs beside the backward of another, each one's dispatch and combine hidden under
   // the other's compute. 0 or 1.
   int64_t a2a_overlap = 0;
+  // Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout), its cosmetic
+  // commas removed, NUL-padded; empty = not set. See PipelineLayoutStages. A fixed array keeps
+  // Layout trivially copyable (co-design sends layouts between MPI ranks as bytes).
+  std::array<char, kMaxPpLayoutChars + 1> pp_layout{};
+  std::string_view pp_layout_text() const { return std::string_view(pp_layout.data()); }
 
   int64_t gpus() const { return tp * pp * cp * dp * fsdp; }
   // Ranks of one pipeline stage that share the attention weights: tp·cp·dp·fsdp.
@@ -107,8 +124,11 @@ struct Layout {
   // Expert data parallel: replicas of each expert shard inside a stage, stage_group / (ep·etp).
   int64_t expert_dp() const { return stage_group() / (ep * etp); }
   int64_t data_parallel() const { return dp * fsdp; }
-  // Whether the pipeline split is given explicitly (pp_first, pp_last, pp_embed or pp_loss).
-  bool explicit_split() const { return pp_first > 0 || pp_last > 0 || pp_embed > 0 || pp_loss > 0; }
+  // Whether the pipeline split is given explicitly (pp_first, pp_last, pp_embed, pp_loss or
+  // pp_layout).
+  bool explicit_split() const {
+    return pp_first > 0 || pp_last > 0 || pp_embed > 0 || pp_loss > 0 || pp_layout[0] != '\0';
+  }
 
   bool operator==(const Layout&) const = default;
 };
@@ -123,6 +143,8 @@ std::string ToString(const Layout& layout);
 //     (layers − pp_first − pp_last) / (pp − stages given);
 //   pp_embed / pp_loss: (layers + pp_embed + pp_loss) / pp slots per rank, rank 0 one layer less
 //     with pp_embed, rank pp−1 one less with pp_loss (Megatron-Core);
+//   pp_layout: the decoder layers ('t') of each rank's virtual stages; `middle` is the rank
+//     1 … pp−2 with the most decoder and MTP layers together, and the MTP layers are placed;
 //   otherwise ceil(layers / (pp·vpp))·vpp on the heaviest rank and, when pp·vpp does not divide
 //     the layers, the chunks one layer short on the first ranks (round-robin over the ranks;
 //     with vpp = 1 as --decoder-first-pipeline-num-layers would place them).
@@ -132,8 +154,25 @@ struct PipelineSplit {
   int64_t middle_rank = 1;  // the first such rank holding `middle`
   int64_t last = 0;         // rank pp−1 (holds the output layer); equals `first` when pp = 1
   int64_t total = 0;        // all layer passes
+  // MTP layers on rank 0, rank `middle_rank` and rank pp−1 when pp_layout places them (its 'm');
+  // without pp_layout they are spread over the stages with the layers (mtp_placed false).
+  bool mtp_placed = false;
+  int64_t first_mtp = 0, middle_mtp = 0, last_mtp = 0;
 };
 PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
+
+// One virtual stage of a pipeline layout string: its embedding, decoder, MTP and loss layers.
+struct PipelineLayoutStage {
+  int64_t embedding = 0, decoder = 0, mtp = 0, loss = 0;
+  bool operator==(const PipelineLayoutStage&) const = default;
+};
+
+// The virtual stages of Megatron-Core's layout string, as parse_str_to_list in
+// megatron/core/transformer/pipeline_parallel_layer_layout.py reads it: commas removed, each
+// "(group)*N" repeated N times (groups do not nest), then each "x*N", then split at '|'; the
+// characters E, t, m, L. Throws InputError naming the text and the rule: an unknown character, a
+// nested or unclosed group, a group without "*N", or more than 2^20 characters once repeated.
+std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text);
 
 // Parses "key=value,key=value" (spaces around items are ignored). Throws InputError naming the
 // key and the rule: unknown key (did you mean), a value that is not a positive integer, an unknown
@@ -172,6 +211,9 @@ struct LayoutViolation {
 //   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
 //   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
+//   pp_layout (validate_layer_layout in pipeline_parallel_layer_layout.py): pp divides its
+//   stages and vpp = stages / pp; E first and once, L last and once; as many t as layers × loops
+//   and as many m as MTP layers; excludes pp_first, pp_last, pp_embed and pp_loss.
 //   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
