@@ -150,7 +150,7 @@ constexpr SharedFit kSharedFit[] = {
     {"fp8_gain", &SharedPerfParams::fp8_gain, 1, 0, 1},
     // Overlap fractions: a collective can be hidden entirely, but 95% is the most that
     // schedules achieve (the first and last layer's collectives have nothing to hide under).
-    {"overlap_ep", &SharedPerfParams::overlap_ep, 1, 0, 0.95},
+    {"overlap_ep", &SharedPerfParams::overlap_ep, 1, 0, kMaxOverlapShare},
     // The EP dispatcher's kernels hold 20-32 of the 132-148 SMs and share HBM with the compute
     // they overlap: compute beside a hidden all-to-all runs up to a third slower.
     {"overlap_contention", &SharedPerfParams::overlap_contention, 1, 0, 0.35},

@@ -47,9 +47,6 @@ namespace {
 constexpr double kActBytes = 2;     // bf16 activations
 constexpr double kWeightBytes = 2;  // bf16 weights
 constexpr double kGradBytes = 4;    // fp32 main gradients
-// The most of a collective any schedule hides: the first and last layer's have nothing to hide
-// under (the calibration's bound on the overlap fractions).
-constexpr double kMaxOverlap = 0.95;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -630,10 +627,10 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   overlap_ep_ = sh.overlap_ep;
   if (l.a2a_overlap > 0) {
     // Merged forward and backward: each paired pass hides its all-to-all under the other
-    // micro-batch's compute, up to the most a schedule hides (kMaxOverlap); the unpaired warm-up
+    // micro-batch's compute, up to the most a schedule hides (kMaxOverlapShare); the unpaired warm-up
     // and cool-down passes keep the stack's ordinary overlap.
     const double paired = A2aOverlapPairedShare(l.pp, l.vpp, x.micro_batches);
-    overlap_ep_ = std::max(sh.overlap_ep, paired * kMaxOverlap + (1 - paired) * sh.overlap_ep);
+    overlap_ep_ = std::max(sh.overlap_ep, paired * kMaxOverlapShare + (1 - paired) * sh.overlap_ep);
   }
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =

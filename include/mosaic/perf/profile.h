@@ -12,6 +12,11 @@
 
 namespace mosaic {
 
+// The most of a collective any schedule hides: the first and last layer's collectives have
+// nothing to hide under. The bound of the fitted overlap fractions and the share Megatron-Core's
+// paired all-to-all passes hide (step_model.h, a2a_overlap).
+inline constexpr double kMaxOverlapShare = 0.95;
+
 // Shared by every profile.
 struct SharedPerfParams {
   // A GEMM kernel's launch, prologue and tail: 2-10 µs end to end for small cuBLAS/CUTLASS
