@@ -181,10 +181,8 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
                                                    : "uncalibrated defaults");
   out += ProfileNote(profile, cluster);
   out += fmt::format(
-      "{} layouts evaluated on {} × {}: {} feasible; rejected: {} do not divide, {} exceed a "
-      "domain, {} out of memory\n\n",
-      r.evaluated, cluster.gpus, cluster.device.name, r.feasible(), r.rejected[0], r.rejected[1],
-      r.rejected[2]);
+      "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
+      cluster.gpus, cluster.device.name, r.feasible(), r.RejectedText());
   if (r.best.empty()) out += "No feasible layout.\n";
   out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
                      "MFU(fs)", "step s", "memory GB", "dropped", "layout");

@@ -361,6 +361,31 @@ TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
   std::filesystem::remove(path);
 }
 
+TEST(PerfCli, ValidateChecksARowWithItsRecomputePolicy) {
+  // M9 runs with the EP all-to-all overlap; Megatron-Core refuses it with full recompute, so the
+  // row stated with recompute=full is left out, named by that rule.
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "mosaic_overlap_full_recompute.csv";
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t header_end = text.find('\n') + 1;
+  const size_t m9 = text.find("\nM9,") + 1;
+  std::string row = text.substr(m9, text.find('\n', m9) + 1 - m9);
+  ASSERT_NE(row.find(",,,,1\n"), std::string::npos) << row;
+  row.replace(row.find(",,,,1\n"), 6, ",,full,,1\n");
+  const size_t first_end = text.find('\n', header_end) + 1;
+  {
+    std::ofstream out(path);
+    out << text.substr(0, first_end) << row;
+  }
+  const CommandResult r = RunMosaic("perf validate " + path.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("row M9 left out of every figure: its layout breaks a2a_overlap excludes "
+                       "recompute=full"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::remove(path);
+}
+
 TEST(PerfCli, MeaninglessOptionValuesAreRejected) {
   const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 ";
   CommandResult r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor nan");

@@ -235,15 +235,19 @@ void EvaluateRange(const SweepContext& c, const std::vector<Architecture>& all, 
                                              setup.profile, setup.drop, c.search);
     r.layouts_evaluated = found.evaluated;
     if (found.best.empty()) {
-      // The reason that rejected the most layouts that divided the problem.
-      const ArchRejection kinds[3] = {ArchRejection::kDivisibility, ArchRejection::kDomain,
-                                   ArchRejection::kMemory};
-      int pick = found.rejected[2] > 0 ? 2 : found.rejected[1] > 0 ? 1 : 0;
-      r.rejected = kinds[pick];
-      r.rule = fmt::format("no layout fits: {} do not divide, {} exceed a domain, {} out of memory",
-                           found.rejected[0], found.rejected[1], found.rejected[2]);
+      // The reason met furthest along: memory, then domain, then the layout rules (a framework
+      // rule or a degree that does not divide, both "divisibility" for the architecture).
+      auto count = [&](RejectKind k) { return found.rejected[static_cast<int>(k)]; };
+      const RejectKind pick = count(RejectKind::kMemory) > 0   ? RejectKind::kMemory
+                              : count(RejectKind::kDomain) > 0 ? RejectKind::kDomain
+                              : count(RejectKind::kIndivisible) > 0 ? RejectKind::kIndivisible
+                                                                    : RejectKind::kUnsupported;
+      r.rejected = pick == RejectKind::kMemory   ? ArchRejection::kMemory
+                   : pick == RejectKind::kDomain ? ArchRejection::kDomain
+                                                 : ArchRejection::kDivisibility;
+      r.rule = "no layout fits: " + found.RejectedText();
       for (const Rejection& x : found.examples) {
-        if (static_cast<int>(x.violation.kind) == pick) {
+        if (x.violation.kind == pick) {
           r.rule += fmt::format(" (e.g. {}: {})", ToString(x.layout), x.violation.rule);
           break;
         }

@@ -381,10 +381,8 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_
     so.top = 1;
     const SearchResult result = SearchBestLayouts(setup, so);
     if (result.best.empty()) {
-      t.why_not = fmt::format("no layout of {} fits on {} × {} ({} do not divide, {} exceed a "
-                              "domain, {} out of memory)",
-                              arm, target.gpus, setup.hardware.name, result.rejected[0],
-                              result.rejected[1], result.rejected[2]);
+      t.why_not = fmt::format("no layout of {} fits on {} × {} ({})", arm, target.gpus,
+                              setup.hardware.name, result.RejectedText());
       return t;
     }
     t.estimate = LayoutEstimate{result.best[0].layout, result.best[0].estimate};

@@ -97,31 +97,41 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
                                    r.id, r.hardware));
     }
     p.layout = r.layout;
-    const auto violation = CheckLayout(r.layout, it->second.config,
-                                       {r.gpus, r.global_batch, r.seq_len},
-                                       p.cluster.device.domain_gpus());
-    p.valid = !violation;
-    if (violation) p.invalid_rule = violation->rule;
-    const std::string& policy = set.profiles[p.profile_index].recompute;
-    if (p.valid && (r.recompute || !policy.empty())) {
+    const ModelConfig& config = it->second.config;
+    const JobShape shape{r.gpus, r.global_batch, r.seq_len};
+    const int64_t domain = p.cluster.device.domain_gpus();
+    const PerfProfile& profile = set.profiles[p.profile_index];
+    // The row's layout is checked with its recompute policy in place (some rules depend on it:
+    // a2a_overlap excludes full and MoE-layer recompute); the first broken rule is kept.
+    auto valid_with = [&](Recompute rc) {
+      p.layout.recompute = rc;
+      const auto violation = CheckLayout(p.layout, config, shape, domain);
+      if (violation && p.invalid_rule.empty()) p.invalid_rule = violation->rule;
+      return !violation;
+    };
+    auto measure = [&](Recompute rc) {
+      p.layout.recompute = rc;
+      p.peak_bytes = EstimateMemory(p.shape, p.cluster, p.layout, p.job, profile).peak_bytes;
+      p.fits = p.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
+    };
+    if (r.recompute || !profile.recompute.empty()) {
       // The policy the source states, else the stack's documented one.
-      p.layout.recompute = r.recompute ? *r.recompute : *RecomputeFromString(policy);
-      MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
-                                         set.profiles[p.profile_index]);
-      p.peak_bytes = m.peak_bytes;
-      p.fits = m.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
-    } else if (p.valid) {
+      const Recompute rc = r.recompute ? *r.recompute : *RecomputeFromString(profile.recompute);
+      p.valid = valid_with(rc);
+      if (p.valid) measure(rc);
+    } else {
+      // The least recompute that fits among those the layout's other options allow.
+      std::vector<Recompute> allowed;
       for (Recompute rc : kRecomputeByCost) {
-        p.layout.recompute = rc;
-        MemoryBreakdown m = EstimateMemory(p.shape, p.cluster, p.layout, p.job,
-                                           set.profiles[p.profile_index]);
-        p.peak_bytes = m.peak_bytes;
-        if (m.peak_bytes <= p.cluster.device.hbm_gb * 1e9) {
-          p.fits = true;
-          break;
-        }
+        if (valid_with(rc)) allowed.push_back(rc);
+      }
+      p.valid = !allowed.empty();
+      for (Recompute rc : allowed) {
+        measure(rc);
+        if (p.fits) break;
       }
     }
+    if (p.valid) p.invalid_rule.clear();
     out.push_back(std::move(p));
   }
   return out;

@@ -36,6 +36,7 @@ std::string_view ToString(RejectKind kind) {
     case RejectKind::kIndivisible: return "does not divide";
     case RejectKind::kDomain: return "exceeds a domain";
     case RejectKind::kMemory: return "out of memory";
+    case RejectKind::kUnsupported: return "not supported";
   }
   return "?";
 }
@@ -127,6 +128,10 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
   }
   if (std::count(expanded.begin(), expanded.end(), 'L') != 1) {
     throw fail("the loss (L) appears once");
+  }
+  if (const size_t first_mtp = expanded.find('m');
+      first_mtp != std::string::npos && expanded.find('t', first_mtp) != std::string::npos) {
+    throw fail("the MTP layers (m) follow every decoder layer (t)");
   }
   std::vector<PipelineLayoutStage> stages(1);
   for (char ch : expanded) {
@@ -369,7 +374,7 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     }
   }
   if (!m.is_moe() && (l.ep != 1 || l.etp != 1)) {
-    return fail(kIndivisible, fmt::format("ep = etp = 1 for a dense model (ep {}, etp {})", l.ep,
+    return fail(kUnsupported, fmt::format("ep = etp = 1 for a dense model (ep {}, etp {})", l.ep,
                                           l.etp));
   }
   if (m.is_moe() && m.experts % l.ep != 0) {
@@ -390,18 +395,18 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                                           m.experts / l.ep, l.moe_chunk));
   }
   if (!m.is_moe() && l.moe_chunk != 1) {
-    return fail(kIndivisible, "moe_chunk = 1 for a dense model");
+    return fail(kUnsupported, "moe_chunk = 1 for a dense model");
   }
   if (!m.is_moe() && l.recompute == Recompute::kMoe) {
-    return fail(kIndivisible, "recompute=moe needs MoE layers (a dense model has none)");
+    return fail(kUnsupported, "recompute=moe needs MoE layers (a dense model has none)");
   }
   const int64_t passes = m.layers * m.loops;
   if ((l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) && l.pp == 1) {
-    return fail(kIndivisible, "pp_first, pp_last, pp_embed and pp_loss need pp > 1");
+    return fail(kUnsupported, "pp_first, pp_last, pp_embed and pp_loss need pp > 1");
   }
   if (l.pp_layout[0] != '\0') {
     if (l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) {
-      return fail(kIndivisible,
+      return fail(kUnsupported,
                   "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in "
                   "Megatron-Core)");
     }
@@ -413,7 +418,7 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                                             count, l.pp));
     }
     if (l.vpp != count / l.pp) {
-      return fail(kIndivisible, fmt::format("vpp = stages of pp_layout / pp ({} / {} = {}, "
+      return fail(kUnsupported, fmt::format("vpp = stages of pp_layout / pp ({} / {} = {}, "
                                             "vpp {})",
                                             count, l.pp, count / l.pp, l.vpp));
     }
@@ -423,17 +428,25 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
       mtp += s.mtp;
     }
     if (decoder != passes) {
-      return fail(kIndivisible, fmt::format("pp_layout holds one t per layer ({} t, {} layers)",
+      return fail(kUnsupported, fmt::format("pp_layout holds one t per layer ({} t, {} layers)",
                                             decoder, passes));
     }
     if (mtp != m.mtp_layers) {
-      return fail(kIndivisible, fmt::format("pp_layout holds one m per MTP layer ({} m, "
+      return fail(kUnsupported, fmt::format("pp_layout holds one m per MTP layer ({} m, "
                                             "mtp_layers {})",
                                             mtp, m.mtp_layers));
     }
+    for (int64_t i = 0; i < count; ++i) {
+      if (stages[static_cast<size_t>(i)].mtp > 0 && i / l.pp != l.vpp - 1) {
+        return fail(kUnsupported,
+                    fmt::format("pp_layout puts MTP layers (m) in their rank's last virtual stage "
+                                "(stage {} is virtual stage {} of {} on rank {})",
+                                i, i / l.pp, l.vpp, i % l.pp));
+      }
+    }
   }
   if ((l.pp_first > 0 || l.pp_last > 0) && (l.pp_embed > 0 || l.pp_loss > 0)) {
-    return fail(kIndivisible,
+    return fail(kUnsupported,
                 "pp_first/pp_last and pp_embed/pp_loss exclude each other (as in Megatron-Core)");
   }
   if (l.pp_first > 0 || l.pp_last > 0) {
@@ -441,7 +454,7 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     const int64_t middle_stages = l.pp - given;
     const int64_t middle = passes - l.pp_first - l.pp_last;
     if (middle < 0 || (middle_stages > 0 && middle < middle_stages)) {
-      return fail(kIndivisible,
+      return fail(kUnsupported,
                   fmt::format("pp_first + pp_last leave at least one layer per middle stage "
                               "({} + {} of {} layers, {} middle stages)",
                               l.pp_first, l.pp_last, passes, middle_stages));
@@ -468,25 +481,25 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                               l.pp, l.vpp, l.pp * l.vpp, slots));
     }
   } else if (l.pp_layout[0] == '\0' && l.pp * l.vpp > passes) {
-    return fail(kIndivisible, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
+    return fail(kUnsupported, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
                                           l.pp * l.vpp, passes));
   }
   if (l.a2a_overlap > 0) {
     // Megatron-Core's TransformerConfig checks for overlap_moe_expert_parallel_comm.
     if (!m.is_moe() || l.ep < 2) {
-      return fail(kIndivisible, fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep));
+      return fail(kUnsupported, fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep));
     }
     if (l.recompute == Recompute::kFull || l.recompute == Recompute::kMoe) {
-      return fail(kIndivisible, fmt::format("a2a_overlap excludes recompute={} (Megatron-Core "
+      return fail(kUnsupported, fmt::format("a2a_overlap excludes recompute={} (Megatron-Core "
                                             "refuses full and MoE-layer recompute with it)",
                                             ToString(l.recompute)));
     }
     if (l.pp > 1 && l.vpp < 2) {
-      return fail(kIndivisible, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+      return fail(kUnsupported, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
     }
   }
   if (l.pp == 1 && l.vpp != 1) {
-    return fail(kIndivisible, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
+    return fail(kUnsupported, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
   }
   if (job.seq_len % l.cp != 0) {
     return fail(kIndivisible,

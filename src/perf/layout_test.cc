@@ -219,6 +219,9 @@ TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   auto no_vpp = CheckLayout(ParseLayout("tp=2,pp=8,ep=32,dp=16,a2a_overlap=1"), q, job, 8);
   ASSERT_TRUE(no_vpp);
   EXPECT_EQ(no_vpp->rule, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+  // A combination the framework refuses, not a degree that fails to divide.
+  EXPECT_EQ(no_vpp->kind, RejectKind::kUnsupported);
+  EXPECT_EQ(ToString(no_vpp->kind), "not supported");
   auto no_ep = CheckLayout(ParseLayout("tp=2,pp=8,vpp=4,dp=16,a2a_overlap=1"), q, job, 8);
   ASSERT_TRUE(no_ep);
   EXPECT_EQ(no_ep->rule, "a2a_overlap needs expert parallelism (ep 1)");
@@ -308,6 +311,25 @@ TEST(Layout, PipelineLayoutSplitsAndIsCheckedAsMegatronCoreDoes) {
   ASSERT_TRUE(both);
   EXPECT_EQ(both->rule,
             "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in Megatron-Core)");
+  // validate_layer_layout places the MTP layers after every decoder layer, each in its rank's
+  // last virtual stage: Megatron-Core's own example "Et*3|(tt|)*29,m|L" (pp 16, vpp 2) puts m on
+  // rank 14's second stage; moved to a first virtual stage it is refused.
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,pp=16,vpp=2,ep=64,dp=32,pp_layout=Et*3|(tt|)*29,m|L"),
+                           d, {1024, 8192, 4096}, 8));
+  auto early = CheckLayout(
+      ParseLayout("tp=2,pp=2,vpp=3,ep=64,dp=256,pp_layout=Et*20|t*20|t*21|m||L"), d, job, 8);
+  ASSERT_TRUE(early);
+  EXPECT_EQ(early->kind, RejectKind::kUnsupported);
+  EXPECT_EQ(early->rule, "pp_layout puts MTP layers (m) in their rank's last virtual stage (stage 3 "
+                         "is virtual stage 1 of 3 on rank 1)");
+  try {
+    ParseLayout("tp=2,pp=2,ep=64,dp=256,pp_layout=Et*30m|t*31L");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("the MTP layers (m) follow every decoder layer (t)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Layout, ContextParallelismMaySpanNodes) {

@@ -173,7 +173,8 @@ nlohmann::ordered_json SearchJson(const SearchResult& r, const PerfProfile* prof
   j["feasible"] = r.feasible();
   j["rejected"] = {{"does_not_divide", r.rejected[0]},
                    {"exceeds_a_domain", r.rejected[1]},
-                   {"out_of_memory", r.rejected[2]}};
+                   {"out_of_memory", r.rejected[2]},
+                   {"not_supported", r.rejected[3]}};
   nlohmann::ordered_json ranked = nlohmann::ordered_json::array();
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {

@@ -18,6 +18,13 @@ int64_t SearchResult::RankOf(double tokens_per_s) const {
   return faster + 1;
 }
 
+std::string SearchResult::RejectedText() const {
+  auto count = [&](RejectKind k) { return rejected[static_cast<int>(k)]; };
+  return fmt::format("{} do not divide, {} exceed a domain, {} out of memory, {} not supported",
+                     count(RejectKind::kIndivisible), count(RejectKind::kDomain),
+                     count(RejectKind::kMemory), count(RejectKind::kUnsupported));
+}
+
 namespace {
 
 std::vector<int64_t> Divisors(int64_t n) {
@@ -77,7 +84,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     result.unsearchable = std::move(*reason);
     return result;
   }
-  std::vector<int64_t> per_reason(3, 0);
+  std::array<int64_t, kRejectKinds> per_reason{};
   auto reject = [&](const Layout& l, LayoutViolation&& v) {
     const int kind = static_cast<int>(v.kind);
     ++result.rejected[kind];
@@ -159,8 +166,9 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       *mem = memory.For(r);
                       if (mem->peak_bytes <= capacity) return true;
                       ++result.rejected[static_cast<int>(RejectKind::kMemory)];
-                      if (per_reason[2] < options.examples_per_reason) {
-                        ++per_reason[2];
+                      if (per_reason[static_cast<int>(RejectKind::kMemory)] <
+                          options.examples_per_reason) {
+                        ++per_reason[static_cast<int>(RejectKind::kMemory)];
                         result.examples.push_back(
                             {l, {RejectKind::kMemory,
                                  "peak memory <= HBM (" +

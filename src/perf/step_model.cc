@@ -73,25 +73,38 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.layer_params = static_cast<double>(p.total_params) - s.expert_params - s.embedding_params;
 
   const FlopCount f = CountFlops(c, {FlopConvention::kFullSquare, seq_len});
+  const FlopCount causal = CountFlops(c, {FlopConvention::kCausal, seq_len});
+  // The trunk alone: the MTP modules' FLOPs are what the whole model counts beyond it.
+  ModelConfig trunk_config = c;
+  trunk_config.mtp_layers = 0;
+  const FlopCount trunk = CountFlops(trunk_config, {FlopConvention::kFullSquare, seq_len});
+  const FlopCount trunk_causal = CountFlops(trunk_config, {FlopConvention::kCausal, seq_len});
   const double d = static_cast<double>(c.d_model);
   const double mats = c.glu ? 3 : 2;
   s.layer_passes = c.layers * c.loops;
   s.moe_layer_passes = c.moe_layers() * c.loops;
   s.routed_width = c.latent_dim > 0 ? static_cast<double>(c.latent_dim) : d;
+  const double routed_flops_per_layer = 2 * mats * s.routed_width *
+                                        static_cast<double>(c.expert_width) *
+                                        static_cast<double>(c.top_k);
   s.forward_flops_per_token = static_cast<double>(f.forward_flops_per_token);
-  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes + c.mtp_moe_layers()) * 2 * mats *
-                             s.routed_width * static_cast<double>(c.expert_width) *
-                             static_cast<double>(c.top_k);
+  s.expert_flops_per_token = static_cast<double>(s.moe_layer_passes) * routed_flops_per_layer;
   s.attention_score_flops_per_token = static_cast<double>(f.attention_score_flops);
-  // The trunk's output layer; the MTP modules' logits over the shared head stay in the dense
-  // FLOPs, spread over the stages with the rest of their modules.
   s.head_flops_per_token = 2.0 * static_cast<double>(c.d_model) * static_cast<double>(c.vocab);
-  s.dense_flops_per_token = s.forward_flops_per_token - s.expert_flops_per_token -
-                            s.attention_score_flops_per_token - s.head_flops_per_token;
+  s.dense_flops_per_token = static_cast<double>(trunk.forward_flops_per_token) -
+                            s.expert_flops_per_token -
+                            static_cast<double>(trunk.attention_score_flops) -
+                            s.head_flops_per_token;
+  s.attention_kernel_flops_per_token = static_cast<double>(trunk_causal.attention_score_flops);
+  s.mtp_expert_flops_per_token = static_cast<double>(c.mtp_moe_layers()) * routed_flops_per_layer;
+  s.mtp_attention_kernel_flops_per_token =
+      static_cast<double>(causal.attention_score_flops - trunk_causal.attention_score_flops);
+  s.mtp_dense_flops_per_token =
+      static_cast<double>(f.forward_flops_per_token - trunk.forward_flops_per_token) -
+      s.mtp_expert_flops_per_token -
+      static_cast<double>(f.attention_score_flops - trunk.attention_score_flops);
   s.model_flops_per_token = f.train_flops_per_token();
-  const FlopCount causal = CountFlops(c, {FlopConvention::kCausal, seq_len});
   s.causal_model_flops_per_token = causal.train_flops_per_token();
-  s.attention_kernel_flops_per_token = static_cast<double>(causal.attention_score_flops);
 
   // Widths.
   const double H = static_cast<double>(c.heads);
@@ -237,6 +250,8 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
                                static_cast<double>(c.mtp_layers)
                          : 0.0;
   }
+  x.mtp_share =
+      c.mtp_layers > 0 ? x.mtp_layers_stage / static_cast<double>(c.mtp_layers) : 0.0;
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
   const int64_t edp = l.expert_dp();
@@ -686,15 +701,21 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   const double share = x.stage_share;
   const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the last stage
   const double layer_mult = (recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
-  const double dense_flops = stage_tokens_ * (m.dense_flops_per_token * share * layer_mult +
-                                              m.head_flops_per_token * 3 * last_stage_head);
+  // The trunk's FLOPs by the rank's share of its layers; the MTP modules' by its share of them.
+  const double mtp_share = x.mtp_share;
+  const double dense_flops =
+      stage_tokens_ *
+      ((m.dense_flops_per_token * share + m.mtp_dense_flops_per_token * mtp_share) * layer_mult +
+       m.head_flops_per_token * 3 * last_stage_head);
   const double dense_gemm_count = dense_flops / dense_gemm_size_;
   tb.dense_gemm_seconds = dense_flops / dense_rate_ + dense_gemm_count * sh.gemm_latency_seconds;
   if (c.is_moe()) {
     // Recomputing the MoE layer runs its expert GEMMs forward once more.
     const double expert_mult = layer_mult + (recompute == Recompute::kMoe ? 1.0 : 0.0);
     const double expert_flops =
-        stage_tokens_ * m.expert_flops_per_token * share * expert_mult * x.pad;
+        stage_tokens_ *
+        (m.expert_flops_per_token * share + m.mtp_expert_flops_per_token * mtp_share) *
+        expert_mult * x.pad;
     const double kernels = mb_ * layers_stage_moe_ * (c.glu ? 3.0 : 2.0) * expert_mult;
     tb.expert_gemm_seconds = expert_flops / expert_rate_ + kernels * expert_kernel_seconds_;
     if (recompute == Recompute::kMoe) tb.recompute_seconds = tb.expert_gemm_seconds / expert_mult;
@@ -716,8 +737,10 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     tb.attention_seconds =
         gemm_flops / sinks_rate_ + (hw.hbm_tb_per_s > 0 ? score_bytes / (hw.hbm_tb_per_s * 1e12) : 0);
   } else {
-    tb.attention_seconds = stage_tokens_ * m.attention_kernel_flops_per_token * share * attn_mult /
-                           (bf16_ * sh.attention_efficiency);
+    tb.attention_seconds = stage_tokens_ *
+                           (m.attention_kernel_flops_per_token * share +
+                            m.mtp_attention_kernel_flops_per_token * mtp_share) *
+                           attn_mult / (bf16_ * sh.attention_efficiency);
   }
   if (recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
   if (recompute == Recompute::kModules) {
@@ -770,11 +793,14 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     exposed += comm[i] * (1 - overlap[i]);
     hidden += comm[i] * overlap[i];
   }
-  exposed += std::max(0.0, hidden - tb.compute_seconds);
-  // The hidden all-to-all still holds the SMs its dispatcher's kernels occupy, which the compute
-  // beside it loses.
+  // The overlapped stretch lasts as long as the longer of its two sides: the hidden
+  // communication, or the compute slowed by the SMs the hidden all-to-all's dispatcher kernels hold
+  // (contention on the all-to-all that runs beside compute). Whichever is longer is charged, so
+  // hiding more all-to-all never lengthens the step: past the compute it saves nothing, and the
+  // contention it adds is then already under the communication.
   const double hidden_ep = tb.ep_seconds * overlap_ep_;
-  exposed += sh.overlap_contention * std::min(hidden_ep, tb.compute_seconds);
+  exposed += std::max(hidden - tb.compute_seconds,
+                      sh.overlap_contention * std::min(hidden_ep, tb.compute_seconds));
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.

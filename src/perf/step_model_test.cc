@@ -162,8 +162,8 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   const ModelShape with = MakeModelShape(LoadModel("deepseek-v3", std::span(&mtp, 1)).config, 4096);
   const ModelShape without = MakeModelShape(LoadModel("deepseek-v3").config, 4096);
   EXPECT_DOUBLE_EQ(with.expert_params - without.expert_params, 256.0 * 3 * 7168 * 2048);
-  EXPECT_DOUBLE_EQ(with.expert_flops_per_token - without.expert_flops_per_token,
-                   2.0 * 3 * 7168 * 2048 * 8);
+  EXPECT_DOUBLE_EQ(with.mtp_expert_flops_per_token, 2.0 * 3 * 7168 * 2048 * 8);
+  EXPECT_DOUBLE_EQ(without.mtp_expert_flops_per_token, 0.0);
   // The module is charged as one more layer, spread over the stages: every per-layer cost grows.
   const Layout layout = ParseLayout("pp=16,ep=64,dp=128,recompute=modules");
   const PerfJob job{15360, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0};
@@ -274,6 +274,41 @@ TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
   EXPECT_EQ(last.split.last, 31);
   EXPECT_EQ(last.layers_stage, 31);
   EXPECT_EQ(last.mtp_layers_stage, 1.0);
+}
+
+TEST(StepModel, APlacedMtpLayerCarriesItsWholeFlopsToItsRank) {
+  // DeepSeek-V3 with its MTP module: what the module adds to the rank pp_layout puts it on (the
+  // last of 2 stages, 31 decoder layers and m) is what it adds to a single stage holding the whole
+  // model at the same tokens per rank (dp 64, ep 8): all of its dense, expert and attention work,
+  // not the rank's share of layers (31/61).
+  ModelConfig c = LoadModel("deepseek-v3").config;
+  const ModelShape without = MakeModelShape(c, 4096);
+  c.mtp_layers = 1;
+  const ModelShape with = MakeModelShape(c, 4096);
+  EXPECT_DOUBLE_EQ(with.expert_flops_per_token, without.expert_flops_per_token);
+  EXPECT_DOUBLE_EQ(with.dense_flops_per_token, without.dense_flops_per_token);
+  EXPECT_GT(with.mtp_dense_flops_per_token, 2.0 * 7168 * 129280);  // at least its logits
+  const ProfileSet profiles = LoadProfiles();
+  const PerfProfile& profile = profiles.Get("deepseek-h800");
+  const PerfJob job{512, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  auto added = [&](int64_t gpus, const char* layout_text) {
+    const Layout layout = ParseLayout(layout_text);
+    const Cluster cluster = MakeCluster(LoadHardware("h800"), gpus);
+    const StepBreakdown a =
+        EvaluateStep(without, cluster, layout, job, profiles.shared, profile, nullptr).time;
+    const StepBreakdown b =
+        EvaluateStep(with, cluster, layout, job, profiles.shared, profile, nullptr).time;
+    return std::array{b.dense_gemm_seconds - a.dense_gemm_seconds,
+                      b.expert_gemm_seconds - a.expert_gemm_seconds,
+                      b.attention_seconds - a.attention_seconds};
+  };
+  const auto whole = added(64, "ep=8,dp=64");
+  const auto placed = added(128, "pp=2,ep=8,dp=64,pp_layout=Et*30|t*31mL");
+  constexpr double kRelTol = 1e-9;  // the same sums in another order
+  for (size_t i = 0; i < whole.size(); ++i) {
+    EXPECT_GT(whole[i], 0.0) << i;
+    EXPECT_NEAR(placed[i] / whole[i], 1.0, kRelTol) << i;
+  }
 }
 
 TEST(StepModel, Fp8QuantizesEachExpertsInputOnItsOwn) {

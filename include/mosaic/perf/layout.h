@@ -188,9 +188,14 @@ struct JobShape {
   int64_t seq_len = 0;       // tokens per sequence
 };
 
-// What kind of rule a layout breaks, for the search's rejection counts.
-enum class RejectKind { kIndivisible, kDomain, kMemory };
-std::string_view ToString(RejectKind kind);  // "does not divide", "exceeds a domain", "out of memory"
+// What kind of rule a layout breaks, for the search's rejection counts: a degree that does not
+// divide what it splits; a group larger than its interconnect domain; a peak over the HBM; or a
+// combination of options the framework does not run (e.g. vpp > 1 with pp = 1, a2a_overlap
+// without expert parallelism, a pp_layout string that does not match the model).
+enum class RejectKind { kIndivisible, kDomain, kMemory, kUnsupported };
+inline constexpr int kRejectKinds = 4;
+// "does not divide", "exceeds a domain", "out of memory", "not supported"
+std::string_view ToString(RejectKind kind);
 
 struct LayoutViolation {
   RejectKind kind = RejectKind::kIndivisible;
@@ -213,7 +218,8 @@ struct LayoutViolation {
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
 //   pp_layout (validate_layer_layout in pipeline_parallel_layer_layout.py): pp divides its
 //   stages and vpp = stages / pp; E first and once, L last and once; as many t as layers × loops
-//   and as many m as MTP layers; excludes pp_first, pp_last, pp_embed and pp_loss.
+//   and as many m as MTP layers, each in its rank's last virtual stage; excludes pp_first,
+//   pp_last, pp_embed and pp_loss.
 //   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);

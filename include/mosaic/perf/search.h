@@ -1,9 +1,9 @@
 // Layout search: every divisor-valid combination of tp, pp, vpp, cp, dp, fsdp, ep, etp and
 // moe_chunk for a cluster, each with micro-batches 1, 2, 4, … up to what memory allows and the
 // three recompute policies, evaluated by the step model and ranked by tokens/s per GPU. Rejected
-// combinations are counted by reason (does not divide, exceeds a domain, out of memory) with a few
-// examples each. Evaluation is allocation-free per layout, so a search for one model on one
-// cluster runs in well under a second (bench/perf_bench.cc). A space with no layout that divides
+// combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
+// supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
+// one model on one cluster runs in well under a second (bench/perf_bench.cc). A space with no layout that divides
 // the batch is refused before enumerating (UnsearchableReason), and a long search reports its
 // progress through SearchOptions::progress.
 #pragma once
@@ -40,11 +40,11 @@ struct Rejection {
 };
 
 struct SearchResult {
-  std::vector<SearchCandidate> best;            // the `top` fastest feasible, best first
-  std::vector<double> feasible_tokens_per_s;    // every feasible layout's tokens/s, in search order
-  int64_t evaluated = 0;                        // layouts looked at (valid or not)
-  std::array<int64_t, 3> rejected{};            // by RejectKind
-  std::vector<Rejection> examples;              // a few per reason
+  std::vector<SearchCandidate> best;             // the `top` fastest feasible, best first
+  std::vector<double> feasible_tokens_per_s;     // every feasible layout's tokens/s, in search order
+  int64_t evaluated = 0;                         // layouts looked at (valid or not)
+  std::array<int64_t, kRejectKinds> rejected{};  // by RejectKind
+  std::vector<Rejection> examples;               // a few per reason
 
   // Set when no layout of the space can run the job (UnsearchableReason); nothing was enumerated.
   std::string unsearchable;
@@ -52,6 +52,9 @@ struct SearchResult {
   int64_t feasible() const { return static_cast<int64_t>(feasible_tokens_per_s.size()); }
   // 1-based rank a layout with `tokens_per_s` would take among the feasible ones.
   int64_t RankOf(double tokens_per_s) const;
+  // The rejection counts in words: "3 do not divide, 0 exceed a domain, 12 out of memory, 1 not
+  // supported".
+  std::string RejectedText() const;
 };
 
 // Why no layout of the search space can divide the job, found without enumerating it (a few

@@ -46,9 +46,11 @@
 //             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
 //             FSDP+DP: an all-reduce of each FSDP shard across DP. PP: activations between stages.
-//             Each collective hides `overlap` of itself under compute; the hidden total is capped
-//             by compute, and the compute beside the hidden EP all-to-all loses
-//             overlap_contention of its time.
+//             Each collective hides `overlap` of itself under compute. The overlapped stretch
+//             lasts the longer of the hidden total and the compute slowed by overlap_contention
+//             of the hidden EP all-to-all beside it (its dispatcher's kernels hold SMs), so
+//             exposed += max(hidden − compute, contention·min(hidden EP, compute)): hiding
+//             more never lengthens the step.
 //             With a2a_overlap (Megatron-Core's merged forward and backward of two micro-batches)
 //             the EP all-to-all of the paired passes (A2aOverlapPairedShare) hides 0.95, the most
 //             a schedule hides; the warm-up and cool-down passes keep overlap_ep.
@@ -124,15 +126,24 @@ struct ModelShape {
   double layer_params = 0;         // every other parameter of the layer stack
   double embedding_params = 0;     // embedding + lm_head
   // Forward FLOPs per token (kFullSquare at seq_len).
+  // The trunk's parts (expert, attention kernel, dense) cover its layers × loops; the MTP modules'
+  // parts are apart, so that a pipeline stage is charged the modules it holds (DeriveLayout's
+  // mtp_share). forward = trunk parts + MTP parts + the trunk's head + the non-causal score half.
   double forward_flops_per_token = 0;
-  double expert_flops_per_token = 0;     // routed experts, all layers and loops
-  double attention_score_flops_per_token = 0;
+  double expert_flops_per_token = 0;     // the trunk's routed experts, all layers and loops
+  double attention_score_flops_per_token = 0;  // every score FLOP (full square), MTP included
   // What a causal flash-attention kernel computes: the score FLOPs under FlopConvention::kCausal
   // (the blocks above the diagonal are skipped, so about half the square of a global layer;
   // FlashAttention-2, arXiv 2307.08691 section 3.1.1). Attention time is charged on these.
-  double attention_kernel_flops_per_token = 0;
+  double attention_kernel_flops_per_token = 0;  // the trunk's
   double head_flops_per_token = 0;       // the trunk's lm_head (2·d·V)
-  double dense_flops_per_token = 0;      // the rest of the layer stack
+  double dense_flops_per_token = 0;      // the rest of the trunk's layer stack
+  // All MTP modules together (DeepSeek-V3, arXiv 2412.19437 section 2.2): routed experts; the
+  // causal attention kernel; the rest (projection, attention projections, shared experts, router
+  // and the logits over the shared head). 0 without MTP.
+  double mtp_expert_flops_per_token = 0;
+  double mtp_attention_kernel_flops_per_token = 0;
+  double mtp_dense_flops_per_token = 0;
   double model_flops_per_token = 0;      // 3 × forward: the MFU numerator per token
   double causal_model_flops_per_token = 0;  // the same under FlopConvention::kCausal
   // Shapes.
@@ -228,6 +239,7 @@ struct LayoutDerivation {
   // stage's share of mtp_layers, and of those with the routed MoE.
   double mtp_layers_stage = 0;
   double mtp_moe_layers_stage = 0;
+  double mtp_share = 0;           // mtp_layers_stage / mtp_layers: the rank's share of MTP FLOPs
   double pad = 1;                 // expert buffer padding (cf when padded, else 1)
   double expert_fsdp = 1;         // FSDP shard count of expert weights
 };
