@@ -3,9 +3,9 @@
 // three recompute policies, evaluated by the step model and ranked by tokens/s per GPU. Rejected
 // combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
 // supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
-// one model on one cluster runs in well under a second (bench/perf_bench.cc). A space with no layout that divides
-// the batch is refused before enumerating (UnsearchableReason), and a long search reports its
-// progress through SearchOptions::progress.
+// one model on one cluster runs in well under a second (bench/perf_bench.cc). A space with no
+// layout that divides the batch is refused before enumerating (UnsearchableReason), and a long
+// search reports its progress through SearchOptions::progress.
 #pragma once
 
 #include <array>
