@@ -340,6 +340,34 @@ std::string RenderJson(const std::vector<Run>& runs,
   return DumpJson(all) + "\n";
 }
 
+// Tags for a message, escaped and comma-separated: the first 30 and how many more, or "none".
+template <typename Tags>
+std::string TagList(const Tags& tags) {
+  constexpr size_t kMaxListed = 30;
+  std::vector<std::string> shown;
+  for (const std::string& t : tags) {
+    if (shown.size() == kMaxListed) {
+      shown.push_back(fmt::format("… {} more", tags.size() - kMaxListed));
+      break;
+    }
+    shown.push_back(Printable(t));
+  }
+  return shown.empty() ? std::string("none") : fmt::format("{}", fmt::join(shown, ", "));
+}
+
+// Throws InputError when the summary's --tag is a tag of no run, naming the tags the runs have
+// (a run without it shows "-"; with no run at all having it the table would say nothing).
+void RequireSummaryTag(const std::string& tag, const std::vector<Run>& runs) {
+  std::set<std::string> tags;
+  for (const Run& run : runs) {
+    if (run.FindSeries(tag) != nullptr) return;
+    for (const TimeSeries& s : run.series) tags.insert(s.tag);
+  }
+  const std::vector<std::string> known(tags.begin(), tags.end());
+  throw InputError(fmt::format("--tag {}: no run has this tag{}. Tags the runs have: {}",
+                               Printable(tag), DidYouMean(tag, known), TagList(known)));
+}
+
 void RunRuns(const RunsOptions& options) {
   LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
   load.threads = options.threads;
@@ -353,6 +381,7 @@ void RunRuns(const RunsOptions& options) {
     });
     return;
   }
+  if (!options.json && !options.tag.empty()) RequireSummaryTag(options.tag, runs);
   const std::vector<std::vector<Finding>> findings = CheckHealthOfRuns(runs, {}, load.threads);
   if (options.json) {
     EmitOutput(options.output, RenderJson(runs, findings, options.last_k));
@@ -389,18 +418,7 @@ void RequireTag(const std::string& tag, const std::string& missing_in, const Loa
   }
   const LoadedPath& missing = missing_in == path_a ? a : b;
   const std::vector<std::string> missing_tags(missing.tags.begin(), missing.tags.end());
-  auto list = [](const auto& tags) {
-    constexpr size_t kMaxListed = 30;
-    std::vector<std::string> shown;
-    for (const std::string& t : tags) {
-      if (shown.size() == kMaxListed) {
-        shown.push_back(fmt::format("… {} more", tags.size() - kMaxListed));
-        break;
-      }
-      shown.push_back(Printable(t));
-    }
-    return shown.empty() ? std::string("none") : fmt::format("{}", fmt::join(shown, ", "));
-  };
+  auto list = [](const auto& tags) { return TagList(tags); };
   std::string known;
   if (!common.empty()) {
     known = fmt::format("Tags both runs have: {}", list(common));

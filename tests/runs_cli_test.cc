@@ -456,5 +456,23 @@ TEST(RunsCli, CompareNamesCommonTagsAndSaysNotAvailable) {
   fs::remove_all(root);
 }
 
+// The summary's --tag names a tag some run has; a tag of none is an error listing the runs' tags.
+TEST(RunsCli, SummaryTagOfNoRunListsTheTags) {
+  const fs::path root = FreshDir("mosaic_summary_tag");
+  fs::create_directories(root / "a");
+  { std::ofstream(root / "a" / "m.csv") << "step,loss,grad_norm\n1,2,0.5\n2,1.5,0.4\n"; }
+  const std::string dir = "'" + root.string() + "'";
+  CommandResult unknown = RunMosaic("runs " + dir + " --summary --tag los");
+  EXPECT_EQ(unknown.exit_code, 1);
+  EXPECT_NE(unknown.err.find("--tag los: no run has this tag (did you mean 'loss'?). Tags the runs "
+                             "have: grad_norm, loss"),
+            std::string::npos)
+      << unknown.err;
+  CommandResult known = RunMosaic("runs " + dir + " --summary --tag grad_norm");
+  ASSERT_EQ(known.exit_code, 0) << known.err;
+  EXPECT_NE(known.out.find("grad_norm"), std::string::npos) << known.out;
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

@@ -151,6 +151,12 @@ struct Workspace {
   std::vector<double> scratch;
 };
 
+// The distance from step `from` to step `to` >= `from`, without the signed overflow of `to - from`
+// (steps may span the whole 64-bit range: -5 to 2^63 - 1 is a distance of 2^63 + 4).
+double StepDistance(int64_t from, int64_t to) {
+  return static_cast<double>(static_cast<uint64_t>(to) - static_cast<uint64_t>(from));
+}
+
 // What one pass over a series in step order finds: its step intervals (whether all are equal,
 // the smallest and largest) and whether any wall-time interval could be a stall (finite and
 // above `stall_min_seconds`). Those decide whether the medians of the gap and stall tests are
@@ -167,7 +173,7 @@ struct IntervalSurvey {
 
   // Takes in the interval from `previous` to `current`, the next point in step order.
   void Add(const ScalarPoint& previous, const ScalarPoint& current, double stall_min_seconds) {
-    const double d = static_cast<double>(current.step - previous.step);
+    const double d = StepDistance(previous.step, current.step);
     if (intervals++ == 0) first_interval = smallest_interval = largest_interval = d;
     regular = regular && d == first_interval;
     smallest_interval = std::min(smallest_interval, d);
@@ -315,7 +321,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   const size_t count = direct ? s.points.size() : ordered.size();
   auto at = [&](size_t i) -> const ScalarPoint& { return direct ? s.points[i] : *ordered[i]; };
   // The step interval after the i-th point and the wall time between the (i-1)-th and i-th.
-  auto interval = [&](size_t i) { return static_cast<double>(at(i + 1).step - at(i).step); };
+  auto interval = [&](size_t i) { return StepDistance(at(i).step, at(i + 1).step); };
   auto wall_interval = [&](size_t i) {
     return at(i).wall_time_seconds - at(i - 1).wall_time_seconds;
   };
@@ -336,16 +342,18 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
       typical = Median(scratch);
     }
     std::vector<int64_t> gaps;
-    int64_t largest = 0;
+    double largest = 0;
     int64_t largest_from = 0;
+    int64_t largest_to = 0;
     if (!no_gap_possible && typical > 0 && survey.largest_interval > options.gap_factor * typical) {
       for (size_t i = 0; i + 1 < count; ++i) {
         const double d = interval(i);
         if (d > options.gap_factor * typical) {
           gaps.push_back(at(i).step);
           if (d > largest) {
-            largest = static_cast<int64_t>(d);
+            largest = d;
             largest_from = at(i).step;
+            largest_to = at(i + 1).step;
           }
         }
       }
@@ -354,7 +362,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
       out->push_back({FindingKind::kStepGap, s.tag, gaps,
                       fmt::format("{} step gap{} (> {} × the usual interval {}); largest {} → {}",
                                   gaps.size(), gaps.size() == 1 ? "" : "s", options.gap_factor,
-                                  typical, largest_from, largest_from + largest)});
+                                  typical, largest_from, largest_to)});
     }
     if (survey.stall_possible && survey.usable_wall_intervals >= 2) {
       scratch.clear();

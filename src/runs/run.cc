@@ -37,6 +37,19 @@ bool EndsWith(std::string_view s, std::string_view suffix) {
   return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
 }
 
+// "a FIFO, not a regular file" and the like, for a directory entry of `type`.
+std::string NotARegularFile(fs::file_type type) {
+  std::string_view kind = "not a regular file";
+  switch (type) {
+    case fs::file_type::fifo: kind = "a FIFO"; break;
+    case fs::file_type::socket: kind = "a socket"; break;
+    case fs::file_type::block: kind = "a block device"; break;
+    case fs::file_type::character: kind = "a character device"; break;
+    default: return std::string(kind);
+  }
+  return fmt::format("{}, not a regular file", kind);
+}
+
 bool IsTableFile(const std::string& name) {
   return EndsWith(name, ".csv") || EndsWith(name, ".jsonl");
 }
@@ -229,6 +242,13 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     run.unreadable = fmt::format("{}: cannot list this folder ({}); its logs were not read",
                                  path.string(), error.message());
   };
+  // An entry named as a log that is not a regular file to read (RunDirectory::unusable_files).
+  auto unusable = [&](const fs::path& path, std::string_view what) {
+    const std::string name = path.filename().string();
+    if (!IsEventFile(name) && !IsTableFile(name)) return;
+    run_at(path.parent_path())
+        .unusable_files.push_back({path.string(), fmt::format("{}: {}; not read", path.string(), what)});
+  };
   // Symlinks to directories are followed, each real directory once: links back up the tree
   // (a/up -> ..) would otherwise make the walk revisit it without end.
   std::set<fs::path> visited;
@@ -245,7 +265,10 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     for (; it != fs::directory_iterator(); it.increment(ec)) {
       std::error_code type_ec;
       const fs::file_status entry_status = it->status(type_ec);  // follows symlinks
-      if (entry_status.type() == fs::file_type::not_found) continue;  // a dangling symlink
+      if (entry_status.type() == fs::file_type::not_found) {
+        unusable(it->path(), "a symbolic link to a file that does not exist");
+        continue;
+      }
       if (type_ec) {
         unreadable(it->path(), type_ec);
         continue;
@@ -256,7 +279,11 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
         if (!canonical_ec && visited.insert(real).second) pending.push_back(it->path());
         continue;
       }
-      if (fs::is_regular_file(entry_status)) add(it->path());
+      if (fs::is_regular_file(entry_status)) {
+        add(it->path());
+      } else {
+        unusable(it->path(), NotARegularFile(entry_status.type()));
+      }
     }
     if (ec) unreadable(directory, ec);
   }
@@ -716,6 +743,13 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
       }
     }
     run.files.push_back(std::move(file));
+  }
+  for (const RunDirectory::UnusableFile& entry : directory.unusable_files) {
+    const std::string name = fs::path(entry.path).filename().string();
+    const SourceFormat format = IsEventFile(name)         ? SourceFormat::kEvents
+                                : EndsWith(name, ".csv") ? SourceFormat::kCsv
+                                                         : SourceFormat::kJsonl;
+    run.files.push_back({entry.path, format, {}, 0, false, entry.reason});
   }
 
   // Event files whose wall-time ranges overlap were written at the same time (two ranks into one

@@ -9,6 +9,12 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <limits>
+#include <set>
+
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "mosaic/runs/compare.h"
 #include "mosaic/runs/event_writer.h"
@@ -694,6 +700,55 @@ TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   EXPECT_EQ(by_kind[FindingKind::kStepGap], (std::vector<int64_t>{79}));
   EXPECT_EQ(by_kind[FindingKind::kRestart], (std::vector<int64_t>{90}));
   EXPECT_NE(findings[0].message.find("update skipped"), std::string::npos) << findings[0].message;
+}
+
+// Steps spanning the whole 64-bit range: the intervals are measured without overflow (-5 to
+// 2^63 - 1 is a gap of about 9.2e18 steps, not a negative one), and the gap names both ends.
+TEST(Health, StepGapsAcrossTheWholeSixtyFourBitRange) {
+  runs::Run run;
+  run.name = "r";
+  run.files.push_back({"f", SourceFormat::kEvents, {}, 0, true});
+  TimeSeries loss{"r", "loss", {}, false};
+  for (int64_t s : {int64_t{-7}, int64_t{-6}, int64_t{-5}, std::numeric_limits<int64_t>::max()}) {
+    loss.points.push_back({s, 1000.0 + static_cast<double>(loss.points.size()), 1.0});
+  }
+  run.series = {loss};
+  const std::vector<Finding> findings = CheckHealth(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, FindingKind::kStepGap);
+  EXPECT_EQ(findings[0].steps, (std::vector<int64_t>{-5}));
+  EXPECT_NE(findings[0].message.find("largest -5 → 9223372036854775807"), std::string::npos)
+      << findings[0].message;
+}
+
+// Entries named as logs that are not files to read (a symbolic link to nothing, a FIFO) are
+// unreadable files of their run, never opened (a FIFO would wait for a writer); the run's other
+// files are read.
+TEST(Discover, LinksToNothingAndFifosAreUnreadableFiles) {
+  const std::filesystem::path root =
+      std::filesystem::temp_directory_path() / ("mosaic_fifo_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(root);
+  std::filesystem::create_directories(root / "r");
+  { std::ofstream(root / "r" / "a.csv") << "step,loss\n1,2\n2,1.5\n"; }
+  std::filesystem::create_symlink(root / "missing.csv", root / "r" / "gone.csv");
+  ASSERT_EQ(::mkfifo((root / "r" / "pipe.jsonl").c_str(), 0600), 0);
+  const std::vector<RunDirectory> dirs = DiscoverRuns(root.string());
+  ASSERT_EQ(dirs.size(), 1u);
+  ASSERT_EQ(dirs[0].unusable_files.size(), 2u);
+  const std::vector<runs::Run> loaded = LoadRuns(dirs, {});
+  ASSERT_EQ(loaded.size(), 1u);
+  ASSERT_NE(loaded[0].FindSeries("loss"), nullptr);
+  EXPECT_EQ(loaded[0].FindSeries("loss")->points.size(), 2u);
+  std::set<std::string> reasons;
+  for (const Finding& f : CheckHealth(loaded[0])) {
+    if (f.kind == FindingKind::kUnreadableFile) reasons.insert(f.message);
+  }
+  EXPECT_EQ(reasons, (std::set<std::string>{
+                         (root / "r" / "gone.csv").string() +
+                             ": a symbolic link to a file that does not exist; not read",
+                         (root / "r" / "pipe.jsonl").string() +
+                             ": a FIFO, not a regular file; not read"}));
+  std::filesystem::remove_all(root);
 }
 
 // Health of several runs with every series a task of its own: each run's findings are

@@ -36,10 +36,58 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
   return true;
 }
 
-bool ParseStep(double value, int64_t* step) {
-  if (!std::isfinite(value) || value != std::floor(value) || std::fabs(value) > 9.0e18) return false;
+// Why a cell is not a step.
+enum class StepProblem { kNone, kNotInteger, kOutOfRange };
+
+// A step written as a number: a whole value inside the 64-bit range (2^63 itself is not).
+StepProblem StepFromDouble(double value, int64_t* step) {
+  if (!std::isfinite(value) || value != std::floor(value)) return StepProblem::kNotInteger;
+  if (value < -0x1p63 || value >= 0x1p63) return StepProblem::kOutOfRange;
   *step = static_cast<int64_t>(value);
-  return true;
+  return StepProblem::kNone;
+}
+
+// A step cell: digits are read exactly as a 64-bit integer (9007199254740993 stays itself, which
+// a double cannot hold); other numbers ("100.0", "1e3") must be whole and in range.
+StepProblem ParseStepText(std::string_view text, int64_t* step) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, *step);
+  if (ptr == end && !text.empty()) {
+    if (ec == std::errc()) return StepProblem::kNone;
+    if (ec == std::errc::result_out_of_range) return StepProblem::kOutOfRange;
+  }
+  double value = 0;
+  const auto [dptr, dec] = std::from_chars(text.data(), end, value);
+  if (dptr == end && !text.empty() && dec == std::errc::result_out_of_range) {
+    return StepProblem::kOutOfRange;
+  }
+  if (!ParseNumber(text, &value)) return StepProblem::kNotInteger;
+  return StepFromDouble(value, step);
+}
+
+// The same for a JSON value: integers as the parser read them, exactly.
+StepProblem StepFromJson(const nlohmann::json& v, int64_t* step) {
+  if (v.is_number_unsigned()) {
+    const uint64_t u = v.get<uint64_t>();
+    if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())) {
+      return StepProblem::kOutOfRange;
+    }
+    *step = static_cast<int64_t>(u);
+    return StepProblem::kNone;
+  }
+  if (v.is_number_integer()) {
+    *step = v.get<int64_t>();
+    return StepProblem::kNone;
+  }
+  if (v.is_number_float()) return StepFromDouble(v.get<double>(), step);
+  return StepProblem::kNotInteger;
+}
+
+std::string_view StepProblemText(StepProblem problem) {
+  return problem == StepProblem::kOutOfRange ? "a step within the 64-bit integer range"
+                                             : "an integer step";
 }
 
 // Collects points per tag in order of first appearance.
@@ -165,6 +213,33 @@ std::string QuoteNonFiniteTokens(std::string_view line) {
     if (!replaced) out += c;
   }
   return out;
+}
+
+// JSONL lines nested deeper than this are skipped (a metrics logger nests 2-4 levels).
+constexpr size_t kMaxJsonDepth = 64;
+
+// The deepest nesting of objects and arrays in a JSON text, outside strings.
+size_t NestingDepth(std::string_view line) {
+  size_t depth = 0;
+  size_t deepest = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{' || c == '[') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == '}' || c == ']') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 void Flatten(const nlohmann::json& object, const std::string& prefix,
@@ -302,12 +377,12 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
                              log.step_column, last ? " (truncated last line)" : "; row skipped"));
       continue;
     }
-    double step_value = 0;
     int64_t step = 0;
-    if (!ParseNumber(cells[step_index], &step_value) || !ParseStep(step_value, &step)) {
+    if (const StepProblem problem = ParseStepText(cells[step_index], &step);
+        problem != StepProblem::kNone) {
       ++log.rows_without_step;
-      Note(&log, fmt::format("{}:{}: {} = '{}' is not an integer step; row skipped", path, line,
-                             log.step_column, cells[step_index]));
+      Note(&log, fmt::format("{}:{}: {} = '{}' is not {}; row skipped", path, line,
+                             log.step_column, cells[step_index], StepProblemText(problem)));
       continue;
     }
     double wall = kNaN;
@@ -354,14 +429,37 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     start = end + 1;
     ++line_number;
     if (line.empty()) continue;
-    nlohmann::json object = nlohmann::json::parse(QuoteNonFiniteTokens(line), nullptr, false);
-    if (object.is_discarded() || !object.is_object()) {
-      const bool truncated_tail = !has_newline || start >= text.size();
+    // A line nested deeper than any log writes is refused before parsing: its keys would be
+    // flattened into paths as long as the line, and the flattening's recursion as deep.
+    if (const size_t depth = NestingDepth(line); depth > kMaxJsonDepth) {
+      Note(&log, fmt::format("{}:{}: nested {} levels deep (at most {}); line skipped", path,
+                             line_number, depth, kMaxJsonDepth));
+      ++log.malformed_rows;
+      continue;
+    }
+    nlohmann::json object;
+    std::string parse_error;
+    try {
+      object = nlohmann::json::parse(QuoteNonFiniteTokens(line));
+    } catch (const nlohmann::json::exception& e) {
+      parse_error = e.what();
+      // "[json.exception.parse_error.101] parse error at line 1, column 9: syntax error ..."
+      // kept without the echo of what was read, which may be the whole line.
+      if (const size_t at = parse_error.find("] "); at != std::string::npos) {
+        parse_error.erase(0, at + 2);
+      }
+      parse_error = parse_error.substr(0, std::min(parse_error.find("; last read"), size_t{120}));
+    }
+    // A last line without its newline is one its writer had not finished (a live or crashed run).
+    const bool truncated_tail = !has_newline && !parse_error.empty();
+    if (!parse_error.empty() || !object.is_object()) {
       Note(&log, fmt::format("{}:{}: {}", path, line_number,
-                             truncated_tail && object.is_discarded()
-                                 ? "truncated last line dropped"
-                                 : "not a JSON object; line skipped"));
-      if (!truncated_tail || !object.is_discarded()) ++log.malformed_rows;
+                             truncated_tail ? "truncated last line dropped"
+                             : parse_error.empty()
+                                 ? fmt::format("a JSON {}, not an object; line skipped",
+                                               object.type_name())
+                                 : fmt::format("not JSON ({}); line skipped", parse_error)));
+      if (!truncated_tail) ++log.malformed_rows;
       continue;
     }
     leaves.clear();
@@ -386,7 +484,6 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
       }
       if (wall_leaf >= 0) break;
     }
-    double step_value = 0;
     int64_t step = 0;
     bool missing = false;
     if (step_leaf < 0) {
@@ -395,15 +492,12 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
       continue;
     }
     step_key_seen = true;
-    if (!JsonNumber(*leaves[step_leaf].second, &step_value, &missing) ||
-        !ParseStep(step_value, &step)) {
+    if (const StepProblem problem = StepFromJson(*leaves[step_leaf].second, &step);
+        problem != StepProblem::kNone) {
       ++log.rows_without_step;
-      const nlohmann::json& cell = *leaves[step_leaf].second;
-      const bool whole = cell.is_number() && std::isfinite(step_value) &&
-                         step_value == std::floor(step_value);
       Note(&log, fmt::format("{}:{}: {} = {} is not {}; line skipped", path, line_number,
-                             leaves[step_leaf].first, cell.dump().substr(0, 40),
-                             whole ? "a step within the 64-bit integer range" : "an integer step"));
+                             leaves[step_leaf].first, leaves[step_leaf].second->dump().substr(0, 40),
+                             StepProblemText(problem)));
       continue;
     }
     if (!any_step) {

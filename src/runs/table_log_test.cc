@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 
 #include "mosaic/util/error.h"
 
@@ -148,7 +149,68 @@ TEST(JsonlLog, CountsMalformedLinesApartFromRowsWithoutStep) {
   EXPECT_EQ(log.rows, 2);
   EXPECT_EQ(log.malformed_rows, 1);
   EXPECT_EQ(log.rows_without_step, 1);
-  EXPECT_EQ(log.notes[0], "m.jsonl:2: not a JSON object; line skipped");
+  EXPECT_EQ(log.notes[0],
+            "m.jsonl:2: not JSON (parse error at line 1, column 2: syntax error while parsing "
+            "object key - invalid literal); line skipped");
+}
+
+// Steps are read as 64-bit integers, not through a double: 2^53 + 1 stays itself and 2^63 - 1
+// is a step, in CSV and JSONL alike; one past the range is skipped with its own reason.
+TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
+  const TableLog jsonl = ReadJsonlLog(
+      "{\"step\": 9007199254740993, \"loss\": 1}\n"
+      "{\"step\": 9223372036854775807, \"loss\": 2}\n"
+      "{\"step\": 9223372036854775808, \"loss\": 3}\n"
+      "{\"step\": -9223372036854775808, \"loss\": 4}\n"
+      "{\"step\": 4.0, \"loss\": 5}\n",
+      "m.jsonl");
+  ASSERT_EQ(Tag(jsonl, "loss").points.size(), 4u);
+  EXPECT_EQ(Tag(jsonl, "loss").points[0].step, 9007199254740993);
+  EXPECT_EQ(Tag(jsonl, "loss").points[1].step, std::numeric_limits<int64_t>::max());
+  EXPECT_EQ(Tag(jsonl, "loss").points[2].step, std::numeric_limits<int64_t>::min());
+  EXPECT_EQ(Tag(jsonl, "loss").points[3].step, 4);
+  ASSERT_EQ(jsonl.notes.size(), 1u);
+  EXPECT_EQ(jsonl.notes[0], "m.jsonl:3: step = 9223372036854775808 is not a step within the 64-bit "
+                            "integer range; line skipped");
+  const TableLog csv = ReadCsvLog(
+      "step,loss\n9007199254740993,1\n99999999999999999999,2\n1e30,3\n2.5,4\n+7,5\n", "m.csv");
+  ASSERT_EQ(Tag(csv, "loss").points.size(), 2u);
+  EXPECT_EQ(Tag(csv, "loss").points[0].step, 9007199254740993);
+  EXPECT_EQ(Tag(csv, "loss").points[1].step, 7);
+  ASSERT_EQ(csv.notes.size(), 3u);
+  EXPECT_EQ(csv.notes[0], "m.csv:3: step = '99999999999999999999' is not a step within the 64-bit "
+                          "integer range; row skipped");
+  EXPECT_EQ(csv.notes[1],
+            "m.csv:4: step = '1e30' is not a step within the 64-bit integer range; row skipped");
+  EXPECT_EQ(csv.notes[2], "m.csv:5: step = '2.5' is not an integer step; row skipped");
+}
+
+// A line nested thousands of levels deep is skipped before it is parsed (its flattening would
+// recurse as deep); a complete last line that is not JSON is skipped with the parser's reason,
+// not taken for a truncated one; a JSON value other than an object says what it is.
+TEST(JsonlLog, SkipsDeepLinesAndNamesEachLinesReason) {
+  const std::string deep =
+      "{\"step\": 2, \"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n";
+  const TableLog log = ReadJsonlLog("{\"step\": 1, \"loss\": 2}\n" + deep +
+                                        "[1, 2]\n{\"step\": 3, \"loss\": 1e400}\n",
+                                    "m.jsonl");
+  EXPECT_EQ(log.rows, 1);
+  EXPECT_EQ(log.malformed_rows, 3);
+  ASSERT_EQ(log.notes.size(), 3u);
+  EXPECT_EQ(log.notes[0], "m.jsonl:2: nested 100001 levels deep (at most 64); line skipped");
+  EXPECT_EQ(log.notes[1], "m.jsonl:3: a JSON array, not an object; line skipped");
+  EXPECT_EQ(log.notes[2], "m.jsonl:4: not JSON (number overflow parsing '1e400'); line skipped");
+  // 64 levels are read, their keys joined by '/'.
+  std::string nested = "{\"step\": 1, \"loss\": 2}\n{\"step\": 2, \"k\": ";
+  std::string key = "k/";
+  for (int i = 0; i < 62; ++i) {
+    nested += "{\"k\": ";
+    key += "k/";
+  }
+  nested += "{\"x\": 1}" + std::string(62, '}') + "}\n";
+  const TableLog deepest = ReadJsonlLog(nested, "m.jsonl");
+  EXPECT_EQ(deepest.rows, 2);
+  EXPECT_EQ(Tag(deepest, key + "x").points.size(), 1u);
 }
 
 TEST(JsonlLog, FlattensNestedObjectsAndToleratesATruncatedLastLine) {

@@ -40,6 +40,15 @@ struct RunDirectory {
   // e.g. "logs/a: cannot list this folder (Permission denied); its logs were not read"; empty
   // when it could. Such a directory is a run of its own with no files.
   std::string unreadable;
+  // Entries named as logs that are not files to read: a symbolic link to nothing, a FIFO, a
+  // socket or a device (opening a FIFO would wait for a writer). Each is reported as an
+  // unreadable file of the run, with `reason` e.g. "logs/a/train.csv: a FIFO, not a regular
+  // file; not read".
+  struct UnusableFile {
+    std::string path;
+    std::string reason;
+  };
+  std::vector<UnusableFile> unusable_files;
 };
 
 // Finds the runs under `logdir` (recursively), sorted by name. `logdir` may also be a single
