@@ -340,8 +340,22 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
-  // Leaving a row out needs another row to fit on.
+  // Leaving a row out needs another row to fit on, and the rows of its profile that remain
+  // must determine that profile's fitted parameters.
   leave_one_out = leave_one_out && all.size() > 1;
+  const int n = ParamMap::Profiles(fitted);
+  std::vector<int> rows_of_profile(n, 0);
+  for (int i : all) ++rows_of_profile[prepared[i].profile_index];
+  std::vector<bool> used(n, false);
+  for (int pi = 0; pi < n; ++pi) used[pi] = rows_of_profile[pi] > 0;
+  auto identifiable_without = [&](const PreparedRow& p) {
+    const int pi = p.profile_index;
+    int free = 0;
+    for (int block = 0; block < ParamMap::kPerProfile; ++block) {
+      free += ParamMap::Free(fitted, block * n + pi, scope, used) ? 1 : 0;
+    }
+    return rows_of_profile[pi] - 1 >= free;
+  };
   std::vector<std::string> ids, loo_ids;
   std::vector<double> predicted, measured, loo_predicted, loo_measured;
   for (size_t i = 0; i < prepared.size(); ++i) {
@@ -353,7 +367,9 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
       predicted.push_back(r.predicted);
       measured.push_back(r.measured);
     }
-    if (leave_one_out && p.valid) {
+    if (leave_one_out && p.valid && !identifiable_without(p)) {
+      result.loo_not_run.push_back(r.id);
+    } else if (leave_one_out && p.valid) {
       std::vector<int> use;
       for (int j : all) {
         if (j != static_cast<int>(i)) use.push_back(j);
@@ -745,13 +761,29 @@ nlohmann::ordered_json RowJson(const RowResult& x) {
   return j;
 }
 
+// A predicted tokens/s for the table, "-" when there is none (an invalid row, or a leave-one-out
+// fit that was not run).
+std::string Tokens(bool present, double tokens_per_s) {
+  return present ? fmt::format("{:.1f}", tokens_per_s) : "-";
+}
+
+// predicted / measured − 1 as "+12.3%", "-" when there is no prediction.
+std::string Error(bool present, double predicted, double measured) {
+  return present ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
+}
+
 }  // namespace
 
 std::string RenderCalibration(const CalibrationResult& r, bool json) {
   if (json) {
     nlohmann::ordered_json j;
-    j["rms_log_error"] = r.rms_log_error;
-    j["loo_rms_log_error"] = r.loo_rms_log_error;
+    // A figure that was not run (no row in it) is null, not an error of 0.
+    auto figure = [](const ErrorSummary& e, double value) {
+      return e.rows == 0 ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(value);
+    };
+    j["rms_log_error"] = figure(r.in_sample, r.rms_log_error);
+    j["loo_rms_log_error"] = figure(r.leave_one_out, r.loo_rms_log_error);
+    j["loo_not_run"] = r.loo_not_run;
     j["rows_in_figures"] = r.rows.size() - r.left_out.size();
     j["left_out"] = r.left_out;
     j["solver"] = r.solver_report;
@@ -771,12 +803,13 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
       rows.push_back(rj);
     }
     j["rows"] = rows;
-    auto summary = [](const ErrorSummary& e) {
+    auto summary = [&](const ErrorSummary& e) {
       nlohmann::ordered_json o = {{"rows", e.rows},
-                                  {"rms_log_error", e.rms_log_error},
-                                  {"median_abs_error", e.median_abs_error},
-                                  {"worst_row", e.worst_id},
-                                  {"worst_error", e.worst_error}};
+                                  {"rms_log_error", figure(e, e.rms_log_error)},
+                                  {"median_abs_error", figure(e, e.median_abs_error)},
+                                  {"worst_row", e.rows == 0 ? nlohmann::ordered_json(nullptr)
+                                                            : nlohmann::ordered_json(e.worst_id)},
+                                  {"worst_error", figure(e, e.worst_error)}};
       return o;
     };
     j["in_sample"] = summary(r.in_sample);
@@ -798,11 +831,11 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   for (const RowResult& x : r.rows) {
     std::string rank = x.search_rank > 0 ? fmt::format("{}/{}", x.search_rank, x.search_feasible)
                                          : "-";
-    out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>10.1f} {:>+7.1f}% {:>7} "
-                       "{:>8}  {}{}\n",
-                       x.id, x.profile, x.measured, x.predicted,
-                       100 * (x.predicted / x.measured - 1), x.loo_predicted,
-                       x.loo_predicted > 0 ? 100 * (x.loo_predicted / x.measured - 1) : 0.0,
+    out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}{}\n",
+                       x.id, x.profile, x.measured, Tokens(x.valid, x.predicted),
+                       Error(x.valid, x.predicted, x.measured), Tokens(x.loo_predicted > 0,
+                                                                       x.loo_predicted),
+                       Error(x.loo_predicted > 0, x.loo_predicted, x.measured),
                        !x.valid ? "invalid" : x.fits ? "yes" : "NO", rank, x.layout,
                        x.basis == "tokens/s" ? "" : "  [" + x.basis + "]");
     if (x.search_rank > 0) {
@@ -821,9 +854,9 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>7}  {}\n", "row", "profile",
                        "measured", "predicted", "error", "fits", "layout");
     for (const RowResult& x : r.heldout_rows) {
-      out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10.1f} {:>+7.1f}% {:>7}  {}{}\n", x.id,
-                         x.profile, x.measured, x.predicted,
-                         x.valid ? 100 * (x.predicted / x.measured - 1) : 0.0,
+      out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10} {:>8} {:>7}  {}{}\n", x.id, x.profile,
+                         x.measured, Tokens(x.valid, x.predicted),
+                         Error(x.valid, x.predicted, x.measured),
                          !x.valid ? "invalid" : x.fits ? "yes" : "NO", x.layout,
                          x.basis == "tokens/s" ? "" : "  [" + x.basis + "]");
     }
@@ -846,7 +879,17 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                        100 * e.worst_error);
   };
   line("in-sample", r.in_sample, "");
-  line("leave-one-out", r.leave_one_out, "(not run: it needs two valid rows)");
+  line("leave-one-out", r.leave_one_out,
+       r.loo_not_run.empty() ? "(not run: it needs two valid rows)"
+                             : "(not run: no profile has more rows than fitted parameters)");
+  if (!r.loo_not_run.empty() && r.leave_one_out.rows > 0) {
+    out += fmt::format("{:<14} {:>5}  not left out ({}): their profile would keep fewer rows "
+                       "than fitted parameters\n",
+                       "", r.loo_not_run.size(), fmt::join(r.loo_not_run, ", "));
+  } else if (!r.loo_not_run.empty()) {
+    out += fmt::format("{:<14} {:>5}  not left out ({})\n", "", r.loo_not_run.size(),
+                       fmt::join(r.loo_not_run, ", "));
+  }
   line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
                                                      : "(no valid held-out row)");
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";

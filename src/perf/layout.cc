@@ -501,9 +501,19 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (l.pp == 1 && l.vpp != 1) {
     return fail(kUnsupported, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
   }
-  if (job.seq_len % l.cp != 0) {
-    return fail(kIndivisible,
-                fmt::format("cp divides seq ({} % {} != 0)", job.seq_len, l.cp));
+  // Megatron-Core splits each sequence into 2·cp chunks, rank r taking chunks r and 2·cp − 1 − r
+  // so that causal attention balances (get_batch_on_this_cp_rank, megatron/core/utils.py); the
+  // sequence-parallel activations then split each rank's seq / cp tokens over tp
+  // (_split_along_first_dim, megatron/core/tensor_parallel/mappings.py, asserts divisibility).
+  if (l.cp > 1 && job.seq_len % (2 * l.cp) != 0) {
+    return fail(kIndivisible, fmt::format("2·cp divides seq (the load-balanced causal split: {} % "
+                                          "{} != 0)",
+                                          job.seq_len, 2 * l.cp));
+  }
+  if ((job.seq_len / l.cp) % l.tp != 0) {
+    return fail(kIndivisible, fmt::format("tp divides seq / cp (sequence-parallel activations: {} "
+                                          "% {} != 0)",
+                                          job.seq_len / l.cp, l.tp));
   }
   const int64_t per_step = l.data_parallel() * l.mbs;
   if (job.global_batch % per_step != 0) {

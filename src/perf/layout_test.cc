@@ -338,5 +338,24 @@ TEST(Layout, ContextParallelismMaySpanNodes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=4,pp=8,vpp=4,cp=8,ep=8"), q, {256, 256, 131072}, 8));
 }
 
+TEST(Layout, SequenceSplitsAsMegatronCoreSplitsIt) {
+  // cp = 2 splits a sequence into 4 chunks (rank r takes r and 3 − r); tp then splits each rank's
+  // tokens for sequence parallelism. 4094 tokens divide by cp but not into 2·cp chunks; 4095 by
+  // neither; 4100 / 2 = 2050 is not a multiple of tp = 4.
+  const ModelConfig q = LoadModel("qwen3-30b-a3b").config;
+  auto rule = [&](const char* layout, int64_t seq) {
+    const auto v = CheckLayout(ParseLayout(layout), q, {16, 64, seq}, 8);
+    return v ? v->rule : std::string();
+  };
+  EXPECT_EQ(rule("cp=2,dp=8", 4096), "");
+  EXPECT_EQ(rule("cp=2,dp=8", 4094),
+            "2·cp divides seq (the load-balanced causal split: 4094 % 4 != 0)");
+  EXPECT_EQ(rule("tp=2,dp=8", 4095),
+            "tp divides seq / cp (sequence-parallel activations: 4095 % 2 != 0)");
+  EXPECT_EQ(rule("tp=4,cp=2,dp=2", 4100),
+            "tp divides seq / cp (sequence-parallel activations: 2050 % 4 != 0)");
+  EXPECT_EQ(rule("tp=4,cp=2,dp=2", 4104), "");
+}
+
 }  // namespace
 }  // namespace mosaic

@@ -9,6 +9,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/runs/event_writer.h"
@@ -142,6 +144,30 @@ TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
   EXPECT_EQ(result.profiles.Get("megatron-h100").gemm_efficiency,
             shipped_.Get("megatron-h100").gemm_efficiency);
   EXPECT_EQ(result.leave_one_out.rows, static_cast<int64_t>(std::size(kRuns)));
+}
+
+// Two runs for two fitted parameters: without either, one run would be left to fit two, and the
+// refit could not move off the full fit (its prediction of the left-out run would be that fit's,
+// exact by construction). Neither is left out, and no leave-one-out figure is given.
+TEST_F(LogCalibration, NoLeaveOneOutWhereTheRestCannotDetermineTheProfile) {
+  const PerfProfile truth = Truth();
+  std::string text = RunFile();
+  text = text.substr(0, text.find("\n[[run]]\nrun = \"" + std::string(kRuns[2].name)));
+  for (size_t i = 0; i < 2; ++i) WriteRun(kRuns[i], Predicted(kRuns[i], truth) * (1 + 0.05 * i));
+  WriteFileAtomically((dir_ / kRunFileName).string(), text + "\n");
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  ASSERT_EQ(rows.size(), 2u);
+  const CalibrationResult result = CalibrateFromLogs(rows, shipped_);
+  EXPECT_EQ(result.leave_one_out.rows, 0);
+  EXPECT_EQ(result.loo_not_run, (std::vector<std::string>{kRuns[0].name, kRuns[1].name}));
+  for (const RowResult& r : result.rows) EXPECT_EQ(r.loo_predicted, 0.0) << r.id;
+  const std::string table = RenderCalibration(result, false);
+  EXPECT_NE(table.find("not left out (ep8-dp16, pp2-ep8)"), std::string::npos) << table;
+  const nlohmann::json j = nlohmann::json::parse(RenderCalibration(result, true));
+  EXPECT_TRUE(j["loo_rms_log_error"].is_null());
+  EXPECT_TRUE(j["leave_one_out"]["rms_log_error"].is_null());
+  EXPECT_TRUE(j["heldout"]["median_abs_error"].is_null());
+  EXPECT_FALSE(j["rms_log_error"].is_null());
 }
 
 TEST_F(LogCalibration, OneRunFileForManyLogDirectories) {

@@ -206,8 +206,10 @@ struct LayoutViolation {
 //   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads;  tp divides kv heads or kv heads divide tp;
 //   ep divides experts (ep = 1 for a dense model);  ep·etp divides tp·cp·dp·fsdp;
 //   etp divides the expert width;  moe_chunk divides experts / ep;  recompute=moe only with MoE
-//   layers;  pp·vpp <= layers (without an explicit split);  vpp = 1 when pp = 1;  cp divides seq_len;  dp·fsdp·mbs divides global_batch;  with vpp > 1, pp divides the
-//   micro-batches per pipeline, global_batch / (dp·fsdp·mbs) (Megatron-Core's interleaved 1F1B
+//   layers;  pp·vpp <= layers (without an explicit split);  vpp = 1 when pp = 1;  with cp > 1,
+//   2·cp divides seq_len (Megatron-Core's load-balanced causal split into 2·cp chunks);  tp
+//   divides seq_len / cp (sequence-parallel activations);  dp·fsdp·mbs divides global_batch;
+//   with vpp > 1, pp divides the micro-batches per pipeline, global_batch / (dp·fsdp·mbs) (Megatron-Core's interleaved 1F1B
 //   refuses other counts);
 //   tp <= the scale-up domain (`domain_gpus`; kind kDomain);  etp <= the scale-up domain.
 //   Uneven stages: pp_first/pp_last and pp_embed/pp_loss need pp > 1 and exclude each other (as in
