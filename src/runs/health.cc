@@ -309,14 +309,22 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   (spikes_done != nullptr ? *spikes_done : spikes).Report(s.tag, out);
 
   // Step gaps and stalls over the distinct steps in order: the series itself when it is in step
-  // order, else pointers to its pass-1 points sorted stably by step. Working vectors are reused
-  // from series to series.
+  // order, else pointers to its points sorted stably by step, each step once. Working vectors
+  // are reused from series to series.
   std::vector<const ScalarPoint*>& ordered = work->ordered;
   ordered.clear();
   if (!direct) {
-    for (size_t i = 0; i < s.FirstPassSize(); ++i) ordered.push_back(&s.points[i]);
+    // Every pass's points (under `all` a resumed run's steps past the restart are in a later
+    // pass), each step once: its first occurrence, which the stable sort puts first. These are
+    // the points `first` keeps, so both policies find the same gaps and stalls.
+    for (const ScalarPoint& p : s.points) ordered.push_back(&p);
     std::stable_sort(ordered.begin(), ordered.end(),
                      [](const ScalarPoint* a, const ScalarPoint* b) { return a->step < b->step; });
+    ordered.erase(std::unique(ordered.begin(), ordered.end(),
+                              [](const ScalarPoint* a, const ScalarPoint* b) {
+                                return a->step == b->step;
+                              }),
+                  ordered.end());
   }
   const size_t count = direct ? s.points.size() : ordered.size();
   auto at = [&](size_t i) -> const ScalarPoint& { return direct ? s.points[i] : *ordered[i]; };

@@ -721,6 +721,34 @@ TEST(Health, StepGapsAcrossTheWholeSixtyFourBitRange) {
       << findings[0].message;
 }
 
+// Under `all` a resumed run's steps past its restart are in pass 2: the gap and stall checks see
+// the distinct steps, each at its first occurrence, and find what `first` finds (a stall after
+// the restart, none at the overlap).
+TEST(Health, GapsAndStallsUnderAllSeeEveryPass) {
+  auto run_with = [](bool all) {
+    runs::Run run;
+    run.name = "r";
+    run.files.push_back({"f", SourceFormat::kEvents, {}, 0, true});
+    TimeSeries loss{"r", "loss", {}, false};
+    double wall = 1000;
+    for (int64_t step = 0; step < 10; ++step) loss.points.push_back({step, wall += 10, 1.0});
+    if (all) loss.pass_starts.push_back(loss.points.size());
+    for (int64_t step = all ? 5 : 10; step < 30; ++step) {
+      loss.points.push_back({step, wall += step == 20 ? 5000 : 10, 1.0});
+    }
+    run.series = {loss};
+    return CheckHealth(run);
+  };
+  const std::vector<Finding> first = run_with(false);
+  const std::vector<Finding> all = run_with(true);
+  ASSERT_EQ(first.size(), 1u);
+  EXPECT_EQ(first[0].kind, FindingKind::kStall);
+  ASSERT_EQ(all.size(), 1u);
+  EXPECT_EQ(all[0].kind, FindingKind::kStall);
+  EXPECT_EQ(all[0].steps, first[0].steps);
+  EXPECT_EQ(all[0].message, first[0].message);
+}
+
 // Entries named as logs that are not files to read (a symbolic link to nothing, a FIFO) are
 // unreadable files of their run, never opened (a FIFO would wait for a writer); the run's other
 // files are read.
