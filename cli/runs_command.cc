@@ -4,6 +4,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <array>
 #include <cmath>
 #include <map>
 #include <set>
@@ -177,18 +178,20 @@ std::string RenderSummary(const std::vector<Run>& runs,
     }
     rows.push_back(std::move(row));
   }
+  // Widths in terminal columns (a tag or run name may hold wide or multi-byte characters).
   size_t w[5] = {0, 0, 0, 0, 0};
   for (const Row& r : rows) {
-    w[0] = std::max(w[0], r.run.size());
-    w[1] = std::max(w[1], r.last_step.size());
-    w[2] = std::max(w[2], r.tag.size());
-    w[3] = std::max(w[3], r.final_value.size());
-    w[4] = std::max(w[4], r.points.size());
+    w[0] = std::max(w[0], DisplayWidth(r.run));
+    w[1] = std::max(w[1], DisplayWidth(r.last_step));
+    w[2] = std::max(w[2], DisplayWidth(r.tag));
+    w[3] = std::max(w[3], DisplayWidth(r.final_value));
+    w[4] = std::max(w[4], DisplayWidth(r.points));
   }
   std::string out;
   for (const Row& r : rows) {
-    out += fmt::format("{:<{}}  {:>{}}  {:<{}}  {:>{}}  {:>{}}  {}\n", r.run, w[0], r.last_step,
-                       w[1], r.tag, w[2], r.final_value, w[3], r.points, w[4], r.findings);
+    out += fmt::format("{}  {}  {}  {}  {}  {}\n", PadRight(r.run, w[0]),
+                       PadLeft(r.last_step, w[1]), PadRight(r.tag, w[2]),
+                       PadLeft(r.final_value, w[3]), PadLeft(r.points, w[4]), r.findings);
   }
   return out;
 }
@@ -206,20 +209,30 @@ std::string RenderText(const std::vector<Run>& runs,
                          for (const TimeSeries& s : run.series) kept += s.points.size();
                          return kept;
                        }());
-    size_t width = 3;
-    for (const TimeSeries& s : run.series) width = std::max(width, Printable(s.tag).size());
-    width = std::min<size_t>(width, 60);
     if (!run.series.empty()) {
-      out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", "tag", width, "points",
-                         "steps", "last value", "min", "findings");
+      // The cells first, then each column as wide as its widest cell (in terminal columns; at
+      // least the widths of the usual short tags and values, a tag column of at most 60).
+      std::vector<std::array<std::string, 6>> cells;
+      cells.push_back({"tag", "points", "steps", "last value", "min", "findings"});
       for (const TimeSeries& s : run.series) {
-        const std::string kinds = FindingKinds(findings, &s.tag);
         const SeriesSummary summary = s.Summarize();
-        out += fmt::format("  {:<{}} {:>8} {:>19} {:>14} {:>14}  {}\n", Printable(s.tag), width,
-                           s.points.size(),
-                           s.empty() ? "-"
-                                     : fmt::format("{}–{}", summary.first_step, summary.last_step),
-                           ShortValue(s.FinalValue()), ShortValue(summary.min), kinds);
+        cells.push_back({Printable(s.tag), fmt::format("{}", s.points.size()),
+                         s.empty() ? "-"
+                                   : fmt::format("{}–{}", summary.first_step, summary.last_step),
+                         ShortValue(s.FinalValue()), ShortValue(summary.min),
+                         FindingKinds(findings, &s.tag)});
+      }
+      std::array<size_t, 5> width = {3, 8, 19, 14, 14};
+      for (const auto& row : cells) {
+        for (size_t c = 0; c < width.size(); ++c) {
+          width[c] = std::max(width[c], DisplayWidth(row[c]));
+        }
+      }
+      width[0] = std::min<size_t>(width[0], 60);
+      for (const auto& row : cells) {
+        out += fmt::format("  {} {} {} {} {}  {}\n", PadRight(row[0], width[0]),
+                           PadLeft(row[1], width[1]), PadLeft(row[2], width[2]),
+                           PadLeft(row[3], width[3]), PadLeft(row[4], width[4]), row[5]);
       }
     } else {
       out += "  no scalar tags\n";
