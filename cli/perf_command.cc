@@ -367,10 +367,11 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--bp-segment", o->bp_segment,
                   "looped models: loops per backprop segment (0 = all loops in one graph)")
       ->check(CLI::Range(int64_t{0}, kMaxModelLayers));
-  cmd->add_flag("--search", o->search, "rank every valid layout");
+  CLI::Option* search = cmd->add_flag("--search", o->search, "rank every valid layout");
   cmd->add_option("--top", o->top, "layouts printed by --search")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
-      ->default_val(10);
+      ->default_val(10)
+      ->needs(search);
   cmd->add_flag("--json", o->json, "machine-readable output");
   AddOutputOption(cmd, &o->output);
   cmd->callback([o, cmd] {

@@ -413,6 +413,36 @@ TEST(PerfCli, MeaninglessOptionValuesAreRejected) {
   EXPECT_NE(r.err.find("--layout and --search exclude each other"), std::string::npos) << r.err;
 }
 
+// Options that would change nothing are refused rather than ignored.
+TEST(PerfCli, OptionsWithoutEffectAreRefused) {
+  const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 ";
+  CommandResult r = RunMosaic(base + "--layout ep=8,dp=8 --top 5");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--top requires --search"), std::string::npos) << r.err;
+  for (const char* routing : {"dropless", "balanced"}) {
+    r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 1.25 --routing " + routing);
+    EXPECT_EQ(r.exit_code, 1) << routing;
+    EXPECT_NE(r.err.find("--capacity-factor = 1.25 with --routing " + std::string(routing) +
+                         ". Violated constraint: a capacity factor caps tokens only under "
+                         "--routing capacity or fixed-cells"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 1.25 --routing capacity")
+                .exit_code,
+            0);
+  r = RunMosaic(base + "--layout ep=4,dp=8,moe_chunk=2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("moe_chunk > 1 needs expert weights sharded by FSDP (fsdp 1, "
+                       "expert-data-parallel 2 over dp 8)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(RunMosaic(base + "--layout fsdp=8,moe_chunk=2").exit_code, 0);
+  r = RunMosaic(base + "--layout ,,,");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--layout ',,,': no key=value"), std::string::npos) << r.err;
+}
+
 TEST(PerfCli, SearchRefusesAtOnceABatchNoLayoutDivides) {
   // 720,720 GPUs and a batch of 1024: dp·fsdp = GPUs/(tp·pp·cp) cannot divide it with pp <= 94;
   // refused before enumerating (the enumeration alone took tens of seconds), nothing on stdout.

@@ -339,6 +339,10 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     else if (key == "pp_first") l.pp_first = v;
     else if (key == "pp_last") l.pp_last = v;
   }
+  if (seen.empty()) {
+    throw InputError(fmt::format("{} '{}': no key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)",
+                                 label, text));
+  }
   // Each degree is at most 2^24, so the running product stays below 2^48 until it passes the bound.
   int64_t gpus = 1;
   for (int64_t degree : {l.tp, l.pp, l.cp, l.dp, l.fsdp}) {
@@ -396,6 +400,18 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   }
   if (!m.is_moe() && l.moe_chunk != 1) {
     return fail(kUnsupported, "moe_chunk = 1 for a dense model");
+  }
+  if (m.is_moe() && l.moe_chunk > 1) {
+    // Chunks split the gather of FSDP-sharded expert weights; without such a gather (fsdp = 1,
+    // or experts replicated within the FSDP group) there is nothing to chunk.
+    const int64_t edp = l.expert_dp();
+    const bool experts_fsdp = l.fsdp > 1 && edp % l.dp == 0 && edp / l.dp > 1;
+    if (!experts_fsdp) {
+      return fail(kUnsupported,
+                  fmt::format("moe_chunk > 1 needs expert weights sharded by FSDP (fsdp {}, "
+                              "expert-data-parallel {} over dp {})",
+                              l.fsdp, edp, l.dp));
+    }
   }
   if (!m.is_moe() && l.recompute == Recompute::kMoe) {
     return fail(kUnsupported, "recompute=moe needs MoE layers (a dense model has none)");

@@ -34,6 +34,14 @@ PerfSetup PreparePerf(const PerfRequest& request) {
     throw InputError(fmt::format("--capacity-factor = {}. Violated constraint: a finite number > 0",
                                  request.capacity_factor));
   }
+  if (request.capacity_factor > 0 && request.routing &&
+      (*request.routing == RoutingPolicy::kDropless ||
+       *request.routing == RoutingPolicy::kBalanced)) {
+    throw InputError(fmt::format(
+        "--capacity-factor = {} with --routing {}. Violated constraint: a capacity factor caps "
+        "tokens only under --routing capacity or fixed-cells",
+        request.capacity_factor, ToString(*request.routing)));
+  }
   PerfSetup s;
   s.spec = LoadModel(request.model, request.model_sets);
   if (request.bp_segment_loops < 0) {
