@@ -226,6 +226,12 @@ TEST(RunsCli, UnusableFilesAreReportedOnce) {
   EXPECT_EQ(r.out.find("note: file skipped"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no complete record (an empty or just-created file)"), std::string::npos)
       << r.out;
+  // Bytes that are no record at all: damage, not a just-created file.
+  { std::ofstream(root / "run" / "events.out.tfevents.1.host") << std::string(64, '\x5a'); }
+  r = RunMosaic("runs '" + root.string() + "'");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("bad length CRC"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("just-created"), std::string::npos) << r.out;
   fs::remove_all(root);
 }
 

@@ -686,7 +686,9 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
     }
     SourceFile file = std::move(read.file);
     const std::string& path = file.path;
-    if (file.events.records == 0) {
+    // No record and no damage: a file its writer has only just created. A damaged file says so
+    // through its record issues instead.
+    if (file.events.records == 0 && read.issues.empty()) {
       run.notes.push_back(fmt::format("{}: no complete record (an empty or just-created file)", path));
     }
     run.record_issues.insert(run.record_issues.end(), read.issues.begin(), read.issues.end());
