@@ -23,6 +23,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 
@@ -147,9 +148,26 @@ std::string FindingKinds(const std::vector<Finding>& findings, const std::string
   return summary.empty() ? "ok" : summary;
 }
 
+// Each run's series summarised (TimeSeries::Summarize), every series a task of its own on
+// `threads` threads: one pass over the points for all the tables.
+std::vector<std::vector<SeriesSummary>> SummarizeRuns(const std::vector<Run>& runs, int threads) {
+  std::vector<std::vector<SeriesSummary>> out(runs.size());
+  std::vector<std::pair<size_t, size_t>> tasks;
+  for (size_t r = 0; r < runs.size(); ++r) {
+    out[r].resize(runs[r].series.size());
+    for (size_t k = 0; k < runs[r].series.size(); ++k) tasks.emplace_back(r, k);
+  }
+  ParallelFor(tasks.size(), ThreadCount(threads), [&](size_t t) {
+    const auto [r, k] = tasks[t];
+    out[r][k] = runs[r].series[k].Summarize();
+  });
+  return out;
+}
+
 // One line per run: its last step, the final value of `tag` (or of its loss tag), that tag's
 // points and the run's findings.
 std::string RenderSummary(const std::vector<Run>& runs,
+                          const std::vector<std::vector<SeriesSummary>>& summaries,
                           const std::vector<std::vector<Finding>>& findings,
                           const std::string& tag) {
   struct Row {
@@ -163,9 +181,9 @@ std::string RenderSummary(const std::vector<Run>& runs,
     Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(findings[i])};
     int64_t last_step = 0;
     bool any = false;
-    for (const TimeSeries& s : run.series) {
-      if (s.empty()) continue;
-      const int64_t last = s.Summarize().last_step;
+    for (size_t k = 0; k < run.series.size(); ++k) {
+      if (run.series[k].empty()) continue;
+      const int64_t last = summaries[i][k].last_step;
       last_step = any ? std::max(last_step, last) : last;
       any = true;
     }
@@ -197,6 +215,7 @@ std::string RenderSummary(const std::vector<Run>& runs,
 }
 
 std::string RenderText(const std::vector<Run>& runs,
+                       const std::vector<std::vector<SeriesSummary>>& summaries,
                        const std::vector<std::vector<Finding>>& findings_of_runs) {
   std::string out;
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -214,8 +233,9 @@ std::string RenderText(const std::vector<Run>& runs,
       // least the widths of the usual short tags and values, a tag column of at most 60).
       std::vector<std::array<std::string, 6>> cells;
       cells.push_back({"tag", "points", "steps", "last value", "min", "findings"});
-      for (const TimeSeries& s : run.series) {
-        const SeriesSummary summary = s.Summarize();
+      for (size_t k = 0; k < run.series.size(); ++k) {
+        const TimeSeries& s = run.series[k];
+        const SeriesSummary& summary = summaries[i][k];
         cells.push_back({Printable(s.tag), fmt::format("{}", s.points.size()),
                          s.empty() ? "-"
                                    : fmt::format("{}–{}", summary.first_step, summary.last_step),
@@ -269,6 +289,7 @@ nlohmann::ordered_json NumberOrNull(double v) {
 }
 
 std::string RenderJson(const std::vector<Run>& runs,
+                       const std::vector<std::vector<SeriesSummary>>& summaries,
                        const std::vector<std::vector<Finding>>& findings_of_runs, int last_k) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
   for (size_t i = 0; i < runs.size(); ++i) {
@@ -306,8 +327,9 @@ std::string RenderJson(const std::vector<Run>& runs,
     }
     j["files"] = files;
     nlohmann::ordered_json tags = nlohmann::ordered_json::array();
-    for (const TimeSeries& s : run.series) {
-      const SeriesSummary summary = s.Summarize();
+    for (size_t k = 0; k < run.series.size(); ++k) {
+      const TimeSeries& s = run.series[k];
+      const SeriesSummary& summary = summaries[i][k];
       tags.push_back({{"tag", s.tag},
                       {"points", s.points.size()},
                       {"first_step", summary.first_step},
@@ -396,13 +418,14 @@ void RunRuns(const RunsOptions& options) {
   }
   if (!options.json && !options.tag.empty()) RequireSummaryTag(options.tag, runs);
   const std::vector<std::vector<Finding>> findings = CheckHealthOfRuns(runs, {}, load.threads);
+  const std::vector<std::vector<SeriesSummary>> summaries = SummarizeRuns(runs, load.threads);
   if (options.json) {
-    EmitOutput(options.output, RenderJson(runs, findings, options.last_k));
+    EmitOutput(options.output, RenderJson(runs, summaries, findings, options.last_k));
   } else if (options.summary) {
-    EmitOutput(options.output, RenderSummary(runs, findings, options.tag));
+    EmitOutput(options.output, RenderSummary(runs, summaries, findings, options.tag));
   } else {
-    EmitOutput(options.output,
-               RenderSummary(runs, findings, options.tag) + "\n" + RenderText(runs, findings));
+    EmitOutput(options.output, RenderSummary(runs, summaries, findings, options.tag) + "\n" +
+                                   RenderText(runs, summaries, findings));
   }
 }
 
