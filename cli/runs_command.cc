@@ -148,6 +148,11 @@ std::string FindingKinds(const std::vector<Finding>& findings, const std::string
   return summary.empty() ? "ok" : summary;
 }
 
+// "1 point", "2 points".
+std::string Plural(int64_t count, std::string_view one, std::string_view many) {
+  return fmt::format("{} {}", count, count == 1 ? one : many);
+}
+
 // Each run's series summarised (TimeSeries::Summarize), every series a task of its own on
 // `threads` threads: one pass over the points for all the tables.
 std::vector<std::vector<SeriesSummary>> SummarizeRuns(const std::vector<Run>& runs, int threads) {
@@ -221,9 +226,9 @@ std::string RenderText(const std::vector<Run>& runs,
   for (size_t i = 0; i < runs.size(); ++i) {
     const Run& run = runs[i];
     const std::vector<Finding>& findings = findings_of_runs[i];
-    out += fmt::format("run {} ({}; restarts: {}; {} points written, {} kept)\n",
+    out += fmt::format("run {} ({}; restarts: {}; {} written, {} kept)\n",
                        Printable(run.name), FilesSummary(run), ToString(run.policy),
-                       run.written_points, [&] {
+                       Plural(run.written_points, "point", "points"), [&] {
                          int64_t kept = 0;
                          for (const TimeSeries& s : run.series) kept += s.points.size();
                          return kept;

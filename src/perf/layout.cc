@@ -248,8 +248,12 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
           "{} {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", label, text,
           item));
     }
-    const std::string key(item.substr(0, eq));
-    const std::string_view value = item.substr(eq + 1);
+    // Spaces around '=' are allowed ("dp = 16"), as around ','.
+    std::string_view key_text = item.substr(0, eq);
+    while (!key_text.empty() && key_text.back() == ' ') key_text.remove_suffix(1);
+    std::string_view value = item.substr(eq + 1);
+    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+    const std::string key(key_text);
     bool known = false;
     for (const std::string& k : kKeys) known = known || k == key;
     if (!known) {

@@ -338,6 +338,10 @@ TEST(Layout, ContextParallelismMaySpanNodes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=4,pp=8,vpp=4,cp=8,ep=8"), q, {256, 256, 131072}, 8));
 }
 
+TEST(Layout, SpacesAroundKeysAndValuesAreAllowed) {
+  EXPECT_EQ(ToString(ParseLayout(" tp = 2 , dp= 8,ep =4 ")), ToString(ParseLayout("tp=2,dp=8,ep=4")));
+}
+
 TEST(Layout, SequenceSplitsAsMegatronCoreSplitsIt) {
   // cp = 2 splits a sequence into 4 chunks (rank r takes r and 3 − r); tp then splits each rank's
   // tokens for sequence parallelism. 4094 tokens divide by cp but not into 2·cp chunks; 4095 by

@@ -277,7 +277,9 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
   for (size_t i = 0; i < s.points.size(); ++i) {
     const ScalarPoint& p = s.points[i];
     if (i > 0) {
-      direct = direct && s.points[i - 1].step <= p.step;
+      // Steps strictly increasing: a step repeated (several values at one step under `all`)
+      // takes the sorted path, which keeps each step once, as `first` does.
+      direct = direct && s.points[i - 1].step < p.step;
       survey.Add(s.points[i - 1], p, options.stall_min_seconds);
     }
     if (!std::isfinite(p.value)) {

@@ -724,8 +724,9 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
       }
       run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
       if (log.non_numeric_cells > 0) {
-        run.notes.push_back(fmt::format("{}: {} non-numeric cells skipped", path,
-                                        log.non_numeric_cells));
+        run.notes.push_back(fmt::format("{}: {} non-numeric {} skipped", path,
+                                        log.non_numeric_cells,
+                                        log.non_numeric_cells == 1 ? "cell" : "cells"));
       }
       if (log.malformed_rows > 0) {
         run.notes.push_back(fmt::format("{}: {} {} skipped", path, log.malformed_rows,

@@ -747,6 +747,27 @@ TEST(Health, GapsAndStallsUnderAllSeeEveryPass) {
   EXPECT_EQ(all[0].kind, FindingKind::kStall);
   EXPECT_EQ(all[0].steps, first[0].steps);
   EXPECT_EQ(all[0].message, first[0].message);
+  // Several values at each step from one writer (no restart, no second pass): `all` keeps them
+  // all, and the gap from step 99 to 200 is still one, against the usual interval 1, not 0.
+  auto gaps_with = [](int repeats) {
+    runs::Run run;
+    run.name = "r";
+    run.files.push_back({"f", SourceFormat::kEvents, {}, 0, true});
+    TimeSeries loss{"r", "loss", {}, false};
+    double wall = 1000;
+    for (int64_t step = 0; step < 300; ++step) {
+      if (step >= 100 && step < 200) continue;
+      for (int k = 0; k < repeats; ++k) loss.points.push_back({step, wall += 0.25, 1.0});
+    }
+    run.series = {loss};
+    return CheckHealth(run);
+  };
+  const std::vector<Finding> once = gaps_with(1);
+  const std::vector<Finding> repeated = gaps_with(4);
+  ASSERT_EQ(once.size(), 1u);
+  EXPECT_EQ(once[0].kind, FindingKind::kStepGap);
+  ASSERT_EQ(repeated.size(), 1u);
+  EXPECT_EQ(repeated[0].message, once[0].message);
 }
 
 // Entries named as logs that are not files to read (a symbolic link to nothing, a FIFO) are

@@ -37,12 +37,17 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 }
 
 // Why a cell is not a step.
-enum class StepProblem { kNone, kNotInteger, kOutOfRange };
+enum class StepProblem { kNone, kNotInteger, kOutOfRange, kInexact };
 
-// A step written as a number: a whole value inside the 64-bit range (2^63 itself is not).
+// A step written as a decimal or in exponent form ("100.0", "1e3"): a whole value whose
+// magnitude is below 2^53, where every integer has a double of its own. Past 2^53 the text
+// would have been rounded on reading (9007199254740993.0 reads as ...992), and at ±2^63 or
+// beyond it is outside the 64-bit range (a JSON integer literal beyond it, which the parser
+// reads as a double, lands here too: -9223372036854775809 becomes exactly -2^63).
 StepProblem StepFromDouble(double value, int64_t* step) {
   if (!std::isfinite(value) || value != std::floor(value)) return StepProblem::kNotInteger;
-  if (value < -0x1p63 || value >= 0x1p63) return StepProblem::kOutOfRange;
+  if (std::fabs(value) >= 0x1p63) return StepProblem::kOutOfRange;
+  if (std::fabs(value) >= 0x1p53) return StepProblem::kInexact;
   *step = static_cast<int64_t>(value);
   return StepProblem::kNone;
 }
@@ -86,8 +91,12 @@ StepProblem StepFromJson(const nlohmann::json& v, int64_t* step) {
 }
 
 std::string_view StepProblemText(StepProblem problem) {
-  return problem == StepProblem::kOutOfRange ? "a step within the 64-bit integer range"
-                                             : "an integer step";
+  switch (problem) {
+    case StepProblem::kOutOfRange: return "a step within the 64-bit integer range";
+    case StepProblem::kInexact:
+      return "an exact step (past 2^53 a step is read exactly only when written as an integer)";
+    default: return "an integer step";
+  }
 }
 
 // Collects points per tag in order of first appearance.

@@ -162,27 +162,41 @@ TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
       "{\"step\": 9223372036854775807, \"loss\": 2}\n"
       "{\"step\": 9223372036854775808, \"loss\": 3}\n"
       "{\"step\": -9223372036854775808, \"loss\": 4}\n"
-      "{\"step\": 4.0, \"loss\": 5}\n",
+      "{\"step\": 4.0, \"loss\": 5}\n"
+      "{\"step\": -9223372036854775809, \"loss\": 6}\n"
+      "{\"step\": 9007199254740993.0, \"loss\": 7}\n",
       "m.jsonl");
   ASSERT_EQ(Tag(jsonl, "loss").points.size(), 4u);
   EXPECT_EQ(Tag(jsonl, "loss").points[0].step, 9007199254740993);
   EXPECT_EQ(Tag(jsonl, "loss").points[1].step, std::numeric_limits<int64_t>::max());
   EXPECT_EQ(Tag(jsonl, "loss").points[2].step, std::numeric_limits<int64_t>::min());
   EXPECT_EQ(Tag(jsonl, "loss").points[3].step, 4);
-  ASSERT_EQ(jsonl.notes.size(), 1u);
+  ASSERT_EQ(jsonl.notes.size(), 3u);
   EXPECT_EQ(jsonl.notes[0], "m.jsonl:3: step = 9223372036854775808 is not a step within the 64-bit "
                             "integer range; line skipped");
+  // Beyond the range below: the parser reads the literal as a double, exactly -2^63.
+  EXPECT_EQ(jsonl.notes[1], "m.jsonl:6: step = -9.223372036854776e+18 is not a step within the "
+                            "64-bit integer range; line skipped");
+  // A decimal past 2^53 would be rounded (to ...992): refused rather than read as another step.
+  EXPECT_EQ(jsonl.notes[2], "m.jsonl:7: step = 9.007199254740992e+15 is not an exact step (past 2^53 "
+                            "a step is read exactly only when written as an integer); line skipped");
   const TableLog csv = ReadCsvLog(
-      "step,loss\n9007199254740993,1\n99999999999999999999,2\n1e30,3\n2.5,4\n+7,5\n", "m.csv");
+      "step,loss\n9007199254740993,1\n99999999999999999999,2\n1e30,3\n2.5,4\n+7,5\n"
+      "12345678901234567.0,6\n-9223372036854775809,7\n",
+      "m.csv");
   ASSERT_EQ(Tag(csv, "loss").points.size(), 2u);
   EXPECT_EQ(Tag(csv, "loss").points[0].step, 9007199254740993);
   EXPECT_EQ(Tag(csv, "loss").points[1].step, 7);
-  ASSERT_EQ(csv.notes.size(), 3u);
+  ASSERT_EQ(csv.notes.size(), 5u);
   EXPECT_EQ(csv.notes[0], "m.csv:3: step = '99999999999999999999' is not a step within the 64-bit "
                           "integer range; row skipped");
   EXPECT_EQ(csv.notes[1],
             "m.csv:4: step = '1e30' is not a step within the 64-bit integer range; row skipped");
   EXPECT_EQ(csv.notes[2], "m.csv:5: step = '2.5' is not an integer step; row skipped");
+  EXPECT_EQ(csv.notes[3], "m.csv:7: step = '12345678901234567.0' is not an exact step (past 2^53 a "
+                          "step is read exactly only when written as an integer); row skipped");
+  EXPECT_EQ(csv.notes[4], "m.csv:8: step = '-9223372036854775809' is not a step within the 64-bit "
+                          "integer range; row skipped");
 }
 
 // A line nested thousands of levels deep is skipped before it is parsed (its flattening would

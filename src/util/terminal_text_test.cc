@@ -32,6 +32,11 @@ TEST(TerminalText, DisplayWidthCountsTerminalColumns) {
   EXPECT_EQ(DisplayWidth("损失"), 4u);   // two wide characters
   EXPECT_EQ(DisplayWidth("e\u0301"), 1u);  // e and a combining acute accent
   EXPECT_EQ(DisplayWidth("🔥"), 2u);
+  for (const char* emoji : {"🚀", "🛑", "🫠", "⌚", "☕", "✅", "❌", "⭐", "🀄", "🃏"}) {
+    EXPECT_EQ(DisplayWidth(emoji), 2u) << emoji;
+  }
+  EXPECT_EQ(DisplayWidth("\u302a"), 0u);  // an ideographic tone mark combines
+  EXPECT_EQ(DisplayWidth("✓"), 1u);        // U+2713 is narrow
   EXPECT_EQ(PadRight("损失", 6), "损失  ");
   EXPECT_EQ(PadLeft("δ", 3), "  δ");
   EXPECT_EQ(PadRight("long", 2), "long");

@@ -19,10 +19,9 @@ namespace mosaic {
 std::string Printable(std::string_view text);
 
 // The columns a terminal gives valid UTF-8 `text` (as Printable returns it): one per code point,
-// two for East Asian wide and fullwidth characters and emoji (Unicode's East Asian Width W and
-// F: U+1100-U+115F, U+2E80-U+A4CF, U+AC00-U+D7A3, U+F900-U+FAFF, U+FE30-U+FE4F,
-// U+FF00-U+FF60, U+FFE0-U+FFE6, U+1F300-U+1F64F, U+1F900-U+1F9FF, U+20000-U+3FFFD), none for
-// combining marks (U+0300-U+036F) and the zero-width joiner and space (U+200B-U+200D).
+// two for East Asian wide and fullwidth characters and emoji in emoji presentation (Unicode's
+// East Asian Width W and F, EastAsianWidth.txt), none for combining marks, zero-width spaces
+// and joiners and variation selectors. A byte that is not UTF-8 counts one column.
 size_t DisplayWidth(std::string_view text);
 
 // `text` padded with spaces to `width` display columns (DisplayWidth), on the right (left-aligned
