@@ -551,7 +551,7 @@ void RunCompare(const CompareOptions& options) {
       out += "  relative            n/a (A is 0 at every common step)\n";
     }
   }
-  EmitOutput(options.output, out);
+  EmitOutput(options.output, PrintableText(out));  // run names and paths as the files have them
 }
 
 void RunAblationCommand(const AblationCliOptions& o) {
@@ -567,8 +567,10 @@ void RunAblationCommand(const AblationCliOptions& o) {
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
   if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderAblationHtml(ablation));
+  // The text report quotes run names, tags and paths from the logs in many places: none reaches
+  // the terminal with its control characters raw.
   EmitOutput(o.output, o.json ? report::RenderAblationJson(ablation)
-                              : report::RenderAblationText(ablation));
+                              : PrintableText(report::RenderAblationText(ablation)));
 }
 
 }  // namespace

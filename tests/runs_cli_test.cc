@@ -462,6 +462,22 @@ TEST(RunsCli, CompareNamesCommonTagsAndSaysNotAvailable) {
   fs::remove_all(root);
 }
 
+// Run paths with control characters reach the terminal escaped in every text report.
+TEST(RunsCli, CompareEscapesControlCharactersOfPaths) {
+  const fs::path root = FreshDir("mosaic_compare_escape");
+  const fs::path a = root / "a\x1b[31m";
+  fs::create_directories(a);
+  fs::create_directories(root / "b");
+  { std::ofstream(a / "m.csv") << "step,loss\n1,2\n2,1.5\n"; }
+  { std::ofstream(root / "b" / "m.csv") << "step,loss\n1,2.5\n2,2\n"; }
+  CommandResult r = RunMosaic("runs compare '" + a.string() + "' '" + (root / "b").string() +
+                              "' --tag loss");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("a\\x1b[31m"), std::string::npos) << r.out;
+  fs::remove_all(root);
+}
+
 // The summary's --tag names a tag some run has; a tag of none is an error listing the runs' tags.
 TEST(RunsCli, SummaryTagOfNoRunListsTheTags) {
   const fs::path root = FreshDir("mosaic_summary_tag");

@@ -1,6 +1,7 @@
 // The ablation's text and JSON reports, and the short texts both reports share.
 #include "mosaic/report/ablation_report.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/terminal_text.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -171,11 +172,7 @@ std::string G4(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : 
 std::string Table(const std::vector<std::string>& header,
                   const std::vector<std::vector<std::string>>& rows, const std::set<size_t>& right,
                   const std::string& indent = "  ") {
-  auto width = [](const std::string& s) {
-    size_t n = 0;  // code points, for the arrows and dashes
-    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
-    return n;
-  };
+  auto width = [](const std::string& s) { return DisplayWidth(s); };  // terminal columns
   std::vector<size_t> widths(header.size(), 0);
   for (size_t i = 0; i < header.size(); ++i) widths[i] = width(header[i]);
   for (const auto& row : rows) {
@@ -465,11 +462,14 @@ std::string RenderAblationText(const Ablation& a) {
 
   // The corrected effect at every compared step.
   const bool by_fraction = o.alignment == runs::Alignment::kScheduleFraction;
-  std::map<double, std::map<size_t, double>> by_key;
+  // Keyed by the fraction (rounded to 1e-6) or by the step itself (an int64: a double would
+  // round large steps together, and 2^63 − 1 would not convert back).
+  std::map<std::pair<double, int64_t>, std::map<size_t, double>> by_key;
   for (size_t i = 0; i < a.rows.size(); ++i) {
     for (const ComparedPoint& p : a.rows[i].points) {
-      by_key[by_fraction ? std::round(p.fraction * 1e6) / 1e6 : static_cast<double>(p.step)][i] =
-          p.effect;
+      const auto key = by_fraction ? std::pair{std::round(p.fraction * 1e6) / 1e6, int64_t{0}}
+                                   : std::pair{0.0, p.step};
+      by_key[key][i] = p.effect;
     }
   }
   out += fmt::format("\nOffset-corrected effect at every compared {} (run − baseline − offset):\n",
@@ -484,8 +484,8 @@ std::string RenderAblationText(const Ablation& a) {
     right.insert(0);
     std::vector<std::vector<std::string>> table;
     for (const auto& [key, effects] : by_key) {
-      std::vector<std::string> cells = {by_fraction ? fmt::format("{:.3f}", key)
-                                                    : fmt::format("{}", static_cast<int64_t>(key))};
+      std::vector<std::string> cells = {by_fraction ? fmt::format("{:.3f}", key.first)
+                                                    : fmt::format("{}", key.second)};
       for (size_t i = 0; i < a.rows.size(); ++i) {
         const auto it = effects.find(i);
         cells.push_back(it == effects.end() ? "" : Signed(it->second));

@@ -6,9 +6,15 @@
 #include <array>
 #include <cmath>
 
+#include "mosaic/util/terminal_text.h"
+
 namespace mosaic::report {
 
-std::string EscapeXml(std::string_view text) {
+std::string EscapeXml(std::string_view raw) {
+  // Control characters (other than tab and newline), bidirectional controls and bytes that are
+  // not UTF-8 are not text a page can hold (XML 1.0 forbids the C0 controls): shown escaped,
+  // as the terminal shows them.
+  const std::string text = PrintableText(raw);
   std::string out;
   out.reserve(text.size());
   for (char c : text) {

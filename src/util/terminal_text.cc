@@ -101,9 +101,8 @@ size_t Columns(char32_t cp) {
   return InRanges(kWide, cp) ? 2 : 1;
 }
 
-}  // namespace
-
-std::string Printable(std::string_view text) {
+// Printable (keep_lines false) or PrintableText (true).
+std::string Escaped(std::string_view text, bool keep_lines) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
@@ -115,7 +114,9 @@ std::string Printable(std::string_view text) {
       continue;
     }
     if (byte < 0x80) {
-      if (c == '\n') {
+      if (keep_lines && (c == '\n' || c == '\t')) {
+        out += c;
+      } else if (c == '\n') {
         out += "\\n";
       } else if (c == '\r') {
         out += "\\r";
@@ -141,6 +142,12 @@ std::string Printable(std::string_view text) {
   }
   return out;
 }
+
+}  // namespace
+
+std::string Printable(std::string_view text) { return Escaped(text, false); }
+
+std::string PrintableText(std::string_view text) { return Escaped(text, true); }
 
 size_t DisplayWidth(std::string_view text) {
   size_t width = 0;

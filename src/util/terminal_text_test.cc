@@ -26,6 +26,10 @@ TEST(TerminalText, EscapesBidiControlsAndBytesThatAreNotUtf8) {
   EXPECT_EQ(Printable("€ 𝛼 损失"), "€ 𝛼 损失");
 }
 
+TEST(TerminalText, PrintableTextKeepsLinesAndTabs) {
+  EXPECT_EQ(PrintableText("run \x1b[2Jx\n\tnext \u202e\n"), "run \\x1b[2Jx\n\tnext \\u{202e}\n");
+}
+
 TEST(TerminalText, DisplayWidthCountsTerminalColumns) {
   EXPECT_EQ(DisplayWidth("loss"), 4u);
   EXPECT_EQ(DisplayWidth("δ/λ"), 3u);

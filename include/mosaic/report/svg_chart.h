@@ -70,7 +70,9 @@ std::string RenderBarChart(const BarChart& chart);
 // A palette of distinguishable colours (Tableau 10), cycled by index.
 std::string PaletteColor(size_t index);
 
-// Text escaped for XML/HTML element content and attribute values (& < > " ').
+// Text escaped for XML/HTML element content and attribute values (& < > " '); control
+// characters other than tab and newline, bidirectional controls and bytes that are not UTF-8
+// are shown escaped, as PrintableText shows them (mosaic/util/terminal_text.h).
 std::string EscapeXml(std::string_view text);
 
 }  // namespace mosaic::report

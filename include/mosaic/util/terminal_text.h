@@ -18,6 +18,11 @@ namespace mosaic {
 // UTF-8 included, is kept: the result is valid UTF-8.
 std::string Printable(std::string_view text);
 
+// The same for a whole rendered text (a report of many lines): newlines and tabs are kept, every
+// other character Printable escapes is escaped. For output assembled from user strings (run
+// names, paths, tags) in many places, so that none reaches the terminal raw.
+std::string PrintableText(std::string_view text);
+
 // The columns a terminal gives valid UTF-8 `text` (as Printable returns it): one per code point,
 // two for East Asian wide and fullwidth characters and emoji in emoji presentation (Unicode's
 // East Asian Width W and F, EastAsianWidth.txt), none for combining marks, zero-width spaces
