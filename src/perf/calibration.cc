@@ -18,6 +18,7 @@
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic {
 namespace {
@@ -594,7 +595,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       r.recompute = RecomputeFromString(cell("recompute"));
       if (!r.recompute) {
         throw InputError(fmt::format("{}:{}: recompute = '{}'. Violated constraint: blank, none, "
-                                     "selective, modules or full",
+                                     "selective, modules, moe or full",
                                      path, line_no, cell("recompute")));
       }
     }
@@ -825,14 +826,28 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     return DumpJson(j) + "\n";
   }
   std::string out;
-  out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}\n", "row",
-                     "profile", "measured", "predicted", "error", "loo pred", "loo err", "fits",
-                     "rank", "layout (least recompute that fits)");
+  // The row and profile columns as wide as their widest cell (a team's run names are long), in
+  // terminal columns, with the names escaped (they come from the user's files).
+  size_t id_width = 6;
+  size_t profile_width = 15;
+  for (const auto* rows : {&r.rows, &r.heldout_rows}) {
+    for (const RowResult& x : *rows) {
+      id_width = std::max(id_width, DisplayWidth(Printable(x.id)));
+      profile_width = std::max(profile_width, DisplayWidth(Printable(x.profile)));
+    }
+  }
+  auto id = [&](const std::string& text) { return PadRight(Printable(text), id_width); };
+  auto profile = [&](const std::string& text) {
+    return PadRight(Printable(text), profile_width);
+  };
+  out += fmt::format("{} {} {:>10} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}\n", id("row"),
+                     profile("profile"), "measured", "predicted", "error", "loo pred", "loo err",
+                     "fits", "rank", "layout (least recompute that fits)");
   for (const RowResult& x : r.rows) {
     std::string rank = x.search_rank > 0 ? fmt::format("{}/{}", x.search_rank, x.search_feasible)
                                          : "-";
-    out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}{}\n",
-                       x.id, x.profile, x.measured, Tokens(x.valid, x.predicted),
+    out += fmt::format("{} {} {:>10.1f} {:>10} {:>8} {:>10} {:>8} {:>7} {:>8}  {}{}\n",
+                       id(x.id), profile(x.profile), x.measured, Tokens(x.valid, x.predicted),
                        Error(x.valid, x.predicted, x.measured), Tokens(x.loo_predicted > 0,
                                                                        x.loo_predicted),
                        Error(x.loo_predicted > 0, x.loo_predicted, x.measured),
@@ -851,10 +866,10 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   }
   if (!r.heldout_rows.empty()) {
     out += "\nHeld-out rows (never fitted)\n";
-    out += fmt::format("{:<6} {:<15} {:>10} {:>10} {:>8} {:>7}  {}\n", "row", "profile",
+    out += fmt::format("{} {} {:>10} {:>10} {:>8} {:>7}  {}\n", id("row"), profile("profile"),
                        "measured", "predicted", "error", "fits", "layout");
     for (const RowResult& x : r.heldout_rows) {
-      out += fmt::format("{:<6} {:<15} {:>10.1f} {:>10} {:>8} {:>7}  {}{}\n", x.id, x.profile,
+      out += fmt::format("{} {} {:>10.1f} {:>10} {:>8} {:>7}  {}{}\n", id(x.id), profile(x.profile),
                          x.measured, Tokens(x.valid, x.predicted),
                          Error(x.valid, x.predicted, x.measured),
                          !x.valid ? "invalid" : x.fits ? "yes" : "NO", x.layout,

@@ -161,6 +161,7 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   j["gpus"] = s.cluster.gpus;
   j["profile"] = s.profile.name;
   j["profile_hardware"] = s.profile.hardware;
+  j["profile_calibrated"] = s.profile.calibrated;  // false: uncalibrated defaults
   j["batch"] = s.job.global_batch;
   j["seq"] = s.job.seq_len;
   j["format"] = ToString(s.job.format);
@@ -176,6 +177,7 @@ nlohmann::ordered_json SearchJson(const SearchResult& r, const PerfProfile* prof
   if (profile != nullptr) {
     j["profile"] = profile->name;
     j["profile_hardware"] = profile->hardware;
+    j["profile_calibrated"] = profile->calibrated;
   }
   j["evaluated"] = r.evaluated;
   j["feasible"] = r.feasible();

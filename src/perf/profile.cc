@@ -184,7 +184,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             p.recompute = v.value_or(std::string());
             if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {
               throw InputError(fmt::format("{}: recompute = '{}'. Violated constraint: none, "
-                                           "selective, modules or full",
+                                           "selective, modules, moe or full",
                                            at, p.recompute));
             }
             continue;

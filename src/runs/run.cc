@@ -217,6 +217,11 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     runs.push_back(std::move(run));
     return runs;
   }
+  if (!fs::is_directory(status)) {
+    // A FIFO, socket or device given by name: never opened (a FIFO would wait for a writer).
+    throw InputError(fmt::format("{}: {}; give a log folder or a log file", logdir,
+                                 NotARegularFile(status.type())));
+  }
   std::map<std::string, RunDirectory> by_directory;
   auto run_at = [&](const fs::path& directory) -> RunDirectory& {
     std::string relative =

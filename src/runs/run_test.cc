@@ -792,6 +792,15 @@ TEST(Discover, LinksToNothingAndFifosAreUnreadableFiles) {
   for (const Finding& f : CheckHealth(loaded[0])) {
     if (f.kind == FindingKind::kUnreadableFile) reasons.insert(f.message);
   }
+  // Given by name, a FIFO is refused at once rather than opened.
+  try {
+    DiscoverRuns((root / "r" / "pipe.jsonl").string());
+    ADD_FAILURE() << "a FIFO was accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), (root / "r" / "pipe.jsonl").string() +
+                                         ": a FIFO, not a regular file; give a log folder or a "
+                                         "log file");
+  }
   EXPECT_EQ(reasons, (std::set<std::string>{
                          (root / "r" / "gone.csv").string() +
                              ": a symbolic link to a file that does not exist; not read",
