@@ -86,8 +86,17 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     p.job.routing = r.routing;
     p.job.capacity_factor = r.capacity_factor;
     p.profile_index = -1;
-    for (size_t i = 0; i < set.profiles.size(); ++i) {
-      if (set.profiles[i].name == r.profile) p.profile_index = static_cast<int>(i);
+    auto find = [&](const std::string& name) {
+      for (size_t i = 0; i < set.profiles.size(); ++i) {
+        if (set.profiles[i].name == name) p.profile_index = static_cast<int>(i);
+      }
+    };
+    find(r.profile);
+    // A device without a profile of its own runs on its closest calibrated sibling's, as
+    // `mosaic perf` does (gb300-nvl72 on megatron-gb200).
+    if (const std::string_view sibling = CalibratedSibling(r.hardware);
+        p.profile_index < 0 && !sibling.empty() && r.profile == ProfileFor(r.hardware, r.source)) {
+      find(ProfileFor(std::string(sibling), r.source));
     }
     if (p.profile_index < 0) {
       throw InputError(fmt::format("row {}: no profile '{}' in the profile set", r.id, r.profile));
@@ -320,7 +329,7 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
 RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   RowResult r;
   r.id = p.row->id;
-  r.profile = p.row->profile;
+  r.profile = fitted.profiles[p.profile_index].name;  // the profile used (a sibling's, maybe)
   r.layout = ToString(p.layout);
   r.valid = p.valid;
   r.invalid_rule = p.invalid_rule;
