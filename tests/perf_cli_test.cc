@@ -80,7 +80,7 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
   CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
-  ASSERT_EQ(j["rows"].size(), 22u);
+  ASSERT_EQ(j["rows"].size(), 25u);
   for (const auto& row : j["rows"]) {
     EXPECT_TRUE(row["valid"].get<bool>()) << row["id"];
     // Llama 3 70B under Megatron FSDP on GB200 (M14) and gpt-oss-120b at mbs 4 on B200 (M16)
@@ -476,18 +476,19 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 9.3% over 26 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
+  // Shipped: held-out median |error| 9.3% over 30 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
   // -5.5%; across nodes with DeepEP and the all-to-all overlap (Q1, 256 H100, ep 32) -20% (the
   // ModelZoo's measurements of the same layout, Z1 and Z2, +1.1% and -8.5%); with uneven first
   // and last stages (Z4, pp_embed=1,pp_loss=1) +9%; the long-context rows (L1-L4, 16k to 131k
   // tokens, context parallel up to 8 across nodes, the whole MoE layer recomputed) -20% to -9%,
   // all fitting in memory as they trained; the ModelZoo's MXFP8 rows on GB200 and GB300 (G1-G3,
-  // the GB300 ones on the GB200 profile, one at 131k tokens with cp 4) +9%, -4.5% and -12.5%.
+  // one at 131k tokens with cp 4) +9%, +1% and -11.5%; Megatron-Bridge's GB300 rows not fitted
+  // (N13, N16-N18) +4%, -1%, -49% (gpt-oss) and -19%.
   // The rows the model misses by more than 30% are named (docs/guide.md, "What the shipped
   // calibration supports").
   constexpr double kHeldOutMedianTol = 0.10;  // median |predicted / measured − 1|: the target
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 0.70;       // N2, N12, Z3
+  constexpr double kKnownMissTol = 0.70;       // N2, N12, N17, Z3
   constexpr double kZ4Tol = 0.12;
   constexpr double kQ1Tol = 0.21;
   constexpr double kQ2Tol = 0.10;
@@ -507,7 +508,7 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
     ++valid;
     const double err = std::abs(row["error"].get<double>());
-    const bool known_miss = id == "N2" || id == "N12" || id == "Z3";
+    const bool known_miss = id == "N2" || id == "N12" || id == "N17" || id == "Z3";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;
@@ -519,10 +520,10 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
   }
   EXPECT_EQ(j["heldout"]["rows"].get<int64_t>(), valid);
-  EXPECT_EQ(valid, 26);
+  EXPECT_EQ(valid, 30);
   EXPECT_LT(j["heldout"]["median_abs_error"].get<double>(), kHeldOutMedianTol);
-  EXPECT_EQ(j["in_sample"]["rows"].get<int64_t>(), 22);
-  EXPECT_EQ(j["leave_one_out"]["rows"].get<int64_t>(), 22);
+  EXPECT_EQ(j["in_sample"]["rows"].get<int64_t>(), 25);
+  EXPECT_EQ(j["leave_one_out"]["rows"].get<int64_t>(), 25);
   EXPECT_DOUBLE_EQ(j["in_sample"]["rms_log_error"].get<double>(),
                    j["rms_log_error"].get<double>());
 

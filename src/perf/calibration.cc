@@ -52,6 +52,7 @@ std::vector<std::string> SplitCsv(const std::string& line) {
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
   if (source.find("marin") != std::string::npos) return "marin-gb200";
   if (hardware == "gb200-nvl72") return "megatron-gb200";
+  if (hardware == "gb300-nvl72") return "megatron-gb300";
   return "megatron-" + hardware;
 }
 
@@ -93,7 +94,7 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     };
     find(r.profile);
     // A device without a profile of its own runs on its closest calibrated sibling's, as
-    // `mosaic perf` does (gb300-nvl72 on megatron-gb200).
+    // `mosaic perf` does (h200 on megatron-h100).
     if (const std::string_view sibling = CalibratedSibling(r.hardware);
         p.profile_index < 0 && !sibling.empty() && r.profile == ProfileFor(r.hardware, r.source)) {
       find(ProfileFor(std::string(sibling), r.source));
