@@ -118,8 +118,13 @@ std::string OtherContent(const Run& run) {
 }
 
 std::string FilesSummary(const Run& run) {
-  int events = 0, csv = 0, jsonl = 0;
+  // Files read by format; those that could not be read are counted apart (each is a finding).
+  int events = 0, csv = 0, jsonl = 0, unreadable = 0;
   for (const SourceFile& f : run.files) {
+    if (!f.loaded) {
+      ++unreadable;
+      continue;
+    }
     switch (f.format) {
       case SourceFormat::kEvents: ++events; break;
       case SourceFormat::kCsv: ++csv; break;
@@ -130,7 +135,8 @@ std::string FilesSummary(const Run& run) {
   if (events > 0) parts.push_back(fmt::format("{} event file{}", events, events == 1 ? "" : "s"));
   if (csv > 0) parts.push_back(fmt::format("{} CSV", csv));
   if (jsonl > 0) parts.push_back(fmt::format("{} JSONL", jsonl));
-  if (parts.empty()) return "no file read";
+  if (parts.empty()) parts.push_back("no file read");
+  if (unreadable > 0) parts.push_back(fmt::format("{} unreadable", unreadable));
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 

@@ -224,6 +224,9 @@ TEST(RunsCli, UnusableFilesAreReportedOnce) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("note: file skipped"), std::string::npos) << r.out;
+  // The run's header counts the file read and the one that could not be.
+  EXPECT_NE(r.out.find("run run (1 event file, 1 unreadable; restarts: first"), std::string::npos)
+      << r.out;
   EXPECT_NE(r.out.find("no complete record (an empty or just-created file)"), std::string::npos)
       << r.out;
   // Bytes that are no record at all: damage, not a just-created file.
