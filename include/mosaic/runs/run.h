@@ -54,8 +54,9 @@ struct RunDirectory {
 // Finds the runs under `logdir` (recursively), sorted by name. `logdir` may also be a single
 // file, which is then a run of its own. A folder (or an entry) that cannot be listed or examined
 // is a run of its own with `unreadable` set, so that it is reported rather than skipped. Throws
-// InputError when `logdir` does not exist or holds no event, CSV or JSONL file and no
-// unreadable folder.
+// InputError when `logdir` does not exist, is neither a folder nor a regular file (a FIFO, a
+// socket, a device: never opened), or holds no event, CSV or JSONL file and no unreadable
+// folder.
 std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 
 // Discovers the runs of several log directories (the arguments of `mosaic runs`) and names them
