@@ -50,6 +50,11 @@ struct TableLog {
   std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
 };
 
+// Steps are read as exact 64-bit integers; a whole number written as a decimal or with an
+// exponent ("100.0", "1e3") only below 2^53, where a double holds it exactly. A row whose step is
+// not an integer, lies outside the 64-bit range or is such a decimal past 2^53 is skipped and
+// noted with that reason (the first kMaxNotesPerFile notes of a file, the rest counted).
+//
 // Parses CSV `text` read from `path`. `step_column` empty = detect. Throws InputError
 // "path:1: no step column (looked for step, _step, ...); name one with --step-column" when there
 // is none, or "path:1: --step-column = x. Violated constraint: a column of the header" when the
@@ -57,9 +62,11 @@ struct TableLog {
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column = "");
 
-// Parses JSONL `text` read from `path`, with the same rules. Lines that are not JSON objects, and
-// lines whose step is missing or not an integer (e.g. beyond the 64-bit range), are skipped and
-// noted with their line number and reason (a truncated last line silently apart from a note).
+// Parses JSONL `text` read from `path`, with the same rules. Lines that are not JSON (with the
+// parser's reason), JSON values other than objects, lines nested more than 64 levels deep and
+// lines whose step is missing or not an exact integer step are skipped and noted with their line
+// number and reason (a last line without its newline, which its writer had not finished, only
+// with a note).
 // Throws InputError when no line has a step key.
 TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                       const std::string& step_column = "");
