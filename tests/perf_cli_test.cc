@@ -482,7 +482,7 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // and last stages (Z4, pp_embed=1,pp_loss=1) +9%; the long-context rows (L1-L4, 16k to 131k
   // tokens, context parallel up to 8 across nodes, the whole MoE layer recomputed) -20% to -9%,
   // all fitting in memory as they trained; the ModelZoo's MXFP8 rows on GB200 and GB300 (G1-G3,
-  // one at 131k tokens with cp 4) +9%, +1% and -11.5%; Megatron-Bridge's GB300 rows not fitted
+  // one at 131k tokens with cp 4) +9%, +5% and -11.5%; Megatron-Bridge's GB300 rows not fitted
   // (N13, N16-N18) +4%, -1%, -49% (gpt-oss) and -19%; the 26.02 page's rows not fitted
   // (R1-R15: Llama 3 70B and 3.1 405B on GB300, GB200 and H100, DeepSeek-V3, gpt-oss-120b,
   // Qwen3 on GB300 and B200) within 13% but gpt-oss on GB300 (R6, -30%).

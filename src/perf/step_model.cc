@@ -752,9 +752,22 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     tb.dense_gemm_seconds += tb.recompute_seconds;
   }
   if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
-    const double bytes = elementwise_bytes_ *
-                         ((recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute) / 3.0;
+    // elementwise_passes counts a repeated forward (kElementwiseRecomputePasses) that module, MoE
+    // and full recompute run (the norms and activation functions again, once) and no recompute
+    // or core-attention recompute does not; a looped model's segmented backprop repeats the
+    // forward of each earlier segment on top.
+    const bool repeats_forward = recompute == Recompute::kModules ||
+                                 recompute == Recompute::kMoe || recompute == Recompute::kFull;
+    const double passes =
+        std::max(0.0, sh.elementwise_passes - (repeats_forward ? 0.0 : kElementwiseRecomputePasses));
+    const double bytes = elementwise_bytes_ / sh.elementwise_passes * passes *
+                         (1.0 + x.segment_recompute / 3.0);
     tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
+    if (repeats_forward) {
+      // The repeated passes are recompute time (full recompute's share is counted below).
+      const double repeated = tb.elementwise_seconds * kElementwiseRecomputePasses / passes;
+      if (recompute != Recompute::kFull) tb.recompute_seconds += repeated;
+    }
   }
   tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
                        tb.elementwise_seconds;

@@ -202,9 +202,32 @@ TEST(StepModel, MoeRecomputeStoresOnlyTheMoeLayersInput) {
   EXPECT_NEAR(moe.time.expert_gemm_seconds / modules.time.expert_gemm_seconds, 4.0 / 3.0, kRelTol);
   EXPECT_NEAR(moe.time.ep_seconds / modules.time.ep_seconds, 1.5, kRelTol);
   EXPECT_NEAR(moe.time.host_seconds / modules.time.host_seconds, 4.0 / 3.0, kRelTol);
-  EXPECT_NEAR(moe.time.recompute_seconds, moe.time.expert_gemm_seconds / 4, kRelTol);
+  // Recompute time: the expert GEMMs' fourth pass and the norms' and activations' repeated
+  // forward (2 of the 9 memory-bound passes).
+  EXPECT_NEAR(moe.time.recompute_seconds,
+              moe.time.expert_gemm_seconds / 4 + moe.time.elementwise_seconds * 2 / 9, kRelTol);
   EXPECT_EQ(ToString(Recompute::kMoe), "moe");
   EXPECT_EQ(RecomputeFromString("moe"), Recompute::kMoe);
+}
+
+// Module recompute runs the norms and activation functions forward again: 9 memory-bound passes
+// against 7 without recompute (SharedPerfParams::elementwise_passes), the 2 more its recompute
+// time; Qwen3-235B has no MLA up-projections, so that is all of it.
+TEST(StepModel, ModuleRecomputeRepeatsTheMemoryBoundForward) {
+  const auto run = [](const char* recompute) {
+    return RunMegatron("qwen3-235b-a22b", "h100", 256,
+                       std::string("tp=4,pp=8,vpp=4,ep=8,dp=8,recompute=") + recompute, 256,
+                       16384, NumberFormat::kBf16);
+  };
+  const StepEstimate none = run("none");
+  const StepEstimate modules = run("modules");
+  constexpr double kRelTol = 1e-12;
+  EXPECT_NEAR(modules.time.elementwise_seconds / none.time.elementwise_seconds, 9.0 / 7.0,
+              kRelTol);
+  EXPECT_EQ(none.time.recompute_seconds, 0.0);
+  EXPECT_NEAR(modules.time.recompute_seconds,
+              modules.time.elementwise_seconds - none.time.elementwise_seconds, kRelTol);
+  EXPECT_GT(modules.step_seconds, none.step_seconds);
 }
 
 TEST(StepModel, SinkAttentionRunsUnfusedWhereTheStackHasNoKernel) {

@@ -17,6 +17,11 @@ namespace mosaic {
 // paired all-to-all passes hide (step_model.h, a2a_overlap).
 inline constexpr double kMaxOverlapShare = 0.95;
 
+// Of SharedPerfParams::elementwise_passes, the forward read and write that recompute repeats
+// (module, MoE-layer and full recompute run the norms and activation functions again); a layout
+// without such recompute runs the other passes only.
+inline constexpr double kElementwiseRecomputePasses = 2;
+
 // Shared by every profile.
 struct SharedPerfParams {
   // A GEMM kernel's launch, prologue and tail: 2-10 µs end to end for small cuBLAS/CUTLASS
@@ -29,7 +34,8 @@ struct SharedPerfParams {
   // Memory-bound kernels (norms, SwiGLU, router, permute/unpermute, fp8 casts, residual adds):
   // bf16 reads and writes of each layer's activations per token at the HBM bandwidth. Forward
   // reads and writes once (2), backward reads input and output gradient and writes the input
-  // gradient (3), module recompute repeats the forward (2), fp8 casts read and write (2): 9.
+  // gradient (3), module recompute repeats the forward (2), fp8 casts read and write (2): 9;
+  // without module, MoE-layer or full recompute, 7 (kElementwiseRecomputePasses).
   double elementwise_passes = 9;
   double attention_efficiency = 0.45;       // causal flash-attention kernel FLOPs (the causal
                                             // count: blocks above the diagonal skipped) per bf16
