@@ -744,8 +744,8 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   }
   if (recompute == Recompute::kSelective) tb.recompute_seconds = tb.attention_seconds / 4.0;
   if (recompute == Recompute::kModules) {
-    // Module recompute: the MLA up-projections (norms and activation functions are memory-bound
-    // elementwise kernels, negligible beside the GEMMs).
+    // Module recompute's GEMMs: the MLA up-projections (its norms and activation functions are
+    // memory-bound kernels, charged with the memory-bound passes below).
     tb.recompute_seconds =
         stage_tokens_ * m.selective_recompute_flops_per_token * share /
         (gemm_peak_ * profile.gemm_efficiency);

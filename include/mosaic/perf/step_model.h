@@ -16,8 +16,10 @@
 //             its last segment, which is not repeated), split
 //             by kind: dense GEMMs, routed-expert GEMMs (rows = the tokens each expert sees per
 //             micro-batch), attention scores (the causal count a flash kernel computes, at
-//             attention_efficiency of the bf16 peak), memory-bound kernels. A GEMM class takes
-//             F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
+//             attention_efficiency of the bf16 peak), memory-bound kernels (elementwise_passes
+//             over each layer's activations at the HBM bandwidth, less the repeated forward,
+//             kElementwiseRecomputePasses, without module, MoE or full recompute). A GEMM class
+//             takes F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
 //             expert_group per local expert per kernel (+fp8_quantize in fp8 and MXFP8, each
 //             expert's input quantized on its own); fp8 GEMMs run at
