@@ -465,13 +465,12 @@ void RequireTag(const std::string& tag, const std::string& missing_in, const Loa
   }
   const LoadedPath& missing = missing_in == path_a ? a : b;
   const std::vector<std::string> missing_tags(missing.tags.begin(), missing.tags.end());
-  auto list = [](const auto& tags) { return TagList(tags); };
   std::string known;
   if (!common.empty()) {
-    known = fmt::format("Tags both runs have: {}", list(common));
+    known = fmt::format("Tags both runs have: {}", TagList(common));
   } else {
-    known = fmt::format("The runs share no tag; {} has: {}; {} has: {}", path_a, list(a.tags),
-                        path_b, list(b.tags));
+    known = fmt::format("The runs share no tag; {} has: {}; {} has: {}", path_a, TagList(a.tags),
+                        path_b, TagList(b.tags));
   }
   throw InputError(fmt::format("{}: no run has the tag '{}'{}. {}", missing_in, Printable(tag),
                                DidYouMean(tag, missing_tags), known));

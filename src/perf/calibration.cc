@@ -280,6 +280,21 @@ struct FitOutcome {
   std::string report;  // Ceres' brief report
 };
 
+// How many of the rows `use` (indices into `rows`) each of the `profiles` profiles has.
+std::vector<int> RowsOfProfile(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
+                               size_t profiles) {
+  std::vector<int> count(profiles, 0);
+  for (int r : use) ++count[rows[r].profile_index];
+  return count;
+}
+
+// Which profiles have rows (the fit moves only theirs).
+std::vector<bool> UsedProfiles(const std::vector<int>& rows_of_profile) {
+  std::vector<bool> used(rows_of_profile.size());
+  for (size_t pi = 0; pi < used.size(); ++pi) used[pi] = rows_of_profile[pi] > 0;
+  return used;
+}
+
 FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
                const ProfileSet& initial, CalibrationScope scope) {
   ProfileSet s = initial;
@@ -290,8 +305,7 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   cost->SetNumResiduals(static_cast<int>(use.size()));
   ceres::Problem problem;
   problem.AddResidualBlock(cost, nullptr, x.data());
-  std::vector<bool> used(s.profiles.size(), false);
-  for (int r : use) used[rows[r].profile_index] = true;
+  const std::vector<bool> used = UsedProfiles(RowsOfProfile(rows, use, s.profiles.size()));
   std::vector<int> constant;  // outside the scope, or of a profile without rows in the fit
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
     if (ParamMap::Free(s, i, scope, used)) {
@@ -355,10 +369,8 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
   // must determine that profile's fitted parameters.
   leave_one_out = leave_one_out && all.size() > 1;
   const int n = ParamMap::Profiles(fitted);
-  std::vector<int> rows_of_profile(n, 0);
-  for (int i : all) ++rows_of_profile[prepared[i].profile_index];
-  std::vector<bool> used(n, false);
-  for (int pi = 0; pi < n; ++pi) used[pi] = rows_of_profile[pi] > 0;
+  const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, fitted.profiles.size());
+  const std::vector<bool> used = UsedProfiles(rows_of_profile);
   auto identifiable_without = [&](const PreparedRow& p) {
     const int pi = p.profile_index;
     int free = 0;
@@ -666,10 +678,8 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
-  std::vector<int> rows_of_profile(initial.profiles.size(), 0);
-  for (int r : all) ++rows_of_profile[prepared[r].profile_index];
-  std::vector<bool> used(initial.profiles.size(), false);
-  for (size_t pi = 0; pi < used.size(); ++pi) used[pi] = rows_of_profile[pi] > 0;
+  const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, initial.profiles.size());
+  const std::vector<bool> used = UsedProfiles(rows_of_profile);
   int fitted_params = 0;
   for (int i = 0; i < ParamMap::Size(initial); ++i) {
     fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;
@@ -907,13 +917,12 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   line("leave-one-out", r.leave_one_out,
        r.loo_not_run.empty() ? "(not run: it needs two valid rows)"
                              : "(not run: no profile has more rows than fitted parameters)");
-  if (!r.loo_not_run.empty() && r.leave_one_out.rows > 0) {
-    out += fmt::format("{:<14} {:>5}  not left out ({}): their profile would keep fewer rows "
-                       "than fitted parameters\n",
-                       "", r.loo_not_run.size(), fmt::join(r.loo_not_run, ", "));
-  } else if (!r.loo_not_run.empty()) {
-    out += fmt::format("{:<14} {:>5}  not left out ({})\n", "", r.loo_not_run.size(),
-                       fmt::join(r.loo_not_run, ", "));
+  if (!r.loo_not_run.empty()) {
+    out += fmt::format("{:<14} {:>5}  not left out ({}){}\n", "", r.loo_not_run.size(),
+                       fmt::join(r.loo_not_run, ", "),
+                       r.leave_one_out.rows > 0
+                           ? ": their profile would keep fewer rows than fitted parameters"
+                           : "");
   }
   line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
                                                      : "(no valid held-out row)");

@@ -408,13 +408,11 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (m.is_moe() && l.moe_chunk > 1) {
     // Chunks split the gather of FSDP-sharded expert weights; without such a gather (fsdp = 1,
     // or experts replicated within the FSDP group) there is nothing to chunk.
-    const int64_t edp = l.expert_dp();
-    const bool experts_fsdp = l.fsdp > 1 && edp % l.dp == 0 && edp / l.dp > 1;
-    if (!experts_fsdp) {
+    if (l.expert_fsdp() == 1) {
       return fail(kUnsupported,
                   fmt::format("moe_chunk > 1 needs expert weights sharded by FSDP (fsdp {}, "
                               "expert-data-parallel {} over dp {})",
-                              l.fsdp, edp, l.dp));
+                              l.fsdp, l.expert_dp(), l.dp));
     }
   }
   if (!m.is_moe() && l.recompute == Recompute::kMoe) {

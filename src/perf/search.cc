@@ -136,9 +136,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                 for (int64_t chunk : chunks) {
                   Layout l{tp, pp, vpp, cp, dp, fsdp, ep, etp, 1, Recompute::kNone, chunk};
                   // moe_chunk only matters for FSDP-sharded experts.
-                  const int64_t edp = l.expert_dp();
-                  const bool experts_fsdp = fsdp > 1 && edp % dp == 0 && edp / dp > 1;
-                  if (chunk > 1 && !experts_fsdp) break;
+                  if (chunk > 1 && l.expert_fsdp() == 1) break;
                   ++result.evaluated;
                   if (auto v = CheckLayout(l, c, shape, domain)) {
                     reject(l, std::move(*v));

@@ -254,8 +254,7 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
       c.mtp_layers > 0 ? x.mtp_layers_stage / static_cast<double>(c.mtp_layers) : 0.0;
   const bool padded = UsesCapacity(job.routing, l);
   x.pad = padded ? job.capacity_factor : 1.0;
-  const int64_t edp = l.expert_dp();
-  x.expert_fsdp = (l.fsdp > 1 && edp % l.dp == 0) ? static_cast<double>(edp / l.dp) : 1.0;
+  x.expert_fsdp = static_cast<double>(l.expert_fsdp());
   return x;
 }
 
@@ -450,9 +449,7 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   const double E = static_cast<double>(c.experts);
   const double tokens = static_cast<double>(l.mbs * job.seq_len / l.cp) / static_cast<double>(l.tp);
   const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
-  const int64_t edp = l.expert_dp();
-  const bool experts_fsdp = l.fsdp > 1 && edp % l.dp == 0 && edp / l.dp > 1;
-  if (experts_fsdp && l.moe_chunk > 1) {
+  if (l.expert_fsdp() > 1 && l.moe_chunk > 1) {
     const int64_t pooled = c.experts / l.moe_chunk;
     DropGroup g{tokens * k * static_cast<double>(pooled) / E, 1.0, std::max<int64_t>(L, 1),
                 pooled};
@@ -759,14 +756,12 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     const bool repeats_forward = recompute == Recompute::kModules ||
                                  recompute == Recompute::kMoe || recompute == Recompute::kFull;
     const double passes =
-        std::max(0.0, sh.elementwise_passes - (repeats_forward ? 0.0 : kElementwiseRecomputePasses));
-    const double bytes = elementwise_bytes_ / sh.elementwise_passes * passes *
-                         (1.0 + x.segment_recompute / 3.0);
-    tb.elementwise_seconds = bytes / (hw.hbm_tb_per_s * 1e12);
-    if (repeats_forward) {
-      // The repeated passes are recompute time (full recompute's share is counted below).
-      const double repeated = tb.elementwise_seconds * kElementwiseRecomputePasses / passes;
-      if (recompute != Recompute::kFull) tb.recompute_seconds += repeated;
+        sh.elementwise_passes - (repeats_forward ? 0.0 : kElementwiseRecomputePasses);
+    tb.elementwise_seconds = elementwise_bytes_ / sh.elementwise_passes * std::max(0.0, passes) *
+                             (1.0 + x.segment_recompute / 3.0) / (hw.hbm_tb_per_s * 1e12);
+    // The repeated passes are recompute time (full recompute's share is counted below).
+    if (recompute == Recompute::kModules || recompute == Recompute::kMoe) {
+      tb.recompute_seconds += tb.elementwise_seconds * kElementwiseRecomputePasses / passes;
     }
   }
   tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +

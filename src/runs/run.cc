@@ -54,6 +54,12 @@ bool IsTableFile(const std::string& name) {
   return EndsWith(name, ".csv") || EndsWith(name, ".jsonl");
 }
 
+// The format of a log file by its name (IsEventFile or IsTableFile holds for it).
+SourceFormat FormatOfLog(const std::string& name) {
+  if (IsEventFile(name)) return SourceFormat::kEvents;
+  return EndsWith(name, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
+}
+
 void SortEventFiles(std::vector<std::string>* files) {
   std::sort(files->begin(), files->end(), [](const std::string& a, const std::string& b) {
     const std::string na = fs::path(a).filename().string();
@@ -252,7 +258,8 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     const std::string name = path.filename().string();
     if (!IsEventFile(name) && !IsTableFile(name)) return;
     run_at(path.parent_path())
-        .unusable_files.push_back({path.string(), fmt::format("{}: {}; not read", path.string(), what)});
+        .unusable_files.push_back(
+            {path.string(), fmt::format("{}: {}; not read", path.string(), what)});
   };
   // Symlinks to directories are followed, each real directory once: links back up the tree
   // (a/up -> ..) would otherwise make the walk revisit it without end.
@@ -622,7 +629,7 @@ struct TableFileContents {
 };
 
 void ReadTableFile(const std::string& path, const LoadOptions& options, TableFileContents* out) {
-  const SourceFormat format = EndsWith(path, ".csv") ? SourceFormat::kCsv : SourceFormat::kJsonl;
+  const SourceFormat format = FormatOfLog(fs::path(path).filename().string());
   out->file = {path, format, {}, 0, true, {}};
   try {
     const std::string text = ReadTextFile(path);
@@ -753,11 +760,8 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
     run.files.push_back(std::move(file));
   }
   for (const RunDirectory::UnusableFile& entry : directory.unusable_files) {
-    const std::string name = fs::path(entry.path).filename().string();
-    const SourceFormat format = IsEventFile(name)         ? SourceFormat::kEvents
-                                : EndsWith(name, ".csv") ? SourceFormat::kCsv
-                                                         : SourceFormat::kJsonl;
-    run.files.push_back({entry.path, format, {}, 0, false, entry.reason});
+    run.files.push_back({entry.path, FormatOfLog(fs::path(entry.path).filename().string()), {}, 0,
+                         false, entry.reason});
   }
 
   // Event files whose wall-time ranges overlap were written at the same time (two ranks into one

@@ -123,6 +123,14 @@ struct Layout {
   int64_t stage_group() const { return tp * cp * dp * fsdp; }
   // Expert data parallel: replicas of each expert shard inside a stage, stage_group / (ep·etp).
   int64_t expert_dp() const { return stage_group() / (ep * etp); }
+  // The FSDP shard count of the expert weights: with FSDP (fsdp > 1) each expert shard's
+  // expert-data-parallel replicas split into dp groups of expert_dp / dp shards; 1 when there is
+  // no FSDP, or the replicas do not split evenly or are none (ep·etp past the stage group: an
+  // invalid layout), so the experts are not FSDP-sharded.
+  int64_t expert_fsdp() const {
+    const int64_t edp = expert_dp();
+    return fsdp > 1 && edp > 0 && edp % dp == 0 ? edp / dp : 1;
+  }
   int64_t data_parallel() const { return dp * fsdp; }
   // Whether the pipeline split is given explicitly (pp_first, pp_last, pp_embed, pp_loss or
   // pp_layout).
