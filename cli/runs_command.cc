@@ -19,6 +19,7 @@
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
+#include "mosaic/runs/run_digest.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
@@ -44,6 +45,7 @@ struct RunsOptions {
   bool summary = false;
   int last_k = 10;
   int threads = 0;
+  int64_t batch_mb = kDefaultBatchBytes >> 20;
 };
 
 struct CompareOptions {
@@ -82,18 +84,27 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   return options;
 }
 
-// Loads every run; what could not be read is reported per run. Throws InputError, with every
-// reason, only when nothing at all could be read.
-std::vector<Run> LoadAll(const std::vector<RunDirectory>& directories, const LoadOptions& options) {
-  std::vector<Run> runs = LoadRuns(directories, options);
-  std::vector<std::string> reasons;
-  for (const Run& run : runs) {
-    if (run.AnyFileRead()) return runs;
-    if (!run.unreadable.empty()) reasons.push_back(Printable(run.unreadable));
-    for (const SourceFile& f : run.files) reasons.push_back(Printable(f.skip_reason));
+// What could not be read is reported per run; only when nothing at all could be read is it an
+// error. Collects, batch by batch, whether any file was read and the reasons the others were not.
+class ReadCheck {
+ public:
+  void Add(const Run& run) {
+    if (run.AnyFileRead()) any_read_ = true;
+    if (any_read_) return;
+    if (!run.unreadable.empty()) reasons_.push_back(Printable(run.unreadable));
+    for (const SourceFile& f : run.files) reasons_.push_back(Printable(f.skip_reason));
   }
-  throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons, "\n  ")));
-}
+  bool any_read() const { return any_read_; }
+  // Throws InputError, with every reason, when no run had a file read.
+  void Require() const {
+    if (any_read_) return;
+    throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons_, "\n  ")));
+  }
+
+ private:
+  bool any_read_ = false;
+  std::vector<std::string> reasons_;
+};
 
 
 std::string ShortValue(double v) {
@@ -159,51 +170,31 @@ std::string Plural(int64_t count, std::string_view one, std::string_view many) {
   return fmt::format("{} {}", count, count == 1 ? one : many);
 }
 
-// Each run's series summarised (TimeSeries::Summarize), every series a task of its own on
-// `threads` threads: one pass over the points for all the tables.
-std::vector<std::vector<SeriesSummary>> SummarizeRuns(const std::vector<Run>& runs, int threads) {
-  std::vector<std::vector<SeriesSummary>> out(runs.size());
-  std::vector<std::pair<size_t, size_t>> tasks;
-  for (size_t r = 0; r < runs.size(); ++r) {
-    out[r].resize(runs[r].series.size());
-    for (size_t k = 0; k < runs[r].series.size(); ++k) tasks.emplace_back(r, k);
-  }
-  ParallelFor(tasks.size(), ThreadCount(threads), [&](size_t t) {
-    const auto [r, k] = tasks[t];
-    out[r][k] = runs[r].series[k].Summarize();
-  });
-  return out;
-}
-
 // One line per run: its last step, the final value of `tag` (or of its loss tag), that tag's
 // points and the run's findings.
-std::string RenderSummary(const std::vector<Run>& runs,
-                          const std::vector<std::vector<SeriesSummary>>& summaries,
-                          const std::vector<std::vector<Finding>>& findings,
-                          const std::string& tag) {
+std::string RenderSummary(const std::vector<RunDigest>& digests, const std::string& tag) {
   struct Row {
     std::string run, last_step, tag, final_value, points, findings;
   };
   std::vector<Row> rows;
   rows.push_back({"run", "last step", tag.empty() ? "loss tag" : "tag", "final", "points",
                   "findings"});
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& run = runs[i];
-    Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(findings[i])};
+  for (const RunDigest& digest : digests) {
+    const Run& run = digest.run;
+    Row row{Printable(run.name), "-", "-", "-", "-", FindingKinds(digest.findings)};
     int64_t last_step = 0;
     bool any = false;
-    for (size_t k = 0; k < run.series.size(); ++k) {
-      if (run.series[k].empty()) continue;
-      const int64_t last = summaries[i][k].last_step;
-      last_step = any ? std::max(last_step, last) : last;
+    for (const SeriesDigest& s : digest.series) {
+      if (s.points == 0) continue;
+      last_step = any ? std::max(last_step, s.summary.last_step) : s.summary.last_step;
       any = true;
     }
     if (any) row.last_step = fmt::format("{}", last_step);
     const TimeSeries* series = tag.empty() ? run.LossSeries() : run.FindSeries(tag);
-    if (series != nullptr && !series->empty()) {
+    if (series != nullptr && digest.Of(*series).points > 0) {
       row.tag = Printable(series->tag);
-      row.final_value = ShortValue(series->FinalValue());
-      row.points = fmt::format("{}", series->points.size());
+      row.final_value = ShortValue(digest.Of(*series).final_value);
+      row.points = fmt::format("{}", digest.Of(*series).points);
     }
     rows.push_back(std::move(row));
   }
@@ -225,20 +216,14 @@ std::string RenderSummary(const std::vector<Run>& runs,
   return out;
 }
 
-std::string RenderText(const std::vector<Run>& runs,
-                       const std::vector<std::vector<SeriesSummary>>& summaries,
-                       const std::vector<std::vector<Finding>>& findings_of_runs) {
+std::string RenderText(const std::vector<RunDigest>& digests) {
   std::string out;
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& run = runs[i];
-    const std::vector<Finding>& findings = findings_of_runs[i];
+  for (const RunDigest& digest : digests) {
+    const Run& run = digest.run;
+    const std::vector<Finding>& findings = digest.findings;
     out += fmt::format("run {} ({}; restarts: {}; {} written, {} kept)\n",
                        Printable(run.name), FilesSummary(run), ToString(run.policy),
-                       Plural(run.written_points, "point", "points"), [&] {
-                         int64_t kept = 0;
-                         for (const TimeSeries& s : run.series) kept += s.points.size();
-                         return kept;
-                       }());
+                       Plural(run.written_points, "point", "points"), digest.kept_points());
     if (!run.series.empty()) {
       // The cells first, then each column as wide as its widest cell (in terminal columns; at
       // least the widths of the usual short tags and values, a tag column of at most 60).
@@ -246,11 +231,12 @@ std::string RenderText(const std::vector<Run>& runs,
       cells.push_back({"tag", "points", "steps", "last value", "min", "findings"});
       for (size_t k = 0; k < run.series.size(); ++k) {
         const TimeSeries& s = run.series[k];
-        const SeriesSummary& summary = summaries[i][k];
-        cells.push_back({Printable(s.tag), fmt::format("{}", s.points.size()),
-                         s.empty() ? "-"
-                                   : fmt::format("{}–{}", summary.first_step, summary.last_step),
-                         ShortValue(s.FinalValue()), ShortValue(summary.min),
+        const SeriesDigest& d = digest.series[k];
+        cells.push_back({Printable(s.tag), fmt::format("{}", d.points),
+                         d.points == 0
+                             ? "-"
+                             : fmt::format("{}–{}", d.summary.first_step, d.summary.last_step),
+                         ShortValue(d.final_value), ShortValue(d.summary.min),
                          FindingKinds(findings, &s.tag)});
       }
       std::array<size_t, 5> width = {3, 8, 19, 14, 14};
@@ -299,12 +285,10 @@ nlohmann::ordered_json NumberOrNull(double v) {
   return std::isfinite(v) ? nlohmann::ordered_json(v) : nlohmann::ordered_json(nullptr);
 }
 
-std::string RenderJson(const std::vector<Run>& runs,
-                       const std::vector<std::vector<SeriesSummary>>& summaries,
-                       const std::vector<std::vector<Finding>>& findings_of_runs, int last_k) {
+std::string RenderJson(const std::vector<RunDigest>& digests) {
   nlohmann::ordered_json all = nlohmann::ordered_json::array();
-  for (size_t i = 0; i < runs.size(); ++i) {
-    const Run& run = runs[i];
+  for (const RunDigest& digest : digests) {
+    const Run& run = digest.run;
     nlohmann::ordered_json j;
     j["run"] = run.name;
     j["directory"] = run.directory;
@@ -339,17 +323,16 @@ std::string RenderJson(const std::vector<Run>& runs,
     j["files"] = files;
     nlohmann::ordered_json tags = nlohmann::ordered_json::array();
     for (size_t k = 0; k < run.series.size(); ++k) {
-      const TimeSeries& s = run.series[k];
-      const SeriesSummary& summary = summaries[i][k];
-      tags.push_back({{"tag", s.tag},
-                      {"points", s.points.size()},
-                      {"first_step", summary.first_step},
-                      {"last_step", summary.last_step},
-                      {"final", NumberOrNull(s.FinalValue())},
-                      {"mean_last_k", NumberOrNull(s.MeanOfLast(last_k))},
-                      {"k", last_k},
-                      {"min", NumberOrNull(summary.min)},
-                      {"non_finite", summary.non_finite}});
+      const SeriesDigest& d = digest.series[k];
+      tags.push_back({{"tag", run.series[k].tag},
+                      {"points", d.points},
+                      {"first_step", d.summary.first_step},
+                      {"last_step", d.summary.last_step},
+                      {"final", NumberOrNull(d.final_value)},
+                      {"mean_last_k", NumberOrNull(d.mean_last_k)},
+                      {"k", digest.last_k},
+                      {"min", NumberOrNull(d.summary.min)},
+                      {"non_finite", d.summary.non_finite}});
     }
     j["tags"] = tags;
     nlohmann::ordered_json restarts = nlohmann::ordered_json::array();
@@ -362,7 +345,7 @@ std::string RenderJson(const std::vector<Run>& runs,
     }
     j["restarts_found"] = restarts;
     nlohmann::ordered_json findings = nlohmann::ordered_json::array();
-    for (const Finding& f : findings_of_runs[i]) {
+    for (const Finding& f : digest.findings) {
       // A run-level finding (damage, an unreadable file or folder, concurrent writers) has no tag.
       findings.push_back({{"kind", ToString(f.kind)},
                           {"tag", f.tag.empty() ? nlohmann::ordered_json(nullptr)
@@ -403,11 +386,11 @@ std::string TagList(const Tags& tags) {
 
 // Throws InputError when the summary's --tag is a tag of no run, naming the tags the runs have
 // (a run without it shows "-"; with no run at all having it the table would say nothing).
-void RequireSummaryTag(const std::string& tag, const std::vector<Run>& runs) {
+void RequireSummaryTag(const std::string& tag, const std::vector<RunDigest>& digests) {
   std::set<std::string> tags;
-  for (const Run& run : runs) {
-    if (run.FindSeries(tag) != nullptr) return;
-    for (const TimeSeries& s : run.series) tags.insert(s.tag);
+  for (const RunDigest& digest : digests) {
+    if (digest.run.FindSeries(tag) != nullptr) return;
+    for (const TimeSeries& s : digest.run.series) tags.insert(s.tag);
   }
   const std::vector<std::string> known(tags.begin(), tags.end());
   throw InputError(fmt::format("--tag {}: no run has this tag{}. Tags the runs have: {}",
@@ -419,24 +402,39 @@ void RunRuns(const RunsOptions& options) {
   load.threads = options.threads;
   const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
   CheckOutputIsNotInput(options.output, LogFiles(directories));
-  const std::vector<Run> runs = LoadAll(directories, load);
+  // The runs are read a batch at a time (LoadRunsInBatches), each batch exported or digested
+  // before the next is read: the memory held is one batch's points, whatever the directory's size.
+  const int64_t batch_bytes = options.batch_mb << 20;
+  ReadCheck read;
   if (!options.export_format.empty()) {
     const ExportFormat format = ExportFormatFromString(options.export_format);
     StreamOutput(options.output, [&](const auto& write) {
-      WriteExport(runs, format, load.restarts == RestartPolicy::kAll, write, load.threads);
+      ExportWriter writer(format, load.restarts == RestartPolicy::kAll, write, load.threads);
+      LoadRunsInBatches(directories, load, batch_bytes, [&](std::vector<Run>&& batch, size_t) {
+        for (const Run& run : batch) read.Add(run);
+        // Nothing is written before some file was read: "nothing could be read" leaves no output.
+        if (read.any_read()) writer.Add(batch);
+      });
+      read.Require();
+      writer.Finish();
     });
     return;
   }
-  if (!options.json && !options.tag.empty()) RequireSummaryTag(options.tag, runs);
-  const std::vector<std::vector<Finding>> findings = CheckHealthOfRuns(runs, {}, load.threads);
-  const std::vector<std::vector<SeriesSummary>> summaries = SummarizeRuns(runs, load.threads);
+  std::vector<RunDigest> digests;
+  LoadRunsInBatches(directories, load, batch_bytes, [&](std::vector<Run>&& batch, size_t) {
+    for (const Run& run : batch) read.Add(run);
+    for (RunDigest& d : DigestRuns(std::move(batch), options.last_k, {}, load.threads)) {
+      digests.push_back(std::move(d));
+    }
+  });
+  read.Require();
+  if (!options.json && !options.tag.empty()) RequireSummaryTag(options.tag, digests);
   if (options.json) {
-    EmitOutput(options.output, RenderJson(runs, summaries, findings, options.last_k));
+    EmitOutput(options.output, RenderJson(digests));
   } else if (options.summary) {
-    EmitOutput(options.output, RenderSummary(runs, summaries, findings, options.tag));
+    EmitOutput(options.output, RenderSummary(digests, options.tag));
   } else {
-    EmitOutput(options.output, RenderSummary(runs, summaries, findings, options.tag) + "\n" +
-                                   RenderText(runs, summaries, findings));
+    EmitOutput(options.output, RenderSummary(digests, options.tag) + "\n" + RenderText(digests));
   }
 }
 
@@ -623,6 +621,12 @@ void AddRunsCommand(CLI::App& root) {
                   "is the same for any number")
       ->check(CLI::Range(0, 4096))
       ->default_val(0);
+  cmd->add_option("--batch-mb", options->batch_mb,
+                  "megabytes of log files read at once; memory holds one batch's points (about "
+                  "half its bytes), whatever the directory's size. A run larger than this is a "
+                  "batch of its own; the output is the same for any size")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->default_val(kDefaultBatchBytes >> 20);
   AddOutputOption(cmd, &options->output);
 
   auto compare = std::make_shared<CompareOptions>();

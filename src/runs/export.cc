@@ -6,6 +6,7 @@
 #include <cstring>
 #include <memory>
 #include <system_error>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -147,42 +148,64 @@ std::string FormatWallTime(double seconds) {
   return std::string(buffer, PutWallTime(buffer, seconds));
 }
 
-void WriteExport(const std::vector<Run>& runs, ExportFormat format, bool with_pass,
-                 const std::function<void(std::string_view)>& write, int threads) {
+ExportWriter::ExportWriter(ExportFormat format, bool with_pass,
+                           std::function<void(std::string_view)> write, int threads)
+    : format_(format), with_pass_(with_pass), write_(std::move(write)), threads_(threads) {}
+
+void ExportWriter::Add(const std::vector<Run>& runs) {
   // Each series' row prefix ("run,tag," or the JSON object's opening), and its blocks of rows.
   std::vector<std::string> prefixes;
   std::vector<Block> blocks;
   for (const Run& run : runs) {
-    const std::string run_field = format == ExportFormat::kCsv ? CsvField(run.name) : JsonString(run.name);
+    const std::string run_field =
+        format_ == ExportFormat::kCsv ? CsvField(run.name) : JsonString(run.name);
     for (const TimeSeries& s : run.series) {
-      prefixes.push_back(format == ExportFormat::kCsv
+      prefixes.push_back(format_ == ExportFormat::kCsv
                              ? run_field + "," + CsvField(s.tag) + ","
                              : "{\"run\": " + run_field + ", \"tag\": " + JsonString(s.tag));
       for (size_t begin = 0; begin < s.points.size(); begin += kRowsPerBlock) {
         blocks.push_back({&s, prefixes.size() - 1, begin,
-                          std::min(begin + kRowsPerBlock, s.points.size()), blocks.empty()});
+                          std::min(begin + kRowsPerBlock, s.points.size()),
+                          !any_row_ && blocks.empty()});
       }
     }
   }
-  if (format == ExportFormat::kCsv) {
-    write(with_pass ? "run,tag,step,wall_time,value,pass\n" : "run,tag,step,wall_time,value\n");
-  } else {
-    write("[");
-  }
+  if (!started_) Start();
   // Waves of a few blocks per thread: formatted in parallel, then written in order, so that the
   // text held at once is bounded by the wave whatever the number of points.
-  const int workers = ThreadCount(threads);
+  const int workers = ThreadCount(threads_);
   const size_t wave = static_cast<size_t>(workers) * 4;
   std::vector<BlockText> texts(std::min(wave, blocks.size()));
   for (size_t first = 0; first < blocks.size(); first += wave) {
     const size_t count = std::min(wave, blocks.size() - first);
     ParallelFor(count, workers, [&](size_t i) {
       const Block& block = blocks[first + i];
-      FormatBlock(block, prefixes[block.prefix], format, with_pass, &texts[i]);
+      FormatBlock(block, prefixes[block.prefix], format_, with_pass_, &texts[i]);
     });
-    for (size_t i = 0; i < count; ++i) write(std::string_view(texts[i].data.get(), texts[i].size));
+    for (size_t i = 0; i < count; ++i) write_(std::string_view(texts[i].data.get(), texts[i].size));
   }
-  if (format == ExportFormat::kJson) write(blocks.empty() ? "]\n" : "\n]\n");
+  any_row_ = any_row_ || !blocks.empty();
+}
+
+void ExportWriter::Start() {
+  started_ = true;
+  if (format_ == ExportFormat::kCsv) {
+    write_(with_pass_ ? "run,tag,step,wall_time,value,pass\n" : "run,tag,step,wall_time,value\n");
+  } else {
+    write_("[");
+  }
+}
+
+void ExportWriter::Finish() {
+  if (!started_) Start();
+  if (format_ == ExportFormat::kJson) write_(any_row_ ? "\n]\n" : "]\n");
+}
+
+void WriteExport(const std::vector<Run>& runs, ExportFormat format, bool with_pass,
+                 const std::function<void(std::string_view)>& write, int threads) {
+  ExportWriter writer(format, with_pass, write, threads);
+  writer.Add(runs);
+  writer.Finish();
 }
 
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass) {

@@ -929,4 +929,35 @@ std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
   return runs;
 }
 
+void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadOptions& options,
+                       int64_t batch_bytes,
+                       const std::function<void(std::vector<Run>&& batch, size_t first)>& consume) {
+  auto run_bytes = [](const RunDirectory& d) {
+    int64_t bytes = 0;
+    for (const auto* files : {&d.event_files, &d.table_files}) {
+      for (const std::string& path : *files) {
+        std::error_code ec;
+        const auto size = fs::file_size(path, ec);
+        if (!ec) bytes += static_cast<int64_t>(size);
+      }
+    }
+    return bytes;
+  };
+  size_t first = 0;
+  while (first < directories.size()) {
+    size_t end = first + 1;
+    int64_t bytes = run_bytes(directories[first]);
+    while (end < directories.size()) {
+      const int64_t next = run_bytes(directories[end]);
+      if (batch_bytes < 1 || bytes + next > batch_bytes) break;
+      bytes += next;
+      ++end;
+    }
+    const std::vector<RunDirectory> batch(directories.begin() + static_cast<std::ptrdiff_t>(first),
+                                          directories.begin() + static_cast<std::ptrdiff_t>(end));
+    consume(LoadRuns(batch, options), first);
+    first = end;
+  }
+}
+
 }  // namespace mosaic::runs

@@ -39,6 +39,29 @@ std::string FormatWallTime(double seconds);
 void WriteExport(const std::vector<Run>& runs, ExportFormat format, bool with_pass,
                  const std::function<void(std::string_view)>& write, int threads = 1);
 
+// WriteExport over runs given a batch at a time (LoadRunsInBatches): the text written is that of
+// WriteExport over all the batches' runs in order. The header (CSV) or the opening bracket (JSON)
+// is written with the first Add, or by Finish when there was none, so that nothing is written
+// before the first batch is read; Finish writes the JSON closing bracket and must be called once,
+// last. An exception from `write` propagates.
+class ExportWriter {
+ public:
+  ExportWriter(ExportFormat format, bool with_pass, std::function<void(std::string_view)> write,
+               int threads = 1);
+  void Add(const std::vector<Run>& runs);
+  void Finish();
+
+ private:
+  void Start();
+
+  ExportFormat format_;
+  bool with_pass_;
+  std::function<void(std::string_view)> write_;
+  int threads_;
+  bool started_ = false;
+  bool any_row_ = false;
+};
+
 // The whole export of `runs` as one string (WriteExport on one thread).
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
 

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -157,5 +158,20 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options);
 // `options.threads` threads (largest files first), then the runs assembled on as many. Identical,
 // run for run, to calling LoadRun on each with one thread.
 std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories, const LoadOptions& options);
+
+// A lab's directory may hold more points than memory: LoadRuns over consecutive batches of
+// `directories` whose log files total at most `batch_bytes` (a run larger than that is a batch of
+// its own), each batch handed to `consume` with the index in `directories` of its first run and
+// freed before the next is read. The memory held is that of one batch's points, not the whole
+// directory's; each run is the one LoadRuns would give (runs are read on their own). Batches come
+// in order, none empty (batch_bytes < 1 makes each run a batch); an exception from `consume`
+// stops the loading and propagates.
+void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadOptions& options,
+                       int64_t batch_bytes,
+                       const std::function<void(std::vector<Run>&& batch, size_t first)>& consume);
+
+// The log bytes LoadRunsInBatches holds at once by default (the points kept of them take about
+// half as much memory: 24 bytes a point, about 50 bytes a scalar record).
+inline constexpr int64_t kDefaultBatchBytes = int64_t{1} << 30;
 
 }  // namespace mosaic::runs
