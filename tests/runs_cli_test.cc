@@ -61,6 +61,26 @@ TEST(RunsCli, OutputIsTheSameOnAnyNumberOfThreads) {
   EXPECT_NE(RunMosaic("runs " + kTf2 + " --threads -1").exit_code, 0);
 }
 
+TEST(RunsCli, OutputIsTheSameForAnyBatchSize) {
+  // Every fixture directory read in batches of 1 MB (many runs to a batch, and the larger runs a
+  // batch of their own) and all at once: the table, the summary, --json and both exports agree.
+  const std::string all = "tests/fixtures/CursedSeraphim__process-tensorboard-logs "
+                          "tests/fixtures/ZeroToMax-ZYZ__study_tensorboard "
+                          "tests/fixtures/janosh__tensorboard-reducer "
+                          "tests/fixtures/orktes__go-tensorboard "
+                          "tests/fixtures/yuanjun0416__tensorboard_use";
+  for (const std::string flags : {"", " --summary", " --json", " --restarts last --export csv",
+                                  " --restarts all --export json"}) {
+    SCOPED_TRACE(flags);
+    CommandResult whole = RunMosaic("runs " + all + flags);
+    ASSERT_EQ(whole.exit_code, 0) << whole.err;
+    CommandResult batched = RunMosaic("runs " + all + flags + " --batch-mb 1");
+    EXPECT_EQ(batched.exit_code, 0) << batched.err;
+    EXPECT_EQ(batched.out, whole.out);
+  }
+  EXPECT_NE(RunMosaic("runs " + kTf2 + " --batch-mb 0").exit_code, 0);
+}
+
 TEST(RunsCli, CsvExportOfTheKnownValueFile) {
   CommandResult r = RunMosaic("runs " + kTf2 + " --export csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
