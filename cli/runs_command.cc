@@ -420,13 +420,9 @@ void RunRuns(const RunsOptions& options) {
     });
     return;
   }
-  std::vector<RunDigest> digests;
-  LoadRunsInBatches(directories, load, batch_bytes, [&](std::vector<Run>&& batch, size_t) {
-    for (const Run& run : batch) read.Add(run);
-    for (RunDigest& d : DigestRuns(std::move(batch), options.last_k, {}, load.threads)) {
-      digests.push_back(std::move(d));
-    }
-  });
+  const std::vector<RunDigest> digests =
+      ReadRunDigests(directories, load, options.last_k, {}, batch_bytes);
+  for (const RunDigest& d : digests) read.Add(d.run);
   read.Require();
   if (!options.json && !options.tag.empty()) RequireSummaryTag(options.tag, digests);
   if (options.json) {

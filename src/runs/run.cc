@@ -23,6 +23,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/parallel_for.h"
 #include "mosaic/util/text_input.h"
+#include "run_loading.h"
 
 namespace mosaic::runs {
 namespace fs = std::filesystem;
@@ -79,6 +80,8 @@ struct TagAccumulator {
   bool float32 = true;
   bool increasing = true;  // every step larger than the one before it
   std::vector<ScalarPoint> points;
+  // In a streamed load (LoadRunsWith with a stream), the points digested instead of kept.
+  std::unique_ptr<detail::SeriesStream> stream;
   std::vector<std::pair<size_t, int32_t>> sources;  // (first point index, source) per change
   std::vector<std::pair<int64_t, size_t>> purges;   // (purge step, points written before it)
   std::string_view tag;                   // the table's key
@@ -94,6 +97,15 @@ struct TagAccumulator {
   // this accumulator has none yet.
   void Append(TagAccumulator&& file, int32_t source) {
     float32 = float32 && file.float32;
+    if (file.stream != nullptr) {  // the stream knows whether its steps only increase
+      if (stream == nullptr) {
+        stream = std::move(file.stream);
+      } else {
+        stream->Append(std::move(*file.stream));
+        file.stream.reset();
+      }
+      return;
+    }
     if (file.points.empty()) return;
     if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
     if (points.empty()) {
@@ -490,8 +502,9 @@ struct FilePart {
   int64_t file_bytes = 0;
 };
 
+// `stream`: digest the points (SeriesStream) instead of keeping them, or null.
 void ReadEventFile(const std::string& path, const LoadOptions& options, const FilePart& part,
-                   EventFileContents* out) {
+                   const detail::SeriesStreamOptions* stream, EventFileContents* out) {
   out->file = {path, SourceFormat::kEvents, {}, 0, true, {}};
   const int64_t file_bytes = part.file_bytes;
   std::optional<EventFileReader> opened;
@@ -524,6 +537,13 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, const Fi
         previous = &acc;
         if (!acc.keep) break;
         acc.float32 = acc.float32 && item.float32;
+        if (stream != nullptr) {
+          if (acc.stream == nullptr) {
+            acc.stream = std::make_unique<detail::SeriesStream>(*stream, std::string(acc.tag));
+          }
+          acc.stream->Add({item.step, item.wall_time_seconds, item.value});
+          break;
+        }
         if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
         acc.points.push_back({item.step, item.wall_time_seconds, item.value});
         if (++points == kPointsBeforeEstimate && file_bytes > 0 &&
@@ -650,9 +670,12 @@ struct RunContents {
 };
 
 // Merges the files of `directory` (read into `contents`, in file order) into a run and applies
-// the restart policy.
-Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunContents contents) {
-  Run run;
+// the restart policy; `streamed`: the files were read with streams (LoadedRun says whether the
+// streams can stand for the points).
+detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& options,
+                              RunContents contents, bool streamed) {
+  detail::LoadedRun loaded;
+  Run& run = loaded.run;
   run.name = directory.name;
   run.directory = directory.directory;
   run.policy = options.restarts;
@@ -670,6 +693,7 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
       continue;
     }
     for (std::unique_ptr<EventFileContents>& part : parts) {
+      if (streamed && !part->purges.empty()) loaded.needs_points = true;
       // Purge markers first: each counts, for every tag of the run, the points before this part
       // plus the part's own before the marker.
       for (const EventFileContents::Purge& purge : part->purges) {
@@ -724,6 +748,7 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
     SourceFile file = std::move(read.file);
     const std::string& path = file.path;
     if (read.log) {
+      if (streamed) loaded.needs_points = true;
       const TableLog& log = *read.log;
       for (const TagPoints& tag : log.tags) {
         TagAccumulator& acc = scalars[tag.tag];
@@ -782,6 +807,17 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
   }
 
   for (auto& [tag, acc] : scalars.by_tag()) {
+    if (streamed) {
+      if (!acc.keep || acc.stream == nullptr || acc.stream->count() == 0) continue;
+      run.written_points += acc.stream->count();
+      TimeSeries series;
+      series.run = run.name;
+      series.tag = tag;
+      series.float32 = acc.float32;
+      run.series.push_back(std::move(series));
+      loaded.streams.push_back(std::move(acc.stream));
+      continue;
+    }
     if (!acc.keep || acc.points.empty()) continue;
     run.written_points += static_cast<int64_t>(acc.points.size());
     TimeSeries series;
@@ -822,7 +858,7 @@ Run AssembleRun(const RunDirectory& directory, const LoadOptions& options, RunCo
     acc.series.tag = tag;
     run.histograms.push_back(acc.series);
   }
-  return run;
+  return loaded;
 }
 
 }  // namespace
@@ -833,6 +869,17 @@ Run LoadRun(const RunDirectory& directory, const LoadOptions& options) {
 
 std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
                           const LoadOptions& options) {
+  std::vector<detail::LoadedRun> loaded = detail::LoadRunsWith(directories, options, nullptr);
+  std::vector<Run> runs;
+  runs.reserve(loaded.size());
+  for (detail::LoadedRun& r : loaded) runs.push_back(std::move(r.run));
+  return runs;
+}
+
+namespace detail {
+
+std::vector<LoadedRun> LoadRunsWith(const std::vector<RunDirectory>& directories,
+                                    const LoadOptions& options, const SeriesStreamOptions* stream) {
   const int threads = ThreadCount(options.threads);
   // Every file of every run is a task, and an event file large against the share of one thread
   // (and at least twice options.min_part_bytes) is read in parts, one task each, so that one
@@ -896,7 +943,7 @@ std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
       const bool last = task.part + 1 == file.begins.size();
       FilePart part{{file.begins[task.part], last ? -1 : file.begins[task.part + 1]},
                     task.part == 0 ? file.bytes : task.bytes, file.bytes};
-      ReadEventFile(d.event_files[file.file], options, part,
+      ReadEventFile(d.event_files[file.file], options, part, stream,
                     c.event_files[file.file][task.part].get());
     } else {
       ReadTableFile(d.table_files[file.file - events], options,
@@ -920,18 +967,17 @@ std::vector<Run> LoadRuns(const std::vector<RunDirectory>& directories,
     parts.clear();
     parts.push_back(std::make_unique<EventFileContents>(options));
     ReadEventFile(directories[file.run].event_files[file.file], options,
-                  {{}, file.bytes, file.bytes}, parts.front().get());
+                  {{}, file.bytes, file.bytes}, stream, parts.front().get());
   });
-  std::vector<Run> runs(directories.size());
+  std::vector<LoadedRun> runs(directories.size());
   ParallelFor(directories.size(), threads, [&](size_t r) {
-    runs[r] = AssembleRun(directories[r], options, std::move(contents[r]));
+    runs[r] = AssembleRun(directories[r], options, std::move(contents[r]), stream != nullptr);
   });
   return runs;
 }
 
-void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadOptions& options,
-                       int64_t batch_bytes,
-                       const std::function<void(std::vector<Run>&& batch, size_t first)>& consume) {
+std::vector<std::pair<size_t, size_t>> RunBatches(const std::vector<RunDirectory>& directories,
+                                                  int64_t batch_bytes) {
   auto run_bytes = [](const RunDirectory& d) {
     int64_t bytes = 0;
     for (const auto* files : {&d.event_files, &d.table_files}) {
@@ -943,6 +989,7 @@ void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadO
     }
     return bytes;
   };
+  std::vector<std::pair<size_t, size_t>> batches;
   size_t first = 0;
   while (first < directories.size()) {
     size_t end = first + 1;
@@ -953,10 +1000,21 @@ void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadO
       bytes += next;
       ++end;
     }
+    batches.emplace_back(first, end);
+    first = end;
+  }
+  return batches;
+}
+
+}  // namespace detail
+
+void LoadRunsInBatches(const std::vector<RunDirectory>& directories, const LoadOptions& options,
+                       int64_t batch_bytes,
+                       const std::function<void(std::vector<Run>&& batch, size_t first)>& consume) {
+  for (const auto& [first, end] : detail::RunBatches(directories, batch_bytes)) {
     const std::vector<RunDirectory> batch(directories.begin() + static_cast<std::ptrdiff_t>(first),
                                           directories.begin() + static_cast<std::ptrdiff_t>(end));
     consume(LoadRuns(batch, options), first);
-    first = end;
   }
 }
 

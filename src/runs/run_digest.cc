@@ -1,9 +1,15 @@
 #include "mosaic/runs/run_digest.h"
 
+#include <re2/re2.h>
+
 #include <cassert>
+#include <memory>
 #include <utility>
 
 #include "mosaic/util/parallel_for.h"
+#include "run_loading.h"
+#include "series_checks.h"
+#include "series_stream.h"
 
 namespace mosaic::runs {
 
@@ -41,6 +47,51 @@ std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k, const Hea
     out[r].run = std::move(runs[r]);
     out[r].findings = std::move(findings[r]);
     out[r].last_k = last_k;
+  }
+  return out;
+}
+
+std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directories,
+                                      const LoadOptions& options, int last_k,
+                                      const HealthOptions& health, int64_t batch_bytes) {
+  const std::unique_ptr<RE2> spike_tags = detail::CompileSpikeTags(health);
+  const detail::SeriesStreamOptions stream{&health, spike_tags.get(), last_k};
+  std::vector<RunDigest> out;
+  out.reserve(directories.size());
+  for (const auto& [first, end] : detail::RunBatches(directories, batch_bytes)) {
+    const std::vector<RunDirectory> batch(directories.begin() + static_cast<std::ptrdiff_t>(first),
+                                          directories.begin() + static_cast<std::ptrdiff_t>(end));
+    std::vector<detail::LoadedRun> streamed = detail::LoadRunsWith(batch, options, &stream);
+    std::vector<RunDigest> digests(batch.size());
+    std::vector<char> digested(batch.size(), 0);
+    ParallelFor(batch.size(), ThreadCount(options.threads), [&](size_t r) {
+      detail::LoadedRun& loaded = streamed[r];
+      bool usable = !loaded.needs_points;
+      for (const auto& s : loaded.streams) usable = usable && s->DecidedWithoutPoints();
+      if (!usable) return;
+      digested[r] = 1;
+      RunDigest& d = digests[r];
+      d.findings = detail::RunFindings(loaded.run);
+      for (const auto& s : loaded.streams) {
+        d.series.push_back(s->Digest());
+        s->Report(&d.findings);
+      }
+      d.run = std::move(loaded.run);
+      d.last_k = last_k;
+    });
+    std::vector<size_t> with_points;
+    for (size_t r = 0; r < batch.size(); ++r) {
+      if (digested[r] == 0) with_points.push_back(r);
+    }
+    streamed.clear();
+    if (!with_points.empty()) {
+      std::vector<RunDirectory> again;
+      for (size_t r : with_points) again.push_back(batch[r]);
+      std::vector<RunDigest> loaded = DigestRuns(LoadRuns(again, options), last_k, health,
+                                                 options.threads);
+      for (size_t i = 0; i < with_points.size(); ++i) digests[with_points[i]] = std::move(loaded[i]);
+    }
+    for (RunDigest& d : digests) out.push_back(std::move(d));
   }
   return out;
 }

@@ -220,6 +220,10 @@ class SpikeTest {
     window_.Push(p.value);
   }
 
+  // Takes `value` into the window without testing it (the window of a stretch whose first values
+  // are tested later, against the values before the stretch).
+  void Push(double value) { window_.Push(value); }
+
   // Puts the window in the state it has before point `begin` of `points`: the last
   // spike_window finite values before it (a part of a long series tested on its own thread).
   void Prime(const std::vector<ScalarPoint>& points, size_t begin) {

@@ -41,4 +41,18 @@ struct RunDigest {
 std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k,
                                   const HealthOptions& health = {}, int threads = 1);
 
+// The digests of `directories` (in their order) without keeping their points where that gives
+// the same figures and findings: each run's series are digested while its files are read
+// (health.h's checks run on the stream, a file read in parts joined as one pass would see it),
+// and a run that needs its points (a step that goes back, a purge marker under `last`, CSV or
+// JSONL logs, a step gap or a possible stall, whose tests need the series' medians) is loaded and
+// digested with them (DigestRuns). Runs are read in batches of at most `batch_bytes` of logs, as
+// LoadRunsInBatches reads them. The result is that of DigestRuns(LoadRuns(directories, options))
+// (tested on every fixture and on files built to cross each of these rules), on any number of
+// threads; memory is bounded by the batches loaded with their points.
+std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directories,
+                                      const LoadOptions& options, int last_k,
+                                      const HealthOptions& health = {},
+                                      int64_t batch_bytes = kDefaultBatchBytes);
+
 }  // namespace mosaic::runs
