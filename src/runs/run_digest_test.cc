@@ -3,11 +3,17 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+#include <unistd.h>
+
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
+#include "mosaic/runs/event_writer.h"
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
@@ -157,6 +163,158 @@ TEST(DigestRuns, FiguresAndFindingsAreThoseOfTheLoadedRuns) {
       EXPECT_GT(points, 10000);
     }
   }
+}
+
+// Every figure and finding of two digests, as text (NaN equal to NaN).
+std::string Describe(const RunDigest& d) {
+  std::string text = Describe(d.run) + fmt::format("k={} kept={}\n", d.last_k, d.kept_points());
+  for (size_t k = 0; k < d.series.size(); ++k) {
+    const SeriesDigest& s = d.series[k];
+    text += fmt::format("{} {} float32={}: {} points, {}..{}, min {}, {} non-finite, final {}, "
+                        "mean {}\n",
+                        d.run.series[k].tag, d.run.series[k].points.size(),
+                        d.run.series[k].float32, s.points, s.summary.first_step,
+                        s.summary.last_step, s.summary.min, s.summary.non_finite, s.final_value,
+                        s.mean_last_k);
+  }
+  for (const HistogramSeries& h : d.run.histograms) text += fmt::format("hist {} {}\n", h.tag, h.points);
+  for (const Finding& f : d.findings) {
+    text += fmt::format("{} {} [{}] {}\n", ToString(f.kind), f.tag, fmt::join(f.steps, ","),
+                        f.message);
+  }
+  return text;
+}
+
+void ExpectSameDigests(const std::vector<RunDirectory>& directories, const LoadOptions& options,
+                       int last_k, const HealthOptions& health) {
+  const std::vector<RunDigest> expected = DigestRuns(LoadRuns(directories, options), last_k, health);
+  for (int64_t batch_bytes : {int64_t{1}, kDefaultBatchBytes}) {
+    const std::vector<RunDigest> streamed =
+        ReadRunDigests(directories, options, last_k, health, batch_bytes);
+    ASSERT_EQ(streamed.size(), expected.size());
+    for (size_t r = 0; r < expected.size(); ++r) {
+      EXPECT_EQ(Describe(streamed[r]), Describe(expected[r])) << expected[r].run.name;
+    }
+  }
+}
+
+TEST(ReadRunDigests, RealFixturesAsDigestedWithTheirPoints) {
+  std::vector<RunDirectory> directories = ManyRuns();
+  const std::vector<RunDirectory> more = DiscoverRuns(
+      {kFixtures + "orktes__go-tensorboard", kFixtures + "yuanjun0416__tensorboard_use"});
+  directories.insert(directories.end(), more.begin(), more.end());
+  for (RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    for (int threads : {1, 3}) {
+      SCOPED_TRACE(fmt::format("{} on {} threads", ToString(policy), threads));
+      LoadOptions options;
+      options.restarts = policy;
+      options.threads = threads;
+      options.min_part_bytes = 2048;  // the larger files in parts
+      ExpectSameDigests(directories, options, 10, {});
+    }
+  }
+}
+
+// Event files built to cross every rule of the streamed digest: spikes, non-finite values and a
+// skip counter on both sides of where the parts of a file meet and where files meet, irregular
+// intervals that cannot make a gap, and runs that need their points (a gap, a stall, a restart,
+// a purge, a CSV log).
+TEST(ReadRunDigests, FilesInPartsAndRunsThatNeedTheirPoints) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_digest_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  auto write_run = [&](const std::string& name, int files, int points, auto step_of, auto wall_of,
+                       auto value_of, bool purge = false, bool csv = false) {
+    const std::filesystem::path run = dir / name;
+    std::filesystem::create_directories(run);
+    int i = 0;
+    for (int f = 0; f < files; ++f) {
+      std::string bytes = FrameRecord(EncodeFileVersionEvent(wall_of(i)));
+      if (purge && f == 1) bytes += FrameRecord(EncodeSessionStartEvent(wall_of(i), step_of(i)));
+      for (int n = 0; n < points / files; ++n, ++i) {
+        const int64_t step = step_of(i);
+        const double wall = wall_of(i);
+        bytes += FrameRecord(EncodeScalarEvent(wall, step, "train/loss", value_of(i)));
+        bytes += FrameRecord(EncodeScalarEvent(wall, step, "grad_norm", value_of(i + 7) * 0.5,
+                                               ScalarEncoding::kTensorContent));
+        bytes += FrameRecord(EncodeScalarEvent(wall, step, "skipped_steps", i / 37));
+        if (i % 5 == 0) bytes += FrameRecord(EncodeScalarEvent(wall, step, "lr", 1e-3 * i));
+      }
+      std::ofstream((run / fmt::format("events.out.tfevents.{}.host", 1000 + f)).string(),
+                    std::ios::binary)
+          << bytes;
+    }
+    if (csv) std::ofstream((run / "metrics.csv").string()) << "step,acc\n1,0.5\n2,0.6\n";
+  };
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double inf = std::numeric_limits<double>::infinity();
+  // Spikes every 97 points (some within the first 50 finite values of a part), NaN and inf.
+  auto bumpy = [&](int i) {
+    if (i % 211 == 13) return nan;
+    if (i % 307 == 5) return inf;
+    return 2.0 + 1.0 / (1 + 0.01 * i) + 0.001 * (i % 3) + (i % 97 == 40 ? 5.0 : 0.0);
+  };
+  auto regular = [](int i) { return int64_t{10} * i; };
+  auto irregular = [](int i) { return int64_t{3} * i + (i % 2); };  // intervals 3 and 2 and 4
+  auto wall = [](int i) { return 1.7e9 + 2.0 * i; };
+  write_run("regular", 1, 3000, regular, wall, bumpy);
+  write_run("three_files", 3, 3000, regular, wall, bumpy);
+  write_run("irregular", 2, 2000, irregular, wall, bumpy);
+  write_run("gap", 1, 2000, [](int i) { return int64_t{i} + (i >= 1000 ? 500 : 0); }, wall, bumpy);
+  write_run("stall", 1, 2000, regular, [](int i) { return 1.7e9 + i + (i >= 700 ? 4000.0 : 0); },
+            bumpy);
+  write_run("restart", 2, 2000, [](int i) { return int64_t{i % 1200}; }, wall, bumpy);
+  write_run("purge", 2, 2000, regular, wall, bumpy, true);
+  write_run("csv", 1, 1000, regular, wall, bumpy, false, true);
+  write_run("short", 1, 2, regular, wall, bumpy);
+  const std::vector<RunDirectory> directories = DiscoverRuns(dir.string());
+  ASSERT_EQ(directories.size(), 9u);
+  {
+    LoadOptions parts;
+    parts.threads = 7;
+    parts.min_part_bytes = 1;
+    EXPECT_GE(LoadRuns({directories.front()}, parts).front().files.front().parts, 5);
+  }
+  HealthOptions small_window;
+  small_window.spike_window = 7;
+  small_window.spike_min_points = 3;
+  for (RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast, RestartPolicy::kAll}) {
+    for (int threads : {1, 2, 7}) {
+      for (int64_t part_bytes : {int64_t{1}, int64_t{5000}, int64_t{16} << 20}) {
+        SCOPED_TRACE(fmt::format("{} on {} threads, parts of {}", ToString(policy), threads,
+                                 part_bytes));
+        LoadOptions options;
+        options.restarts = policy;
+        options.threads = threads;
+        options.min_part_bytes = part_bytes;
+        ExpectSameDigests(directories, options, 10, {});
+        ExpectSameDigests(directories, options, 80, small_window);
+        // One run at a time: its single file is then read in parts, one per thread.
+        if (threads > 1 && part_bytes < 5000) {
+          for (const RunDirectory& d : directories) {
+            ExpectSameDigests({d}, options, 10, {});
+            ExpectSameDigests({d}, options, 80, small_window);
+          }
+        }
+      }
+    }
+  }
+  // The runs that need their points are those named so; the others' digests found spikes,
+  // non-finite values and skipped updates.
+  LoadOptions options;
+  options.threads = 7;
+  options.min_part_bytes = 1;
+  const std::vector<RunDigest> digests = ReadRunDigests(directories, options, 10);
+  std::string kinds;
+  for (const RunDigest& d : digests) {
+    for (const Finding& f : d.findings) kinds += d.run.name + ":" + std::string(ToString(f.kind)) + " ";
+  }
+  for (const char* expected : {"regular:spike", "regular:non-finite", "regular:skipped-update",
+                               "three_files:spike", "irregular:spike", "gap:step-gap",
+                               "stall:stall", "restart:restart"}) {
+    EXPECT_NE(kinds.find(expected), std::string::npos) << expected << " in " << kinds;
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace
