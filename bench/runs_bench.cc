@@ -35,6 +35,7 @@
 #include "mosaic/runs/event_writer.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
+#include "mosaic/runs/run_digest.h"
 #include "mosaic/runs/tfrecord_reader.h"
 
 namespace {
@@ -257,14 +258,30 @@ void BM_LoadRun(benchmark::State& state) {
   });
 }
 
-// What `mosaic runs DIR` computes before printing: the runs loaded and their health checked.
+// What `mosaic runs DIR` computes before printing: each run's series digested and checked while
+// read, on every core (ReadRunDigests; no point kept).
 void BM_SummaryPass(benchmark::State& state) {
   Timed(state, [&] {
     LoadOptions options;
     options.threads = 0;
-    std::vector<Run> runs = LoadRuns(DiscoverRuns(File().directory), options);
+    const std::vector<RunDigest> digests =
+        ReadRunDigests(DiscoverRuns(File().directory), options, 10);
     size_t findings = 0;
-    for (const Run& run : runs) findings += CheckHealth(run).size();
+    for (const RunDigest& d : digests) findings += d.findings.size();
+    benchmark::DoNotOptimize(findings);
+  });
+}
+
+// The summary pass as it was before digesting while reading: the runs loaded with every point,
+// then checked (the baseline of BM_SummaryPass).
+void BM_SummaryPassWithPoints(benchmark::State& state) {
+  Timed(state, [&] {
+    LoadOptions options;
+    options.threads = 0;
+    std::vector<Run> runs = LoadRuns(DiscoverRuns(File().directory), options);
+    const std::vector<RunDigest> digests = DigestRuns(std::move(runs), 10, {}, 0);
+    size_t findings = 0;
+    for (const RunDigest& d : digests) findings += d.findings.size();
     benchmark::DoNotOptimize(findings);
   });
 }
@@ -309,6 +326,7 @@ BENCHMARK(BM_ReadRecords)->Iterations(3)->Unit(benchmark::kMillisecond)->UseReal
 BENCHMARK(BM_ReadScalars)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadRun)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SummaryPass)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SummaryPassWithPoints)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CliSummary)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CliExportCsv)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadRunsDirectory)->Arg(1)->Arg(0)->Iterations(3)->Unit(benchmark::kMillisecond)
