@@ -75,6 +75,9 @@ void SortEventFiles(std::vector<std::string>* files) {
 // One tag's points in write order (pass 1), with what the restart policy needs on the side: the
 // first point of each source file and, under `last`, where purge markers fell. When the steps
 // only ever increase (the common case), the points are already the series and are moved into it.
+// In a streamed load, the points of a tag a file keeps before it streams them.
+constexpr size_t kPointsBeforeStream = 64;
+
 struct TagAccumulator {
   bool keep = true;
   bool float32 = true;
@@ -87,6 +90,21 @@ struct TagAccumulator {
   std::string_view tag;                   // the table's key
   TagAccumulator* next_seen = nullptr;    // the tag that followed this one last time
 
+  // A point of a streamed load: kept as is while the file has few of this tag (a file of
+  // hundreds of tags logged once costs no stream per tag), then streamed.
+  void StreamPoint(const ScalarPoint& p, const detail::SeriesStreamOptions& options) {
+    if (stream == nullptr) {
+      if (points.size() < kPointsBeforeStream) {
+        points.push_back(p);
+        return;
+      }
+      stream = std::make_unique<detail::SeriesStream>(options);
+      for (const ScalarPoint& q : points) stream->Add(q, tag);
+      std::vector<ScalarPoint>().swap(points);
+    }
+    stream->Add(p, tag);
+  }
+
   void Add(int64_t step, double wall_time_seconds, double value, int32_t source) {
     if (!points.empty() && step <= points.back().step) increasing = false;
     if (sources.empty() || sources.back().second != source) sources.emplace_back(points.size(), source);
@@ -94,14 +112,20 @@ struct TagAccumulator {
   }
 
   // Appends the points of `file` (one source file's accumulator of this tag), moving them when
-  // this accumulator has none yet.
-  void Append(TagAccumulator&& file, int32_t source) {
+  // this accumulator has none yet. In a streamed load (`streamed` not null), appends the file's
+  // stream, or a stream of the few points it kept instead (StreamPoint).
+  void Append(TagAccumulator&& file, int32_t source, const detail::SeriesStreamOptions* streamed) {
     float32 = float32 && file.float32;
-    if (file.stream != nullptr) {  // the stream knows whether its steps only increase
-      if (stream == nullptr) {
+    if (streamed != nullptr) {  // the stream knows whether its steps only increase
+      if (file.stream == nullptr) {
+        if (file.points.empty()) return;
+        if (stream == nullptr) stream = std::make_unique<detail::SeriesStream>(*streamed);
+        for (const ScalarPoint& p : file.points) stream->Add(p, tag);
+        std::vector<ScalarPoint>().swap(file.points);
+      } else if (stream == nullptr) {
         stream = std::move(file.stream);
       } else {
-        stream->Append(std::move(*file.stream));
+        stream->Append(std::move(*file.stream), tag);
         file.stream.reset();
       }
       return;
@@ -538,10 +562,7 @@ void ReadEventFile(const std::string& path, const LoadOptions& options, const Fi
         if (!acc.keep) break;
         acc.float32 = acc.float32 && item.float32;
         if (stream != nullptr) {
-          if (acc.stream == nullptr) {
-            acc.stream = std::make_unique<detail::SeriesStream>(*stream, std::string(acc.tag));
-          }
-          acc.stream->Add({item.step, item.wall_time_seconds, item.value});
+          acc.StreamPoint({item.step, item.wall_time_seconds, item.value}, *stream);
           break;
         }
         if (!acc.points.empty() && item.step <= acc.points.back().step) acc.increasing = false;
@@ -670,10 +691,11 @@ struct RunContents {
 };
 
 // Merges the files of `directory` (read into `contents`, in file order) into a run and applies
-// the restart policy; `streamed`: the files were read with streams (LoadedRun says whether the
-// streams can stand for the points).
+// the restart policy; `stream`: the files were read with streams of these options (LoadedRun
+// says whether the streams can stand for the points), or null.
 detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& options,
-                              RunContents contents, bool streamed) {
+                              RunContents contents, const detail::SeriesStreamOptions* stream) {
+  const bool streamed = stream != nullptr;
   detail::LoadedRun loaded;
   Run& run = loaded.run;
   run.name = directory.name;
@@ -709,7 +731,7 @@ detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& 
       for (auto& [tag, file_acc] : part->scalars.by_tag()) {
         TagAccumulator& acc = scalars[tag];
         if (!acc.keep) continue;
-        acc.Append(std::move(file_acc), source);
+        acc.Append(std::move(file_acc), source, stream);
       }
       for (auto& [tag, file_acc] : part->histograms.by_tag()) {
         HistogramAccumulator& acc = histograms[tag];
@@ -971,7 +993,7 @@ std::vector<LoadedRun> LoadRunsWith(const std::vector<RunDirectory>& directories
   });
   std::vector<LoadedRun> runs(directories.size());
   ParallelFor(directories.size(), threads, [&](size_t r) {
-    runs[r] = AssembleRun(directories[r], options, std::move(contents[r]), stream != nullptr);
+    runs[r] = AssembleRun(directories[r], options, std::move(contents[r]), stream);
   });
   return runs;
 }

@@ -54,6 +54,16 @@ std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k, const Hea
 std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directories,
                                       const LoadOptions& options, int last_k,
                                       const HealthOptions& health, int64_t batch_bytes) {
+  if (last_k > detail::kMaxStreamedLastK) {
+    // Each stretch of a stream would carry last_k values: the points are loaded instead.
+    std::vector<RunDigest> out;
+    LoadRunsInBatches(directories, options, batch_bytes, [&](std::vector<Run>&& batch, size_t) {
+      for (RunDigest& d : DigestRuns(std::move(batch), last_k, health, options.threads)) {
+        out.push_back(std::move(d));
+      }
+    });
+    return out;
+  }
   const std::unique_ptr<RE2> spike_tags = detail::CompileSpikeTags(health);
   const detail::SeriesStreamOptions stream{&health, spike_tags.get(), last_k};
   std::vector<RunDigest> out;
@@ -72,9 +82,9 @@ std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directori
       digested[r] = 1;
       RunDigest& d = digests[r];
       d.findings = detail::RunFindings(loaded.run);
-      for (const auto& s : loaded.streams) {
-        d.series.push_back(s->Digest());
-        s->Report(&d.findings);
+      for (size_t k = 0; k < loaded.streams.size(); ++k) {
+        d.series.push_back(loaded.streams[k]->Digest());
+        loaded.streams[k]->Report(loaded.run.series[k].tag, &d.findings);
       }
       d.run = std::move(loaded.run);
       d.last_k = last_k;

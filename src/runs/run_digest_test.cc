@@ -317,5 +317,62 @@ TEST(ReadRunDigests, FilesInPartsAndRunsThatNeedTheirPoints) {
   std::filesystem::remove_all(dir);
 }
 
+// A run of many files that each log hundreds of tags a few times (per-layer diagnostics written
+// by a new file each step) between files of many steps, and a k beyond what streams keep values
+// for.
+TEST(ReadRunDigests, ManyFilesOfManyTagsAndALargeK) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_wide_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "wide");
+  int next_step = 0;
+  for (int f = 0; f < 40; ++f) {
+    std::string bytes = FrameRecord(EncodeFileVersionEvent(1.7e9 + next_step));
+    // Every fifth file holds 100 steps (streamed while read), the others 1 to 3 (kept as points
+    // and streamed into the run's series after the streamed files before them).
+    const int points = f % 5 == 0 ? 100 : 1 + f % 3;
+    for (int point = 0; point < points; ++point) {
+      const int step = next_step++;
+      for (int t = 0; t < 300; ++t) {
+        const double value = 1.0 + 0.01 * t + (step % 17 == 3 && t % 7 == 0 ? 40.0 : 0.001 * step);
+        bytes += FrameRecord(EncodeScalarEvent(1.7e9 + step, step,
+                                               fmt::format("layer{}/grad_norm", t), value));
+      }
+      bytes += FrameRecord(EncodeScalarEvent(1.7e9 + step, step, "train/loss", 3.0 - 0.01 * step));
+    }
+    std::ofstream((dir / "wide" / fmt::format("events.out.tfevents.{}.host", 2000 + f)).string(),
+                  std::ios::binary)
+        << bytes;
+  }
+  const std::vector<RunDirectory> directories = DiscoverRuns(dir.string());
+  ASSERT_EQ(directories.size(), 1u);
+  HealthOptions small_window;
+  small_window.spike_window = 4;
+  small_window.spike_min_points = 2;
+  for (int threads : {1, 4}) {
+    LoadOptions options;
+    options.threads = threads;
+    for (int last_k : {1, 10, 5000}) {
+      SCOPED_TRACE(fmt::format("k {} on {} threads", last_k, threads));
+      ExpectSameDigests(directories, options, last_k, {});
+      ExpectSameDigests(directories, options, last_k, small_window);
+    }
+  }
+  // The run is streamed (steps only increase, no gap, no stall): its series' streams stand for
+  // the points, which a run needing them would not show as a difference here.
+  for (const RunDigest& d : ReadRunDigests(directories, {}, 10)) {
+    for (const Finding& f : d.findings) {
+      EXPECT_NE(f.kind, FindingKind::kStepGap);
+      EXPECT_NE(f.kind, FindingKind::kStall);
+    }
+  }
+  // The small window finds the spikes of the per-layer tags.
+  const std::vector<RunDigest> digests = ReadRunDigests(directories, {}, 10, small_window);
+  int spikes = 0;
+  for (const Finding& f : digests.front().findings) spikes += f.kind == FindingKind::kSpike;
+  EXPECT_GT(spikes, 10);
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mosaic::runs

@@ -247,6 +247,23 @@ class SpikeTest {
     }
   }
 
+  // Takes in the spikes of the part of the series before this one's (ahead of this one's; the
+  // earlier of equally large spikes is the largest, as in one pass).
+  void Prepend(const SpikeTest& earlier) {
+    spikes_.insert(spikes_.begin(), earlier.spikes_.begin(), earlier.spikes_.end());
+    if (earlier.worst_sigmas_ >= worst_sigmas_) {
+      worst_sigmas_ = earlier.worst_sigmas_;
+      worst_step_ = earlier.worst_step_;
+    }
+  }
+
+  // Append(later), and the window of `later`, which tested the points that follow this one's:
+  // the test then goes on as one pass over both parts would.
+  void AppendAndTakeWindow(SpikeTest&& later) {
+    Append(later);
+    window_ = std::move(later.window_);
+  }
+
   // The finding, if any spike was seen.
   void Report(const std::string& tag, std::vector<Finding>* out) const {
     if (spikes_.empty()) return;

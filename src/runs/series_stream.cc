@@ -2,57 +2,69 @@
 
 #include <algorithm>
 #include <cassert>
+#include <string>
 #include <utility>
 
 namespace mosaic::runs::detail {
 
-SeriesStream::SeriesStream(const SeriesStreamOptions& options, const std::string& tag)
-    : options_(options), tag_(tag), skip_tag_(IsSkipTag(tag)) {
-  const HealthOptions& health = *options.health;
-  head_capacity_ = std::max(health.spike_window, 0);
-  tail_.resize(static_cast<size_t>(std::max({health.spike_window, options.last_k, 1})));
-  if (RE2::PartialMatch(tag, *options.spike_tags)) spikes_.emplace(health);
+bool SeriesStream::IsSkipTag(std::string_view tag) {
+  if (skip_tag_ < 0) skip_tag_ = detail::IsSkipTag(std::string(tag)) ? 1 : 0;
+  return skip_tag_ == 1;
+}
+
+bool SeriesStream::IsSpikeTag(std::string_view tag) {
+  if (spike_tag_ < 0) spike_tag_ = RE2::PartialMatch(tag, *options_.spike_tags) ? 1 : 0;
+  return spike_tag_ == 1;
+}
+
+void SeriesStream::LeaveHead(std::string_view tag) {
+  past_head_ = true;
+  for (const ScalarPoint& p : head_) PushTail(p.value);
+  if (IsSpikeTag(tag)) {
+    spikes_ = std::make_unique<SpikeTest>(*options_.health);
+    for (const ScalarPoint& p : head_) spikes_->Push(p.value);
+  }
 }
 
 std::vector<double> SeriesStream::TailValues() const {
-  const auto capacity = static_cast<int64_t>(tail_.size());
   std::vector<double> values;
-  if (finite_ < capacity) {
-    values.assign(tail_.begin(), tail_.begin() + finite_);
-  } else {
-    values.assign(tail_.begin() + static_cast<std::ptrdiff_t>(tail_next_), tail_.end());
-    values.insert(values.end(), tail_.begin(),
-                  tail_.begin() + static_cast<std::ptrdiff_t>(tail_next_));
+  if (!past_head_) {
+    for (const ScalarPoint& p : head_) values.push_back(p.value);
+    return values;
   }
+  const auto next = static_cast<std::ptrdiff_t>(tail_next_);
+  values.assign(tail_.begin() + next, tail_.end());
+  values.insert(values.end(), tail_.begin(), tail_.begin() + next);
   return values;
 }
 
-void SeriesStream::TestHead(const std::vector<double>& before) {
+void SeriesStream::TestHead(const std::vector<double>& before, bool spike_tag) {
   head_tested_ = true;
-  if (!spikes_) return;
-  SpikeTest head(*options_.health);
-  const size_t primed = std::min(before.size(), static_cast<size_t>(head_capacity_));
-  for (size_t i = before.size() - primed; i < before.size(); ++i) head.Push(before[i]);
-  for (const ScalarPoint& p : head_) head.Add(p);
-  head.Append(*spikes_);
-  spikes_.reset();
-  spikes_.emplace(std::move(head));
-  std::vector<ScalarPoint>().swap(head_);
+  if (!spike_tag) return;
+  auto head = std::make_unique<SpikeTest>(*options_.health);
+  const size_t primed = std::min(before.size(), HeadCapacity());
+  for (size_t i = before.size() - primed; i < before.size(); ++i) head->Push(before[i]);
+  for (const ScalarPoint& p : head_) head->Add(p);
+  if (spikes_) {
+    spikes_->Prepend(*head);  // spikes_ keeps the window of the stretch's last values
+  } else {
+    spikes_ = std::move(head);  // every finite value was in the head: its window is the last
+  }
 }
 
-void SeriesStream::Append(SeriesStream&& later) {
-  assert(later.tag_ == tag_);
+void SeriesStream::Append(SeriesStream&& later, std::string_view tag) {
   if (later.count_ == 0) return;
-  if (!head_tested_) TestHead({});
+  const bool spike_tag = IsSpikeTag(tag);
+  if (!head_tested_) TestHead({}, spike_tag);
   const std::vector<double> before = TailValues();
-  later.TestHead(before);
-  if (spikes_) spikes_->Append(*later.spikes_);
+  later.TestHead(before, spike_tag);
+  if (spike_tag) spikes_->AppendAndTakeWindow(std::move(*later.spikes_));
   if (count_ == 0) {
     first_ = later.first_;
     survey_ = later.survey_;
   } else {
-    increasing_ = increasing_ && later.increasing_ && later.first_.step > last_.step;
-    if (skip_tag_ && later.first_.value > last_.value) skipped_.push_back(later.first_.step);
+    increasing_ = increasing_ && later.first_.step > last_.step;
+    if (later.first_.value > last_.value && IsSkipTag(tag)) skipped_.push_back(later.first_.step);
     survey_.Add(last_, later.first_, options_.health->stall_min_seconds);
     const IntervalSurvey& b = later.survey_;
     if (b.intervals > 0) {
@@ -69,14 +81,16 @@ void SeriesStream::Append(SeriesStream&& later) {
   non_finite_.insert(non_finite_.end(), later.non_finite_.begin(), later.non_finite_.end());
   // The smallest finite value, the first of equal ones, as one pass finds it.
   if (!(later.min_ >= min_) && std::isfinite(later.min_)) min_ = later.min_;
-  // The tail: the last values of the two stretches together.
+  // The tail: the last values of the two stretches together, as a ring of the tail's capacity
+  // (not full: appended to; full: tail_next_ 0 is the oldest).
   std::vector<double> tail = before;
   const std::vector<double> later_tail = later.TailValues();
   tail.insert(tail.end(), later_tail.begin(), later_tail.end());
-  const size_t keep = std::min(tail.size(), tail_.size());
-  std::copy(tail.end() - static_cast<std::ptrdiff_t>(keep), tail.end(), tail_.begin());
-  finite_ += later.finite_;
-  tail_next_ = keep == tail_.size() ? 0 : keep;
+  const size_t keep = std::min(tail.size(), TailCapacity());
+  tail_.assign(tail.end() - static_cast<std::ptrdiff_t>(keep), tail.end());
+  tail_next_ = 0;
+  past_head_ = true;
+  std::vector<ScalarPoint>().swap(head_);
   count_ += later.count_;
   last_ = later.last_;
 }
@@ -111,12 +125,13 @@ SeriesDigest SeriesStream::Digest() const {
   return digest;
 }
 
-void SeriesStream::Report(std::vector<Finding>* out) {
+void SeriesStream::Report(std::string_view tag, std::vector<Finding>* out) {
   assert(DecidedWithoutPoints());
-  if (!head_tested_) TestHead({});
-  if (!non_finite_.empty()) out->push_back(NonFiniteFinding(tag_, non_finite_));
-  if (!skipped_.empty()) out->push_back(SkippedUpdateFinding(tag_, skipped_));
-  if (spikes_) spikes_->Report(tag_, out);
+  if (!head_tested_) TestHead({}, IsSpikeTag(tag));
+  const std::string name(tag);
+  if (!non_finite_.empty()) out->push_back(NonFiniteFinding(name, non_finite_));
+  if (!skipped_.empty()) out->push_back(SkippedUpdateFinding(name, skipped_));
+  if (spikes_) spikes_->Report(name, out);
 }
 
 }  // namespace mosaic::runs::detail

@@ -5,8 +5,12 @@
 // A run's series is built from stretches (a file, or a part of a file read on its own thread)
 // streamed on their own and appended in write order: each stretch keeps its first spike_window
 // finite points untested and its last max(spike_window, k) finite values, so that appending
-// tests those first points against the values before them, as one pass would. Internal to the
-// library.
+// tests those first points against the values before them, as one pass would.
+//
+// A stretch of a few points costs a few small vectors: nothing is allocated up front, and the
+// tag is matched against the spike and skip patterns only once its values need it (a run of many
+// files that each log thousands of tags once streams in about the memory of its points).
+// Internal to the library.
 #pragma once
 
 #include <re2/re2.h>
@@ -14,8 +18,8 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
-#include <optional>
-#include <string>
+#include <memory>
+#include <string_view>
 #include <vector>
 
 #include "mosaic/runs/health.h"
@@ -25,23 +29,28 @@
 
 namespace mosaic::runs::detail {
 
+// The largest k of the mean of the last k values a stream keeps values for; ReadRunDigests loads
+// the points for a larger k (each stretch would otherwise carry k values).
+inline constexpr int kMaxStreamedLastK = 1024;
+
 // What every stream of a load shares (outlives the streams).
 struct SeriesStreamOptions {
   const HealthOptions* health = nullptr;
   const RE2* spike_tags = nullptr;  // CompileSpikeTags(*health)
-  int last_k = 10;                  // the digest's mean of the last k finite values
+  int last_k = 10;                  // the digest's mean of the last k finite values, <= kMaxStreamedLastK
 };
 
 class SeriesStream {
  public:
-  SeriesStream(const SeriesStreamOptions& options, const std::string& tag);
+  explicit SeriesStream(const SeriesStreamOptions& options) : options_(options) {}
 
-  // Takes in the stretch's next point in write order.
-  void Add(const ScalarPoint& p) {
+  // Takes in the next point in write order; `tag` is the series' tag. Also after Append (the
+  // stream goes on as one pass over everything before would); not after Report.
+  void Add(const ScalarPoint& p, std::string_view tag) {
     if (count_ > 0) {
       increasing_ = increasing_ && p.step > last_.step;
       survey_.Add(last_, p, options_.health->stall_min_seconds);
-      if (skip_tag_ && p.value > last_.value) skipped_.push_back(p.step);
+      if (p.value > last_.value && IsSkipTag(tag)) skipped_.push_back(p.step);
     } else {
       first_ = p;
     }
@@ -52,24 +61,21 @@ class SeriesStream {
       return;
     }
     if (!(p.value >= min_)) min_ = p.value;
-    tail_[tail_next_] = p.value;
-    tail_next_ = tail_next_ + 1 == tail_.size() ? 0 : tail_next_ + 1;
-    if (spikes_) {
-      if (finite_ < head_capacity_) {
+    if (!past_head_) {
+      if (head_.size() < HeadCapacity()) {
         head_.push_back(p);
-        spikes_->Push(p.value);
-      } else {
-        spikes_->Add(p);
+        return;
       }
+      LeaveHead(tag);
     }
-    ++finite_;
+    PushTail(p.value);
+    if (spikes_) spikes_->Add(p);
   }
 
   // Appends `later`: the same tag's stream of the stretch written right after this one's.
-  void Append(SeriesStream&& later);
+  void Append(SeriesStream&& later, std::string_view tag);
 
   int64_t count() const { return count_; }
-  const ScalarPoint& last() const { return last_; }  // requires count() > 0
 
   // True when the steps only increase and the gap and stall tests are decided without the
   // points (every interval within gap_factor of the smallest, or all equal and no gap; no
@@ -81,35 +87,53 @@ class SeriesStream {
 
   // Appends the series' findings as CheckHealth orders them (non-finite values, skipped updates,
   // spikes; requires DecidedWithoutPoints()).
-  void Report(std::vector<Finding>* out);
+  void Report(std::string_view tag, std::vector<Finding>* out);
 
  private:
-  // The last finite values, oldest first (at most the tail's capacity).
+  size_t HeadCapacity() const {
+    return static_cast<size_t>(std::max(options_.health->spike_window, 0));
+  }
+  size_t TailCapacity() const {
+    return static_cast<size_t>(std::max({options_.health->spike_window, options_.last_k, 1}));
+  }
+  bool IsSkipTag(std::string_view tag);
+  bool IsSpikeTag(std::string_view tag);
+  // Past the head: the tail and (for a spike-tested tag) the spike test start from the head's
+  // values, and every later finite point is tested.
+  void LeaveHead(std::string_view tag);
+  void PushTail(double value) {
+    if (tail_.size() < TailCapacity()) {
+      tail_.push_back(value);
+      return;
+    }
+    tail_[tail_next_] = value;
+    tail_next_ = tail_next_ + 1 == tail_.size() ? 0 : tail_next_ + 1;
+  }
+  // The last finite values, oldest first (at most TailCapacity()).
   std::vector<double> TailValues() const;
-  // Tests the stretch's first finite points against `before` (the finite values before the
-  // stretch, oldest first), in front of the spikes found after them.
-  void TestHead(const std::vector<double>& before);
+  // Tests the stretch's head against `before` (the finite values before the stretch, oldest
+  // first), in front of the spikes found after it; `spike_tag`: whether the tag is tested at all.
+  void TestHead(const std::vector<double>& before, bool spike_tag);
 
   const SeriesStreamOptions& options_;
-  const std::string tag_;
-  bool skip_tag_ = false;
+  int8_t skip_tag_ = -1;   // IsSkipTag's answer once asked (-1: not yet)
+  int8_t spike_tag_ = -1;  // IsSpikeTag's answer once asked
+  bool increasing_ = true;
+  bool past_head_ = false;
+  bool head_tested_ = false;
   int64_t count_ = 0;
-  int64_t finite_ = 0;
   ScalarPoint first_;
   ScalarPoint last_;
-  bool increasing_ = true;
   double min_ = std::numeric_limits<double>::quiet_NaN();
   std::vector<int64_t> non_finite_;
   std::vector<int64_t> skipped_;
   IntervalSurvey survey_;
-  std::vector<double> tail_;  // a ring of the last finite values; tail_next_ is the oldest once full
-  size_t tail_next_ = 0;
-  // Spike-tested tags only: the test of the points after the head, and the head (the first
-  // head_capacity_ finite points, tested once the values before the stretch are known).
-  std::optional<SpikeTest> spikes_;
-  int64_t head_capacity_ = 0;
+  // The first HeadCapacity() finite points (kept untested until the values before the stretch are
+  // known), then a ring of the last TailCapacity() finite values (tail_next_ the oldest once full).
   std::vector<ScalarPoint> head_;
-  bool head_tested_ = false;
+  std::vector<double> tail_;
+  size_t tail_next_ = 0;
+  std::unique_ptr<SpikeTest> spikes_;  // the test of the points after the head (spike tags)
 };
 
 }  // namespace mosaic::runs::detail

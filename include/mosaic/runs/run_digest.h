@@ -46,7 +46,7 @@ std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k,
 // (health.h's checks run on the stream, a file read in parts joined as one pass would see it),
 // and a run that needs its points (a step that goes back, a purge marker under `last`, CSV or
 // JSONL logs, a step gap or a possible stall, whose tests need the series' medians) is loaded and
-// digested with them (DigestRuns). Runs are read in batches of at most `batch_bytes` of logs, as
+// digested with them (DigestRuns), as is every run when last_k > 1024. Runs are read in batches of at most `batch_bytes` of logs, as
 // LoadRunsInBatches reads them. The result is that of DigestRuns(LoadRuns(directories, options))
 // (tested on every fixture and on files built to cross each of these rules), on any number of
 // threads; memory is bounded by the batches loaded with their points.
