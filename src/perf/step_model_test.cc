@@ -179,19 +179,21 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_GT(b.memory.activation_bytes, a.memory.activation_bytes);
 }
 
+// The ModelZoo's long-context Qwen3-235B layout (256 H100, 16k tokens) under `recompute`.
+StepEstimate RunQwen3LongContext(const char* recompute) {
+  return RunMegatron("qwen3-235b-a22b", "h100", 256,
+                     std::string("tp=4,pp=8,vpp=4,ep=8,dp=8,recompute=") + recompute, 256, 16384,
+                     NumberFormat::kBf16);
+}
+
 TEST(StepModel, MoeRecomputeStoresOnlyTheMoeLayersInput) {
   // Megatron-Core's --recompute-modules layernorm moe (the ModelZoo's long-context Qwen3-235B
   // runs, 256 H100, 16k tokens): the MoE layer runs forward again in the backward pass, its
   // expert GEMMs, dispatch and combine and its token-count sync included, so its routed
   // activations are not stored. Module recompute (layernorm, moe_act) keeps them.
-  const auto run = [](const char* recompute) {
-    return RunMegatron("qwen3-235b-a22b", "h100", 256,
-                       std::string("tp=4,pp=8,vpp=4,ep=8,dp=8,recompute=") + recompute, 256,
-                       16384, NumberFormat::kBf16);
-  };
-  const StepEstimate modules = run("modules");
-  const StepEstimate moe = run("moe");
-  const StepEstimate full = run("full");
+  const StepEstimate modules = RunQwen3LongContext("modules");
+  const StepEstimate moe = RunQwen3LongContext("moe");
+  const StepEstimate full = RunQwen3LongContext("full");
   EXPECT_FALSE(modules.fits);  // 121 GB of 80
   EXPECT_TRUE(moe.fits);       // as the runs trained
   EXPECT_LT(moe.memory.activation_bytes, modules.memory.activation_bytes);
@@ -214,13 +216,8 @@ TEST(StepModel, MoeRecomputeStoresOnlyTheMoeLayersInput) {
 // against 7 without recompute (SharedPerfParams::elementwise_passes), the 2 more its recompute
 // time; Qwen3-235B has no MLA up-projections, so that is all of it.
 TEST(StepModel, ModuleRecomputeRepeatsTheMemoryBoundForward) {
-  const auto run = [](const char* recompute) {
-    return RunMegatron("qwen3-235b-a22b", "h100", 256,
-                       std::string("tp=4,pp=8,vpp=4,ep=8,dp=8,recompute=") + recompute, 256,
-                       16384, NumberFormat::kBf16);
-  };
-  const StepEstimate none = run("none");
-  const StepEstimate modules = run("modules");
+  const StepEstimate none = RunQwen3LongContext("none");
+  const StepEstimate modules = RunQwen3LongContext("modules");
   constexpr double kRelTol = 1e-12;
   EXPECT_NEAR(modules.time.elementwise_seconds / none.time.elementwise_seconds, 9.0 / 7.0,
               kRelTol);

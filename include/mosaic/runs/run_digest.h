@@ -49,7 +49,9 @@ std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k,
 // digested with them (DigestRuns), as is every run when last_k > 1024. Runs are read in batches of at most `batch_bytes` of logs, as
 // LoadRunsInBatches reads them. The result is that of DigestRuns(LoadRuns(directories, options))
 // (tested on every fixture and on files built to cross each of these rules), on any number of
-// threads; memory is bounded by the batches loaded with their points.
+// threads; memory is bounded by the batches loaded with their points. Like LoadRuns it never
+// throws for a file: what could not be read is in each run's files and findings. A run that
+// needs its points is read twice (streamed, then loaded).
 std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directories,
                                       const LoadOptions& options, int last_k,
                                       const HealthOptions& health = {},
