@@ -35,6 +35,23 @@ Finding SkippedUpdateFinding(const std::string& tag, std::vector<int64_t> steps)
   return {FindingKind::kSkippedUpdate, tag, std::move(steps), std::move(message)};
 }
 
+Finding StepGapFinding(const std::string& tag, std::vector<int64_t> gaps, double gap_factor,
+                       double typical, int64_t largest_from, int64_t largest_to) {
+  std::string message =
+      fmt::format("{} step gap{} (> {} × the usual interval {}); largest {} → {}", gaps.size(),
+                  gaps.size() == 1 ? "" : "s", gap_factor, typical, largest_from, largest_to);
+  return {FindingKind::kStepGap, tag, std::move(gaps), std::move(message)};
+}
+
+Finding StallFinding(const std::string& tag, std::vector<int64_t> stalls, double stall_factor,
+                     double typical_seconds, double longest_seconds) {
+  std::string message = fmt::format(
+      "{} stall{} (> {} × the usual {:.3g} s between points) after step{} {}; longest {:.0f} s",
+      stalls.size(), stalls.size() == 1 ? "" : "s", stall_factor, typical_seconds,
+      stalls.size() == 1 ? "" : "s", StepList(stalls), longest_seconds);
+  return {FindingKind::kStall, tag, std::move(stalls), std::move(message)};
+}
+
 }  // namespace detail
 
 namespace {
@@ -123,8 +140,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
     }
     // The median interval: the interval itself when all are equal (the common case); not needed
     // when even the smallest interval as the median would make no gap.
-    const bool no_gap_possible = options.gap_factor >= 0 && survey.smallest_interval > 0 &&
-                                 survey.largest_interval <= options.gap_factor * survey.smallest_interval;
+    const bool no_gap_possible = survey.NoGapPossible(options.gap_factor);
     double typical = interval(0);
     if (!survey.regular && !no_gap_possible) {
       scratch.clear();
@@ -149,10 +165,8 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
       }
     }
     if (!gaps.empty()) {
-      out->push_back({FindingKind::kStepGap, s.tag, gaps,
-                      fmt::format("{} step gap{} (> {} × the usual interval {}); largest {} → {}",
-                                  gaps.size(), gaps.size() == 1 ? "" : "s", options.gap_factor,
-                                  typical, largest_from, largest_to)});
+      out->push_back(detail::StepGapFinding(s.tag, std::move(gaps), options.gap_factor, typical,
+                                            largest_from, largest_to));
     }
     if (survey.stall_possible && survey.usable_wall_intervals >= 2) {
       scratch.clear();
@@ -172,12 +186,8 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
         }
       }
       if (!stalls.empty()) {
-        out->push_back({FindingKind::kStall, s.tag, stalls,
-                        fmt::format("{} stall{} (> {} × the usual {:.3g} s between points) after "
-                                    "step{} {}; longest {:.0f} s",
-                                    stalls.size(), stalls.size() == 1 ? "" : "s",
-                                    options.stall_factor, typical_seconds,
-                                    stalls.size() == 1 ? "" : "s", StepList(stalls), longest)});
+        out->push_back(detail::StallFinding(s.tag, std::move(stalls), options.stall_factor,
+                                            typical_seconds, longest));
       }
     }
   }

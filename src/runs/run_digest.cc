@@ -76,9 +76,7 @@ std::vector<RunDigest> ReadRunDigests(const std::vector<RunDirectory>& directori
     std::vector<char> digested(batch.size(), 0);
     ParallelFor(batch.size(), ThreadCount(options.threads), [&](size_t r) {
       detail::LoadedRun& loaded = streamed[r];
-      bool usable = !loaded.needs_points;
-      for (const auto& s : loaded.streams) usable = usable && s->DecidedWithoutPoints();
-      if (!usable) return;
+      if (!loaded.StreamsSuffice()) return;
       digested[r] = 1;
       RunDigest& d = digests[r];
       d.findings = detail::RunFindings(loaded.run);

@@ -17,6 +17,8 @@
 #include "mosaic/runs/export.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
+#include "run_loading.h"
+#include "series_checks.h"
 
 namespace mosaic::runs {
 namespace {
@@ -217,8 +219,8 @@ TEST(ReadRunDigests, RealFixturesAsDigestedWithTheirPoints) {
 
 // Event files built to cross every rule of the streamed digest: spikes, non-finite values and a
 // skip counter on both sides of where the parts of a file meet and where files meet, irregular
-// intervals that cannot make a gap, and runs that need their points (a gap, a stall, a restart,
-// a purge, a CSV log).
+// intervals that cannot make a gap, a step gap and a stall (found from the streams), and runs
+// that need their points (a restart, a purge, a CSV log).
 TEST(ReadRunDigests, FilesInPartsAndRunsThatNeedTheirPoints) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / ("mosaic_digest_" + std::to_string(::getpid()));
@@ -313,6 +315,19 @@ TEST(ReadRunDigests, FilesInPartsAndRunsThatNeedTheirPoints) {
                                "three_files:spike", "irregular:spike", "gap:step-gap",
                                "stall:stall", "restart:restart"}) {
     EXPECT_NE(kinds.find(expected), std::string::npos) << expected << " in " << kinds;
+  }
+  // Only the runs a digest cannot take from their streams are read a second time, with their
+  // points: the gap and the stall are found from the streams' interval logs.
+  for (RestartPolicy policy : {RestartPolicy::kFirst, RestartPolicy::kLast}) {
+    options.restarts = policy;
+    const HealthOptions health;
+    const std::unique_ptr<RE2> spike_tags = detail::CompileSpikeTags(health);
+    const detail::SeriesStreamOptions stream{&health, spike_tags.get(), 10};
+    std::string with_points;
+    for (const detail::LoadedRun& r : detail::LoadRunsWith(directories, options, &stream)) {
+      if (!r.StreamsSuffice()) with_points += r.run.name + " ";
+    }
+    EXPECT_EQ(with_points, policy == RestartPolicy::kLast ? "csv purge restart " : "csv restart ");
   }
   std::filesystem::remove_all(dir);
 }

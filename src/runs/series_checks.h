@@ -186,6 +186,12 @@ struct IntervalSurvey {
       stall_possible = stall_possible || dt > stall_min_seconds;
     }
   }
+
+  // Whether every interval is within `gap_factor` of the smallest: then no median can make a gap.
+  bool NoGapPossible(double gap_factor) const {
+    return gap_factor >= 0 && smallest_interval > 0 &&
+           largest_interval <= gap_factor * smallest_interval;
+  }
 };
 
 // The spike test of one series, fed its finite values in write order.
@@ -298,5 +304,17 @@ Finding NonFiniteFinding(const std::string& tag, std::vector<int64_t> steps);
 
 // The skipped-update finding of `tag` for the steps where it increased (not empty).
 Finding SkippedUpdateFinding(const std::string& tag, std::vector<int64_t> steps);
+
+// The step-gap finding of `tag` for the steps `gaps` (not empty) after which the interval is above
+// `gap_factor` × `typical`, the median interval; the largest gap is from `largest_from` to
+// `largest_to`.
+Finding StepGapFinding(const std::string& tag, std::vector<int64_t> gaps, double gap_factor,
+                       double typical, int64_t largest_from, int64_t largest_to);
+
+// The stall finding of `tag` for the steps `stalls` (not empty) after which the wall-time interval
+// is above `stall_factor` × `typical_seconds`, the median interval; the longest is
+// `longest_seconds`.
+Finding StallFinding(const std::string& tag, std::vector<int64_t> stalls, double stall_factor,
+                     double typical_seconds, double longest_seconds);
 
 }  // namespace mosaic::runs::detail

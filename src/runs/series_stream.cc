@@ -62,10 +62,17 @@ void SeriesStream::Append(SeriesStream&& later, std::string_view tag) {
   if (count_ == 0) {
     first_ = later.first_;
     survey_ = later.survey_;
+    intervals_ = std::move(later.intervals_);
   } else {
     increasing_ = increasing_ && later.first_.step > last_.step;
     if (later.first_.value > last_.value && IsSkipTag(tag)) skipped_.push_back(later.first_.step);
     survey_.Add(last_, later.first_, options_.health->stall_min_seconds);
+    if (increasing_) {
+      intervals_.Add(last_, later.first_, *options_.health);
+      intervals_.Append(std::move(later.intervals_));
+    } else {
+      intervals_.GiveUp();
+    }
     const IntervalSurvey& b = later.survey_;
     if (b.intervals > 0) {
       survey_.regular = survey_.regular && b.regular && b.first_interval == survey_.first_interval;
@@ -95,21 +102,6 @@ void SeriesStream::Append(SeriesStream&& later, std::string_view tag) {
   last_ = later.last_;
 }
 
-bool SeriesStream::DecidedWithoutPoints() const {
-  if (!increasing_) return false;
-  if (count_ < 3) return true;
-  const HealthOptions& health = *options_.health;
-  const IntervalSurvey& s = survey_;
-  const bool no_gap_possible = health.gap_factor >= 0 && s.smallest_interval > 0 &&
-                               s.largest_interval <= health.gap_factor * s.smallest_interval;
-  if (!no_gap_possible) {
-    if (!s.regular) return false;  // the median interval is needed
-    const double typical = s.first_interval;
-    if (typical > 0 && s.largest_interval > health.gap_factor * typical) return false;  // gaps
-  }
-  return !(s.stall_possible && s.usable_wall_intervals >= 2);
-}
-
 SeriesDigest SeriesStream::Digest() const {
   assert(count_ > 0 && DecidedWithoutPoints());
   SeriesDigest digest;
@@ -132,6 +124,7 @@ void SeriesStream::Report(std::string_view tag, std::vector<Finding>* out) {
   if (!non_finite_.empty()) out->push_back(NonFiniteFinding(name, non_finite_));
   if (!skipped_.empty()) out->push_back(SkippedUpdateFinding(name, skipped_));
   if (spikes_) spikes_->Report(name, out);
+  if (count_ >= 3) intervals_.Report(name, *options_.health, survey_, out);
 }
 
 }  // namespace mosaic::runs::detail

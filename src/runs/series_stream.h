@@ -1,7 +1,8 @@
 // One tag's points digested as they are read, without keeping them: what `mosaic runs` reports
 // of the series (run_digest.h) and its health findings (health.h), identical to those of the
-// series loaded whole, whenever the series' steps only increase and its gap and stall tests need
-// no median (then DecidedWithoutPoints() is true; otherwise the run is loaded with its points).
+// series loaded whole, whenever the series' steps only increase and its intervals can be kept
+// compactly (IntervalLog; then DecidedWithoutPoints() is true; otherwise the run is loaded with
+// its points).
 // A run's series is built from stretches (a file, or a part of a file read on its own thread)
 // streamed on their own and appended in write order: each stretch keeps its first spike_window
 // finite points untested and its last max(spike_window, k) finite values, so that appending
@@ -25,6 +26,7 @@
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run_digest.h"
 #include "mosaic/runs/time_series.h"
+#include "interval_log.h"
 #include "series_checks.h"
 
 namespace mosaic::runs::detail {
@@ -50,6 +52,11 @@ class SeriesStream {
     if (count_ > 0) {
       increasing_ = increasing_ && p.step > last_.step;
       survey_.Add(last_, p, options_.health->stall_min_seconds);
+      if (increasing_) {
+        intervals_.Add(last_, p, *options_.health);
+      } else if (!intervals_.given_up()) {
+        intervals_.GiveUp();
+      }
       if (p.value > last_.value && IsSkipTag(tag)) skipped_.push_back(p.step);
     } else {
       first_ = p;
@@ -77,16 +84,17 @@ class SeriesStream {
 
   int64_t count() const { return count_; }
 
-  // True when the steps only increase and the gap and stall tests are decided without the
-  // points (every interval within gap_factor of the smallest, or all equal and no gap; no
-  // interval long enough to be a stall): the series then has no step-gap or stall finding.
-  bool DecidedWithoutPoints() const;
+  // True when the steps only increase and the intervals were kept (IntervalLog): the digest
+  // and the findings are then those of the series loaded whole.
+  bool DecidedWithoutPoints() const {
+    return increasing_ && intervals_.Decided(*options_.health, survey_);
+  }
 
   // The series' figures (requires count() > 0 and DecidedWithoutPoints()).
   SeriesDigest Digest() const;
 
   // Appends the series' findings as CheckHealth orders them (non-finite values, skipped updates,
-  // spikes; requires DecidedWithoutPoints()).
+  // spikes, step gaps, stalls; requires DecidedWithoutPoints()); once.
   void Report(std::string_view tag, std::vector<Finding>* out);
 
  private:
@@ -128,6 +136,7 @@ class SeriesStream {
   std::vector<int64_t> non_finite_;
   std::vector<int64_t> skipped_;
   IntervalSurvey survey_;
+  IntervalLog intervals_;
   // The first HeadCapacity() finite points (kept untested until the values before the stretch are
   // known), then a ring of the last TailCapacity() finite values (tail_next_ the oldest once full).
   std::vector<ScalarPoint> head_;
