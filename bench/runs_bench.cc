@@ -3,7 +3,8 @@
 //   (1) by `cat` (a child process, stdout to /dev/null) and by a plain read() loop: the references;
 //   (2) as CRC32C only, as TFRecords with both CRCs checked, as scalar points (the streaming reader);
 //   (3) as a whole run (every point kept, the restart policy applied), and as the summary pass
-//       (the run loaded and its health checked, what `mosaic runs DIR` computes);
+//       (the run loaded and its health checked, what `mosaic runs DIR` computes), also over the
+//       same file with checkpoint pauses (stalls found while reading);
 //   (4) by the command line itself: `mosaic runs DIR` and `mosaic runs DIR --export csv`, timed
 //       like `cat` (child process, output to /dev/null);
 //   (5) a directory of 16 runs of 1/16 of the size, loaded on 1 thread and on every core.
@@ -48,10 +49,13 @@ struct BenchFile {
   int64_t bytes = 0;
   int64_t points = 0;
   std::string many_directory;  // 16 runs of bytes / 16 each
+  std::string paused_directory;  // the same file with a 10-minute checkpoint pause every 20 000 steps
 };
 
-// Writes an event file of about `target` bytes of 4 scalar tags to `path`; returns (bytes, points).
-std::pair<int64_t, int64_t> WriteEventFile(const std::string& path, int64_t target) {
+// Writes an event file of about `target` bytes of 4 scalar tags to `path`, one step every 0.1 s
+// and, when `pause_every` > 0, a pause of 600 s every `pause_every` steps; returns (bytes, points).
+std::pair<int64_t, int64_t> WriteEventFile(const std::string& path, int64_t target,
+                                           int64_t pause_every = 0) {
   std::ofstream out(path, std::ios::binary);
   const char* tags[] = {"train/loss", "train/grad_norm", "train/lr", "eval/loss"};
   std::string chunk = FrameRecord(EncodeFileVersionEvent(1.7e9));
@@ -59,7 +63,8 @@ std::pair<int64_t, int64_t> WriteEventFile(const std::string& path, int64_t targ
   int64_t points = 0;
   for (int64_t step = 0; bytes + static_cast<int64_t>(chunk.size()) < target; ++step) {
     for (const char* tag : tags) {
-      chunk += FrameRecord(EncodeScalarEvent(1.7e9 + 0.1 * step, step, tag,
+      const double pauses = pause_every > 0 ? 600.0 * static_cast<double>(step / pause_every) : 0;
+      chunk += FrameRecord(EncodeScalarEvent(1.7e9 + 0.1 * step + pauses, step, tag,
                                              3.0 / (1.0 + 1e-5 * step) + 1e-3 * (step % 7)));
       ++points;
     }
@@ -90,6 +95,9 @@ const BenchFile& File() {
       std::filesystem::create_directories(run);
       WriteEventFile(run + "/events.out.tfevents.1700000000.bench.1.0", target / 16);
     }
+    f.paused_directory = f.directory + "_paused";
+    std::filesystem::create_directories(f.paused_directory);
+    WriteEventFile(f.paused_directory + "/events.out.tfevents.1700000000.bench.1.0", target, 20000);
     return f;
   }();
   return file;
@@ -272,6 +280,21 @@ void BM_SummaryPass(benchmark::State& state) {
   });
 }
 
+// The summary pass over the file with checkpoint pauses (stalls): found from the streams'
+// interval logs, where the runs were once read a second time with their points.
+void BM_SummaryPassPaused(benchmark::State& state) {
+  Timed(state, [&] {
+    LoadOptions options;
+    options.threads = 0;
+    const std::vector<RunDigest> digests =
+        ReadRunDigests(DiscoverRuns(File().paused_directory), options, 10);
+    size_t findings = 0;
+    for (const RunDigest& d : digests) findings += d.findings.size();
+    if (findings == 0) state.SkipWithError("the pauses were not found as stalls");
+    benchmark::DoNotOptimize(findings);
+  });
+}
+
 // The summary pass as it was before digesting while reading: the runs loaded with every point,
 // then checked (the baseline of BM_SummaryPass).
 void BM_SummaryPassWithPoints(benchmark::State& state) {
@@ -326,6 +349,7 @@ BENCHMARK(BM_ReadRecords)->Iterations(3)->Unit(benchmark::kMillisecond)->UseReal
 BENCHMARK(BM_ReadScalars)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadRun)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SummaryPass)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_SummaryPassPaused)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_SummaryPassWithPoints)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CliSummary)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_CliExportCsv)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -337,6 +361,7 @@ struct Cleanup {
     std::error_code ec;
     if (!File().directory.empty()) std::filesystem::remove_all(File().directory, ec);
     if (!File().many_directory.empty()) std::filesystem::remove_all(File().many_directory, ec);
+    if (!File().paused_directory.empty()) std::filesystem::remove_all(File().paused_directory, ec);
   }
 } cleanup;
 

@@ -5,8 +5,11 @@
 //     starts from: those above gap_factor × the smallest interval so far (the median is never
 //     below the smallest), and, of the others (an interval met before the smallest one was),
 //     the kTopOthers largest with their steps and the largest of the rest, which must be no gap;
-//   - the wall-time intervals the stall median is taken over (8 bytes a point, a third of what
-//     a point costs) and those long enough to be a stall, with the step each follows.
+//   - the wall-time intervals the stall median is taken over, rounded to float (4 bytes a point,
+//     a sixth of what a point costs: the median is then known to 2^-22 of itself, which decides
+//     every stall and the figure reported unless one lies that close to a boundary; then the
+//     series is undecided and loaded with its points), and those long enough to be a stall, with
+//     the step each follows, exactly.
 // A series whose intervals take too many lengths (above kMaxLengths), or with more possible
 // gaps than one run per 8 intervals, gives up and is loaded with its points instead.
 // Internal to the library.
@@ -15,6 +18,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <deque>
+#include <limits>
 #include <optional>
 #include <string>
 #include <utility>
@@ -56,7 +61,7 @@ class IntervalLog {
     }
     const double dt = current.wall_time_seconds - previous.wall_time_seconds;
     if (std::isfinite(dt)) {
-      if (dt >= 0) wall_intervals_.push_back(dt);
+      if (dt >= 0) AddWallInterval(dt);
       if (dt > options.stall_min_seconds) {
         long_waits_.push_back({previous.step, dt});
         if (TooMany(long_waits_.size())) return GiveUp();
@@ -103,6 +108,18 @@ class IntervalLog {
   };
   // Adds `count` intervals of `distance` to the histogram; false past kMaxLengths lengths.
   bool CountLength(uint64_t distance, int64_t count);
+  void AddWallInterval(double dt) {
+    const auto rounded = static_cast<float>(dt);
+    // A float below the normal range or infinite is not within 2^-24 of the double.
+    if (dt != 0 && !(rounded >= std::numeric_limits<float>::min() &&
+                     rounded <= std::numeric_limits<float>::max())) {
+      wall_rounding_exceeded_ = true;
+    }
+    wall_intervals_.push_back(rounded);
+  }
+  // The stall median of the wall intervals, as Median() finds it over the doubles, or nullopt
+  // when the rounded intervals leave a stall or the figure reported undecided (computed once).
+  const std::optional<double>& StallMedianSeconds(const HealthOptions& options) const;
   // Keeps the interval from `from` among the largest others (d > smallest_other_).
   void AddOther(int64_t from, uint64_t distance);
   // Whether `n` runs (or long waits) cost more than the points they stand for.
@@ -132,7 +149,12 @@ class IntervalLog {
   std::vector<StepRun> top_others_;
   double smallest_other_ = -1;
   double left_out_ = 0;                  // the largest interval kept nowhere
-  std::vector<double> wall_intervals_;   // finite and not negative, the stall median's sample
+  // The finite wall intervals that are not negative (the stall median's sample), rounded, and
+  // whether one was rounded by more than 2^-24 of itself; the median is settled once asked.
+  mutable std::deque<float> wall_intervals_;
+  bool wall_rounding_exceeded_ = false;
+  mutable bool stall_median_settled_ = false;
+  mutable std::optional<double> stall_median_seconds_;
   std::vector<LongWait> long_waits_;     // finite and above stall_min_seconds, in step order
 };
 

@@ -196,6 +196,12 @@ TEST(SeriesStream, IntervalsTooVariedForTheLogNeedThePoints) {
       Build(400, [](int i) { return i < 40 ? int64_t{100} * i : 3960 + int64_t{i}; },
             [](int i) { return 1.7e9 + i; });
   EXPECT_FALSE(Stream(coarse_start, "train/loss", {}, {}).decided);
+  // A pause of exactly 10 times the usual 100 s: the wall intervals the log keeps, rounded to
+  // float, cannot tell it from a stall.
+  const std::vector<ScalarPoint> boundary = Build(
+      30, [](int i) { return int64_t{i}; }, [](int i) { return 1.7e9 + 100.0 * i + (i >= 12 ? 900.0 : 0); });
+  EXPECT_FALSE(Stream(boundary, "train/loss", {}, {}).decided);
+  EXPECT_EQ(Loaded(boundary, "train/loss", {}), "");
   // A few irregular intervals among many regular ones are kept: the series is decided.
   const std::vector<ScalarPoint> mostly_regular =
       Build(4000, [](int i) { return int64_t{10} * i + (i % 100 == 0 ? 3 : 0); },
