@@ -266,33 +266,29 @@ void BM_LoadRun(benchmark::State& state) {
   });
 }
 
-// What `mosaic runs DIR` computes before printing: each run's series digested and checked while
-// read, on every core (ReadRunDigests; no point kept).
-void BM_SummaryPass(benchmark::State& state) {
+// ReadRunDigests over `directory` on every core, as `mosaic runs DIR` reads it; `findings`: the
+// findings the digests must hold at least.
+void TimedSummaryPass(benchmark::State& state, const std::string& directory, size_t findings) {
+  size_t found = 0;
   Timed(state, [&] {
     LoadOptions options;
     options.threads = 0;
-    const std::vector<RunDigest> digests =
-        ReadRunDigests(DiscoverRuns(File().directory), options, 10);
-    size_t findings = 0;
-    for (const RunDigest& d : digests) findings += d.findings.size();
-    benchmark::DoNotOptimize(findings);
+    const std::vector<RunDigest> digests = ReadRunDigests(DiscoverRuns(directory), options, 10);
+    found = 0;
+    for (const RunDigest& d : digests) found += d.findings.size();
+    benchmark::DoNotOptimize(found);
   });
+  if (found < findings) state.SkipWithError("the digests miss findings");
 }
 
-// The summary pass over the file with checkpoint pauses (stalls): found from the streams'
-// interval logs, where the runs were once read a second time with their points.
+// What `mosaic runs DIR` computes before printing: each run's series digested and checked while
+// read, on every core (ReadRunDigests; no point kept).
+void BM_SummaryPass(benchmark::State& state) { TimedSummaryPass(state, File().directory, 0); }
+
+// The summary pass over the file with checkpoint pauses (a stall finding per tag): found from
+// the streams' interval logs, where the run was once read a second time with its points.
 void BM_SummaryPassPaused(benchmark::State& state) {
-  Timed(state, [&] {
-    LoadOptions options;
-    options.threads = 0;
-    const std::vector<RunDigest> digests =
-        ReadRunDigests(DiscoverRuns(File().paused_directory), options, 10);
-    size_t findings = 0;
-    for (const RunDigest& d : digests) findings += d.findings.size();
-    if (findings == 0) state.SkipWithError("the pauses were not found as stalls");
-    benchmark::DoNotOptimize(findings);
-  });
+  TimedSummaryPass(state, File().paused_directory, 4);
 }
 
 // The summary pass as it was before digesting while reading: the runs loaded with every point,
