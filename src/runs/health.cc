@@ -11,6 +11,7 @@
 
 #include "mosaic/util/parallel_for.h"
 #include "series_checks.h"
+#include "wall_interval_buckets.h"
 
 namespace mosaic::runs {
 
@@ -174,7 +175,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
         const double dt = wall_interval(i);
         if (std::isfinite(dt) && dt >= 0) scratch.push_back(dt);
       }
-      const double typical_seconds = Median(scratch);
+      const double typical_seconds = detail::UsualWallInterval(scratch);
       std::vector<int64_t> stalls;
       double longest = 0;
       for (size_t i = 1; i < count; ++i) {

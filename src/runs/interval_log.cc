@@ -4,7 +4,6 @@
 #include <cmath>
 #include <utility>
 
-#include <fmt/format.h>
 
 namespace mosaic::runs::detail {
 
@@ -28,7 +27,7 @@ void IntervalLog::GiveUp() {
   std::vector<std::pair<uint64_t, int64_t>>().swap(lengths_);
   std::vector<StepRun>().swap(possible_gaps_);
   std::vector<StepRun>().swap(top_others_);
-  std::deque<float>().swap(wall_intervals_);
+  wall_intervals_.Clear();
   std::vector<LongWait>().swap(long_waits_);
 }
 
@@ -76,9 +75,7 @@ void IntervalLog::Append(IntervalLog&& later) {
     ++first;
   }
   possible_gaps_.insert(possible_gaps_.end(), first, later.possible_gaps_.end());
-  wall_intervals_.insert(wall_intervals_.end(), later.wall_intervals_.begin(),
-                         later.wall_intervals_.end());
-  wall_rounding_exceeded_ = wall_rounding_exceeded_ || later.wall_rounding_exceeded_;
+  wall_intervals_.Append(later.wall_intervals_);
   long_waits_.insert(long_waits_.end(), later.long_waits_.begin(), later.long_waits_.end());
   if (TooMany(possible_gaps_.size()) || TooMany(long_waits_.size())) GiveUp();
 }
@@ -106,41 +103,8 @@ std::optional<double> IntervalLog::TypicalInterval(const HealthOptions& options,
   return typical;
 }
 
-const std::optional<double>& IntervalLog::StallMedianSeconds(const HealthOptions& options) const {
-  if (stall_median_settled_) return stall_median_seconds_;
-  stall_median_settled_ = true;
-  if (wall_rounding_exceeded_ || wall_intervals_.empty()) return stall_median_seconds_;
-  // Median() over the rounded values: rounding keeps the order, so the value of each rank is
-  // that of the doubles rounded, and the median is within 2^-24 of the doubles' (2^-22 with the
-  // mean of two and its rounding).
-  const size_t mid = wall_intervals_.size() / 2;
-  std::nth_element(wall_intervals_.begin(), wall_intervals_.begin() + static_cast<std::ptrdiff_t>(mid),
-                   wall_intervals_.end());
-  double median = wall_intervals_[mid];
-  if (wall_intervals_.size() % 2 == 0) {
-    median = (median + *std::max_element(wall_intervals_.begin(),
-                                         wall_intervals_.begin() + static_cast<std::ptrdiff_t>(mid))) /
-             2;
-  }
-  const double margin = std::ldexp(1.0, -22);
-  const double low = median * (1 - margin);
-  const double high = median * (1 + margin);
-  if (fmt::format("{:.3g}", low) != fmt::format("{:.3g}", high)) return stall_median_seconds_;
-  const double bound_a = options.stall_factor * low;
-  const double bound_b = options.stall_factor * high;
-  for (const LongWait& w : long_waits_) {
-    if ((w.seconds > bound_a) != (w.seconds > bound_b)) return stall_median_seconds_;
-  }
-  stall_median_seconds_ = median;
-  return stall_median_seconds_;
-}
-
 bool IntervalLog::Decided(const HealthOptions& options, const IntervalSurvey& survey) const {
   if (given_up_) return false;
-  if (survey.stall_possible && survey.usable_wall_intervals >= 2 &&
-      !StallMedianSeconds(options)) {
-    return false;
-  }
   if (intervals_ < 2) return true;
   const std::optional<double> typical = TypicalInterval(options, survey);
   return !typical || !(left_out_ > options.gap_factor * *typical);
@@ -184,7 +148,7 @@ void IntervalLog::Report(const std::string& tag, const HealthOptions& options,
     }
   }
   if (survey.stall_possible && survey.usable_wall_intervals >= 2) {
-    const double typical_seconds = *StallMedianSeconds(options);
+    const double typical_seconds = wall_intervals_.UsualSeconds();
     std::vector<int64_t> stalls;
     double longest = 0;
     for (const LongWait& w : long_waits_) {

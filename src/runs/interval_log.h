@@ -5,11 +5,8 @@
 //     starts from: those above gap_factor × the smallest interval so far (the median is never
 //     below the smallest), and, of the others (an interval met before the smallest one was),
 //     the kTopOthers largest with their steps and the largest of the rest, which must be no gap;
-//   - the wall-time intervals the stall median is taken over, rounded to float (4 bytes a point,
-//     a sixth of what a point costs: the median is then known to 2^-22 of itself, which decides
-//     every stall and the figure reported unless one lies that close to a boundary; then the
-//     series is undecided and loaded with its points), and those long enough to be a stall, with
-//     the step each follows, exactly.
+//   - the wall-time intervals counted by bucket, for the usual one the stall test compares with
+//     (wall_interval_buckets.h), and those long enough to be a stall, with the step each follows.
 // A series whose intervals take too many lengths (above kMaxLengths), or with more possible
 // gaps than one run per 8 intervals, gives up and is loaded with its points instead.
 // Internal to the library.
@@ -18,7 +15,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <optional>
 #include <string>
@@ -28,6 +24,7 @@
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/time_series.h"
 #include "series_checks.h"
+#include "wall_interval_buckets.h"
 
 namespace mosaic::runs::detail {
 
@@ -61,7 +58,7 @@ class IntervalLog {
     }
     const double dt = current.wall_time_seconds - previous.wall_time_seconds;
     if (std::isfinite(dt)) {
-      if (dt >= 0) AddWallInterval(dt);
+      if (dt >= 0) wall_intervals_.Add(dt);
       if (dt > options.stall_min_seconds) {
         long_waits_.push_back({previous.step, dt});
         if (TooMany(long_waits_.size())) return GiveUp();
@@ -108,18 +105,6 @@ class IntervalLog {
   };
   // Adds `count` intervals of `distance` to the histogram; false past kMaxLengths lengths.
   bool CountLength(uint64_t distance, int64_t count);
-  void AddWallInterval(double dt) {
-    const auto rounded = static_cast<float>(dt);
-    // A float below the normal range or infinite is not within 2^-24 of the double.
-    if (dt != 0 && !(rounded >= std::numeric_limits<float>::min() &&
-                     rounded <= std::numeric_limits<float>::max())) {
-      wall_rounding_exceeded_ = true;
-    }
-    wall_intervals_.push_back(rounded);
-  }
-  // The stall median of the wall intervals, as Median() finds it over the doubles, or nullopt
-  // when the rounded intervals leave a stall or the figure reported undecided (computed once).
-  const std::optional<double>& StallMedianSeconds(const HealthOptions& options) const;
   // Keeps the interval from `from` among the largest others (d > smallest_other_).
   void AddOther(int64_t from, uint64_t distance);
   // Whether `n` runs (or long waits) cost more than the points they stand for.
@@ -149,12 +134,8 @@ class IntervalLog {
   std::vector<StepRun> top_others_;
   double smallest_other_ = -1;
   double left_out_ = 0;                  // the largest interval kept nowhere
-  // The finite wall intervals that are not negative (the stall median's sample), rounded, and
-  // whether one was rounded by more than 2^-24 of itself; the median is settled once asked.
-  mutable std::deque<float> wall_intervals_;
-  bool wall_rounding_exceeded_ = false;
-  mutable bool stall_median_settled_ = false;
-  mutable std::optional<double> stall_median_seconds_;
+  // The finite wall intervals that are not negative (the usual interval's sample).
+  WallIntervalBuckets wall_intervals_;
   std::vector<LongWait> long_waits_;     // finite and above stall_min_seconds, in step order
 };
 

@@ -196,12 +196,18 @@ TEST(SeriesStream, IntervalsTooVariedForTheLogNeedThePoints) {
       Build(400, [](int i) { return i < 40 ? int64_t{100} * i : 3960 + int64_t{i}; },
             [](int i) { return 1.7e9 + i; });
   EXPECT_FALSE(Stream(coarse_start, "train/loss", {}, {}).decided);
-  // A pause of exactly 10 times the usual 100 s: the wall intervals the log keeps, rounded to
-  // float, cannot tell it from a stall.
-  const std::vector<ScalarPoint> boundary = Build(
-      30, [](int i) { return int64_t{i}; }, [](int i) { return 1.7e9 + 100.0 * i + (i >= 12 ? 900.0 : 0); });
-  EXPECT_FALSE(Stream(boundary, "train/loss", {}, {}).decided);
-  EXPECT_EQ(Loaded(boundary, "train/loss", {}), "");
+  // A pause of exactly 10 times a usual 100 s (no stall), and one of 1003 s after intervals of
+  // 100.3 s, whose bucket floor 100.25 s makes it a stall, are found as loaded.
+  for (const auto& [usual, pause] : {std::pair{100.0, 900.0}, std::pair{100.3, 902.7}}) {
+    ExpectAsLoaded(Build(30, [](int i) { return int64_t{i}; },
+                         [u = usual, p = pause](int i) { return 1.7e9 + u * i + (i >= 12 ? p : 0); }),
+                   "");
+  }
+  EXPECT_NE(Loaded(Build(30, [](int i) { return int64_t{i}; },
+                         [](int i) { return 1.7e9 + 100.3 * i + (i >= 12 ? 902.7 : 0); }),
+                   "train/loss", {})
+                .find("stall 1 stall (> 10 × the usual 100 s between points) after step 11;"),
+            std::string::npos);
   // A few irregular intervals among many regular ones are kept: the series is decided.
   const std::vector<ScalarPoint> mostly_regular =
       Build(4000, [](int i) { return int64_t{10} * i + (i % 100 == 0 ? 3 : 0); },

@@ -6,8 +6,10 @@
 //     standard deviation is 1.4826 × the median absolute deviation (MAD), floored at
 //     `spike_floor_relative` × |median| so that a flat stretch does not make every wiggle a spike;
 //   - restarts (the run's restart reports), step gaps (an interval above `gap_factor` × the
-//     median interval), stalls (a wall-time interval above `stall_factor` × the median interval and
-//     above `stall_min_seconds`);
+//     median interval), stalls (a wall-time interval above `stall_factor` × the usual one and
+//     above `stall_min_seconds`; the usual interval is the lower median of the finite,
+//     non-negative wall-time intervals rounded down to 2^-10 of its binade, at most 0.1 % below
+//     it, so that a stream finds it from bucket counts: src/runs/wall_interval_buckets.h);
 //   - damaged records and skipped files.
 #pragma once
 
@@ -26,7 +28,7 @@ struct HealthOptions {
   double spike_sigmas = 6.0;           // robust standard deviations above the median
   double spike_floor_relative = 1e-3;  // floor of the robust sd, relative to |median|
   double gap_factor = 3.0;             // step interval / median interval that counts as a gap
-  double stall_factor = 10.0;          // wall-time interval / median interval that counts as a stall
+  double stall_factor = 10.0;          // wall-time interval / usual interval that counts as a stall
   double stall_min_seconds = 300.0;    // and at least this long
   // Tags checked for spikes: case-insensitive match of this regular expression (RE2 syntax).
   std::string spike_tags = "loss|grad[_-]?norm|gradnorm";

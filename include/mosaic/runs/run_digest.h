@@ -45,8 +45,8 @@ std::vector<RunDigest> DigestRuns(std::vector<Run>&& runs, int last_k,
 // the same figures and findings: each run's series are digested while its files are read
 // (health.h's checks run on the stream, a file read in parts joined as one pass would see it),
 // and a run that needs its points (a step that goes back, a purge marker under `last`, CSV or
-// JSONL logs, or intervals a stream's log cannot keep: more than 1 024 distinct step intervals,
-// too many possible gaps, a stall median too close to a boundary; src/runs/interval_log.h) is
+// JSONL logs, or step intervals a stream's log cannot keep: more than 1 024 distinct lengths, or
+// too many possible gaps; src/runs/interval_log.h) is
 // loaded and digested with them (DigestRuns), as is every run when last_k > 1024. Step gaps and
 // stalls are found from the streams. Runs are read in batches of at most `batch_bytes` of logs,
 // as LoadRunsInBatches reads them. The result is that of DigestRuns(LoadRuns(directories, options))
