@@ -7,7 +7,10 @@
 //       same file with checkpoint pauses (stalls found while reading);
 //   (4) by the command line itself: `mosaic runs DIR` and `mosaic runs DIR --export csv`, timed
 //       like `cat` (child process, output to /dev/null);
-//   (5) a directory of 16 runs of 1/16 of the size, loaded on 1 thread and on every core.
+//   (5) a directory of 16 runs of 1/16 of the size, loaded on 1 thread and on every core;
+//   (6) that directory from the disk: its files evicted from the page cache before each
+//       iteration (fsync, then posix_fadvise DONTNEED, checked with mincore), read by `cat` and
+//       by `mosaic runs DIR`: whether the summary is limited by the disk or by the CPU.
 // Every figure is the best of its iterations; x_cat and x_plain_read divide it by the best `cat`
 // and plain read of the same run. peak_rss_MB is the process's high-water mark so far (the child
 // processes' own in child_peak_rss_MB).
@@ -15,7 +18,9 @@
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -338,6 +343,88 @@ void BM_LoadRunsDirectory(benchmark::State& state) {
       options.threads > 0 ? options.threads : std::thread::hardware_concurrency();
 }
 
+// The regular files under `directory`, sorted.
+std::vector<std::string> FilesUnder(const std::string& directory) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(directory)) {
+    if (entry.is_regular_file()) files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Evicts `files` from the page cache (written back first: dirty pages are not dropped); returns
+// the share of their pages still resident afterwards (mincore), 0 when every page left.
+double EvictFromPageCache(const std::vector<std::string>& files) {
+  const long page = sysconf(_SC_PAGESIZE);
+  int64_t pages = 0, resident = 0;
+  for (const std::string& path : files) {
+    const int fd = open(path.c_str(), O_RDONLY);
+    if (fd < 0) continue;
+    struct stat st {};
+    fstat(fd, &st);
+    fdatasync(fd);
+    posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+    if (st.st_size > 0) {
+      void* map = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_SHARED, fd, 0);
+      if (map != MAP_FAILED) {
+        const size_t n = (static_cast<size_t>(st.st_size) + page - 1) / page;
+        std::vector<unsigned char> in_core(n);
+        if (mincore(map, static_cast<size_t>(st.st_size), in_core.data()) == 0) {
+          for (unsigned char c : in_core) resident += c & 1;
+          pages += static_cast<int64_t>(n);
+        }
+        munmap(map, static_cast<size_t>(st.st_size));
+      }
+    }
+    close(fd);
+  }
+  return pages > 0 ? static_cast<double>(resident) / static_cast<double>(pages) : 0;
+}
+
+double g_cat_cold_seconds = 0;
+
+// Times `argv` (a child process, output to /dev/null) with the files of the 16-run directory read
+// from the disk: evicted before each iteration, the eviction not timed. Skips the benchmark when
+// the page cache keeps the files (a file system that ignores the advice, such as tmpfs).
+Timing TimedCold(benchmark::State& state, const std::vector<std::string>& argv) {
+  const std::vector<std::string> files = FilesUnder(File().many_directory);
+  int64_t bytes = 0;
+  for (const std::string& f : files) bytes += static_cast<int64_t>(std::filesystem::file_size(f));
+  Timing best;
+  double resident = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    resident = std::max(resident, EvictFromPageCache(files));
+    state.ResumeTiming();
+    const double cpu_start = CpuSeconds(RUSAGE_CHILDREN);
+    const auto start = std::chrono::steady_clock::now();
+    RunQuietly(argv);
+    best.wall_seconds = std::min(
+        best.wall_seconds,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+    best.cpu_seconds = std::min(best.cpu_seconds, CpuSeconds(RUSAGE_CHILDREN) - cpu_start);
+  }
+  if (resident > 0.01) state.SkipWithError("the page cache kept the files: not a read from disk");
+  Report(state, best, bytes);
+  state.counters["resident_after_evict"] = resident;
+  return best;
+}
+
+// `cat` of every file of the 16-run directory from the disk: the disk's speed.
+void BM_CatCold(benchmark::State& state) {
+  std::vector<std::string> argv = {"cat"};
+  for (const std::string& f : FilesUnder(File().many_directory)) argv.push_back(f);
+  g_cat_cold_seconds = TimedCold(state, argv).wall_seconds;
+}
+
+// `mosaic runs DIR` over the 16-run directory from the disk; x_cat_cold: its wall time over
+// BM_CatCold's (1 when the summary is limited by the disk).
+void BM_CliSummaryCold(benchmark::State& state) {
+  const Timing t = TimedCold(state, {MosaicBinary(), "runs", File().many_directory});
+  if (g_cat_cold_seconds > 0) state.counters["x_cat_cold"] = t.wall_seconds / g_cat_cold_seconds;
+}
+
 BENCHMARK(BM_Cat)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_PlainRead)->Iterations(5)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_Crc32cOnly)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
@@ -351,6 +438,8 @@ BENCHMARK(BM_CliSummary)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealT
 BENCHMARK(BM_CliExportCsv)->Iterations(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK(BM_LoadRunsDirectory)->Arg(1)->Arg(0)->Iterations(3)->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+BENCHMARK(BM_CatCold)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK(BM_CliSummaryCold)->Iterations(3)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 struct Cleanup {
   ~Cleanup() {

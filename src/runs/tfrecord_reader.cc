@@ -19,11 +19,18 @@ namespace {
 constexpr size_t kHeaderBytes = 12;  // u64 length + u32 masked CRC
 constexpr size_t kFooterBytes = 4;   // u32 masked CRC of the payload
 
+// How far ahead of the reader a file is asked from the disk (posix_fadvise WILLNEED): the disk
+// reads the next stretch while the reader decodes this one, so that a file not in the page cache
+// is read at the disk's speed rather than at the alternation of reading and decoding.
+constexpr int64_t kReadAheadBytes = int64_t{32} << 20;
+
 class FileSource : public ByteSource {
  public:
-  FileSource(int fd, int64_t size_bytes) : fd_(fd), size_bytes_(size_bytes) {}
+  FileSource(int fd, int64_t size_bytes, int64_t start_bytes)
+      : fd_(fd), size_bytes_(size_bytes), position_(start_bytes), advised_until_(start_bytes) {}
   ~FileSource() override { close(fd_); }
   size_t Read(char* out, size_t size) override {
+    AdviseAhead();
     size_t total = 0;
     while (total < size) {
       ssize_t n = read(fd_, out + total, size - total);
@@ -31,13 +38,29 @@ class FileSource : public ByteSource {
       if (n <= 0) break;
       total += static_cast<size_t>(n);
     }
+    position_ += static_cast<int64_t>(total);
     return total;
   }
   int64_t SizeBytes() const override { return size_bytes_; }
 
  private:
+  // Keeps at least half of kReadAheadBytes asked for ahead of the position (regular files only;
+  // the advice is a hint, and its failure changes nothing but speed).
+  void AdviseAhead() {
+#ifdef POSIX_FADV_WILLNEED
+    if (size_bytes_ < 0 || advised_until_ >= size_bytes_) return;
+    if (advised_until_ - position_ > kReadAheadBytes / 2) return;
+    const int64_t from = std::max(advised_until_, position_);
+    posix_fadvise(fd_, static_cast<off_t>(from), static_cast<off_t>(kReadAheadBytes),
+                  POSIX_FADV_WILLNEED);
+    advised_until_ = from + kReadAheadBytes;
+#endif
+  }
+
   int fd_;
   int64_t size_bytes_;
+  int64_t position_;       // the file offset of the next byte read
+  int64_t advised_until_;  // the end of the range asked from the disk so far
 };
 
 class MemoryByteSource : public ByteSource {
@@ -103,7 +126,7 @@ std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t star
 #endif
   struct stat info;
   const int64_t size = fstat(fd, &info) == 0 && S_ISREG(info.st_mode) ? info.st_size : -1;
-  return std::make_unique<FileSource>(fd, size);
+  return std::make_unique<FileSource>(fd, size, std::max<int64_t>(start_bytes, 0));
 }
 
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start) {
