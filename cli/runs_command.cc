@@ -331,6 +331,9 @@ std::string RenderJson(const std::vector<RunDigest>& digests) {
                       {"final", NumberOrNull(d.final_value)},
                       {"mean_last_k", NumberOrNull(d.mean_last_k)},
                       {"k", digest.last_k},
+                      // the finite values the mean covers: fewer than k in a short series
+                      {"mean_last_k_points",
+                       std::min<int64_t>(digest.last_k, d.points - d.summary.non_finite)},
                       {"min", NumberOrNull(d.summary.min)},
                       {"non_finite", d.summary.non_finite}});
     }
@@ -394,7 +397,7 @@ void RequireSummaryTag(const std::string& tag, const std::vector<RunDigest>& dig
   }
   const std::vector<std::string> known(tags.begin(), tags.end());
   throw InputError(fmt::format("--tag {}: no run has this tag{}. Tags the runs have: {}",
-                               Printable(tag), DidYouMean(tag, known), TagList(known)));
+                               Printable(tag), Printable(DidYouMean(tag, known)), TagList(known)));
 }
 
 void RunRuns(const RunsOptions& options) {
@@ -463,11 +466,11 @@ void RequireTag(const std::string& tag, const std::string& missing_in, const Loa
   if (!common.empty()) {
     known = fmt::format("Tags both runs have: {}", TagList(common));
   } else {
-    known = fmt::format("The runs share no tag; {} has: {}; {} has: {}", path_a, TagList(a.tags),
-                        path_b, TagList(b.tags));
+    known = fmt::format("The runs share no tag; {} has: {}; {} has: {}", Printable(path_a),
+                        TagList(a.tags), Printable(path_b), TagList(b.tags));
   }
-  throw InputError(fmt::format("{}: no run has the tag '{}'{}. {}", missing_in, Printable(tag),
-                               DidYouMean(tag, missing_tags), known));
+  throw InputError(fmt::format("{}: no run has the tag '{}'{}. {}", Printable(missing_in),
+                               Printable(tag), Printable(DidYouMean(tag, missing_tags)), known));
 }
 
 // The single run of `loaded` (the runs under `path`) that has `tag`, which one of them has.
@@ -521,6 +524,7 @@ void RunCompare(const CompareOptions& options) {
       j["mean_relative_difference"] =
           offset->has_relative() ? nlohmann::ordered_json(offset->mean_relative_difference)
                                  : nlohmann::ordered_json(nullptr);
+      j["relative_steps"] = offset->relative_steps;  // the common steps where A is not 0
     } else {
       j["common_steps"] = 0;
     }
@@ -544,8 +548,14 @@ void RunCompare(const CompareOptions& options) {
       out += "  spread              n/a (one common step: no sd or standard error)\n";
     }
     if (offset->has_relative()) {
-      out += fmt::format("  relative            {:+.4f}% of A on average\n",
+      out += fmt::format("  relative            {:+.4f}% of A on average",
                          100 * offset->mean_relative_difference);
+      if (offset->relative_steps < offset->common_steps) {
+        // Steps where A is 0 have no relative difference: say over how many it is averaged.
+        out += fmt::format(" (over the {} of {} common steps where A is not 0)",
+                           offset->relative_steps, offset->common_steps);
+      }
+      out += "\n";
     } else {
       out += "  relative            n/a (A is 0 at every common step)\n";
     }

@@ -519,5 +519,69 @@ TEST(RunsCli, SummaryTagOfNoRunListsTheTags) {
   fs::remove_all(root);
 }
 
+
+// Errors echo what was typed and what the files hold escaped: a --tag of no run whose nearest tag
+// holds an ANSI escape, and a path with one that does not exist.
+TEST(RunsCli, ErrorsEscapeControlCharacters) {
+  const fs::path root = FreshDir("mosaic_error_escape");
+  fs::create_directories(root / "a");
+  { std::ofstream(root / "a" / "m.csv") << "step,\"los\x1b[31ms\"\n1,2\n"; }
+  CommandResult tag = RunMosaic("runs '" + root.string() + "' --summary --tag los");
+  EXPECT_EQ(tag.exit_code, 1);
+  EXPECT_EQ(tag.err.find('\x1b'), std::string::npos) << tag.err;
+  EXPECT_NE(tag.err.find("(did you mean 'los\\x1b[31ms'?)"), std::string::npos) << tag.err;
+  CommandResult path = RunMosaic("runs '" + (root / "none\x1b[31m").string() + "'");
+  EXPECT_EQ(path.exit_code, 1);
+  EXPECT_EQ(path.err.find('\x1b'), std::string::npos) << path.err;
+  EXPECT_NE(path.err.find("none\\x1b[31m"), std::string::npos) << path.err;
+  fs::remove_all(root);
+}
+
+// A CSV or JSONL log with nothing written yet (0 bytes, or a byte-order mark and a blank line) is a
+// file just created, as an event file without a record is: a note, not an unreadable file.
+TEST(RunsCli, EmptyTableLogsAreJustCreatedNotUnreadable) {
+  const fs::path root = FreshDir("mosaic_empty_tables");
+  fs::create_directories(root / "csv");
+  fs::create_directories(root / "jsonl");
+  { std::ofstream(root / "csv" / "m.csv"); }
+  { std::ofstream(root / "jsonl" / "m.jsonl") << "\xEF\xBB\xBF\n"; }
+  CommandResult r = RunMosaic("runs '" + root.string() + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("unreadable"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("m.csv: no complete record (an empty or just-created file)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("m.jsonl: no complete record (an empty or just-created file)"),
+            std::string::npos)
+      << r.out;
+  fs::remove_all(root);
+}
+
+// The mean of the last k values says how many values it covers (fewer than k in a short series),
+// and compare's relative difference says over how many steps it is averaged when A is 0 at some.
+TEST(RunsCli, AveragesSayHowManyValuesTheyCover) {
+  const fs::path root = FreshDir("mosaic_average_counts");
+  fs::create_directories(root / "a");
+  fs::create_directories(root / "b");
+  { std::ofstream(root / "a" / "m.csv") << "step,loss\n1,0\n2,2\n"; }
+  { std::ofstream(root / "b" / "m.csv") << "step,loss\n1,1\n2,1\n"; }
+  CommandResult json = RunMosaic("runs '" + (root / "a").string() + "' --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json runs = nlohmann::json::parse(json.out);
+  EXPECT_EQ(runs[0]["tags"][0]["k"], 10);
+  EXPECT_EQ(runs[0]["tags"][0]["mean_last_k_points"], 2);
+  const std::string a = "'" + (root / "a").string() + "'";
+  const std::string b = "'" + (root / "b").string() + "'";
+  CommandResult compare = RunMosaic("runs compare " + a + " " + b + " --tag loss");
+  ASSERT_EQ(compare.exit_code, 0) << compare.err;
+  EXPECT_NE(compare.out.find("relative            -50.0000% of A on average (over the 1 of 2 "
+                             "common steps where A is not 0)"),
+            std::string::npos)
+      << compare.out;
+  CommandResult compare_json = RunMosaic("runs compare " + a + " " + b + " --tag loss --json");
+  EXPECT_EQ(nlohmann::json::parse(compare_json.out)["relative_steps"], 1);
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

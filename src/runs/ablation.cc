@@ -10,6 +10,7 @@
 #include <set>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/wide_int.h"
 
@@ -55,12 +56,13 @@ const Run& RequireRun(const std::vector<Run>& runs, std::string_view name, std::
     throw FieldError({}, flag, value,
                      fmt::format("{} must be a run of the {} directory ({}){}", side,
                                  side == "RUN" ? "ablation" : "baseline", NameList(names),
-                                 DidYouMean(name, names)));
+                                 Printable(DidYouMean(name, names))));
   }
   if (run->FindSeries(tag) == nullptr) {
     const std::vector<std::string> tags = run->Tags();
     throw FieldError({}, flag, value,
-                     fmt::format("run {} has no tag '{}'{}", name, tag, DidYouMean(tag, tags)));
+                     fmt::format("run {} has no tag '{}'{}", Printable(name), Printable(tag),
+                                 Printable(DidYouMean(tag, tags))));
   }
   return *run;
 }

@@ -674,6 +674,15 @@ void ReadTableFile(const std::string& path, const LoadOptions& options, TableFil
   out->file = {path, format, {}, 0, true, {}};
   try {
     const std::string text = ReadTextFile(path);
+    if (StripByteOrderMark(text).find_first_not_of(" \t\r\n") == std::string_view::npos) {
+      // Nothing written yet (or only a byte-order mark or blank lines): a file its logger has
+      // just created, as an event file without a record is, not an unreadable one.
+      out->log = TableLog{};
+      out->log->path = path;
+      out->log->notes.push_back(
+          fmt::format("{}: no complete record (an empty or just-created file)", path));
+      return;
+    }
     out->log = format == SourceFormat::kCsv ? ReadCsvLog(text, path, options.step_column)
                                             : ReadJsonlLog(text, path, options.step_column);
     out->file.rows = out->log->rows;

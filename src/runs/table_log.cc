@@ -7,6 +7,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <map>
 
@@ -97,6 +98,39 @@ std::string_view StepProblemText(StepProblem problem) {
       return "an exact step (past 2^53 a step is read exactly only when written as an integer)";
     default: return "an integer step";
   }
+}
+
+// How a JSON number leaf `value` under the flattened key `key` was written in `line`: its literal
+// when the line holds exactly one number after that key's last name ("step": 1e23 shows as
+// 1e23, not as the double the parser made of it), else the value as the parser dumps it. At
+// most 40 characters.
+std::string NumberAsWritten(std::string_view line, std::string_view key,
+                            const nlohmann::json& value) {
+  std::string dumped = value.dump().substr(0, 40);
+  if (!value.is_number()) return dumped;
+  const size_t slash = key.rfind('/');
+  const std::string quoted = fmt::format("\"{}\"", slash == std::string_view::npos
+                                                      ? key
+                                                      : key.substr(slash + 1));
+  std::string_view literal;
+  int found = 0;
+  for (size_t at = line.find(quoted); at != std::string_view::npos;
+       at = line.find(quoted, at + 1)) {
+    size_t i = at + quoted.size();
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    if (i >= line.size() || line[i] != ':') continue;
+    ++i;
+    while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
+    size_t end = i;
+    while (end < line.size() && std::strchr("+-0123456789.eE", line[end]) != nullptr &&
+           line[end] != '\0') {
+      ++end;
+    }
+    if (end == i) continue;
+    literal = line.substr(i, end - i);
+    ++found;
+  }
+  return found == 1 ? std::string(literal.substr(0, 40)) : dumped;
 }
 
 // Collects points per tag in order of first appearance.
@@ -505,7 +539,9 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
         problem != StepProblem::kNone) {
       ++log.rows_without_step;
       Note(&log, fmt::format("{}:{}: {} = {} is not {}; line skipped", path, line_number,
-                             leaves[step_leaf].first, leaves[step_leaf].second->dump().substr(0, 40),
+                             leaves[step_leaf].first,
+                             NumberAsWritten(line, leaves[step_leaf].first,
+                                             *leaves[step_leaf].second),
                              StepProblemText(problem)));
       continue;
     }

@@ -132,7 +132,8 @@ TEST(TableLog, EachBadLineHasItsOwnReason) {
   EXPECT_EQ(Tag(jsonl, "loss").points.size(), 2u);
   ASSERT_EQ(jsonl.notes.size(), 3u);
   EXPECT_EQ(jsonl.notes[0],
-            "m.jsonl:2: step = 1e+20 is not a step within the 64-bit integer range; line skipped");
+            "m.jsonl:2: step = 100000000000000000000 is not a step within the 64-bit integer range; "
+            "line skipped");
   EXPECT_EQ(jsonl.notes[1], "m.jsonl:3: step = 1.5 is not an integer step; line skipped");
   EXPECT_EQ(jsonl.notes[2], "m.jsonl:4: no step key; line skipped");
   // Every line with a bad step: the file is read, with no rows, rather than rejected.
@@ -174,11 +175,12 @@ TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
   ASSERT_EQ(jsonl.notes.size(), 3u);
   EXPECT_EQ(jsonl.notes[0], "m.jsonl:3: step = 9223372036854775808 is not a step within the 64-bit "
                             "integer range; line skipped");
-  // Beyond the range below: the parser reads the literal as a double, exactly -2^63.
-  EXPECT_EQ(jsonl.notes[1], "m.jsonl:6: step = -9.223372036854776e+18 is not a step within the "
+  // Beyond the range below: the parser reads the literal as a double, exactly -2^63; the note
+  // shows the literal as written, not that double.
+  EXPECT_EQ(jsonl.notes[1], "m.jsonl:6: step = -9223372036854775809 is not a step within the "
                             "64-bit integer range; line skipped");
   // A decimal past 2^53 would be rounded (to ...992): refused rather than read as another step.
-  EXPECT_EQ(jsonl.notes[2], "m.jsonl:7: step = 9.007199254740992e+15 is not an exact step (past 2^53 "
+  EXPECT_EQ(jsonl.notes[2], "m.jsonl:7: step = 9007199254740993.0 is not an exact step (past 2^53 "
                             "a step is read exactly only when written as an integer); line skipped");
   const TableLog csv = ReadCsvLog(
       "step,loss\n9007199254740993,1\n99999999999999999999,2\n1e30,3\n2.5,4\n+7,5\n"
