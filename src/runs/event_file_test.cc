@@ -555,6 +555,50 @@ TEST(TfRecordReader, LyingRecordLengthIsRejectedBeforeAllocating) {
   }
 }
 
+// A lying length in the middle of a file (intact records follow it) is damage, not a truncated
+// tail: reported with the offset of the next intact record, from which reading goes on, also
+// with a buffer smaller than what is skipped.
+TEST(TfRecordReader, LyingLengthWithRecordsAfterItIsSkipped) {
+  const std::string first = FrameRecord(EncodeFileVersionEvent(1700000000));
+  const uint64_t claimed = uint64_t{4} << 30;
+  std::string header(8, '\0');
+  std::memcpy(header.data(), &claimed, 8);
+  const uint32_t masked = MaskCrc32c(Crc32c(header));
+  header.append(reinterpret_cast<const char*>(&masked), 4);
+  std::string after;
+  for (int step = 0; step < 3000; ++step) {
+    after += FrameRecord(EncodeScalarEvent(1700000001 + step, step, "loss", 1.0f / (step + 1)));
+  }
+  const std::string junk(37, 'j');  // bytes of no record between the header and the next one
+  const std::string bytes = first + header + junk + after;
+  const std::string path = ::testing::TempDir() + "/events.out.tfevents.1.lying_middle";
+  WriteFileAtomically(path, bytes);
+  for (const size_t buffer : {size_t{64}, size_t{1} << 20}) {
+    TfRecordReader reader(OpenFileSource(path), path, true, buffer);
+    std::string_view payload;
+    int64_t offset = 0;
+    int64_t records = 0;
+    while (reader.Next(&payload, &offset)) ++records;
+    EXPECT_EQ(records, 3001) << buffer;
+    ASSERT_EQ(reader.issues().size(), 1u) << buffer;
+    const RecordIssue& issue = reader.issues()[0];
+    EXPECT_EQ(issue.kind, RecordIssueKind::kLengthBeyondEnd);
+    EXPECT_TRUE(issue.is_error());
+    EXPECT_EQ(issue.offset_bytes, static_cast<int64_t>(first.size()));
+    EXPECT_NE(issue.detail.find(fmt::format("the next intact record is at byte offset {}",
+                                            first.size() + header.size() + junk.size())),
+              std::string::npos)
+        << issue.detail;
+    EXPECT_EQ(reader.next_offset_bytes(), static_cast<int64_t>(bytes.size()));
+  }
+  EventFileReader file(path);
+  EventItem item;
+  int64_t points = 0;
+  while (file.Next(&item)) points += item.kind == EventItemKind::kScalar ? 1 : 0;
+  EXPECT_EQ(points, 3000);
+  std::remove(path.c_str());
+}
+
 TEST(TfRecordReader, RecordLargerThanTheBufferIsRead) {
   const std::string big(3 << 20, 'x');
   const std::string bytes = FrameRecord("a") + FrameRecord(big) + FrameRecord("b");

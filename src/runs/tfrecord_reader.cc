@@ -136,6 +136,7 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start) {
 std::string_view ToString(RecordIssueKind kind) {
   switch (kind) {
     case RecordIssueKind::kTruncatedTail: return "truncated last record";
+    case RecordIssueKind::kLengthBeyondEnd: return "record length beyond the end of the file";
     case RecordIssueKind::kBadLengthCrc: return "bad length CRC";
     case RecordIssueKind::kBadPayloadCrc: return "bad payload CRC";
     case RecordIssueKind::kBadPayload: return "bad event payload";
@@ -151,6 +152,9 @@ std::string RecordIssue::Message() const {
       break;
     case RecordIssueKind::kBadLengthCrc:
       consequence = "framing lost, rest of the file not read";
+      break;
+    case RecordIssueKind::kLengthBeyondEnd:
+      consequence = "the bytes up to the next intact record skipped";
       break;
     case RecordIssueKind::kBadPayloadCrc:
     case RecordIssueKind::kBadPayload:
@@ -272,6 +276,24 @@ bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
   return NextChecked(payload, offset_bytes);
 }
 
+bool TfRecordReader::SkipToIntactRecord() {
+  while (offset_ + 1 < stop_bytes_) {
+    ++begin_;
+    ++offset_;
+    if (!Fill(kHeaderBytes + kFooterBytes)) return false;
+    const char* header = buffer_.data() + begin_;
+    if (UnmaskCrc32c(LoadU32(header + 8)) != Crc32cExtend(0, header, 8)) continue;
+    const uint64_t length = LoadU64(header);
+    const auto left = static_cast<uint64_t>(size_bytes_ - offset_);
+    if (left < kHeaderBytes + kFooterBytes || length > left - kHeaderBytes - kFooterBytes) continue;
+    if (!Fill(kHeaderBytes + length + kFooterBytes)) return false;
+    // Fill may have moved the bytes: the payload is found again from begin_.
+    const char* data = buffer_.data() + begin_ + kHeaderBytes;
+    if (UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length)) return true;
+  }
+  return false;
+}
+
 bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_bytes) {
   while (!stopped_ && offset_ < stop_bytes_) {
     if (!Fill(kHeaderBytes)) {
@@ -301,10 +323,21 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
                         : static_cast<uint64_t>(std::max<int64_t>(
                               0, size_bytes_ - offset_ - static_cast<int64_t>(kHeaderBytes)));
     if (length > kMaxRecordBytes || length + kFooterBytes > left_bytes) {
-      issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
-                         fmt::format("payload of {} bytes and its 4-byte CRC claimed, {} bytes "
-                                     "left in the file after the header",
-                                     length, left_bytes)});
+      const std::string claim = fmt::format(
+          "payload of {} bytes and its 4-byte CRC claimed, {} bytes left in the file after the "
+          "header",
+          length, left_bytes);
+      // A writer cut off inside its last record leaves no intact record after the header; one
+      // found there means the length lied (a damaged header) and reading goes on from it.
+      const int64_t claimed_at = offset_;
+      if (size_bytes_ >= 0 && SkipToIntactRecord()) {
+        issues_.push_back({path_, claimed_at, RecordIssueKind::kLengthBeyondEnd,
+                           fmt::format("{}; the next intact record is at byte offset {}", claim,
+                                       offset_)});
+        continue;
+      }
+      issues_.push_back({path_, claimed_at, RecordIssueKind::kTruncatedTail, claim});
+      offset_ = claimed_at;  // where the readable records end
       stopped_ = true;
       return false;
     }

@@ -10,8 +10,10 @@
 //   - a bad payload CRC spoils one record: it is skipped and reported with its byte offset;
 //   - a bad length CRC means the framing is lost: reported, and the reader stops;
 //   - a length (with a valid CRC) claiming more bytes than the file has left is rejected before
-//     any buffer is sized for it, like a truncated tail; from a source of unknown size, the buffer
-//     only grows with the bytes actually read.
+//     any buffer is sized for it: when an intact record (length and both CRCs right) follows in
+//     the file, the length lied (kLengthBeyondEnd, an error) and reading goes on from that record;
+//     otherwise it is a truncated tail. From a source of unknown size, the buffer only grows with
+//     the bytes actually read.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +46,8 @@ std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start = 
 
 enum class RecordIssueKind {
   kTruncatedTail,   // the file ends inside a record; the complete records before it are kept
+  kLengthBeyondEnd,  // a length claims more than the file holds, yet intact records follow: the
+                     // bytes up to the next one skipped
   kBadLengthCrc,    // the length's CRC does not match: framing lost, the rest of the file unread
   kBadPayloadCrc,   // the payload's CRC does not match: that record skipped
   kBadPayload,      // the payload is not a valid Event protobuf: that record skipped
@@ -105,6 +109,10 @@ class TfRecordReader {
   bool NextChecked(std::string_view* payload, int64_t* offset_bytes);
   // Makes at least `n` bytes available from begin_; false when the source ends first.
   bool Fill(size_t n);
+  // From the record at offset_ whose length lies, moves byte by byte to the next record whose
+  // length fits in the file and whose two CRCs match (the buffer holds at most one record);
+  // false when none starts before the file's end or stop_bytes_. Needs a known size.
+  bool SkipToIntactRecord();
 
   std::unique_ptr<ByteSource> source_;
   int64_t size_bytes_;  // the source's size, -1 when unknown
