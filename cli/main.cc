@@ -17,6 +17,7 @@
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 
@@ -154,7 +155,7 @@ int main(int argc, char** argv) {
     bool known = false;
     for (const std::string& name : names) known = known || name == word;
     if (!known) {
-      std::cerr << "mosaic: unknown subcommand '" << word << "'"
+      std::cerr << "mosaic: unknown subcommand '" << mosaic::Printable(word) << "'"
                 << mosaic::DidYouMean(word, names) << "\nRun 'mosaic --help' for the list.\n";
       return kExitUsageError;
     }
@@ -169,13 +170,16 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    std::cerr << UsageMessage(e, app, argc, argv);
+    // Messages echo what the user gave (names, values, file cells): control characters other
+    // than newlines and tabs are escaped here, whatever the message (terminal_text.h), so that
+    // none reaches the terminal raw; a message's own lines are kept.
+    std::cerr << mosaic::PrintableText(UsageMessage(e, app, argc, argv));
     return kExitUsageError;
   } catch (const mosaic::UsageError& e) {
-    std::cerr << UsageErrorMessage(e.what(), app) << "\n";
+    std::cerr << mosaic::PrintableText(UsageErrorMessage(e.what(), app)) << "\n";
     return kExitUsageError;
   } catch (const mosaic::InputError& e) {
-    std::cerr << "mosaic: error: " << e.what() << "\n";
+    std::cerr << "mosaic: error: " << mosaic::PrintableText(e.what()) << "\n";
     return kExitUserError;
   }
   return 0;
