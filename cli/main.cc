@@ -170,7 +170,9 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    // Messages echo what was typed or read: control characters are escaped (newlines kept).
+    // Messages echo what the user gave (names, values, file cells): control characters other
+    // than newlines and tabs are escaped here, whatever the message (terminal_text.h), so that
+    // none reaches the terminal raw; a message's own lines are kept.
     std::cerr << mosaic::PrintableText(UsageMessage(e, app, argc, argv));
     return kExitUsageError;
   } catch (const mosaic::UsageError& e) {

@@ -89,9 +89,9 @@ std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
                        const PerfJob& job, const Layout& l, const StepEstimate& e) {
   std::string out;
-  out += fmt::format("{} on {} × {} ({} profile), batch {} × seq {}, {}\n", spec.config.name,
-                     cluster.gpus, cluster.device.name, profile.name, job.global_batch,
-                     job.seq_len, ToString(job.format));
+  out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n", spec.config.name,
+                     cluster.gpus, cluster.device.name, profile.name, CalibrationText(profile),
+                     job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
@@ -176,9 +176,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
   if (o.json) {
     return DumpJson(SearchJson(r, &profile)) + "\n";
   }
-  std::string out = fmt::format("profile: {} ({})\n", profile.name,
-                                profile.calibrated ? "calibrated on " + profile.hardware
-                                                   : "uncalibrated defaults");
+  std::string out = fmt::format("profile: {} ({})\n", profile.name, CalibrationText(profile));
   out += ProfileNote(profile, cluster);
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -625,6 +627,252 @@ TEST(PerfCli, CalibrateFromLogsFitsTheTeamsProfile) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("no perf_runs.toml in this log directory"), std::string::npos) << r.err;
   std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+// A file under the temporary directory holding `text`, removed with the test's directory.
+std::string WriteTemp(const std::filesystem::path& dir, const std::string& name,
+                      const std::string& text) {
+  std::filesystem::create_directories(dir);
+  std::ofstream(dir / name, std::ios::binary) << text;
+  return (dir / name).string();
+}
+
+// published.csv's header and the row `id`, changed by `edit`, as a one-row measurement file.
+std::string OneRow(const std::string& id, const std::function<void(std::string&)>& edit) {
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t start = text.find("\n" + id + ",") + 1;
+  std::string row = text.substr(start, text.find('\n', start) + 1 - start);
+  edit(row);
+  return text.substr(0, text.find('\n') + 1) + row;
+}
+
+void Replace(std::string& text, const std::string& from, const std::string& to) {
+  ASSERT_NE(text.find(from), std::string::npos) << from;
+  text.replace(text.find(from), from.size(), to);
+}
+
+TEST(PerfCli, MeasurementFilesMayStartWithAByteOrderMark) {
+  // A CSV saved by a spreadsheet starts with a UTF-8 byte-order mark: it is not part of the
+  // first column's name ("bom.csv:1: missing column 'id'"), for validate, --heldout and
+  // calibrate alike (text_input.h, as `mosaic fit` and `mosaic runs` read).
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_bom";
+  const std::string bom = "\xEF\xBB\xBF";
+  const std::string published = WriteTemp(
+      dir, "published.csv", bom + ReadText(SourcePath("tests/fixtures/throughput/published.csv")));
+  const std::string heldout = WriteTemp(
+      dir, "heldout.csv", bom + ReadText(SourcePath("tests/fixtures/throughput/heldout.csv")));
+  CommandResult with_bom =
+      RunMosaic("perf validate " + published + " --heldout " + heldout + " --json");
+  ASSERT_EQ(with_bom.exit_code, 0) << with_bom.err;
+  CommandResult plain = RunMosaic(
+      "perf validate tests/fixtures/throughput/published.csv --heldout "
+      "tests/fixtures/throughput/heldout.csv --json");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(with_bom.out, plain.out);
+  // calibrate reads the same way: one row is read, and is too few to fit.
+  const std::string one = WriteTemp(dir, "one.csv", bom + OneRow("M3", [](std::string&) {}));
+  CommandResult r = RunMosaic("perf calibrate " + one);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("calibration needs at least one valid measured row per fitted parameter"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
+  // Every error of a measured row names the file, its line, the column, the value and the rule,
+  // as the reader's other messages do ("file:2: dp_kind = 'x'. Violated constraint: ...").
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_rows";
+  auto error_of = [&](const std::function<void(std::string&)>& edit) {
+    const std::string path = WriteTemp(dir, "v3.csv", OneRow("M3", edit));
+    CommandResult r = RunMosaic("perf validate " + path);
+    EXPECT_EQ(r.exit_code, 1) << r.out;
+    return r.err;
+  };
+  const std::string at = "mosaic: error: " + (dir / "v3.csv").string() + ":2: ";
+  std::string err = error_of([](std::string& row) { Replace(row, "deepseek-v3", "nomodel"); });
+  EXPECT_TRUE(err.starts_with(at + "model: unknown model preset 'nomodel'")) << err;
+  EXPECT_NE(err.find("\nPresets: "), std::string::npos) << err;
+  err = error_of([](std::string& row) { Replace(row, "gb200-nvl72", "gb201"); });
+  EXPECT_TRUE(err.starts_with(at + "hardware: unknown hardware 'gb201' (did you mean 'b200'?); "
+                                   "known: "))
+      << err;
+  err = error_of([](std::string& row) { Replace(row, ",3139,782,", ",,,"); });
+  EXPECT_EQ(err, at + "measured_tokens_per_s_per_gpu, measured_tflops_per_gpu and "
+                      "measured_mfu_pct are all blank (row M3). Violated constraint: a row gives a "
+                      "measurement: tokens/s per GPU, model TFLOP/s per GPU or MFU %\n");
+  err = error_of([](std::string& row) { Replace(row, ",3139,782,", ",,,41.5"); });
+  EXPECT_TRUE(err.starts_with(at + "measured_mfu_pct = '41.5' with "
+                                   "measured_tokens_per_s_per_gpu and measured_tflops_per_gpu "
+                                   "blank (row M3). Violated constraint: an MFU-only row needs a "
+                                   "row of the same model, hardware and ep"))
+      << err;
+  // Cells that did not parse ended the program (an uncaught std::invalid_argument), or divided
+  // by zero.
+  err = error_of(
+      [](std::string& row) { Replace(row, "dropless-forced-balance", "capacity-factor-x"); });
+  EXPECT_EQ(err, at + "routing = 'capacity-factor-x'. Violated constraint: capacity-factor-F "
+                      "with F a finite number > 0, then optionally a note\n");
+  err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp0 + dp2"); });
+  EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp0 + dp2'. Violated constraint:")) << err;
+  err = error_of([](std::string& row) { Replace(row, "zero1", "fsdpx + dp2"); });
+  EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdpx + dp2'. Violated constraint:")) << err;
+  err = error_of([](std::string& row) { Replace(row, "dropless-forced-balance", "sinkhorn"); });
+  EXPECT_TRUE(err.starts_with(at + "routing = 'sinkhorn'. Violated constraint: dense, dropless"))
+      << err;
+  // A device the profiles do not cover: the row's line and hardware, and the profile sought.
+  err = error_of([](std::string& row) { Replace(row, "gb200-nvl72", "tpu-v6e"); });
+  EXPECT_TRUE(err.starts_with(at + "hardware = 'tpu-v6e': no profile 'megatron-tpu-v6e' in the "
+                                   "profile set (row M3)"))
+      << err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, RangeRulesAreStatedOnce) {
+  // The rule a value breaks is the rule every value is checked against: loops = -1 said
+  // "loops >= 0", then loops = 0 "loops >= 1"; a 2.5-GPU domain "whole number in [0, 1048576]",
+  // then 0 "scale_up_domain_gpus >= 1".
+  const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8 ";
+  for (const char* loops : {"-1", "0"}) {
+    CommandResult r = RunMosaic(base + "--set loops=" + loops);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, std::string("mosaic: error: --set loops=") + loops + ": loops = " + loops +
+                         ". Violated constraint: loops >= 1\n");
+  }
+  for (const char* gpus : {"2.5", "0"}) {
+    CommandResult r = RunMosaic(base + "--set hardware.scale_up_domain_gpus=" + gpus);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.err, std::string("mosaic: error: --set hardware.scale_up_domain_gpus=") + gpus +
+                         ": scale_up_domain_gpus = " + gpus +
+                         ". Violated constraint: scale_up_domain_gpus is a whole number in [1, "
+                         "1048576] (GPUs)\n");
+  }
+}
+
+TEST(PerfCli, HardwareValuesHaveAPhysicalRange) {
+  // A peak of 1e308 TFLOP/s printed MFU 0.0000 and exit 0; 1e-300 a step time hundreds of digits
+  // long. Device files and --set go through the same range check.
+  const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8 ";
+  for (const char* peak : {"1e308", "1e-300"}) {
+    CommandResult r = RunMosaic(base + "--set hardware.peak_bf16_tflops=" + peak);
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_EQ(r.out, "");
+    EXPECT_EQ(r.err, std::string("mosaic: error: --set hardware.peak_bf16_tflops=") + peak +
+                         ": peak_bf16_tflops = " + peak +
+                         ". Violated constraint: peak_bf16_tflops is in [0.1, 100000] "
+                         "(TFLOP/s)\n");
+  }
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_range";
+  std::string device = ReadText(SourcePath("data/hardware/h100.toml"));
+  Replace(device, "hbm_gb = 80\n", "hbm_gb = 8e5\n");
+  const std::string path = WriteTemp(dir, "big.toml", device);
+  CommandResult r = RunMosaic("perf mixtral-8x7b --hardware " + path +
+                              " --gpus 8 --batch 64 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(path + ":7:10: hbm_gb = 800000. Violated constraint: hbm_gb is in [0.1, "
+                              "100000] (GB)"),
+            std::string::npos)
+      << r.err;
+  // Every shipped device is inside every range.
+  for (const char* name : {"h100", "h200", "h800", "b200", "gb200-nvl72", "gb300-nvl72", "tpu-v5p",
+                           "tpu-v6e"}) {
+    EXPECT_EQ(RunMosaic(std::string("perf mixtral-8x7b --hardware ") + name +
+                        " --gpus 8 --batch 64 --layout dp=8 --json")
+                  .exit_code,
+              0)
+        << name;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, DirectoriesGivenAsFilesAreSaidToBeDirectories) {
+  // --hardware DIR said "unknown hardware 'DIR'; known: ...": a path is read as a file, so the
+  // error is the file's, as for every other file input.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_dir";
+  std::filesystem::create_directories(dir);
+  const std::string is_dir = "cannot read " + dir.string() + ": Is a directory";
+  CommandResult r =
+      RunMosaic("perf mixtral-8x7b --hardware " + dir.string() + " --gpus 8 --batch 64 "
+                "--layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: " + is_dir + "\n");
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --profiles " + dir.string() +
+                " --gpus 8 --batch 64 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: " + is_dir + "\n");
+  r = RunMosaic("perf " + dir.string() + " --hardware h100 --gpus 8 --batch 64 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: " + is_dir + "\n");
+  r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --profiles " +
+                dir.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: " + is_dir + "\n");
+  // A path that does not exist is a missing file, not an unknown device name.
+  r = RunMosaic("perf mixtral-8x7b --hardware " + (dir / "none").string() +
+                " --gpus 8 --batch 64 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err, "mosaic: error: cannot read " + (dir / "none").string() +
+                       ": No such file or directory\n");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, UncalibratedProfileIsSaidSoForOneLayoutAsForTheSearch) {
+  // tpu-v6e has no calibrated profile nor sibling: --search said "generic (uncalibrated
+  // defaults)", one layout only "(generic profile)".
+  const std::string base = "perf mixtral-8x7b --hardware tpu-v6e --gpus 8 --batch 64 ";
+  CommandResult one = RunMosaic(base + "--layout dp=8");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("mixtral-8x7b on 8 × tpu-v6e (generic profile, uncalibrated defaults)"),
+            std::string::npos)
+      << one.out;
+  CommandResult search = RunMosaic(base + "--search --top 1");
+  ASSERT_EQ(search.exit_code, 0) << search.err;
+  EXPECT_NE(search.out.find("profile: generic (uncalibrated defaults)\n"), std::string::npos)
+      << search.out;
+  const nlohmann::json j = nlohmann::json::parse(RunMosaic(base + "--layout dp=8 --json").out);
+  EXPECT_EQ(j["profile"], "generic");
+  EXPECT_EQ(j["profile_calibrated"], false);
+  // A calibrated profile says where it was calibrated, in both.
+  one = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8");
+  ASSERT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_NE(one.out.find("(megatron-h100 profile, calibrated on h100)"), std::string::npos)
+      << one.out;
+}
+
+TEST(PerfCli, EchoedInputIsEscapedForTheTerminal) {
+  // Names and layout keys echoed in errors carry control characters escaped (terminal_text.h):
+  // an ANSI escape in a layout key must not colour the terminal.
+  const std::string base = "perf mixtral-8x7b --gpus 8 --batch 64 ";
+  CommandResult r =
+      RunMosaic(base + "--hardware h100 --layout \"$(printf 'dp=8,\\033[31m=1')\"");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown layout key '\\x1b[31m'"), std::string::npos) << r.err;
+  r = RunMosaic(base + "--hardware \"$(printf 'h1\\033[2J')\" --layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown hardware 'h1\\x1b[2J'"), std::string::npos) << r.err;
+  r = RunMosaic("perf \"$(printf 'mix\\033]0;owned\\007')\" --hardware h100 --gpus 8 --batch 64 "
+                "--layout dp=8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown model preset 'mix\\x1b]0;owned\\x07'"), std::string::npos)
+      << r.err;
+  // The message keeps its own newlines (the preset list is on a line of its own).
+  EXPECT_NE(r.err.find("\nPresets: "), std::string::npos) << r.err;
+  r = RunMosaic(base + "--hardware h100 --layout dp=8 --profile \"$(printf 'x\\033[0m')\"");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("unknown perf profile 'x\\x1b[0m'"), std::string::npos) << r.err;
+  // Whatever else reaches the error line is escaped where it is printed: a model field's value.
+  r = RunMosaic(base + "--hardware h100 --layout dp=8 --set \"$(printf 'd_model=1\\033[5m')\"");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("d_model = '1\\x1b[5m'"), std::string::npos) << r.err;
 }
 
 }  // namespace

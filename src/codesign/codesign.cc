@@ -6,15 +6,15 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
-#include <filesystem>
 #include <map>
 #include <thread>
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
 #include "mosaic/study/study_config.h"
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/input_path.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 
@@ -49,9 +49,8 @@ namespace {
 
 // The TOML text of a model preset or file, read once.
 std::pair<std::string, std::string> ModelText(const std::string& name_or_path) {
-  std::error_code ec;
-  if (name_or_path.ends_with(".toml") || std::filesystem::is_regular_file(name_or_path, ec)) {
-    return {ReadFile(name_or_path), name_or_path};
+  if (IsPathArgument(name_or_path)) {
+    return {ReadTextFile(name_or_path), name_or_path};
   }
   auto text = FindEmbeddedFile("models/" + name_or_path + ".toml");
   if (!text) LoadModel(name_or_path);  // throws the unknown-preset error

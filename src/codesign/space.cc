@@ -7,16 +7,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/scaling/law.h"
 #include "mosaic/study/study_config.h"
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 
 namespace mosaic {
@@ -100,7 +99,7 @@ std::vector<std::pair<std::string, double>> ReadFitJson(const std::string& path,
                                                         const SourceLocation& where) {
   std::string text;
   try {
-    text = ReadFile(path);
+    text = ReadTextFile(path);
   } catch (const InputError& error) {
     throw LocatedError(where, fmt::format("fit_json: {}", error.what()));
   }
@@ -356,9 +355,8 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
 
 SpaceConfig LoadSpace(std::string_view name_or_path) {
   const std::string argument(name_or_path);
-  std::error_code ignored;
-  if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
-    return LoadSpaceFromToml(ReadFile(argument), argument);
+  if (IsPathArgument(argument)) {
+    return LoadSpaceFromToml(ReadTextFile(argument), argument);
   }
   const std::string path = "spaces/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {

@@ -3,12 +3,14 @@
 #include <fmt/format.h>
 
 #include <charconv>
-#include <filesystem>
+#include <cmath>
 #include <utility>
 
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 #include "mosaic/util/toml_util.h"
 
@@ -44,31 +46,65 @@ double ParseNumber(std::string_view field, std::string_view text, const std::str
   auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || ptr != text.data() + text.size()) {
     throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} is a number", where, field,
-                                 text, field));
+                                 Printable(text), field));
   }
   return value;
 }
 
-// Sets one field from text; `where` labels errors.
+// The physical range of one numeric field: [min, max] in the field's unit, far around every device
+// built (the fastest GPU has 5 PFLOP/s fp8, 288 GB at 8 TB/s, 900 GB/s NVLink, 800 Gbit/s NICs)
+// and tight enough that step times, MFU and memory stay readable numbers. `zero_allowed`: 0 also
+// means "not supported" (an fp8 peak) or "all of them" (the used domain size). Counts are whole.
+struct FieldRange {
+  std::string_view field;
+  double min;
+  double max;
+  bool zero_allowed;
+  bool whole;
+  std::string_view unit;
+};
+
+constexpr FieldRange kRanges[] = {
+    {"peak_bf16_tflops", 0.1, 1e5, false, false, "TFLOP/s"},
+    {"peak_fp8_tflops", 0.1, 1e5, true, false, "TFLOP/s; 0 = no fp8"},
+    {"peak_mxfp8_tflops", 0.1, 1e5, true, false, "TFLOP/s; 0 = no MXFP8 tensor cores"},
+    {"hbm_gb", 0.1, 1e5, false, false, "GB"},
+    {"hbm_tb_per_s", 0.01, 1e3, false, false, "TB/s"},
+    {"scale_up_gb_per_s", 0.1, 1e5, false, false, "GB/s"},
+    {"scale_up_domain_gpus", 1, static_cast<double>(kMaxDomainGpus), false, true, "GPUs"},
+    {"scale_up_domain_gpus_used", 1, static_cast<double>(kMaxDomainGpus), true, true,
+     "GPUs; 0 = the whole domain"},
+    {"scale_out_gbit_per_s", 0.1, 1e6, false, false, "Gbit/s"},
+};
+
+// The rule of a field's range as the error states it: "peak_fp8_tflops is 0 or in [0.1, 100000]
+// (TFLOP/s; 0 = no fp8)", "scale_up_domain_gpus is a whole number in [1, 1048576] (GPUs)".
+std::string RangeRule(const FieldRange& r) {
+  return fmt::format("{} is {}{}in [{}, {}] ({})", r.field, r.zero_allowed ? "0 or " : "",
+                     r.whole ? "a whole number " : "", r.min, r.max, r.unit);
+}
+
+// Sets one field from text, checked against its range (the one check of a value, for device files
+// and --set alike); `where` labels errors.
 void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
               const std::string& where) {
   if (field == "name") { h.name = text; return; }
   if (field == "description") { h.description = text; return; }
   std::vector<std::string> names = FieldList();
-  bool known = false;
-  for (std::string_view f : kFields) known = known || f == field;
-  if (!known) {
-    throw InputError(fmt::format("{}: unknown hardware field '{}'{}", where, field,
+  const FieldRange* range = nullptr;
+  for (const FieldRange& r : kRanges) {
+    if (r.field == field) range = &r;
+  }
+  if (range == nullptr) {
+    throw InputError(fmt::format("{}: unknown hardware field '{}'{}", where, Printable(field),
                                  DidYouMean(field, names)));
   }
   const double v = ParseNumber(field, text, where);
-  if (field == "scale_up_domain_gpus" || field == "scale_up_domain_gpus_used") {
-    // A GPU count: a whole number in a range that converts to int64_t exactly.
-    if (!(v >= 0 && v <= kMaxDomainGpus) || v != static_cast<double>(static_cast<int64_t>(v))) {
-      throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} is a whole number of GPUs "
-                                   "in [0, {}]",
-                                   where, field, text, field, kMaxDomainGpus));
-    }
+  // NaN fails every comparison; a whole number in range converts to int64_t exactly.
+  const bool in_range = (range->zero_allowed && v == 0) || (v >= range->min && v <= range->max);
+  if (!in_range || (range->whole && v != std::floor(v))) {
+    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {}", where, field, text,
+                                 RangeRule(*range)));
   }
   if (field == "peak_bf16_tflops") h.peak_bf16_tflops = v;
   else if (field == "peak_fp8_tflops") h.peak_fp8_tflops = v;
@@ -81,32 +117,13 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
   else if (field == "scale_out_gbit_per_s") h.scale_out_gbit_per_s = v;
 }
 
-void Check(bool ok, const std::string& where, std::string_view field, double value,
-           std::string_view rule) {
-  if (!ok) {
-    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {}", where, field, value, rule));
-  }
-}
-
+// The rule between fields (each field's own range is checked as it is set).
 void ValidateHardware(const HardwareSpec& h, const std::string& where) {
-  Check(h.peak_bf16_tflops > 0, where, "peak_bf16_tflops", h.peak_bf16_tflops,
-        "peak_bf16_tflops > 0");
-  Check(h.peak_fp8_tflops >= 0, where, "peak_fp8_tflops", h.peak_fp8_tflops,
-        "peak_fp8_tflops >= 0");
-  Check(h.peak_mxfp8_tflops >= 0, where, "peak_mxfp8_tflops", h.peak_mxfp8_tflops,
-        "peak_mxfp8_tflops >= 0");
-  Check(h.hbm_gb > 0, where, "hbm_gb", h.hbm_gb, "hbm_gb > 0");
-  Check(h.hbm_tb_per_s > 0, where, "hbm_tb_per_s", h.hbm_tb_per_s, "hbm_tb_per_s > 0");
-  Check(h.scale_up_gb_per_s > 0, where, "scale_up_gb_per_s", h.scale_up_gb_per_s,
-        "scale_up_gb_per_s > 0");
-  Check(h.scale_up_domain_gpus >= 1, where, "scale_up_domain_gpus",
-        static_cast<double>(h.scale_up_domain_gpus), "scale_up_domain_gpus >= 1");
-  Check(h.scale_up_domain_gpus_used >= 0 &&
-            h.scale_up_domain_gpus_used <= h.scale_up_domain_gpus,
-        where, "scale_up_domain_gpus_used", static_cast<double>(h.scale_up_domain_gpus_used),
-        "0 <= scale_up_domain_gpus_used <= scale_up_domain_gpus");
-  Check(h.scale_out_gbit_per_s > 0, where, "scale_out_gbit_per_s", h.scale_out_gbit_per_s,
-        "scale_out_gbit_per_s > 0");
+  if (h.scale_up_domain_gpus_used > h.scale_up_domain_gpus) {
+    throw InputError(fmt::format("{}: scale_up_domain_gpus_used = {}. Violated constraint: "
+                                 "scale_up_domain_gpus_used <= scale_up_domain_gpus ({})",
+                                 where, h.scale_up_domain_gpus_used, h.scale_up_domain_gpus));
+  }
 }
 
 HardwareSpec FromToml(std::string_view text, const std::string& origin) {
@@ -162,15 +179,16 @@ std::vector<std::string> HardwareNames() {
 
 HardwareSpec LoadHardware(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
   const std::string arg(name_or_path);
-  if (name_or_path.ends_with(kSuffix) || std::filesystem::is_regular_file(arg)) {
-    return LoadHardwareFromToml(ReadFile(arg), arg, overrides);
+  // A path (a directory included) is read as a file, so that its error is the file's.
+  if (IsPathArgument(arg)) {
+    return LoadHardwareFromToml(ReadTextFile(arg), arg, overrides);
   }
   auto content = FindEmbeddedFile(fmt::format("{}{}{}", kDir, name_or_path, kSuffix));
   if (!content) {
     std::vector<std::string> names = HardwareNames();
     std::string list;
     for (const std::string& n : names) list += (list.empty() ? "" : ", ") + n;
-    throw InputError(fmt::format("unknown hardware '{}'{}; known: {}", name_or_path,
+    throw InputError(fmt::format("unknown hardware '{}'{}; known: {}", Printable(name_or_path),
                                  DidYouMean(name_or_path, names), list));
   }
   return LoadHardwareFromToml(*content, fmt::format("hardware {}", name_or_path), overrides);
@@ -181,7 +199,8 @@ HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string&
   HardwareSpec h = FromToml(toml_text, origin);
   ValidateHardware(h, h.origin);
   for (const FieldOverride& o : overrides) {
-    const std::string where = fmt::format("--set hardware.{}={}", o.field, o.value);
+    const std::string where =
+        fmt::format("--set hardware.{}={}", Printable(o.field), Printable(o.value));
     SetField(h, o.field, o.value, where);
     h.sources[o.field] = where;
     ValidateHardware(h, where);

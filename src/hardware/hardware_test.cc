@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <string>
+#include <tuple>
 
 #include "mosaic/perf/profile.h"
 #include "mosaic/util/error.h"
@@ -130,13 +131,57 @@ TEST(Hardware, DomainSizeIsAWholeNumber) {
   text.replace(text.find("scale_up_domain_gpus = 8"), 24, "scale_up_domain_gpus = 1e30");
   EXPECT_NE(ErrorOf([&] { LoadHardwareFromToml(text, "gpu.toml"); })
                 .find("scale_up_domain_gpus = 1e+30. Violated constraint: scale_up_domain_gpus is "
-                      "a whole number of GPUs in [0, 1048576]"),
+                      "a whole number in [1, 1048576] (GPUs)"),
             std::string::npos);
+  // 2.5 and 0 break the same rule, and the message states it (0 said "in [0, 1048576]" for 2.5,
+  // then "scale_up_domain_gpus >= 1" for 0).
+  for (const char* value : {"2.5", "0", "-8"}) {
+    const FieldOverride o{"scale_up_domain_gpus", value, {}};
+    EXPECT_EQ(ErrorOf([&] { LoadHardwareFromToml(kDevice, "gpu.toml", {&o, 1}); }),
+              std::string("--set hardware.scale_up_domain_gpus=") + value +
+                  ": scale_up_domain_gpus = " + value +
+                  ". Violated constraint: scale_up_domain_gpus is a whole number in [1, 1048576] "
+                  "(GPUs)")
+        << value;
+  }
   const FieldOverride half{"scale_up_domain_gpus_used", "8.5", {}};
   EXPECT_NE(ErrorOf([&] { LoadHardwareFromToml(kDevice, "gpu.toml", {&half, 1}); })
                 .find("--set hardware.scale_up_domain_gpus_used=8.5: scale_up_domain_gpus_used = "
                       "8.5. Violated constraint"),
             std::string::npos);
+}
+
+// Every numeric field has a physical range, checked once as the field is set: in a device file
+// (with its location) and in a --set override alike, the message naming field, value and range.
+TEST(Hardware, ValuesStayInAPhysicalRange) {
+  for (const auto& [field, value, rule] :
+       {std::tuple<std::string, std::string, std::string>{
+            "peak_bf16_tflops", "1e308", "peak_bf16_tflops is in [0.1, 100000] (TFLOP/s)"},
+        {"peak_bf16_tflops", "1e-300", "peak_bf16_tflops is in [0.1, 100000] (TFLOP/s)"},
+        {"peak_bf16_tflops", "0", "peak_bf16_tflops is in [0.1, 100000] (TFLOP/s)"},
+        {"peak_bf16_tflops", "nan", "peak_bf16_tflops is in [0.1, 100000] (TFLOP/s)"},
+        {"peak_fp8_tflops", "-1", "peak_fp8_tflops is 0 or in [0.1, 100000] (TFLOP/s; 0 = no fp8)"},
+        {"hbm_gb", "1e6", "hbm_gb is in [0.1, 100000] (GB)"},
+        {"hbm_tb_per_s", "1e-9", "hbm_tb_per_s is in [0.01, 1000] (TB/s)"},
+        {"scale_up_gb_per_s", "inf", "scale_up_gb_per_s is in [0.1, 100000] (GB/s)"},
+        {"scale_out_gbit_per_s", "1e7", "scale_out_gbit_per_s is in [0.1, 1000000] (Gbit/s)"},
+        {"scale_up_domain_gpus_used", "-1",
+         "scale_up_domain_gpus_used is 0 or a whole number in [1, 1048576] (GPUs; 0 = the whole "
+         "domain)"}}) {
+    const FieldOverride o{field, value, {}};
+    EXPECT_EQ(ErrorOf([&] { LoadHardwareFromToml(kDevice, "gpu.toml", {&o, 1}); }),
+              "--set hardware." + field + "=" + value + ": " + field + " = " + value +
+                  ". Violated constraint: " + rule);
+  }
+  std::string text = kDevice;
+  text.replace(text.find("hbm_gb = 80"), 11, "hbm_gb = 2e5");
+  EXPECT_EQ(ErrorOf([&] { LoadHardwareFromToml(text, "gpu.toml"); }),
+            "gpu.toml:3:10: hbm_gb = 200000. Violated constraint: hbm_gb is in [0.1, 100000] (GB)");
+  // The bounds themselves are inside.
+  const FieldOverride low{"peak_bf16_tflops", "0.1", {}};
+  EXPECT_EQ(LoadHardwareFromToml(kDevice, "gpu.toml", {&low, 1}).peak_bf16_tflops, 0.1);
+  const FieldOverride high{"hbm_gb", "100000", {}};
+  EXPECT_EQ(LoadHardwareFromToml(kDevice, "gpu.toml", {&high, 1}).hbm_gb, 100000);
 }
 
 TEST(Hardware, ShippedDevicesLoad) {

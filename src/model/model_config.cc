@@ -269,6 +269,14 @@ std::optional<std::string> GetModelField(const ModelConfig& config, std::string_
   return std::string(ToString(config.qk_norm));
 }
 
+int64_t MinFieldValue(std::string_view name) {
+  if (name == "d_model" || name == "layers" || name == "heads" || name == "vocab" ||
+      name == "loops" || name == "interleave_moe_layer_step") {
+    return 1;
+  }
+  return 0;
+}
+
 int64_t MaxFieldValue(std::string_view name) {
   if (name == "layers" || name == "dense_layers" || name == "loops" ||
       name == "interleave_moe_layer_step" || name == "mtp_layers") {
@@ -282,20 +290,17 @@ std::optional<Violation> Validate(const ModelConfig& c) {
   auto violation = [](std::string_view field, auto value, std::string rule) {
     return Violation{std::string(field), fmt::format("{}", value), std::move(rule)};
   };
-  // Counts are non-negative and bounded so that every count stays exact in 128-bit arithmetic.
+  // Counts are non-negative (some at least 1) and bounded so that every count stays exact in
+  // 128-bit arithmetic; each field has one range, and a value outside is told that range's bound.
   for (const FieldBinding& binding : Bindings()) {
     if (binding.int_member == nullptr) continue;
     const std::string_view name = binding.field.name;
     const int64_t value = c.*binding.int_member;
-    if (value < 0) return violation(name, value, fmt::format("{} >= 0", name));
+    const int64_t minimum = MinFieldValue(name);
+    if (value < minimum) return violation(name, value, fmt::format("{} >= {}", name, minimum));
     const int64_t limit = MaxFieldValue(name);
     if (value > limit) return violation(name, value, fmt::format("{} <= {}", name, limit));
   }
-  if (c.d_model <= 0) return violation("d_model", c.d_model, "d_model > 0");
-  if (c.layers <= 0) return violation("layers", c.layers, "layers > 0");
-  if (c.heads <= 0) return violation("heads", c.heads, "heads > 0");
-  if (c.vocab <= 0) return violation("vocab", c.vocab, "vocab > 0");
-  if (c.loops < 1) return violation("loops", c.loops, "loops >= 1");
   if (c.uses_mla()) {
     if (c.qk_nope_head_dim + c.qk_rope_head_dim <= 0) {
       return violation("qk_nope_head_dim", c.qk_nope_head_dim,
@@ -325,10 +330,6 @@ std::optional<Violation> Validate(const ModelConfig& c) {
   if (c.dense_layers > c.layers) {
     return violation("dense_layers", c.dense_layers, fmt::format("dense_layers <= layers ({})",
                                                                  c.layers));
-  }
-  if (c.interleave_moe_layer_step < 1) {
-    return violation("interleave_moe_layer_step", c.interleave_moe_layer_step,
-                     "interleave_moe_layer_step >= 1");
   }
   if (c.is_moe()) {
     if (c.interleave_moe_layer_step > std::max<int64_t>(c.layers - c.dense_layers, 1)) {

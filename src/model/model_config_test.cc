@@ -45,6 +45,13 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"dense_layers", "33", "dense_layers <= layers (32)"},
                       BadCase{"latent_dim", "8192", "latent_dim <= d_model (4096)"},
                       BadCase{"loops", "0", "loops >= 1"},
+                      // One rule per field: a count below its minimum is told that minimum, not
+                      // the ">= 0" every count has (loops = -1 said "loops >= 0").
+                      BadCase{"loops", "-1", "loops >= 1"},
+                      BadCase{"heads", "-1", "heads >= 1"},
+                      BadCase{"heads", "0", "heads >= 1"},
+                      BadCase{"interleave_moe_layer_step", "-3", "interleave_moe_layer_step >= 1"},
+                      BadCase{"loops", "1048577", "loops <= 1048576"},
                       BadCase{"capacity_factor", "-1", "capacity_factor >= 0"}));
 
 TEST(SetModelField, ReportsTypeErrors) {

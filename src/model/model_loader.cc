@@ -3,13 +3,14 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <set>
 
 #include "mosaic/model/family.h"
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_util.h"
 
 namespace mosaic {
@@ -125,12 +126,10 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
 
 ModelSpec LoadModel(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
   const std::string argument(name_or_path);
-  std::error_code ignored;
-  // A path (it exists, names a .toml file or has a directory part) is read as a file, so that a
-  // missing or unreadable file is reported as such rather than as an unknown preset.
-  if (std::filesystem::exists(argument, ignored) || argument.ends_with(".toml") ||
-      argument.find('/') != std::string::npos) {
-    return LoadModelFromToml(ReadFile(argument), argument, overrides);
+  // A path is read as a file, so that a missing or unreadable file is reported as such rather
+  // than as an unknown preset.
+  if (IsPathArgument(argument)) {
+    return LoadModelFromToml(ReadTextFile(argument), argument, overrides);
   }
   const std::string path = "models/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
@@ -139,7 +138,7 @@ ModelSpec LoadModel(std::string_view name_or_path, std::span<const FieldOverride
   std::vector<std::string> names = PresetNames();
   std::string list;
   for (const std::string& name : names) list += (list.empty() ? "" : ", ") + name;
-  throw InputError(fmt::format("unknown model preset '{}'{}\nPresets: {}", argument,
+  throw InputError(fmt::format("unknown model preset '{}'{}\nPresets: {}", Printable(argument),
                                DidYouMean(argument, names), list));
 }
 

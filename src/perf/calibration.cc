@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <map>
@@ -15,10 +16,10 @@
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/search.h"
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 namespace {
@@ -99,13 +100,18 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
         p.profile_index < 0 && !sibling.empty() && r.profile == ProfileFor(r.hardware, r.source)) {
       find(ProfileFor(std::string(sibling), r.source));
     }
+    // "file:line: " when the row was read from a file, and the row's id.
+    const std::string at = r.where.empty() ? "" : r.where + ": ";
     if (p.profile_index < 0) {
-      throw InputError(fmt::format("row {}: no profile '{}' in the profile set", r.id, r.profile));
+      throw InputError(fmt::format("{}hardware = '{}': no profile '{}' in the profile set (row {})",
+                                   at, Printable(r.hardware), Printable(r.profile),
+                                   Printable(r.id)));
     }
     if (r.format == NumberFormat::kMxfp8 && p.cluster.device.peak_mxfp8_tflops <= 0) {
-      throw InputError(fmt::format("row {}: precision mxfp8 on {}, which has no MXFP8 tensor cores "
-                                   "(peak_mxfp8_tflops = 0)",
-                                   r.id, r.hardware));
+      throw InputError(fmt::format("{}precision = 'mxfp8'. Violated constraint: a device with "
+                                   "MXFP8 tensor cores; {} has none (peak_mxfp8_tflops = 0) "
+                                   "(row {})",
+                                   at, Printable(r.hardware), Printable(r.id)));
     }
     p.layout = r.layout;
     const ModelConfig& config = it->second.config;
@@ -481,7 +487,7 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
 }
 
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
-  std::istringstream in(ReadFile(path));
+  std::istringstream in(ReadTextFile(path));
   std::string line;
   std::getline(in, line);
   const std::vector<std::string> header = SplitCsv(line);
@@ -497,6 +503,11 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
   }
   std::vector<MeasuredRow> rows;
   std::vector<double> mfu;  // measured MFU % per row (0 when absent)
+  std::vector<int> lines;   // the line of each row, for messages
+  // The models and devices the rows name, each loaded once: an unknown name or a file that does
+  // not load is an error of the row that names it first.
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, HardwareSpec> devices;
   int line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
@@ -513,7 +524,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
         return x;
       } catch (const std::exception&) {
         throw InputError(fmt::format("{}:{}: {} = '{}'. Violated constraint: a positive integer",
-                                     path, line_no, name, v));
+                                     path, line_no, name, Printable(v)));
       }
     };
     // A measurement: blank when the source did not give it (0), else a finite number > 0.
@@ -531,15 +542,33 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       if (!std::isfinite(x) || x <= 0) {
         throw InputError(fmt::format(
             "{}:{}: {} = '{}'. Violated constraint: blank or a finite number > 0", path, line_no,
-            name, v));
+            name, Printable(v)));
       }
       return x;
     };
+    // "file:line: column: <the loader's message>", the message naming the value and the rule.
+    auto loaded = [&](const char* name, auto& cache, auto load) -> const auto& {
+      const std::string& v = cell(name);
+      auto it = cache.find(v);
+      if (it == cache.end()) {
+        try {
+          it = cache.emplace(v, load(v)).first;
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}:{}: {}: {}", path, line_no, name, e.what()));
+        }
+      }
+      return it->second;
+    };
     MeasuredRow r;
+    r.where = fmt::format("{}:{}", path, line_no);
     r.id = cell("id");
     r.model = cell("model");
     r.hardware = cell("hardware");
     r.source = cell("source");
+    const ModelSpec& model = loaded("model", models, [](const std::string& v) {
+      return LoadModel(v);
+    });
+    loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
     r.gpus = integer("gpus");
     Layout& l = r.layout;
     l.tp = integer("tp");
@@ -556,12 +585,19 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       l.fsdp = data;
     } else if (kind.starts_with("fsdp") && kind.find("dp") != std::string::npos) {
       // "fsdp64 within a rack + dp2 across racks"
-      l.fsdp = std::stoll(kind.substr(4));
+      int64_t fsdp = 0;
+      if (std::from_chars(kind.data() + 4, kind.data() + kind.size(), fsdp).ec != std::errc() ||
+          fsdp < 1) {
+        throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
+                                     "'fsdpN ... + dpM ...' with N a positive integer",
+                                     path, line_no, Printable(kind)));
+      }
+      l.fsdp = fsdp;
       l.dp = data / l.fsdp;
     } else {
       throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
                                    "'fsdpN ... + dpM ...'",
-                                   path, line_no, kind));
+                                   path, line_no, Printable(kind)));
     }
     // Megatron-Core's uneven pipeline split, in the layout grammar ("pp_embed=1,pp_loss=1",
     // "pp_first=3,pp_last=2"); blank or absent: layers spread evenly.
@@ -581,7 +617,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       if (v != "0" && v != "1") {
         throw InputError(fmt::format("{}:{}: a2a_overlap = '{}'. Violated constraint: 0, 1 or "
                                      "blank",
-                                     path, line_no, v));
+                                     path, line_no, Printable(v)));
       }
       l.a2a_overlap = v == "1" ? 1 : 0;
     }
@@ -591,7 +627,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
     if (!format) {
       throw InputError(fmt::format("{}:{}: precision = '{}'. Violated constraint: bf16, fp8 or "
                                    "mxfp8",
-                                   path, line_no, cell("precision")));
+                                   path, line_no, Printable(cell("precision"))));
     }
     r.format = *format;
     const std::string& routing = cell("routing");
@@ -604,13 +640,25 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       r.capacity_factor = 1.0;
     } else if (routing.starts_with("capacity-factor-")) {
       r.routing = RoutingPolicy::kFixedCells;
-      r.capacity_factor = std::stod(routing.substr(16));
+      // "capacity-factor-1.0 (9.97% dropped)": the factor, then an optional note.
+      double factor = 0;
+      const char* end = routing.data() + routing.size();
+      if (std::from_chars(routing.data() + 16, end, factor).ec != std::errc() ||
+          !std::isfinite(factor) || factor <= 0) {
+        throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: "
+                                     "capacity-factor-F with F a finite number > 0, then "
+                                     "optionally a note",
+                                     path, line_no, Printable(routing)));
+      }
+      r.capacity_factor = factor;
     } else if (routing.starts_with("fsdp-control")) {
       r.routing = RoutingPolicy::kDropless;  // experts gathered in 4 chunks (seed 000)
       l.moe_chunk = 4;
     } else {
-      throw InputError(fmt::format("{}:{}: routing = '{}' is not understood", path, line_no,
-                                   routing));
+      throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: dense, dropless, "
+                                   "dropless-chunk1, dropless-forced-balance, token-drop, "
+                                   "capacity-factor-F or fsdp-control...",
+                                   path, line_no, Printable(routing)));
     }
     r.profile = ProfileFor(r.hardware, r.source);
     if (col.contains("recompute") && !cell("recompute").empty()) {
@@ -618,7 +666,7 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       if (!r.recompute) {
         throw InputError(fmt::format("{}:{}: recompute = '{}'. Violated constraint: blank, none, "
                                      "selective, modules, moe or full",
-                                     path, line_no, cell("recompute")));
+                                     path, line_no, Printable(cell("recompute"))));
       }
     }
     FlopConvention convention = FlopConvention::kFullSquare;
@@ -629,20 +677,27 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       } else if (name != "full-square") {
         throw InputError(fmt::format("{}:{}: flop_convention = '{}'. Violated constraint: blank, "
                                      "full-square or causal",
-                                     path, line_no, name));
+                                     path, line_no, Printable(name)));
       }
     }
     const double tokens = number("measured_tokens_per_s_per_gpu");
     const double tflops = number("measured_tflops_per_gpu");
     mfu.push_back(number("measured_mfu_pct"));
+    lines.push_back(line_no);
+    if (tokens == 0 && tflops == 0 && mfu.back() == 0) {
+      throw InputError(fmt::format(
+          "{}:{}: measured_tokens_per_s_per_gpu, measured_tflops_per_gpu and measured_mfu_pct "
+          "are all blank (row {}). Violated constraint: a row gives a measurement: tokens/s per "
+          "GPU, model TFLOP/s per GPU or MFU %",
+          path, line_no, Printable(r.id)));
+    }
     if (tokens > 0) {
       r.measured_tokens_per_s_per_gpu = tokens;
       r.basis = "tokens/s";
     } else if (tflops > 0) {
       // Model TFLOP/s as the source counts them, over mosaic's FLOPs per token in the same
       // convention (a causal count is about half the attention square of a full-square one).
-      const ModelSpec spec = LoadModel(r.model);
-      const ModelShape shape = MakeModelShape(spec.config, r.seq_len);
+      const ModelShape shape = MakeModelShape(model.config, r.seq_len);
       const bool causal = convention == FlopConvention::kCausal;
       r.measured_tokens_per_s_per_gpu =
           tflops * 1e12 /
@@ -663,7 +718,11 @@ std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
       }
     }
     if (rows[i].measured_tokens_per_s_per_gpu <= 0) {
-      throw InputError(fmt::format("{}: row {} has no usable measurement", path, rows[i].id));
+      throw InputError(fmt::format(
+          "{}:{}: measured_mfu_pct = '{}' with measured_tokens_per_s_per_gpu and "
+          "measured_tflops_per_gpu blank (row {}). Violated constraint: an MFU-only row needs a "
+          "row of the same model, hardware and ep that gives both tokens/s per GPU and MFU",
+          path, lines[i], mfu[i], Printable(rows[i].id)));
     }
   }
   if (rows.empty()) throw InputError(fmt::format("{}: no measured rows", path));

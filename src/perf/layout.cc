@@ -11,6 +11,7 @@
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic {
 
@@ -58,7 +59,8 @@ std::string ToString(const Layout& l) {
 std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
   constexpr size_t kMaxExpanded = size_t{1} << 20;
   auto fail = [&](std::string_view rule) {
-    return InputError(fmt::format("pp_layout = {}. Violated constraint: {}", text, rule));
+    return InputError(
+        fmt::format("pp_layout = {}. Violated constraint: {}", Printable(text), rule));
   };
   // The count N of a "*N" whose digits start at s[i]; advances `i` past them.
   auto repeat_count = [&](std::string_view s, size_t& i) {
@@ -228,6 +230,9 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
                                                  "moe_chunk", "pp_first", "pp_last",
                                                  "pp_embed", "pp_loss", "a2a_overlap",
                                                  "pp_layout"};
+  // The user's text as messages echo it, control characters escaped (terminal_text.h).
+  const std::string shown_label = Printable(label);
+  const std::string shown = Printable(text);
   Layout l;
   std::vector<std::string> seen;
   size_t pos = 0;
@@ -245,8 +250,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {
       throw InputError(fmt::format(
-          "{} {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", label, text,
-          item));
+          "{} {}: '{}' is not key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)", shown_label,
+          shown, Printable(item)));
     }
     // Spaces around '=' are allowed ("dp = 16"), as around ','.
     std::string_view key_text = item.substr(0, eq);
@@ -259,12 +264,12 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     if (!known) {
       std::string lower = key;
       for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-      throw InputError(fmt::format("{} {}: unknown layout key '{}'{}", label, text, key,
-                                   DidYouMean(lower, kKeys)));
+      throw InputError(fmt::format("{} {}: unknown layout key '{}'{}", shown_label, shown,
+                                   Printable(key), DidYouMean(lower, kKeys)));
     }
     for (const std::string& s : seen) {
       if (s == key) {
-        throw InputError(fmt::format("{} {}: {} is given twice", label, text, key));
+        throw InputError(fmt::format("{} {}: {} is given twice", shown_label, shown, key));
       }
     }
     seen.push_back(key);
@@ -285,17 +290,17 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       if (layout.empty()) {
         throw InputError(fmt::format("{} {}: pp_layout is empty (for example "
                                      "pp_layout=Et|(tt|)*30mL)",
-                                     label, text));
+                                     shown_label, shown));
       }
       if (layout.size() > kMaxPpLayoutChars) {
         throw InputError(fmt::format("{} {}: pp_layout = {}. Violated constraint: at most {} "
                                      "characters (write repeats as (group)*N)",
-                                     label, text, layout, kMaxPpLayoutChars));
+                                     shown_label, shown, Printable(layout), kMaxPpLayoutChars));
       }
       try {
         (void)PipelineLayoutStages(layout);
       } catch (const InputError& e) {
-        throw InputError(fmt::format("{} {}: {}", label, text, e.what()));
+        throw InputError(fmt::format("{} {}: {}", shown_label, shown, e.what()));
       }
       std::copy(layout.begin(), layout.end(), l.pp_layout.begin());
       continue;
@@ -306,7 +311,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
         throw InputError(fmt::format(
             "{} {}: recompute = {}. Violated constraint: recompute is none, selective, modules, "
             "moe or full",
-            label, text, value));
+            shown_label, shown, Printable(value)));
       }
       l.recompute = *r;
       continue;
@@ -315,20 +320,20 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     auto [ptr, ec] = std::from_chars(value.data(), value.data() + value.size(), v);
     if (key == "pp_embed" || key == "pp_loss" || key == "a2a_overlap") {
       if (ec != std::errc() || ptr != value.data() + value.size() || (v != 0 && v != 1)) {
-        throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} is 0 or 1", label,
-                                     text, key, value, key));
+        throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} is 0 or 1",
+                                     shown_label, shown, key, Printable(value), key));
       }
       (key == "pp_embed" ? l.pp_embed : key == "pp_loss" ? l.pp_loss : l.a2a_overlap) = v;
       continue;
     }
     if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
       throw InputError(fmt::format(
-          "{} {}: {} = {}. Violated constraint: {} is a positive integer", label, text, key,
-          value, key));
+          "{} {}: {} = {}. Violated constraint: {} is a positive integer", shown_label, shown, key,
+          Printable(value), key));
     }
     if (v > kMaxLayoutDegree) {
-      throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} <= {}", label, text,
-                                   key, value, key, kMaxLayoutDegree));
+      throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} <= {}", shown_label,
+                                   shown, key, Printable(value), key, kMaxLayoutDegree));
     }
     if (key == "tp") l.tp = v;
     else if (key == "pp") l.pp = v;
@@ -345,7 +350,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
   }
   if (seen.empty()) {
     throw InputError(fmt::format("{} '{}': no key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)",
-                                 label, text));
+                                 shown_label, shown));
   }
   // Each degree is at most 2^24, so the running product stays below 2^48 until it passes the bound.
   int64_t gpus = 1;
@@ -353,8 +358,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     gpus *= degree;
     if (gpus > kMaxLayoutDegree) {
       throw InputError(fmt::format(
-          "{} {}: tp·pp·cp·dp·fsdp = {}·{}·{}·{}·{}. Violated constraint: at most {} GPUs", label,
-          text, l.tp, l.pp, l.cp, l.dp, l.fsdp, kMaxLayoutDegree));
+          "{} {}: tp·pp·cp·dp·fsdp = {}·{}·{}·{}·{}. Violated constraint: at most {} GPUs",
+          shown_label, shown, l.tp, l.pp, l.cp, l.dp, l.fsdp, kMaxLayoutDegree));
     }
   }
   return l;

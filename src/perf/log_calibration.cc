@@ -8,11 +8,11 @@
 #include <map>
 #include <set>
 
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_util.h"
 
 namespace mosaic {
@@ -271,7 +271,8 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
   runs::LoadOptions options;
   options.restarts = runs::RestartPolicy::kFirst;
   for (const auto& [directories, file] : groups) {
-    const std::vector<ThroughputRunSpec> specs = ParseLogRunFile(ReadFile(file), file, profiles);
+    const std::vector<ThroughputRunSpec> specs =
+        ParseLogRunFile(ReadTextFile(file), file, profiles);
     std::vector<std::string> names;
     for (const runs::RunDirectory& d : directories) names.push_back(d.name);
     for (const ThroughputRunSpec& spec : specs) {
@@ -304,6 +305,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));
       r.profile = spec.profile;
       r.source = spec.origin;
+      r.where = spec.origin;
       rows.push_back(std::move(r));
     }
   }

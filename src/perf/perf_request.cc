@@ -5,19 +5,23 @@
 #include <cmath>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic {
 
 void SetFormatAndRouting(PerfRequest& request, std::string_view format, std::string_view routing) {
   const std::optional<NumberFormat> f = NumberFormatFromString(format);
-  if (!f) throw InputError(fmt::format("format '{}': expected bf16, fp8 or mxfp8", format));
+  if (!f) {
+    throw InputError(fmt::format("format '{}': expected bf16, fp8 or mxfp8", Printable(format)));
+  }
   request.format = *f;
   request.routing.reset();
   if (routing == "auto") return;
   request.routing = RoutingPolicyFromString(routing);
   if (!request.routing) {
     throw InputError(fmt::format(
-        "routing '{}': expected auto, dropless, balanced, capacity or fixed-cells", routing));
+        "routing '{}': expected auto, dropless, balanced, capacity or fixed-cells",
+        Printable(routing)));
   }
 }
 
@@ -92,8 +96,8 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
   if (auto v = CheckLayout(result.layout, setup.spec.config,
                            {setup.cluster.gpus, setup.job.global_batch, setup.job.seq_len},
                            setup.hardware.domain_gpus())) {
-    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}", layout_text,
-                                 ToString(v->kind), v->rule));
+    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}",
+                                 Printable(layout_text), ToString(v->kind), v->rule));
   }
   result.estimate = EvaluateStep(setup.shape, setup.cluster, result.layout, setup.job,
                                  setup.profiles.shared, setup.profile, &setup.drop);

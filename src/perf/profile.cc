@@ -7,10 +7,11 @@
 
 #include <cmath>
 
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_util.h"
 
 namespace mosaic {
@@ -115,8 +116,12 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  throw InputError(fmt::format("unknown perf profile '{}'{}; known: {}", name,
+  throw InputError(fmt::format("unknown perf profile '{}'{}; known: {}", Printable(name),
                                DidYouMean(name, names), fmt::join(names, ", ")));
+}
+
+std::string CalibrationText(const PerfProfile& profile) {
+  return profile.calibrated ? "calibrated on " + profile.hardware : "uncalibrated defaults";
 }
 
 std::string_view CalibratedSibling(std::string_view hardware) {
@@ -239,7 +244,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
 }
 
 ProfileSet LoadProfiles(const std::string& path) {
-  if (!path.empty()) return ParseProfiles(ReadFile(path), path);
+  if (!path.empty()) return ParseProfiles(ReadTextFile(path), path);
   auto text = FindEmbeddedFile("perf/profiles.toml");
   if (!text) return ProfileSet{};
   return ParseProfiles(*text, "perf/profiles.toml");

@@ -5,17 +5,16 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
-#include <filesystem>
 #include <functional>
 #include <limits>
 #include <map>
 
 #include "mosaic/perf/layout.h"
 #include "mosaic/util/enum_names.h"
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 
 namespace mosaic {
@@ -282,9 +281,8 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
 
 StudyConfig LoadStudy(std::string_view name_or_path) {
   const std::string argument(name_or_path);
-  std::error_code ignored;
-  if (argument.ends_with(".toml") || std::filesystem::is_regular_file(argument, ignored)) {
-    return LoadStudyFromToml(ReadFile(argument), argument);
+  if (IsPathArgument(argument)) {
+    return LoadStudyFromToml(ReadTextFile(argument), argument);
   }
   const std::string path = "studies/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {

@@ -5,8 +5,8 @@
 #include <string_view>
 #include <system_error>
 
-#include "mosaic/util/atomic_file.h"
 #include "mosaic/util/embedded_data.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 namespace {
@@ -43,7 +43,13 @@ std::string ReadInputOrEmbedded(const std::string& path) {
       return std::string(*text);
     }
   }
-  return ReadFile(path);  // throws InputError naming the path
+  return ReadTextFile(path);  // throws InputError naming the path
+}
+
+bool IsPathArgument(std::string_view argument) {
+  std::error_code ignored;
+  return std::filesystem::exists(std::filesystem::path(argument), ignored) ||
+         argument.ends_with(".toml") || argument.find('/') != std::string_view::npos;
 }
 
 }  // namespace mosaic

@@ -47,10 +47,15 @@ std::vector<std::string> HardwareNames();
 // The settable fields of HardwareSpec, in file order.
 std::span<const std::string_view> HardwareFieldNames();
 
-// Loads a device: a TOML file when `name_or_path` ends in ".toml" or names a file, else a shipped
-// name. Applies `overrides` (field=value) in order. Throws InputError for an unknown name (did you
-// mean), a syntax error, an unknown field, a wrong type, or a value breaking a rule (peaks, memory,
-// bandwidths and the domain size must be positive; the used domain size at most the domain size).
+// Loads a device: a TOML file when `name_or_path` is a path (input_path.h IsPathArgument: it
+// exists, a directory included, ends in ".toml" or has a directory part), else a shipped name.
+// Applies `overrides` (field=value) in order. Throws InputError for an unknown name (did you
+// mean), a file that cannot be read, a syntax error, an unknown field, a wrong type, or a value
+// outside its physical range, checked as the field is set from the file or an override alike:
+// peaks in [0.1, 1e5] TFLOP/s (fp8 and MXFP8 peaks also 0: not supported), HBM in [0.1, 1e5] GB
+// at [0.01, 1e3] TB/s, scale-up links in [0.1, 1e5] GB/s, NICs in [0.1, 1e6] Gbit/s, domain sizes
+// whole numbers in [1, 2^20] GPUs (the used one also 0: all), the used domain size at most the
+// domain size.
 HardwareSpec LoadHardware(std::string_view name_or_path,
                           std::span<const FieldOverride> overrides = {});
 

@@ -143,7 +143,11 @@ inline constexpr int64_t kMaxModelLayers = int64_t{1} << 20;     // layers, dens
                                                                  // mtp_layers
 inline constexpr int64_t kMaxSeqLen = int64_t{1} << 30;          // max_seq_len and training seq_len
 
-// The upper bound Validate applies to integer field `name`.
+// The bounds Validate applies to integer field `name`, the one range each is checked against:
+// at least 1 for the counts a model cannot do without (d_model, layers, heads, vocab, loops,
+// interleave_moe_layer_step), else at least 0; at most kMaxModelLayers, kMaxSeqLen or
+// kMaxModelDimension.
+int64_t MinFieldValue(std::string_view name);
 int64_t MaxFieldValue(std::string_view name);
 
 // A broken rule found by Validate: the field, its value as text, and the rule.

@@ -56,10 +56,13 @@ struct MeasuredRow {
   std::string source;
   // The recompute policy the source states; nullopt = the profile's, else the least that fits.
   std::optional<Recompute> recompute;
+  std::string where;     // "file:line" of the row in messages; empty when not read from a file
 };
 
-// Reads rows; throws InputError (file:line, column, value) on a malformed row, an unknown
-// dp_kind, routing or precision, a row without any measurement, or a file without rows.
+// Reads rows; a leading UTF-8 byte-order mark is ignored (text_input.h). Throws InputError
+// (file:line, column, value, rule) on a malformed row, an unknown dp_kind, routing or precision,
+// a model or hardware that does not load (an unknown preset or device name, a bad file), a row
+// without any measurement, or a file without rows.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
 struct RowResult {

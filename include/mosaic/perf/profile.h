@@ -121,6 +121,10 @@ struct PerfProfile {
   bool calibrated = false;
 };
 
+// How a profile's speed was obtained, as the text output says it: "calibrated on <hardware>", or
+// "uncalibrated defaults" (the generic profile of a device without a calibrated one or sibling).
+std::string CalibrationText(const PerfProfile& profile);
+
 struct ProfileSet {
   SharedPerfParams shared;
   std::vector<PerfProfile> profiles;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 namespace mosaic {
 
@@ -13,8 +14,15 @@ namespace mosaic {
 // on reading it names the place it was expected. The result is lexically normalised.
 std::string ResolveBeside(const std::string& path, const std::string& origin);
 
-// The bytes of `path`: the file on disk, else the embedded data file when `path` starts with
-// "data/". Throws InputError naming the path when neither exists or the file cannot be read.
+// The text of `path` (without a leading UTF-8 byte-order mark, text_input.h): the file on disk,
+// else the embedded data file when `path` starts with "data/". Throws InputError naming the path
+// when neither exists or the file cannot be read.
 std::string ReadInputOrEmbedded(const std::string& path);
+
+// Whether an argument that is a preset name or a file path (`--hardware h100` or `my_gpu.toml`,
+// a model, a study, a space) is a path: it exists on disk (a file, or a directory, which reading
+// then reports as one), ends in ".toml", or has a directory part. A preset name has none of
+// these, so that a missing file or a directory is reported as such, not as an unknown name.
+bool IsPathArgument(std::string_view argument);
 
 }  // namespace mosaic
