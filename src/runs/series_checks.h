@@ -72,8 +72,9 @@ class RollingBaseline {
     arrival_[oldest_] = value;
     oldest_ = oldest_ + 1 == capacity_ ? 0 : oldest_ + 1;
     double* s = sorted_.data();
-    const size_t out = CountBelow(s, capacity_, oldest, std::less<double>());
-    const size_t in = CountBelow(s, capacity_, value, std::less_equal<double>());
+    size_t out;  // CountBelow(s, capacity_, oldest, less): where the oldest value sits
+    size_t in;   // CountBelow(s, capacity_, value, less_equal): where `value` enters
+    CountBelowBoth(s, capacity_, oldest, value, &out, &in);
     if (in > out) {
       std::memmove(s + out, s + out + 1, (in - 1 - out) * sizeof(double));
       s[in - 1] = value;
@@ -96,6 +97,23 @@ class RollingBaseline {
       n -= half;
     }
     return static_cast<size_t>(base - s) + (before(*base, x) ? 1 : 0);
+  }
+
+  // CountBelow(s, n, oldest, less) into `out` and CountBelow(s, n, value, less_equal) into `in`,
+  // the two bisections interleaved: their steps do not depend on each other, so the CPU runs
+  // them side by side, and the halving of `n` is shared.
+  static void CountBelowBoth(const double* s, size_t n, double oldest, double value, size_t* out,
+                             size_t* in) {
+    const double* a = s;
+    const double* b = s;
+    while (n > 1) {
+      const size_t half = n / 2;
+      a = a[half - 1] < oldest ? a + half : a;
+      b = b[half - 1] <= value ? b + half : b;
+      n -= half;
+    }
+    *out = static_cast<size_t>(a - s) + (*a < oldest ? 1 : 0);
+    *in = static_cast<size_t>(b - s) + (*b <= value ? 1 : 0);
   }
 
   // Requires size() > 0.
@@ -176,10 +194,14 @@ struct IntervalSurvey {
   // Takes in the interval from `previous` to `current`, the next point in step order.
   void Add(const ScalarPoint& previous, const ScalarPoint& current, double stall_min_seconds) {
     const double d = StepDistance(previous.step, current.step);
-    if (intervals++ == 0) first_interval = smallest_interval = largest_interval = d;
-    regular = regular && d == first_interval;
-    smallest_interval = std::min(smallest_interval, d);
-    largest_interval = std::max(largest_interval, d);
+    if (!(regular && d == first_interval && intervals > 0)) {
+      // Not one more of the first interval's length (which would change nothing but the count).
+      if (intervals == 0) first_interval = smallest_interval = largest_interval = d;
+      regular = regular && d == first_interval;
+      smallest_interval = std::min(smallest_interval, d);
+      largest_interval = std::max(largest_interval, d);
+    }
+    ++intervals;
     const double dt = current.wall_time_seconds - previous.wall_time_seconds;
     if (std::isfinite(dt)) {
       usable_wall_intervals += dt >= 0;

@@ -57,7 +57,7 @@ class SeriesStream {
       } else if (!intervals_.given_up()) {
         intervals_.GiveUp();
       }
-      if (p.value > last_.value && IsSkipTag(tag)) skipped_.push_back(p.step);
+      if (p.value > last_.value && skip_tag_ != 0 && IsSkipTag(tag)) skipped_.push_back(p.step);
     } else {
       first_ = p;
     }
