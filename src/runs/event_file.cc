@@ -34,20 +34,6 @@ std::vector<RecordIssue> EventFileReader::issues() const {
   return all;
 }
 
-void EventFileReader::TakeScalar(EventItem* item, std::string_view tag, int64_t step,
-                                 double wall_time_seconds, double value, bool float32,
-                                 ScalarEncoding encoding) {
-  ++stats_.scalars;
-  ++encoding_counts_[static_cast<size_t>(encoding)];
-  item->kind = EventItemKind::kScalar;
-  item->tag = tag;
-  item->step = step;
-  item->wall_time_seconds = wall_time_seconds;
-  item->value = value;
-  item->float32 = float32;
-  item->encoding = encoding;
-}
-
 void EventFileReader::CountFirstRecord(double wall_time_seconds, std::string_view file_version) {
   stats_.file_version = std::string(file_version);
   stats_.first_wall_time_seconds = wall_time_seconds;
@@ -120,7 +106,7 @@ bool EventFileReader::Next(EventItem* item) {
     SimpleScalarEvent simple;
     if (DecodeSimpleScalarEvent(payload, &simple)) {
       CountRecord(simple.wall_time_seconds, {});
-      if (IsNonScalarPlugin(PluginOf(simple.tag))) {
+      if (!plugin_by_tag_.empty() && IsNonScalarPlugin(LookUpPlugin(simple.tag))) {
         ++stats_.tensors;
         continue;
       }

@@ -87,7 +87,17 @@ class EventFileReader {
   }
   // Fills `item` with a scalar point and counts it.
   void TakeScalar(EventItem* item, std::string_view tag, int64_t step, double wall_time_seconds,
-                  double value, bool float32, ScalarEncoding encoding);
+                  double value, bool float32, ScalarEncoding encoding) {
+    ++stats_.scalars;
+    ++encoding_counts_[static_cast<size_t>(encoding)];
+    item->kind = EventItemKind::kScalar;
+    item->tag = tag;
+    item->step = step;
+    item->wall_time_seconds = wall_time_seconds;
+    item->value = value;
+    item->float32 = float32;
+    item->encoding = encoding;
+  }
   // The first record's file version and wall time, kept in stats_.
   void CountFirstRecord(double wall_time_seconds, std::string_view file_version);
   // The plugin last declared for `tag` by a value's metadata; empty when none was.
