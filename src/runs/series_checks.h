@@ -8,6 +8,7 @@
 #include <re2/re2.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -72,8 +73,8 @@ class RollingBaseline {
     arrival_[oldest_] = value;
     oldest_ = oldest_ + 1 == capacity_ ? 0 : oldest_ + 1;
     double* s = sorted_.data();
-    size_t out;  // CountBelow(s, capacity_, oldest, less): where the oldest value sits
-    size_t in;   // CountBelow(s, capacity_, value, less_equal): where `value` enters
+    size_t out;  // the elements below the oldest value: where it sits
+    size_t in;   // the elements at most `value`: where it enters
     CountBelowBoth(s, capacity_, oldest, value, &out, &in);
     if (in > out) {
       std::memmove(s + out, s + out + 1, (in - 1 - out) * sizeof(double));
@@ -84,36 +85,25 @@ class RollingBaseline {
     }
   }
 
-  // The number of leading elements of the sorted `s[0, n)` with `before(element, x)`: std::
-  // lower_bound (less) or upper_bound (less_equal) by a bisection without branches, since in a
-  // rolling window where the value lands is unpredictable.
-  template <typename Before>
-  static size_t CountBelow(const double* s, size_t n, double x, Before before) {
-    if (n == 0) return 0;
-    const double* base = s;
-    while (n > 1) {
-      const size_t half = n / 2;
-      base = before(base[half - 1], x) ? base + half : base;
-      n -= half;
-    }
-    return static_cast<size_t>(base - s) + (before(*base, x) ? 1 : 0);
-  }
-
-  // CountBelow(s, n, oldest, less) into `out` and CountBelow(s, n, value, less_equal) into `in`,
-  // the two bisections interleaved: their steps do not depend on each other, so the CPU runs
-  // them side by side, and the halving of `n` is shared.
+  // The number of leading elements of the sorted `s[0, n)` (n >= 1) below `oldest` into `out`
+  // (std::lower_bound) and at most `value` into `in` (std::upper_bound): two bisections without
+  // branches, since in a rolling window where a value lands is unpredictable, interleaved, as
+  // their steps do not depend on each other, in steps of powers of two: with m the largest power
+  // of two <= n, the first test settles whether a count is in [0, m] or [n - m, n], each later
+  // one halves the range.
   static void CountBelowBoth(const double* s, size_t n, double oldest, double value, size_t* out,
                              size_t* in) {
-    const double* a = s;
-    const double* b = s;
-    while (n > 1) {
-      const size_t half = n / 2;
-      a = a[half - 1] < oldest ? a + half : a;
-      b = b[half - 1] <= value ? b + half : b;
-      n -= half;
+    const size_t m = std::bit_floor(n);
+    // The counts lie in [a, a + m] and [b, b + m], with a + m <= n and b + m <= n; then in ranges
+    // of half that width, and so on down to [a, a + 1].
+    size_t a = n > m && s[n - m - 1] < oldest ? n - m : 0;
+    size_t b = n > m && s[n - m - 1] <= value ? n - m : 0;
+    for (size_t half = m / 2; half > 0; half /= 2) {
+      a = s[a + half - 1] < oldest ? a + half : a;
+      b = s[b + half - 1] <= value ? b + half : b;
     }
-    *out = static_cast<size_t>(a - s) + (*a < oldest ? 1 : 0);
-    *in = static_cast<size_t>(b - s) + (*b <= value ? 1 : 0);
+    *out = a + (s[a] < oldest ? 1 : 0);
+    *in = b + (s[b] <= value ? 1 : 0);
   }
 
   // Requires size() > 0.
