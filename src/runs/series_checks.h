@@ -8,7 +8,6 @@
 #include <re2/re2.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -88,22 +87,21 @@ class RollingBaseline {
   // The number of leading elements of the sorted `s[0, n)` (n >= 1) below `oldest` into `out`
   // (std::lower_bound) and at most `value` into `in` (std::upper_bound): two bisections without
   // branches, since in a rolling window where a value lands is unpredictable, interleaved, as
-  // their steps do not depend on each other, in steps of powers of two: with m the largest power
-  // of two <= n, the first test settles whether a count is in [0, m] or [n - m, n], each later
-  // one halves the range.
+  // their steps do not depend on each other, and sharing the halving of `n` (which depends on no
+  // value, so that each step's load waits only for the step before it; bisecting in powers of two
+  // from n - m instead made `mosaic runs` a fifth slower, with fewer instructions).
   static void CountBelowBoth(const double* s, size_t n, double oldest, double value, size_t* out,
                              size_t* in) {
-    const size_t m = std::bit_floor(n);
-    // The counts lie in [a, a + m] and [b, b + m], with a + m <= n and b + m <= n; then in ranges
-    // of half that width, and so on down to [a, a + 1].
-    size_t a = n > m && s[n - m - 1] < oldest ? n - m : 0;
-    size_t b = n > m && s[n - m - 1] <= value ? n - m : 0;
-    for (size_t half = m / 2; half > 0; half /= 2) {
-      a = s[a + half - 1] < oldest ? a + half : a;
-      b = s[b + half - 1] <= value ? b + half : b;
+    const double* a = s;
+    const double* b = s;
+    while (n > 1) {
+      const size_t half = n / 2;
+      a = a[half - 1] < oldest ? a + half : a;
+      b = b[half - 1] <= value ? b + half : b;
+      n -= half;
     }
-    *out = a + (s[a] < oldest ? 1 : 0);
-    *in = b + (s[b] <= value ? 1 : 0);
+    *out = static_cast<size_t>(a - s) + (*a < oldest ? 1 : 0);
+    *in = static_cast<size_t>(b - s) + (*b <= value ? 1 : 0);
   }
 
   // Requires size() > 0.
