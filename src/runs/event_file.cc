@@ -49,7 +49,20 @@ std::string_view EventFileReader::LookUpPlugin(std::string_view tag) {
   return last_plugin_;
 }
 
-bool EventFileReader::Next(EventItem* item) {
+void EventFileReader::TakeEvent(std::string_view payload, int64_t offset) {
+  std::string error;
+  next_value_ = 0;
+  if (!DecodeEvent(payload, &event_, &error)) {
+    event_.values.clear();  // what a partial decode left
+    payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
+    return;
+  }
+  CountRecord(event_.wall_time_seconds, event_.file_version);
+  if (event_.has_graph) ++stats_.graphs;
+  pending_purge_ = event_.session_log_status == kSessionLogStart;
+}
+
+bool EventFileReader::NextSlow(EventItem* item) {
   for (;;) {
     if (pending_purge_) {
       pending_purge_ = false;
@@ -114,16 +127,7 @@ bool EventFileReader::Next(EventItem* item) {
                  ScalarEncoding::kSimpleValue);
       return true;
     }
-    std::string error;
-    next_value_ = 0;
-    if (!DecodeEvent(payload, &event_, &error)) {
-      event_.values.clear();  // what a partial decode left
-      payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
-      continue;
-    }
-    CountRecord(event_.wall_time_seconds, event_.file_version);
-    if (event_.has_graph) ++stats_.graphs;
-    pending_purge_ = event_.session_log_status == kSessionLogStart;
+    TakeEvent(payload, offset);
   }
 }
 
