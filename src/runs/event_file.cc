@@ -34,20 +34,6 @@ std::vector<RecordIssue> EventFileReader::issues() const {
   return all;
 }
 
-void EventFileReader::TakeScalar(EventItem* item, std::string_view tag, int64_t step,
-                                 double wall_time_seconds, double value, bool float32,
-                                 ScalarEncoding encoding) {
-  ++stats_.scalars;
-  ++encoding_counts_[static_cast<size_t>(encoding)];
-  item->kind = EventItemKind::kScalar;
-  item->tag = tag;
-  item->step = step;
-  item->wall_time_seconds = wall_time_seconds;
-  item->value = value;
-  item->float32 = float32;
-  item->encoding = encoding;
-}
-
 void EventFileReader::CountFirstRecord(double wall_time_seconds, std::string_view file_version) {
   stats_.file_version = std::string(file_version);
   stats_.first_wall_time_seconds = wall_time_seconds;
@@ -63,7 +49,20 @@ std::string_view EventFileReader::LookUpPlugin(std::string_view tag) {
   return last_plugin_;
 }
 
-bool EventFileReader::Next(EventItem* item) {
+void EventFileReader::TakeEvent(std::string_view payload, int64_t offset) {
+  std::string error;
+  next_value_ = 0;
+  if (!DecodeEvent(payload, &event_, &error)) {
+    event_.values.clear();  // what a partial decode left
+    payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
+    return;
+  }
+  CountRecord(event_.wall_time_seconds, event_.file_version);
+  if (event_.has_graph) ++stats_.graphs;
+  pending_purge_ = event_.session_log_status == kSessionLogStart;
+}
+
+bool EventFileReader::NextSlow(EventItem* item) {
   for (;;) {
     if (pending_purge_) {
       pending_purge_ = false;
@@ -120,7 +119,7 @@ bool EventFileReader::Next(EventItem* item) {
     SimpleScalarEvent simple;
     if (DecodeSimpleScalarEvent(payload, &simple)) {
       CountRecord(simple.wall_time_seconds, {});
-      if (IsNonScalarPlugin(PluginOf(simple.tag))) {
+      if (!plugin_by_tag_.empty() && IsNonScalarPlugin(LookUpPlugin(simple.tag))) {
         ++stats_.tensors;
         continue;
       }
@@ -128,16 +127,7 @@ bool EventFileReader::Next(EventItem* item) {
                  ScalarEncoding::kSimpleValue);
       return true;
     }
-    std::string error;
-    next_value_ = 0;
-    if (!DecodeEvent(payload, &event_, &error)) {
-      event_.values.clear();  // what a partial decode left
-      payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
-      continue;
-    }
-    CountRecord(event_.wall_time_seconds, event_.file_version);
-    if (event_.has_graph) ++stats_.graphs;
-    pending_purge_ = event_.session_log_status == kSessionLogStart;
+    TakeEvent(payload, offset);
   }
 }
 

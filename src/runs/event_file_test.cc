@@ -321,6 +321,8 @@ TEST(Event, SimpleScalarDecoderAgreesWithTheGeneralDecoder) {
       {"step 0", canonical(1.0, 0, "a", 0.0f), true},
       {"step 2^14", canonical(1.0, 16384, "loss", -1.0f), true},
       {"negative step (10-byte varint)", canonical(1.0, static_cast<uint64_t>(-1), "l", 1.0f), true},
+      {"step 2^56 - 1 (8-byte varint)", canonical(1.0, (uint64_t{1} << 56) - 1, "l", 1.0f), true},
+      {"step 2^56 (9-byte varint)", canonical(1.0, uint64_t{1} << 56, "l", 1.0f), true},
       {"empty tag", canonical(1.0, 3, "", 1.0f), true},
       {"tag of 118 bytes (largest one-byte summary)", canonical(1.0, 3, std::string(118, 't'), 1.0f), true},
       {"tag of 300 bytes", canonical(1.0, 3, long_tag, 1.0f), true},
@@ -367,6 +369,19 @@ TEST(Event, SimpleScalarDecoderAgreesWithTheGeneralDecoder) {
       EXPECT_EQ(fast.value, v.scalar);
       EXPECT_EQ(fast.step, event.step);
       EXPECT_EQ(fast.wall_time_seconds, event.wall_time_seconds);
+    }
+  }
+  // The canonical layout with a step of every varint length, at both ends of each.
+  for (int bits = 1; bits <= 64; ++bits) {
+    for (const uint64_t step : {uint64_t{1} << (bits - 1), ~uint64_t{0} >> (64 - bits),
+                                (~uint64_t{0} >> (64 - bits)) ^ (uint64_t{0x5555555555555555} >> (64 - bits))}) {
+      SCOPED_TRACE(step);
+      SimpleScalarEvent fast;
+      ASSERT_TRUE(DecodeSimpleScalarEvent(canonical(2.0, step, "loss", 1.0f), &fast));
+      EXPECT_EQ(fast.step, static_cast<int64_t>(step));
+      EXPECT_EQ(fast.tag, "loss");
+      EXPECT_EQ(fast.value, 1.0);
+      EXPECT_EQ(fast.wall_time_seconds, 2.0);
     }
   }
   SimpleScalarEvent decoded;

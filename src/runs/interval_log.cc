@@ -22,6 +22,38 @@ void IntervalLog::AddOther(int64_t from, uint64_t distance) {
   }
 }
 
+bool IntervalLog::AddStepInterval(int64_t from, uint64_t distance, const HealthOptions& options) {
+  last_left_out_ = false;
+  if (intervals_ > 0 && distance == lengths_[last_length_].first) {
+    ++lengths_[last_length_].second;
+  } else if (!CountLength(distance, 1)) {
+    GiveUp();
+    return false;
+  }
+  const auto d = static_cast<double>(distance);
+  smallest_ = intervals_++ == 0 ? d : std::min(smallest_, d);
+  if (d > options.gap_factor * smallest_) {
+    if (!possible_gaps_.empty() && possible_gaps_.back().distance == distance &&
+        possible_gaps_.back().next() == from) {
+      ++possible_gaps_.back().count;
+    } else {
+      possible_gaps_.push_back({from, distance, 1});
+      if (TooMany(possible_gaps_.size())) {
+        GiveUp();
+        return false;
+      }
+    }
+  } else if (d > smallest_other_) {
+    AddOther(from, distance);
+  } else {
+    // Kept nowhere. Another interval of this length right after it would be too: smallest_ and
+    // smallest_other_ only come down and up, and left_out_ already holds d.
+    left_out_ = std::max(left_out_, d);
+    last_left_out_ = true;
+  }
+  return true;
+}
+
 void IntervalLog::GiveUp() {
   given_up_ = true;
   std::vector<std::pair<uint64_t, int64_t>>().swap(lengths_);
@@ -50,6 +82,7 @@ void IntervalLog::Append(IntervalLog&& later) {
   if (given_up_) return;
   if (later.given_up_) return GiveUp();
   if (later.intervals_ == 0) return;
+  last_left_out_ = false;
   for (const auto& [distance, count] : later.lengths_) {
     if (!CountLength(distance, count)) return GiveUp();
   }

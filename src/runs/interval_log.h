@@ -36,25 +36,14 @@ class IntervalLog {
     if (given_up_) return;
     const uint64_t distance =
         static_cast<uint64_t>(current.step) - static_cast<uint64_t>(previous.step);
-    if (intervals_ > 0 && distance == lengths_[last_length_].first) {
+    if (last_left_out_ && distance == lengths_[last_length_].first) {
+      // The interval before was of this length and kept nowhere (neither a possible gap nor one of
+      // the largest others): this one is too, and changes nothing but the counts (the regular
+      // case, nearly every interval of a series).
       ++lengths_[last_length_].second;
-    } else if (!CountLength(distance, 1)) {
-      return GiveUp();
-    }
-    const auto d = static_cast<double>(distance);
-    smallest_ = intervals_++ == 0 ? d : std::min(smallest_, d);
-    if (d > options.gap_factor * smallest_) {
-      if (!possible_gaps_.empty() && possible_gaps_.back().distance == distance &&
-          possible_gaps_.back().next() == previous.step) {
-        ++possible_gaps_.back().count;
-      } else {
-        possible_gaps_.push_back({previous.step, distance, 1});
-        if (TooMany(possible_gaps_.size())) return GiveUp();
-      }
-    } else if (d > smallest_other_) {
-      AddOther(previous.step, distance);
-    } else {
-      left_out_ = std::max(left_out_, d);
+      ++intervals_;
+    } else if (!AddStepInterval(previous.step, distance, options)) {
+      return;  // given up
     }
     const double dt = current.wall_time_seconds - previous.wall_time_seconds;
     if (std::isfinite(dt)) {
@@ -103,6 +92,9 @@ class IntervalLog {
     int64_t after_step = 0;
     double seconds = 0;
   };
+  // Add's step interval of `distance` from step `from`, in the general case; false when the log
+  // gave up.
+  bool AddStepInterval(int64_t from, uint64_t distance, const HealthOptions& options);
   // Adds `count` intervals of `distance` to the histogram; false past kMaxLengths lengths.
   bool CountLength(uint64_t distance, int64_t count);
   // Keeps the interval from `from` among the largest others (d > smallest_other_).
@@ -126,6 +118,7 @@ class IntervalLog {
   int64_t intervals_ = 0;
   std::vector<std::pair<uint64_t, int64_t>> lengths_;  // (distance, count), by distance
   size_t last_length_ = 0;                             // the entry of the last interval
+  bool last_left_out_ = false;  // the last interval added went to left_out_ (and no Append since)
   double smallest_ = 0;
   std::vector<StepRun> possible_gaps_;   // in step order
   // The largest intervals in neither possible_gaps_ nor left_out_ (a min-heap by distance of at

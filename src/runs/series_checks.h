@@ -72,8 +72,9 @@ class RollingBaseline {
     arrival_[oldest_] = value;
     oldest_ = oldest_ + 1 == capacity_ ? 0 : oldest_ + 1;
     double* s = sorted_.data();
-    const size_t out = CountBelow(s, capacity_, oldest, std::less<double>());
-    const size_t in = CountBelow(s, capacity_, value, std::less_equal<double>());
+    size_t out;  // the elements below the oldest value: where it sits
+    size_t in;   // the elements at most `value`: where it enters
+    CountBelowBoth(s, capacity_, oldest, value, &out, &in);
     if (in > out) {
       std::memmove(s + out, s + out + 1, (in - 1 - out) * sizeof(double));
       s[in - 1] = value;
@@ -83,19 +84,24 @@ class RollingBaseline {
     }
   }
 
-  // The number of leading elements of the sorted `s[0, n)` with `before(element, x)`: std::
-  // lower_bound (less) or upper_bound (less_equal) by a bisection without branches, since in a
-  // rolling window where the value lands is unpredictable.
-  template <typename Before>
-  static size_t CountBelow(const double* s, size_t n, double x, Before before) {
-    if (n == 0) return 0;
-    const double* base = s;
+  // The number of leading elements of the sorted `s[0, n)` (n >= 1) below `oldest` into `out`
+  // (std::lower_bound) and at most `value` into `in` (std::upper_bound): two bisections without
+  // branches, since in a rolling window where a value lands is unpredictable, interleaved, as
+  // their steps do not depend on each other, and sharing the halving of `n` (which depends on no
+  // value, so that each step's load waits only for the step before it; bisecting in powers of two
+  // from n - m instead made `mosaic runs` a fifth slower, with fewer instructions).
+  static void CountBelowBoth(const double* s, size_t n, double oldest, double value, size_t* out,
+                             size_t* in) {
+    const double* a = s;
+    const double* b = s;
     while (n > 1) {
       const size_t half = n / 2;
-      base = before(base[half - 1], x) ? base + half : base;
+      a = a[half - 1] < oldest ? a + half : a;
+      b = b[half - 1] <= value ? b + half : b;
       n -= half;
     }
-    return static_cast<size_t>(base - s) + (before(*base, x) ? 1 : 0);
+    *out = static_cast<size_t>(a - s) + (*a < oldest ? 1 : 0);
+    *in = static_cast<size_t>(b - s) + (*b <= value ? 1 : 0);
   }
 
   // Requires size() > 0.
@@ -176,10 +182,14 @@ struct IntervalSurvey {
   // Takes in the interval from `previous` to `current`, the next point in step order.
   void Add(const ScalarPoint& previous, const ScalarPoint& current, double stall_min_seconds) {
     const double d = StepDistance(previous.step, current.step);
-    if (intervals++ == 0) first_interval = smallest_interval = largest_interval = d;
-    regular = regular && d == first_interval;
-    smallest_interval = std::min(smallest_interval, d);
-    largest_interval = std::max(largest_interval, d);
+    if (!(regular && d == first_interval && intervals > 0)) {
+      // Not one more of the first interval's length (which would change nothing but the count).
+      if (intervals == 0) first_interval = smallest_interval = largest_interval = d;
+      regular = regular && d == first_interval;
+      smallest_interval = std::min(smallest_interval, d);
+      largest_interval = std::max(largest_interval, d);
+    }
+    ++intervals;
     const double dt = current.wall_time_seconds - previous.wall_time_seconds;
     if (std::isfinite(dt)) {
       usable_wall_intervals += dt >= 0;

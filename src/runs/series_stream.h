@@ -16,6 +16,7 @@
 
 #include <re2/re2.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -44,7 +45,11 @@ struct SeriesStreamOptions {
 
 class SeriesStream {
  public:
-  explicit SeriesStream(const SeriesStreamOptions& options) : options_(options) {}
+  explicit SeriesStream(const SeriesStreamOptions& options)
+      : options_(options),
+        head_capacity_(static_cast<size_t>(std::max(options.health->spike_window, 0))),
+        tail_capacity_(static_cast<size_t>(
+            std::max({options.health->spike_window, options.last_k, 1}))) {}
 
   // Takes in the next point in write order; `tag` is the series' tag. Also after Append (the
   // stream goes on as one pass over everything before would); not after Report.
@@ -57,7 +62,7 @@ class SeriesStream {
       } else if (!intervals_.given_up()) {
         intervals_.GiveUp();
       }
-      if (p.value > last_.value && IsSkipTag(tag)) skipped_.push_back(p.step);
+      if (p.value > last_.value && skip_tag_ != 0 && IsSkipTag(tag)) skipped_.push_back(p.step);
     } else {
       first_ = p;
     }
@@ -98,12 +103,8 @@ class SeriesStream {
   void Report(std::string_view tag, std::vector<Finding>* out);
 
  private:
-  size_t HeadCapacity() const {
-    return static_cast<size_t>(std::max(options_.health->spike_window, 0));
-  }
-  size_t TailCapacity() const {
-    return static_cast<size_t>(std::max({options_.health->spike_window, options_.last_k, 1}));
-  }
+  size_t HeadCapacity() const { return head_capacity_; }
+  size_t TailCapacity() const { return tail_capacity_; }
   bool IsSkipTag(std::string_view tag);
   bool IsSpikeTag(std::string_view tag);
   // Past the head: the tail and (for a spike-tested tag) the spike test start from the head's
@@ -124,6 +125,8 @@ class SeriesStream {
   void TestHead(const std::vector<double>& before, bool spike_tag);
 
   const SeriesStreamOptions& options_;
+  size_t head_capacity_;  // spike_window: the finite points a stretch keeps untested
+  size_t tail_capacity_;  // max(spike_window, last_k, 1): the last finite values kept
   int8_t skip_tag_ = -1;   // IsSkipTag's answer once asked (-1: not yet)
   int8_t spike_tag_ = -1;  // IsSpikeTag's answer once asked
   bool increasing_ = true;

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <functional>
@@ -213,6 +214,27 @@ TEST(SeriesStream, IntervalsTooVariedForTheLogNeedThePoints) {
       Build(4000, [](int i) { return int64_t{10} * i + (i % 100 == 0 ? 3 : 0); },
             [](int i) { return 1.7e9 + i; });
   EXPECT_TRUE(Stream(mostly_regular, "train/loss", {}, {}).decided);
+}
+
+TEST(RollingBaseline, BothBisectionsCountAsLowerAndUpperBound) {
+  // Every window size up to 70 (powers of two and their neighbours among them), sorted windows
+  // with runs of ties, probed below, between, at and above every element.
+  for (size_t n = 1; n <= 70; ++n) {
+    std::vector<double> s;
+    for (size_t i = 0; i < n; ++i) s.push_back(static_cast<double>((i * 7) % 11 / 3));
+    std::sort(s.begin(), s.end());
+    for (double x : {-1.0, 0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0}) {
+      for (double y : {-1.0, 0.0, 1.0, 2.5, 3.0, 9.0}) {
+        size_t out = 0;
+        size_t in = 0;
+        RollingBaseline::CountBelowBoth(s.data(), n, x, y, &out, &in);
+        EXPECT_EQ(out, static_cast<size_t>(std::lower_bound(s.begin(), s.end(), x) - s.begin()))
+            << "n " << n << ", x " << x;
+        EXPECT_EQ(in, static_cast<size_t>(std::upper_bound(s.begin(), s.end(), y) - s.begin()))
+            << "n " << n << ", y " << y;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -92,25 +92,6 @@ uint64_t LoadU64(const char* p) {
   return v;
 }
 
-// Whether the record whose header is at `header`, with a payload of `length` bytes following it
-// (all in memory), has both CRCs right; the payload's is checked only when `verify_payload`.
-bool RecordIntact(const char* header, uint64_t length, bool verify_payload) {
-  const char* data = header + kHeaderBytes;
-  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtend(0, header, 8) &&
-         (!verify_payload || UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length));
-}
-
-#ifdef MOSAIC_CRC32C_X86
-// RecordIntact with the CRC instruction inlined, for CPUs that have it.
-__attribute__((target("sse4.2"))) bool RecordIntactSse42(const char* header, uint64_t length,
-                                                         bool verify_payload) {
-  const char* data = header + kHeaderBytes;
-  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtendSse42(0, header, 8) &&
-         (!verify_payload ||
-          UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtendSse42(0, data, length));
-}
-#endif
-
 }  // namespace
 
 std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t start_bytes) {
@@ -245,36 +226,23 @@ bool TfRecordReader::Fill(size_t n) {
   return true;
 }
 
-bool TfRecordReader::Next(std::string_view* payload, int64_t* offset_bytes) {
-  // Fast lane, taken by nearly every record: the whole record is already in the buffer and both
-  // CRCs match. Anything else (more bytes to read, damage to report) takes the full path below,
-  // which checks the same record again from the start.
-  if (offset_ >= stop_bytes_) return false;
-  const size_t available = end_ - begin_;
-  if (!stopped_ && available >= kHeaderBytes + kFooterBytes) {
-    const char* header = buffer_.data() + begin_;
-    const uint64_t length = LoadU64(header);
-    bool intact = false;
-    if (length <= available - kHeaderBytes - kFooterBytes) {
-#ifdef MOSAIC_CRC32C_X86
-      intact = hardware_crc_ ? RecordIntactSse42(header, length, verify_payload_crc_)
-                             : RecordIntact(header, length, verify_payload_crc_);
-#else
-      intact = RecordIntact(header, length, verify_payload_crc_);
-#endif
-    }
-    if (intact) {
-      const size_t record_bytes = kHeaderBytes + length + kFooterBytes;
-      *payload = std::string_view(header + kHeaderBytes, length);
-      *offset_bytes = offset_;
-      begin_ += record_bytes;
-      offset_ += static_cast<int64_t>(record_bytes);
-      ++records_read_;
-      return true;
-    }
-  }
-  return NextChecked(payload, offset_bytes);
+bool TfRecordReader::IntactPortable(const char* header, uint64_t length, bool verify_payload) {
+  const char* data = header + kHeaderBytes;
+  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtendPortable(0, header, 8) &&
+         (!verify_payload ||
+          UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtendPortable(0, data, length));
 }
+
+#ifdef MOSAIC_CRC32C_X86
+__attribute__((target("sse4.2"))) bool TfRecordReader::IntactSse42(const char* header,
+                                                                   uint64_t length,
+                                                                   bool verify_payload) {
+  const char* data = header + kHeaderBytes;
+  return UnmaskCrc32c(LoadU32(header + 8)) == Crc32cExtendSse42(0, header, 8) &&
+         (!verify_payload ||
+          UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtendSse42(0, data, length));
+}
+#endif
 
 bool TfRecordReader::SkipToIntactRecord() {
   while (offset_ + 1 < stop_bytes_) {

@@ -52,6 +52,10 @@ struct EventFileStats {
   double last_wall_time_seconds = 0;   // the largest of the records; 0 when the file has none
 };
 
+// True for a plugin whose rank-0 numeric values are not scalar series ("hparams", "text",
+// "pr_curves", ...); empty and "scalars" are scalar plugins.
+bool IsNonScalarPlugin(std::string_view plugin_name);
+
 class EventFileReader {
  public:
   // Reads `path` (the records of `range` only); throws InputError when it cannot be opened.
@@ -62,7 +66,28 @@ class EventFileReader {
                   bool verify_payload_crc = true, size_t buffer_bytes = size_t{1} << 20);
 
   // The next scalar, histogram or purge marker; false at the end of the readable data.
-  bool Next(EventItem* item);
+  bool Next(EventItem* item) {
+    // The fast lane, inline in the caller's loop: nothing is left of the record before, and the
+    // next one is a single simple-value scalar of a scalar tag (nearly every record of a scalar
+    // log). Anything else goes on in NextSlow, this record first.
+    if (pending_purge_ || next_value_ < event_.values.size()) return NextSlow(item);
+    std::string_view payload;
+    int64_t offset = 0;
+    if (!records_.Next(&payload, &offset)) return false;
+    SimpleScalarEvent simple;
+    if (!DecodeSimpleScalarEvent(payload, &simple)) {
+      TakeEvent(payload, offset);
+      return NextSlow(item);
+    }
+    CountRecord(simple.wall_time_seconds, {});
+    if (!plugin_by_tag_.empty() && IsNonScalarPlugin(LookUpPlugin(simple.tag))) {
+      ++stats_.tensors;
+      return NextSlow(item);
+    }
+    TakeScalar(item, simple.tag, simple.step, simple.wall_time_seconds, simple.value, true,
+               ScalarEncoding::kSimpleValue);
+    return true;
+  }
 
   const EventFileStats& stats() const;
   // The file offset of the next record to read (tfrecord_reader.h).
@@ -77,6 +102,12 @@ class EventFileReader {
   std::vector<RecordIssue> issues() const;
 
  private:
+  // Next() past its fast lane: the purge marker and the values of the record before, then the
+  // records that follow.
+  bool NextSlow(EventItem* item);
+  // Decodes the record `payload` (at `offset`) that is no single simple-value scalar as an Event,
+  // whose values (and purge marker) Next() then returns; a payload that is no Event is an issue.
+  void TakeEvent(std::string_view payload, int64_t offset);
   // Counts a record in stats_ (the first one's file version and wall time, the latest wall time).
   void CountRecord(double wall_time_seconds, std::string_view file_version) {
     if (stats_.records == 0) CountFirstRecord(wall_time_seconds, file_version);
@@ -87,7 +118,17 @@ class EventFileReader {
   }
   // Fills `item` with a scalar point and counts it.
   void TakeScalar(EventItem* item, std::string_view tag, int64_t step, double wall_time_seconds,
-                  double value, bool float32, ScalarEncoding encoding);
+                  double value, bool float32, ScalarEncoding encoding) {
+    ++stats_.scalars;
+    ++encoding_counts_[static_cast<size_t>(encoding)];
+    item->kind = EventItemKind::kScalar;
+    item->tag = tag;
+    item->step = step;
+    item->wall_time_seconds = wall_time_seconds;
+    item->value = value;
+    item->float32 = float32;
+    item->encoding = encoding;
+  }
   // The first record's file version and wall time, kept in stats_.
   void CountFirstRecord(double wall_time_seconds, std::string_view file_version);
   // The plugin last declared for `tag` by a value's metadata; empty when none was.
@@ -117,9 +158,5 @@ class EventFileReader {
   mutable EventFileStats stats_;
   std::vector<RecordIssue> payload_issues_;
 };
-
-// True for a plugin whose rank-0 numeric values are not scalar series ("hparams", "text",
-// "pr_curves", ...); empty and "scalars" are scalar plugins.
-bool IsNonScalarPlugin(std::string_view plugin_name);
 
 }  // namespace mosaic::runs

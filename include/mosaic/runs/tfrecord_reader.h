@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -95,7 +96,28 @@ class TfRecordReader {
 
   // Advances to the next intact record. Returns false at the end of the readable data. The
   // payload view stays valid until the next call; `*offset_bytes` receives the record's offset.
-  bool Next(std::string_view* payload, int64_t* offset_bytes);
+  bool Next(std::string_view* payload, int64_t* offset_bytes) {
+    // Fast lane, taken by nearly every record (inline, so that a caller's loop pays one call per
+    // record, for the CRCs): the whole record is already in the buffer and both CRCs match.
+    // Anything else (more bytes to read, damage to report, the end of the range) takes the full
+    // path, which checks the same record again from the start.
+    const size_t available = end_ - begin_;
+    if (offset_ < stop_bytes_ && !stopped_ && available >= kFramingBytes) {
+      const char* header = buffer_.data() + begin_;
+      uint64_t length;
+      std::memcpy(&length, header, sizeof length);
+      if (length <= available - kFramingBytes && Intact(header, length)) {
+        const size_t record_bytes = kFramingBytes + length;
+        *payload = std::string_view(header + kHeaderBytes, length);
+        *offset_bytes = offset_;
+        begin_ += record_bytes;
+        offset_ += static_cast<int64_t>(record_bytes);
+        ++records_read_;
+        return true;
+      }
+    }
+    return NextChecked(payload, offset_bytes);
+  }
 
   const std::vector<RecordIssue>& issues() const { return issues_; }
   int64_t records_read() const { return records_read_; }
@@ -105,6 +127,23 @@ class TfRecordReader {
   const std::string& path() const { return path_; }
 
  private:
+  static constexpr size_t kHeaderBytes = 12;                // u64 length + u32 masked CRC
+  static constexpr size_t kFramingBytes = kHeaderBytes + 4;  // and the payload's u32 masked CRC
+
+  // Whether the record at `header`, its payload of `length` bytes following it in memory, has
+  // both CRCs right (the payload's only when verify_payload_crc_).
+  bool Intact(const char* header, uint64_t length) const {
+#ifdef MOSAIC_CRC32C_X86
+    if (hardware_crc_) return IntactSse42(header, length, verify_payload_crc_);
+#endif
+    return IntactPortable(header, length, verify_payload_crc_);
+  }
+  static bool IntactPortable(const char* header, uint64_t length, bool verify_payload);
+#ifdef MOSAIC_CRC32C_X86
+  // IntactPortable with the CRC instruction inlined, for CPUs that have it.
+  __attribute__((target("sse4.2"))) static bool IntactSse42(const char* header, uint64_t length,
+                                                            bool verify_payload);
+#endif
   // Next() for a record not wholly in the buffer or damaged: reads more, checks and reports.
   bool NextChecked(std::string_view* payload, int64_t* offset_bytes);
   // Makes at least `n` bytes available from begin_; false when the source ends first.
