@@ -46,12 +46,12 @@ std::unique_ptr<ByteSource> OpenFileSource(const std::string& path, int64_t star
 std::unique_ptr<ByteSource> MemorySource(std::string_view bytes, size_t start = 0);
 
 enum class RecordIssueKind {
-  kTruncatedTail,   // the file ends inside a record; the complete records before it are kept
+  kTruncatedTail,    // the file ends inside a record; the complete records before it are kept
   kLengthBeyondEnd,  // a length claims more than the file holds, yet intact records follow: the
                      // bytes up to the next one skipped
-  kBadLengthCrc,    // the length's CRC does not match: framing lost, the rest of the file unread
-  kBadPayloadCrc,   // the payload's CRC does not match: that record skipped
-  kBadPayload,      // the payload is not a valid Event protobuf: that record skipped
+  kBadLengthCrc,     // the length's CRC does not match: framing lost, the rest of the file unread
+  kBadPayloadCrc,    // the payload's CRC does not match: that record skipped
+  kBadPayload,       // the payload is not a valid Event protobuf: that record skipped
 };
 
 std::string_view ToString(RecordIssueKind kind);
