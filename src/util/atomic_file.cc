@@ -204,6 +204,14 @@ std::string ReadFile(const std::string& path) {
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError("cannot read " + path + ": " + std::strerror(EISDIR));
   }
+  // A device (/dev/zero, a terminal) or a socket has no end to read to: refused. A pipe (a shell's
+  // process substitution, /dev/fd/N) ends when its writer closes it, and is read.
+  struct stat info {};
+  if (stat(path.c_str(), &info) == 0 &&
+      (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) || S_ISSOCK(info.st_mode))) {
+    throw InputError("cannot read " + path + ": not a regular file (a " +
+                     (S_ISSOCK(info.st_mode) ? "socket" : "device") + ")");
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + path + ": " + std::strerror(errno));
   std::ostringstream buffer;

@@ -1,6 +1,7 @@
 #include "mosaic/util/atomic_file.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,5 +159,29 @@ TEST_F(AtomicFile, ReadingADirectoryIsAnError) {
   }
 }
 
+
+// A device has no end (/dev/zero would be read until memory ran out): refused by name. A pipe
+// (process substitution) ends when its writer closes it, and is read.
+TEST_F(AtomicFile, ReadingADeviceIsAnErrorAndAPipeIsRead) {
+  try {
+    ReadFile("/dev/zero");
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()), "cannot read /dev/zero: not a regular file (a device)");
+  }
+  const fs::path fifo = dir_ / "pipe";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const pid_t writer = fork();
+  ASSERT_GE(writer, 0);
+  if (writer == 0) {
+    const int fd = open(fifo.c_str(), O_WRONLY);
+    const ssize_t n = write(fd, "piped", 5);
+    _exit(n == 5 ? 0 : 1);
+  }
+  EXPECT_EQ(ReadFile(fifo.string()), "piped");
+  int status = 0;
+  ASSERT_EQ(waitpid(writer, &status, 0), writer);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
 }  // namespace
 }  // namespace mosaic

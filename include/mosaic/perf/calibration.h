@@ -34,36 +34,12 @@
 
 #include "mosaic/perf/dropping.h"
 #include "mosaic/perf/layout.h"
+#include "mosaic/perf/measurements.h"
 #include "mosaic/perf/profile.h"
 #include "mosaic/perf/step_model.h"
 
 namespace mosaic {
 
-struct MeasuredRow {
-  std::string id;
-  std::string model;
-  std::string hardware;
-  int64_t gpus = 0;
-  Layout layout;
-  int64_t global_batch = 0;
-  int64_t seq_len = 0;
-  NumberFormat format = NumberFormat::kBf16;
-  RoutingPolicy routing = RoutingPolicy::kDropless;
-  double capacity_factor = 1;
-  double measured_tokens_per_s_per_gpu = 0;
-  std::string basis;     // "tokens/s", "TFLOP/s (full-square)", "TFLOP/s (causal)", "MFU via <row>"
-  std::string profile;   // the profile the row belongs to
-  std::string source;
-  // The recompute policy the source states; nullopt = the profile's, else the least that fits.
-  std::optional<Recompute> recompute;
-  std::string where;     // "file:line" of the row in messages; empty when not read from a file
-};
-
-// Reads rows; a leading UTF-8 byte-order mark is ignored (text_input.h). Throws InputError
-// (file:line, column, value, rule) on a malformed row, an unknown dp_kind, routing or precision,
-// a model or hardware that does not load (an unknown preset or device name, a bad file), a row
-// without any measurement, or a file without rows.
-std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
 struct RowResult {
   std::string id;

@@ -44,7 +44,8 @@ class AtomicFileWriter {
 // when the directory is not writable or the write fails; the target is then left untouched.
 void WriteFileAtomically(const std::string& path, std::string_view content);
 
-// Reads the whole file at `path`. Throws InputError naming the path when it cannot be read.
+// Reads the whole file at `path` (a regular file or a pipe). Throws InputError naming the path
+// when it cannot be read, is a directory, or is a device or a socket (which have no end).
 std::string ReadFile(const std::string& path);
 
 }  // namespace mosaic

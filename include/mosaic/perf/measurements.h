@@ -1,0 +1,52 @@
+// Measured training throughput rows (the format of tests/fixtures/throughput/published.csv,
+// described in calibration.h), read and checked: each row's model and device loaded, its layout
+// parsed, its measurement converted to tokens/s per GPU. What calibration and validation fit and
+// predict (calibration.h).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mosaic/perf/layout.h"
+#include "mosaic/perf/step_model.h"
+
+namespace mosaic {
+
+struct MeasuredRow {
+  std::string id;
+  std::string model;
+  std::string hardware;
+  int64_t gpus = 0;
+  Layout layout;
+  int64_t global_batch = 0;
+  int64_t seq_len = 0;
+  NumberFormat format = NumberFormat::kBf16;
+  RoutingPolicy routing = RoutingPolicy::kDropless;
+  double capacity_factor = 1;
+  double measured_tokens_per_s_per_gpu = 0;
+  std::string basis;     // "tokens/s", "TFLOP/s (full-square)", "TFLOP/s (causal)", "MFU via <row>"
+  std::string profile;   // the profile the row belongs to
+  std::string source;
+  // The recompute policy the source states; nullopt = the profile's, else the least that fits.
+  std::optional<Recompute> recompute;
+  std::string where;     // "file:line" of the row in messages; empty when not read from a file
+};
+
+// The rows of a measurement CSV `text` read from `path` (which labels messages); a leading UTF-8
+// byte-order mark is ignored (text_input.h). Throws InputError
+// (file:line, column, value, rule) on a malformed row, an unknown dp_kind, routing or precision,
+// a model or hardware that does not load (an unknown preset or device name, a bad file), a row
+// without any measurement, or a file without rows.
+std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
+
+// ParseMeasurements of the file at `path`; also throws InputError when it cannot be read.
+std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
+
+// The shipped profile a published row on `hardware` belongs to: Marin's for a Marin source
+// (`source` names it), else Megatron-Core's for the device (data/perf/profiles.toml).
+std::string ProfileFor(const std::string& hardware, const std::string& source);
+
+}  // namespace mosaic

@@ -1,0 +1,303 @@
+#include "mosaic/perf/measurements.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/flops.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/util/error.h"
+#include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
+
+namespace mosaic {
+namespace {
+
+// Splits one CSV line (double quotes protect commas; "" is a quote).
+std::vector<std::string> SplitCsv(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+        cells.back() += '"';
+        ++i;
+      } else if (ch == '"') {
+        quoted = false;
+      } else {
+        cells.back() += ch;
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      cells.emplace_back();
+    } else if (ch != '\r') {
+      cells.back() += ch;
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::string ProfileFor(const std::string& hardware, const std::string& source) {
+  if (source.find("marin") != std::string::npos) return "marin-gb200";
+  if (hardware == "gb200-nvl72") return "megatron-gb200";
+  if (hardware == "gb300-nvl72") return "megatron-gb300";
+  return "megatron-" + hardware;
+}
+
+std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path) {
+  std::istringstream in{std::string(StripByteOrderMark(text))};
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = SplitCsv(line);
+  std::map<std::string, size_t> col;
+  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
+  for (const char* needed : {"id", "model", "hardware", "gpus", "tp", "pp", "vpp", "ep", "cp",
+                             "dp_kind", "micro_batch", "global_batch", "seq_len", "precision",
+                             "routing", "measured_tokens_per_s_per_gpu",
+                             "measured_tflops_per_gpu", "measured_mfu_pct", "source"}) {
+    if (!col.contains(needed)) {
+      throw InputError(fmt::format("{}:1: missing column '{}'", path, needed));
+    }
+  }
+  std::vector<MeasuredRow> rows;
+  std::vector<double> mfu;  // measured MFU % per row (0 when absent)
+  std::vector<int> lines;   // the line of each row, for messages
+  // The models and devices the rows name, each loaded once: an unknown name or a file that does
+  // not load is an error of the row that names it first.
+  std::map<std::string, ModelSpec> models;
+  std::map<std::string, HardwareSpec> devices;
+  int line_no = 1;
+  while (std::getline(in, line)) {
+    ++line_no;
+    if (line.empty()) continue;
+    std::vector<std::string> cells = SplitCsv(line);
+    cells.resize(header.size());
+    auto cell = [&](const char* name) -> const std::string& { return cells[col[name]]; };
+    auto integer = [&](const char* name) {
+      const std::string& v = cell(name);
+      try {
+        size_t used = 0;
+        int64_t x = std::stoll(v, &used);
+        if (used != v.size() || x < 1) throw std::invalid_argument(v);
+        return x;
+      } catch (const std::exception&) {
+        throw InputError(fmt::format("{}:{}: {} = '{}'. Violated constraint: a positive integer",
+                                     path, line_no, name, Printable(v)));
+      }
+    };
+    // A measurement: blank when the source did not give it (0), else a finite number > 0.
+    auto number = [&](const char* name) {
+      const std::string& v = cell(name);
+      if (v.empty()) return 0.0;
+      double x = 0;
+      try {
+        size_t used = 0;
+        x = std::stod(v, &used);
+        if (used != v.size()) throw std::invalid_argument(v);
+      } catch (const std::exception&) {
+        x = -1;
+      }
+      if (!std::isfinite(x) || x <= 0) {
+        throw InputError(fmt::format(
+            "{}:{}: {} = '{}'. Violated constraint: blank or a finite number > 0", path, line_no,
+            name, Printable(v)));
+      }
+      return x;
+    };
+    // "file:line: column: <the loader's message>", the message naming the value and the rule.
+    auto loaded = [&](const char* name, auto& cache, auto load) -> const auto& {
+      const std::string& v = cell(name);
+      auto it = cache.find(v);
+      if (it == cache.end()) {
+        try {
+          it = cache.emplace(v, load(v)).first;
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}:{}: {}: {}", path, line_no, name, e.what()));
+        }
+      }
+      return it->second;
+    };
+    MeasuredRow r;
+    r.where = fmt::format("{}:{}", path, line_no);
+    r.id = cell("id");
+    r.model = cell("model");
+    r.hardware = cell("hardware");
+    r.source = cell("source");
+    const ModelSpec& model = loaded("model", models, [](const std::string& v) {
+      return LoadModel(v);
+    });
+    loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
+    r.gpus = integer("gpus");
+    Layout& l = r.layout;
+    l.tp = integer("tp");
+    l.pp = integer("pp");
+    l.vpp = integer("vpp");
+    l.ep = integer("ep");
+    l.cp = integer("cp");
+    l.mbs = integer("micro_batch");
+    const int64_t data = r.gpus / (l.tp * l.pp * l.cp);
+    const std::string& kind = cell("dp_kind");
+    if (kind == "zero1") {
+      l.dp = data;
+    } else if (kind == "fsdp") {
+      l.fsdp = data;
+    } else if (kind.starts_with("fsdp") && kind.find("dp") != std::string::npos) {
+      // "fsdp64 within a rack + dp2 across racks"
+      int64_t fsdp = 0;
+      if (std::from_chars(kind.data() + 4, kind.data() + kind.size(), fsdp).ec != std::errc() ||
+          fsdp < 1) {
+        throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
+                                     "'fsdpN ... + dpM ...' with N a positive integer",
+                                     path, line_no, Printable(kind)));
+      }
+      l.fsdp = fsdp;
+      l.dp = data / l.fsdp;
+    } else {
+      throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
+                                   "'fsdpN ... + dpM ...'",
+                                   path, line_no, Printable(kind)));
+    }
+    // Megatron-Core's uneven pipeline split, in the layout grammar ("pp_embed=1,pp_loss=1",
+    // "pp_first=3,pp_last=2"); blank or absent: layers spread evenly.
+    if (col.contains("pipeline_split") && !cell("pipeline_split").empty()) {
+      const Layout split = ParseLayout(cell("pipeline_split"),
+                                       fmt::format("{}:{}: pipeline_split", path, line_no));
+      l.pp_first = split.pp_first;
+      l.pp_last = split.pp_last;
+      l.pp_embed = split.pp_embed;
+      l.pp_loss = split.pp_loss;
+      l.pp_layout = split.pp_layout;
+    }
+    // Megatron-Core's EP all-to-all overlap (layout.h: a2a_overlap): 1 when the source's recipe
+    // sets it; blank or absent: 0.
+    if (col.contains("a2a_overlap") && !cell("a2a_overlap").empty()) {
+      const std::string& v = cell("a2a_overlap");
+      if (v != "0" && v != "1") {
+        throw InputError(fmt::format("{}:{}: a2a_overlap = '{}'. Violated constraint: 0, 1 or "
+                                     "blank",
+                                     path, line_no, Printable(v)));
+      }
+      l.a2a_overlap = v == "1" ? 1 : 0;
+    }
+    r.global_batch = integer("global_batch");
+    r.seq_len = integer("seq_len");
+    auto format = NumberFormatFromString(cell("precision"));
+    if (!format) {
+      throw InputError(fmt::format("{}:{}: precision = '{}'. Violated constraint: bf16, fp8 or "
+                                   "mxfp8",
+                                   path, line_no, Printable(cell("precision"))));
+    }
+    r.format = *format;
+    const std::string& routing = cell("routing");
+    if (routing == "dropless-forced-balance") {
+      r.routing = RoutingPolicy::kBalanced;
+    } else if (routing == "dropless" || routing == "dropless-chunk1" || routing == "dense") {
+      r.routing = RoutingPolicy::kDropless;
+    } else if (routing == "token-drop") {
+      r.routing = RoutingPolicy::kCapacity;
+      r.capacity_factor = 1.0;
+    } else if (routing.starts_with("capacity-factor-")) {
+      r.routing = RoutingPolicy::kFixedCells;
+      // "capacity-factor-1.0 (9.97% dropped)": the factor, then an optional note.
+      double factor = 0;
+      const char* end = routing.data() + routing.size();
+      if (std::from_chars(routing.data() + 16, end, factor).ec != std::errc() ||
+          !std::isfinite(factor) || factor <= 0) {
+        throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: "
+                                     "capacity-factor-F with F a finite number > 0, then "
+                                     "optionally a note",
+                                     path, line_no, Printable(routing)));
+      }
+      r.capacity_factor = factor;
+    } else if (routing.starts_with("fsdp-control")) {
+      r.routing = RoutingPolicy::kDropless;  // experts gathered in 4 chunks (seed 000)
+      l.moe_chunk = 4;
+    } else {
+      throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: dense, dropless, "
+                                   "dropless-chunk1, dropless-forced-balance, token-drop, "
+                                   "capacity-factor-F or fsdp-control...",
+                                   path, line_no, Printable(routing)));
+    }
+    r.profile = ProfileFor(r.hardware, r.source);
+    if (col.contains("recompute") && !cell("recompute").empty()) {
+      r.recompute = RecomputeFromString(cell("recompute"));
+      if (!r.recompute) {
+        throw InputError(fmt::format("{}:{}: recompute = '{}'. Violated constraint: blank, none, "
+                                     "selective, modules, moe or full",
+                                     path, line_no, Printable(cell("recompute"))));
+      }
+    }
+    FlopConvention convention = FlopConvention::kFullSquare;
+    if (col.contains("flop_convention") && !cell("flop_convention").empty()) {
+      const std::string& name = cell("flop_convention");
+      if (name == "causal") {
+        convention = FlopConvention::kCausal;
+      } else if (name != "full-square") {
+        throw InputError(fmt::format("{}:{}: flop_convention = '{}'. Violated constraint: blank, "
+                                     "full-square or causal",
+                                     path, line_no, Printable(name)));
+      }
+    }
+    const double tokens = number("measured_tokens_per_s_per_gpu");
+    const double tflops = number("measured_tflops_per_gpu");
+    mfu.push_back(number("measured_mfu_pct"));
+    lines.push_back(line_no);
+    if (tokens == 0 && tflops == 0 && mfu.back() == 0) {
+      throw InputError(fmt::format(
+          "{}:{}: measured_tokens_per_s_per_gpu, measured_tflops_per_gpu and measured_mfu_pct "
+          "are all blank (row {}). Violated constraint: a row gives a measurement: tokens/s per "
+          "GPU, model TFLOP/s per GPU or MFU %",
+          path, line_no, Printable(r.id)));
+    }
+    if (tokens > 0) {
+      r.measured_tokens_per_s_per_gpu = tokens;
+      r.basis = "tokens/s";
+    } else if (tflops > 0) {
+      // Model TFLOP/s as the source counts them, over mosaic's FLOPs per token in the same
+      // convention (a causal count is about half the attention square of a full-square one).
+      const ModelShape shape = MakeModelShape(model.config, r.seq_len);
+      const bool causal = convention == FlopConvention::kCausal;
+      r.measured_tokens_per_s_per_gpu =
+          tflops * 1e12 /
+          (causal ? shape.causal_model_flops_per_token : shape.model_flops_per_token);
+      r.basis = causal ? "TFLOP/s (causal)" : "TFLOP/s";
+    }
+    rows.push_back(std::move(r));
+  }
+  // MFU-only rows: convert through a row of the same model and device with tokens/s and MFU.
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (rows[i].measured_tokens_per_s_per_gpu > 0) continue;
+    for (size_t j = 0; j < rows.size() && mfu[i] > 0; ++j) {
+      if (j != i && rows[j].model == rows[i].model && rows[j].hardware == rows[i].hardware &&
+          rows[j].layout.ep == rows[i].layout.ep && mfu[j] > 0 && rows[j].basis == "tokens/s") {
+        rows[i].measured_tokens_per_s_per_gpu = rows[j].measured_tokens_per_s_per_gpu * mfu[i] / mfu[j];
+        rows[i].basis = "MFU via " + rows[j].id;
+        break;
+      }
+    }
+    if (rows[i].measured_tokens_per_s_per_gpu <= 0) {
+      throw InputError(fmt::format(
+          "{}:{}: measured_mfu_pct = '{}' with measured_tokens_per_s_per_gpu and "
+          "measured_tflops_per_gpu blank (row {}). Violated constraint: an MFU-only row needs a "
+          "row of the same model, hardware and ep that gives both tokens/s per GPU and MFU",
+          path, lines[i], mfu[i], Printable(rows[i].id)));
+    }
+  }
+  if (rows.empty()) throw InputError(fmt::format("{}: no measured rows", path));
+  return rows;
+}
+
+std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
+  return ParseMeasurements(ReadTextFile(path), path);
+}
+
+}  // namespace mosaic
