@@ -22,6 +22,7 @@
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/parallel_for.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 #include "run_loading.h"
 
@@ -243,7 +244,7 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
     return runs;
   }
   if (ec || !fs::exists(status)) {
-    throw InputError(fmt::format("{}: no such file or directory", logdir));
+    throw InputError(fmt::format("{}: no such file or directory", Printable(logdir)));
   }
   if (fs::is_regular_file(status)) {
     const std::string name = fs::path(logdir).filename().string();
@@ -254,7 +255,8 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
       run.table_files.push_back(logdir);
     } else {
       throw InputError(fmt::format(
-          "{}: not an event file (events.out.tfevents.*), .csv or .jsonl file", logdir));
+          "{}: not an event file (events.out.tfevents.*), .csv or .jsonl file",
+          Printable(logdir)));
     }
     runs.push_back(std::move(run));
     return runs;
@@ -337,7 +339,8 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir) {
   }
   if (by_directory.empty()) {
     throw InputError(fmt::format(
-        "{}: no event files (events.out.tfevents.*), .csv or .jsonl files found", logdir));
+        "{}: no event files (events.out.tfevents.*), .csv or .jsonl files found",
+        Printable(logdir)));
   }
   for (auto& [name, run] : by_directory) {
     SortEventFiles(&run.event_files);

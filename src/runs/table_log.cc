@@ -10,6 +10,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <optional>
 
 #include "mosaic/util/error.h"
 #include "mosaic/util/text_input.h"
@@ -40,6 +41,47 @@ bool EqualsIgnoreCase(std::string_view a, std::string_view b) {
 // Why a cell is not a step.
 enum class StepProblem { kNone, kNotInteger, kOutOfRange, kInexact };
 
+// Whether the decimal number `text` ([sign] digits [. digits] [e [sign] digits]) is a whole number
+// as written, before any rounding to a double: 1.5e1 and 100e-2 are, 1e-400 and
+// 1.00000000000000000000000000001 are not (a double would read them as 0 and 1). Text of another
+// form is left to the parser (true).
+bool LiteralIsWhole(std::string_view text) {
+  size_t i = 0;
+  if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+  std::string digits;
+  int64_t fraction_digits = 0;
+  bool any = false;
+  while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+    digits += text[i++];
+    any = true;
+  }
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      digits += text[i++];
+      ++fraction_digits;
+      any = true;
+    }
+  }
+  if (!any) return true;
+  int64_t exponent = 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    const bool negative = i < text.size() && text[i] == '-';
+    if (i < text.size() && (text[i] == '+' || text[i] == '-')) ++i;
+    if (i == text.size()) return true;
+    while (i < text.size() && std::isdigit(static_cast<unsigned char>(text[i]))) {
+      exponent = std::min<int64_t>(exponent * 10 + (text[i++] - '0'), int64_t{1} << 40);
+    }
+    if (negative) exponent = -exponent;
+  }
+  if (i != text.size()) return true;
+  const size_t last = digits.find_last_not_of('0');
+  if (last == std::string::npos) return true;  // zero
+  const auto trailing_zeros = static_cast<int64_t>(digits.size() - 1 - last);
+  return exponent - fraction_digits + trailing_zeros >= 0;
+}
+
 // A step written as a decimal or in exponent form ("100.0", "1e3"): a whole value whose
 // magnitude is below 2^53, where every integer has a double of its own. Past 2^53 the text
 // would have been rounded on reading (9007199254740993.0 reads as ...992), and at ±2^63 or
@@ -64,6 +106,7 @@ StepProblem ParseStepText(std::string_view text, int64_t* step) {
     if (ec == std::errc()) return StepProblem::kNone;
     if (ec == std::errc::result_out_of_range) return StepProblem::kOutOfRange;
   }
+  if (!LiteralIsWhole(text)) return StepProblem::kNotInteger;
   double value = 0;
   const auto [dptr, dec] = std::from_chars(text.data(), end, value);
   if (dptr == end && !text.empty() && dec == std::errc::result_out_of_range) {
@@ -100,18 +143,18 @@ std::string_view StepProblemText(StepProblem problem) {
   }
 }
 
-// How a JSON number leaf `value` under the flattened key `key` was written in `line`: its literal
-// when the line holds exactly one number after that key's last name ("step": 1e23 shows as
-// 1e23, not as the double the parser made of it), else the value as the parser dumps it. At
-// most 40 characters.
-std::string NumberAsWritten(std::string_view line, std::string_view key,
-                            const nlohmann::json& value) {
-  std::string dumped = value.dump().substr(0, 40);
-  if (!value.is_number()) return dumped;
+// `text` cut to its first 40 characters, with "…" when it was longer.
+std::string Shortened(std::string_view text) {
+  return text.size() <= 40 ? std::string(text) : std::string(text.substr(0, 40)) + "…";
+}
+
+// The literal of the number written after the key `key`'s last name in the JSON line `line`
+// ("step": 1e23 gives 1e23, not the double the parser made of it), when the line holds exactly
+// one such number; nullopt otherwise.
+std::optional<std::string_view> NumberLiteral(std::string_view line, std::string_view key) {
   const size_t slash = key.rfind('/');
-  const std::string quoted = fmt::format("\"{}\"", slash == std::string_view::npos
-                                                      ? key
-                                                      : key.substr(slash + 1));
+  const std::string quoted =
+      fmt::format("\"{}\"", slash == std::string_view::npos ? key : key.substr(slash + 1));
   std::string_view literal;
   int found = 0;
   for (size_t at = line.find(quoted); at != std::string_view::npos;
@@ -122,15 +165,28 @@ std::string NumberAsWritten(std::string_view line, std::string_view key,
     ++i;
     while (i < line.size() && (line[i] == ' ' || line[i] == '\t')) ++i;
     size_t end = i;
-    while (end < line.size() && std::strchr("+-0123456789.eE", line[end]) != nullptr &&
-           line[end] != '\0') {
+    while (end < line.size() && line[end] != '\0' &&
+           std::strchr("+-0123456789.eE", line[end]) != nullptr) {
       ++end;
     }
     if (end == i) continue;
     literal = line.substr(i, end - i);
     ++found;
   }
-  return found == 1 ? std::string(literal.substr(0, 40)) : dumped;
+  if (found != 1) return std::nullopt;
+  return literal;
+}
+
+// How the JSON leaf `value` under the flattened key `key` was written in `line`: a number's
+// literal (NumberLiteral), else the value as the parser dumps it; Shortened.
+std::string NumberAsWritten(std::string_view line, std::string_view key,
+                            const nlohmann::json& value) {
+  if (value.is_number()) {
+    if (const std::optional<std::string_view> literal = NumberLiteral(line, key)) {
+      return Shortened(*literal);
+    }
+  }
+  return Shortened(value.dump());
 }
 
 // Collects points per tag in order of first appearance.
@@ -535,8 +591,13 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
       continue;
     }
     step_key_seen = true;
-    if (const StepProblem problem = StepFromJson(*leaves[step_leaf].second, &step);
-        problem != StepProblem::kNone) {
+    StepProblem problem = StepFromJson(*leaves[step_leaf].second, &step);
+    if (problem == StepProblem::kNone && leaves[step_leaf].second->is_number_float()) {
+      // A decimal the parser rounded to a whole double (1e-400 to 0) is not a whole step.
+      const std::optional<std::string_view> literal = NumberLiteral(line, leaves[step_leaf].first);
+      if (literal && !LiteralIsWhole(*literal)) problem = StepProblem::kNotInteger;
+    }
+    if (problem != StepProblem::kNone) {
       ++log.rows_without_step;
       Note(&log, fmt::format("{}:{}: {} = {} is not {}; line skipped", path, line_number,
                              leaves[step_leaf].first,

@@ -244,6 +244,33 @@ TEST(JsonlLog, FlattensNestedObjectsAndToleratesATruncatedLastLine) {
   EXPECT_THROW(ReadJsonlLog("{\"a\": 1}\n", "m.jsonl"), InputError);
 }
 
+// A step is whole as written, not after rounding to a double: 1e-400 (read as 0) and
+// 1.00000000000000000000000000001 (read as 1) are skipped as not integers, 1.5e1 and 100e-2 are
+// steps 15 and 1; a long literal is quoted cut, with a mark.
+TEST(TableLog, StepsAreWholeAsWritten) {
+  const std::string digits(90, '7');
+  const TableLog jsonl = ReadJsonlLog(
+      "{\"step\": 1e-400, \"loss\": 1}\n{\"step\": 1.00000000000000000000000000001, \"loss\": 1}\n"
+      "{\"step\": 100e-2, \"loss\": 2}\n{\"step\": 1.5e1, \"loss\": 3}\n{\"step\": " +
+          digits + ", \"loss\": 4}\n",
+      "w.jsonl");
+  ASSERT_EQ(Tag(jsonl, "loss").points.size(), 2u);
+  EXPECT_EQ(Tag(jsonl, "loss").points[0].step, 1);
+  EXPECT_EQ(Tag(jsonl, "loss").points[1].step, 15);
+  ASSERT_EQ(jsonl.notes.size(), 3u);
+  EXPECT_EQ(jsonl.notes[0], "w.jsonl:1: step = 1e-400 is not an integer step; line skipped");
+  EXPECT_EQ(jsonl.notes[1],
+            "w.jsonl:2: step = 1.00000000000000000000000000001 is not an integer step; line "
+            "skipped");
+  EXPECT_EQ(jsonl.notes[2], "w.jsonl:5: step = " + digits.substr(0, 40) +
+                                "… is not a step within the 64-bit integer range; line skipped");
+  const TableLog csv = ReadCsvLog("step,loss\n1e-400,1\n100e-2,2\n", "w.csv");
+  ASSERT_EQ(Tag(csv, "loss").points.size(), 1u);
+  EXPECT_EQ(Tag(csv, "loss").points[0].step, 1);
+  ASSERT_FALSE(csv.notes.empty());
+  EXPECT_NE(csv.notes[0].find("is not an integer step"), std::string::npos) << csv.notes[0];
+}
+
 TEST(ParseNumber, AcceptsWholeNumbersOnly) {
   double v = 0;
   EXPECT_TRUE(ParseNumber(" 1e-4 ", &v));

@@ -17,13 +17,14 @@
 #include <vector>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic {
 
 namespace {
 
 InputError WriteError(const std::string& path, int error) {
-  return InputError("cannot write " + path + ": " + std::strerror(error));
+  return InputError("cannot write " + Printable(path) + ": " + std::strerror(error));
 }
 
 // Writes all of `content` to `fd`; returns 0 or the errno of the failure.
@@ -202,21 +203,21 @@ void WriteFileAtomically(const std::string& path, std::string_view content) {
 std::string ReadFile(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
-    throw InputError("cannot read " + path + ": " + std::strerror(EISDIR));
+    throw InputError("cannot read " + Printable(path) + ": " + std::strerror(EISDIR));
   }
   // A device (/dev/zero, a terminal) or a socket has no end to read to: refused. A pipe (a shell's
   // process substitution, /dev/fd/N) ends when its writer closes it, and is read.
   struct stat info {};
   if (stat(path.c_str(), &info) == 0 &&
       (S_ISCHR(info.st_mode) || S_ISBLK(info.st_mode) || S_ISSOCK(info.st_mode))) {
-    throw InputError("cannot read " + path + ": not a regular file (a " +
+    throw InputError("cannot read " + Printable(path) + ": not a regular file (a " +
                      (S_ISSOCK(info.st_mode) ? "socket" : "device") + ")");
   }
   std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError("cannot read " + path + ": " + std::strerror(errno));
+  if (!in) throw InputError("cannot read " + Printable(path) + ": " + std::strerror(errno));
   std::ostringstream buffer;
   buffer << in.rdbuf();
-  if (in.bad()) throw InputError("cannot read " + path + ": read failed");
+  if (in.bad()) throw InputError("cannot read " + Printable(path) + ": read failed");
   return buffer.str();
 }
 
