@@ -526,7 +526,14 @@ void RunCompare(const CompareOptions& options) {
                                  : nlohmann::ordered_json(nullptr);
       j["relative_steps"] = offset->relative_steps;  // the common steps where A is not 0
     } else {
+      // No common step with finite values in both runs: the same keys, nothing measured.
       j["common_steps"] = 0;
+      for (const char* key : {"first_common_step", "last_common_step", "mean_difference",
+                              "sd_difference", "standard_error", "min_difference",
+                              "max_difference", "mean_relative_difference"}) {
+        j[key] = nullptr;
+      }
+      j["relative_steps"] = 0;
     }
     EmitOutput(options.output, DumpJson(j) + "\n");
     return;

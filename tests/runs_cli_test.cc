@@ -580,6 +580,17 @@ TEST(RunsCli, AveragesSayHowManyValuesTheyCover) {
       << compare.out;
   CommandResult compare_json = RunMosaic("runs compare " + a + " " + b + " --tag loss --json");
   EXPECT_EQ(nlohmann::json::parse(compare_json.out)["relative_steps"], 1);
+  // Without a common finite step the JSON keeps its keys, null where nothing was measured.
+  fs::create_directories(root / "c");
+  { std::ofstream(root / "c" / "m.csv") << "step,loss\n1,nan\n2,inf\n"; }
+  CommandResult none = RunMosaic("runs compare " + a + " '" + (root / "c").string() +
+                                 "' --tag loss --json");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  const nlohmann::json n = nlohmann::json::parse(none.out);
+  EXPECT_EQ(n["common_steps"], 0);
+  EXPECT_EQ(n["relative_steps"], 0);
+  EXPECT_TRUE(n.contains("mean_difference") && n["mean_difference"].is_null());
+  EXPECT_TRUE(n.contains("mean_relative_difference") && n["mean_relative_difference"].is_null());
   fs::remove_all(root);
 }
 

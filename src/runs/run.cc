@@ -795,23 +795,26 @@ detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& 
       }
       run.notes.insert(run.notes.end(), log.notes.begin(), log.notes.end());
       if (log.non_numeric_cells > 0) {
-        run.notes.push_back(fmt::format("{}: {} non-numeric {} skipped", path,
+        // Each count is the file's total for its reason, the lines noted one by one included.
+        run.notes.push_back(fmt::format("{}: {} non-numeric {} skipped in all", path,
                                         log.non_numeric_cells,
                                         log.non_numeric_cells == 1 ? "cell" : "cells"));
       }
       if (log.malformed_rows > 0) {
-        run.notes.push_back(fmt::format("{}: {} {} skipped", path, log.malformed_rows,
+        run.notes.push_back(fmt::format("{}: {} {} (not JSON, or a JSON value other than an "
+                                        "object) skipped in all",
+                                        path, log.malformed_rows,
                                         log.malformed_rows == 1 ? "line that is not a JSON object"
                                                                 : "lines that are not JSON objects"));
       }
       if (log.rows_with_extra_cells > 0) {
         run.notes.push_back(fmt::format("{}: {} {} with more cells than the header has columns "
-                                        "skipped",
+                                        "skipped in all",
                                         path, log.rows_with_extra_cells,
                                         log.rows_with_extra_cells == 1 ? "row" : "rows"));
       }
       if (log.rows_without_step > 0) {
-        run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped", path,
+        run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped in all", path,
                                         log.rows_without_step,
                                         log.rows_without_step == 1 ? "row" : "rows"));
       }
