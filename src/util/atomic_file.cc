@@ -1,5 +1,7 @@
 #include "mosaic/util/atomic_file.h"
 
+#include <fmt/format.h>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -200,7 +202,7 @@ void WriteFileAtomically(const std::string& path, std::string_view content) {
   writer.Commit();
 }
 
-std::string ReadFile(const std::string& path) {
+std::string ReadFile(const std::string& path, int64_t max_pipe_bytes) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw InputError("cannot read " + Printable(path) + ": " + std::strerror(EISDIR));
@@ -215,6 +217,23 @@ std::string ReadFile(const std::string& path) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + Printable(path) + ": " + std::strerror(errno));
+  if (S_ISFIFO(info.st_mode)) {
+    // A pipe has no size to check: read in blocks up to the cap (an endless writer, such as
+    // `cat /dev/zero`, would otherwise fill the memory).
+    std::string text;
+    std::vector<char> block(size_t{1} << 20);
+    while (in) {
+      in.read(block.data(), static_cast<std::streamsize>(block.size()));
+      text.append(block.data(), static_cast<size_t>(in.gcount()));
+      if (static_cast<int64_t>(text.size()) > max_pipe_bytes) {
+        throw InputError(fmt::format("cannot read {}: a pipe of more than {} bytes (write it to "
+                                     "a file first)",
+                                     Printable(path), max_pipe_bytes));
+      }
+    }
+    if (in.bad()) throw InputError("cannot read " + Printable(path) + ": read failed");
+    return text;
+  }
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError("cannot read " + Printable(path) + ": read failed");

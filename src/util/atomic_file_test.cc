@@ -161,8 +161,8 @@ TEST_F(AtomicFile, ReadingADirectoryIsAnError) {
 
 
 // A device has no end (/dev/zero would be read until memory ran out): refused by name. A pipe
-// (process substitution) ends when its writer closes it, and is read.
-TEST_F(AtomicFile, ReadingADeviceIsAnErrorAndAPipeIsRead) {
+// (process substitution) ends when its writer closes it, and is read, up to a cap.
+TEST_F(AtomicFile, ReadingADeviceIsAnErrorAndAPipeIsReadUpToItsCap) {
   try {
     ReadFile("/dev/zero");
     FAIL();
@@ -182,6 +182,27 @@ TEST_F(AtomicFile, ReadingADeviceIsAnErrorAndAPipeIsRead) {
   int status = 0;
   ASSERT_EQ(waitpid(writer, &status, 0), writer);
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  // A pipe that goes on past the cap (an endless writer) is refused, not read into memory.
+  const pid_t endless = fork();
+  ASSERT_GE(endless, 0);
+  if (endless == 0) {
+    signal(SIGPIPE, SIG_DFL);
+    const int fd = open(fifo.c_str(), O_WRONLY);
+    const std::string chunk(4096, 'z');
+    for (int i = 0; i < 64; ++i) {
+      if (write(fd, chunk.data(), chunk.size()) < 0) break;
+    }
+    _exit(0);
+  }
+  try {
+    ReadFile(fifo.string(), 1000);
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()), "cannot read " + fifo.string() +
+                                             ": a pipe of more than 1000 bytes (write it to a "
+                                             "file first)");
+  }
+  ASSERT_EQ(waitpid(endless, &status, 0), endless);
 }
 }  // namespace
 }  // namespace mosaic

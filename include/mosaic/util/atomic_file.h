@@ -2,6 +2,7 @@
 // directory, which is then renamed over the target (rename is atomic on POSIX file systems).
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
 
@@ -44,8 +45,12 @@ class AtomicFileWriter {
 // when the directory is not writable or the write fails; the target is then left untouched.
 void WriteFileAtomically(const std::string& path, std::string_view content);
 
-// Reads the whole file at `path` (a regular file or a pipe). Throws InputError naming the path
-// when it cannot be read, is a directory, or is a device or a socket (which have no end).
-std::string ReadFile(const std::string& path);
+// The most a pipe given as a file (a process substitution, /dev/stdin) is read: 1 GiB.
+inline constexpr int64_t kMaxPipeBytes = int64_t{1} << 30;
+
+// Reads the whole file at `path` (a regular file, or a pipe of at most `max_pipe_bytes`). Throws
+// InputError naming the path when it cannot be read, is a directory, is a device or a socket
+// (which have no end), or is a pipe that goes on past `max_pipe_bytes`.
+std::string ReadFile(const std::string& path, int64_t max_pipe_bytes = kMaxPipeBytes);
 
 }  // namespace mosaic
