@@ -6,21 +6,17 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <iterator>
 #include <map>
-#include <sstream>
 
 #include "mosaic/hardware/hardware.h"
-#include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/measurements.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/terminal_text.h"
-#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 namespace {

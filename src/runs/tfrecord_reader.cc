@@ -146,6 +146,28 @@ std::string RecordIssue::Message() const {
                      consequence);
 }
 
+namespace {
+
+// Whether the 12 header bytes at `header`, at file offset `offset` of a file of `size_bytes` (-1:
+// unknown), could start a record: the length's CRC matches and the length fits in what is left of
+// the file (below 2^40 bytes when its size is unknown). The search for an intact record.
+bool PlausibleHeader(const char* header, int64_t offset, int64_t size_bytes) {
+  if (UnmaskCrc32c(LoadU32(header + 8)) != Crc32cExtend(0, header, 8)) return false;
+  const uint64_t length = LoadU64(header);
+  if (size_bytes < 0) return length <= (uint64_t{1} << 40);
+  const auto left = static_cast<uint64_t>(size_bytes - offset);
+  return left >= kHeaderBytes + kFooterBytes && length <= left - kHeaderBytes - kFooterBytes;
+}
+
+// Whether the `length` payload bytes after the header at `header`, and the CRC after them, in
+// memory, agree.
+bool PayloadCrcMatches(const char* header, uint64_t length) {
+  const char* data = header + kHeaderBytes;
+  return UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length);
+}
+
+}  // namespace
+
 int64_t FindIntactRecord(ByteSource& source, int64_t from_bytes, int64_t to_bytes,
                          int64_t size_bytes) {
   // buffer[0, end) holds the file from `base` on; candidates are tried in order, the buffer
@@ -174,18 +196,10 @@ int64_t FindIntactRecord(ByteSource& source, int64_t from_bytes, int64_t to_byte
   size_t at = 0;
   for (int64_t offset = from_bytes; offset < to_bytes; ++offset, ++at) {
     if (!fill(at, kHeaderBytes + kFooterBytes)) return -1;
-    const char* header = buffer.data() + at;
-    const uint64_t length = LoadU64(header);
-    if (UnmaskCrc32c(LoadU32(header + 8)) != Crc32cExtend(0, header, 8)) continue;
-    const auto left = static_cast<uint64_t>(size_bytes - offset);
-    if (size_bytes >= 0 && (left < kHeaderBytes + kFooterBytes ||
-                            length > left - kHeaderBytes - kFooterBytes)) {
-      continue;
-    }
-    if (size_bytes < 0 && length > (uint64_t{1} << 40)) continue;
+    if (!PlausibleHeader(buffer.data() + at, offset, size_bytes)) continue;
+    const uint64_t length = LoadU64(buffer.data() + at);
     if (!fill(at, kHeaderBytes + length + kFooterBytes)) continue;
-    const char* data = buffer.data() + at + kHeaderBytes;
-    if (UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length)) return offset;
+    if (PayloadCrcMatches(buffer.data() + at, length)) return offset;
   }
   return -1;
 }
@@ -249,15 +263,11 @@ bool TfRecordReader::SkipToIntactRecord() {
     ++begin_;
     ++offset_;
     if (!Fill(kHeaderBytes + kFooterBytes)) return false;
-    const char* header = buffer_.data() + begin_;
-    if (UnmaskCrc32c(LoadU32(header + 8)) != Crc32cExtend(0, header, 8)) continue;
-    const uint64_t length = LoadU64(header);
-    const auto left = static_cast<uint64_t>(size_bytes_ - offset_);
-    if (left < kHeaderBytes + kFooterBytes || length > left - kHeaderBytes - kFooterBytes) continue;
+    if (!PlausibleHeader(buffer_.data() + begin_, offset_, size_bytes_)) continue;
+    const uint64_t length = LoadU64(buffer_.data() + begin_);
     if (!Fill(kHeaderBytes + length + kFooterBytes)) return false;
-    // Fill may have moved the bytes: the payload is found again from begin_.
-    const char* data = buffer_.data() + begin_ + kHeaderBytes;
-    if (UnmaskCrc32c(LoadU32(data + length)) == Crc32cExtend(0, data, length)) return true;
+    // Fill may have moved the bytes: the record is found again from begin_.
+    if (PayloadCrcMatches(buffer_.data() + begin_, length)) return true;
   }
   return false;
 }

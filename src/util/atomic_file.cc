@@ -15,7 +15,6 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
-#include <sstream>
 #include <vector>
 
 #include "mosaic/util/error.h"
@@ -217,27 +216,23 @@ std::string ReadFile(const std::string& path, int64_t max_pipe_bytes) {
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError("cannot read " + Printable(path) + ": " + std::strerror(errno));
-  if (S_ISFIFO(info.st_mode)) {
-    // A pipe has no size to check: read in blocks up to the cap (an endless writer, such as
-    // `cat /dev/zero`, would otherwise fill the memory).
-    std::string text;
-    std::vector<char> block(size_t{1} << 20);
-    while (in) {
-      in.read(block.data(), static_cast<std::streamsize>(block.size()));
-      text.append(block.data(), static_cast<size_t>(in.gcount()));
-      if (static_cast<int64_t>(text.size()) > max_pipe_bytes) {
-        throw InputError(fmt::format("cannot read {}: a pipe of more than {} bytes (write it to "
-                                     "a file first)",
-                                     Printable(path), max_pipe_bytes));
-      }
+  // A pipe has no size to check: it is read up to the cap (an endless writer, such as
+  // `cat /dev/zero`, would otherwise fill the memory).
+  const int64_t cap = S_ISFIFO(info.st_mode) ? max_pipe_bytes : INT64_MAX;
+  std::string text;
+  if (S_ISREG(info.st_mode)) text.reserve(static_cast<size_t>(info.st_size));
+  std::vector<char> block(size_t{1} << 20);
+  while (in) {
+    in.read(block.data(), static_cast<std::streamsize>(block.size()));
+    text.append(block.data(), static_cast<size_t>(in.gcount()));
+    if (static_cast<int64_t>(text.size()) > cap) {
+      throw InputError(fmt::format("cannot read {}: a pipe of more than {} bytes (write it to a "
+                                   "file first)",
+                                   Printable(path), cap));
     }
-    if (in.bad()) throw InputError("cannot read " + Printable(path) + ": read failed");
-    return text;
   }
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
   if (in.bad()) throw InputError("cannot read " + Printable(path) + ": read failed");
-  return buffer.str();
+  return text;
 }
 
 }  // namespace mosaic
