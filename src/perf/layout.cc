@@ -297,6 +297,15 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
                                      "characters (write repeats as (group)*N)",
                                      shown_label, shown, Printable(layout), kMaxPpLayoutChars));
       }
+      // The layout is kept NUL-terminated (Layout::pp_layout): a control character, NUL among
+      // them, is no part of the grammar and would cut it short.
+      if (std::any_of(layout.begin(), layout.end(), [](char ch) {
+            return static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f;
+          })) {
+        throw InputError(fmt::format("{} {}: pp_layout = {}. Violated constraint: no control "
+                                     "characters",
+                                     shown_label, shown, Printable(layout)));
+      }
       try {
         (void)PipelineLayoutStages(layout);
       } catch (const InputError& e) {

@@ -361,5 +361,19 @@ TEST(Layout, SequenceSplitsAsMegatronCoreSplitsIt) {
   EXPECT_EQ(rule("tp=4,cp=2,dp=2", 4104), "");
 }
 
+// A NUL or another control character in pp_layout is refused: the layout is kept
+// NUL-terminated, and its printed form must read back (layout_fuzz found one that did not).
+TEST(Layout, PipelineLayoutRefusesControlCharacters) {
+  const std::string text = std::string("pp=2,vpp=8,ep=32,pp_layout=Et*4|(\x01\0t)*00,tmL", 44);
+  try {
+    (void)ParseLayout(text, "--layout");
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("Violated constraint: no control characters"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mosaic
