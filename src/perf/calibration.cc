@@ -139,9 +139,6 @@ struct SharedFit {
 constexpr SharedFit kSharedFit[] = {
     // Share of the fp8 peak's extra speed that GEMMs realise: between none and all of it.
     {"fp8_gain", &SharedPerfParams::fp8_gain, 1, 0, 1},
-    // Overlap fractions: a collective can be hidden entirely, but 95% is the most that
-    // schedules achieve (the first and last layer's collectives have nothing to hide under).
-    {"overlap_ep", &SharedPerfParams::overlap_ep, 1, 0, kMaxOverlapShare},
     // The EP dispatcher's kernels hold 20-32 of the 132-148 SMs and share HBM with the compute
     // they overlap: compute beside a hidden all-to-all runs up to a third slower.
     {"overlap_contention", &SharedPerfParams::overlap_contention, 1, 0, 0.35},
@@ -149,7 +146,7 @@ constexpr SharedFit kSharedFit[] = {
     // 70-90% of the datasheet for large messages; below 50% means a missing term.
     {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency, 1, 0.5, 0.9},
     // Achieved / nominal NIC bandwidth (NCCL over InfiniBand/RoCE: 70-95%).
-    {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency, 1, 0.5, 1},
+    {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency, 1, 0.8, 1},
     // Host time after each MoE layer's token-count sync (Megatron-Core's dropless dispatchers copy
     // tokens-per-expert to the host before the grouped GEMMs): the rest of the layer's launches
     // (permutation, all-to-all, expert GEMMs, unpermute, auxiliary losses; some 50-150 ops
@@ -174,11 +171,11 @@ bool AtBound(double x, double lo, double hi) {
 }
 
 // The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
-// overhead and its per-expert GEMM cost (µs), then the shared ones. Which of them move is the
-// fit's scope.
+// overhead, its per-expert GEMM cost (µs) and its EP overlap, then the shared ones. Which of them
+// move is the fit's scope.
 struct ParamMap {
   static constexpr int kShared = static_cast<int>(std::size(kSharedFit));
-  static constexpr int kPerProfile = 3;
+  static constexpr int kPerProfile = 4;
   static int Profiles(const ProfileSet& s) { return static_cast<int>(s.profiles.size()); }
   static int Size(const ProfileSet& s) { return kPerProfile * Profiles(s) + kShared; }
   static std::vector<double> Get(const ProfileSet& s) {
@@ -186,6 +183,7 @@ struct ParamMap {
     for (const PerfProfile& p : s.profiles) x.push_back(p.gemm_efficiency);
     for (const PerfProfile& p : s.profiles) x.push_back(p.step_overhead_seconds);
     for (const PerfProfile& p : s.profiles) x.push_back(p.expert_group_seconds * 1e6);
+    for (const PerfProfile& p : s.profiles) x.push_back(p.overlap_ep);
     for (const SharedFit& f : kSharedFit) x.push_back(s.shared.*f.member * f.scale);
     return x;
   }
@@ -194,6 +192,7 @@ struct ParamMap {
     for (PerfProfile& p : s.profiles) p.gemm_efficiency = x[i++];
     for (PerfProfile& p : s.profiles) p.step_overhead_seconds = x[i++];
     for (PerfProfile& p : s.profiles) p.expert_group_seconds = x[i++] / 1e6;
+    for (PerfProfile& p : s.profiles) p.overlap_ep = x[i++];
     for (const SharedFit& f : kSharedFit) s.shared.*f.member = x[i++] / f.scale;
   }
   static std::pair<double, double> Bounds(const ProfileSet& s, int i) {
@@ -212,10 +211,18 @@ struct ParamMap {
     // takes 12-25 µs on a 132-148 SM part; half of one on average): up to 40 µs. A grouped
     // kernel or a CUDA graph: near 0.
     if (i < 3 * n) return {0, 40};
-    return {kSharedFit[i - 3 * n].lo, kSharedFit[i - 3 * n].hi};
+    // Share of the EP all-to-all hidden without the paired-pass overlap (PerfProfile::
+    // overlap_ep): in an eager stack that syncs the host on the token counts the dispatch sits
+    // between the router and the expert GEMMs that wait for its tokens, and the combine between
+    // those GEMMs and the residual add, so nothing but the shared experts (where overlapped) runs
+    // beside them: at most 10%. A compiled graph can hide all of it but the first and last
+    // layer's (kMaxOverlapShare).
+    if (i < 4 * n) return {0, s.profiles[i - 3 * n].moe_host_sync ? 0.1 : kMaxOverlapShare};
+    return {kSharedFit[i - 4 * n].lo, kSharedFit[i - 4 * n].hi};
   }
   // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
-  // efficiency always; the per-expert cost on published rows (kProfiles, kSharedAndProfiles);
+  // efficiency always; the per-expert cost and the EP overlap on published rows (kProfiles,
+  // kSharedAndProfiles);
   // the per-step overhead on a team's own runs (kTeamProfiles); the shared physics only with
   // kSharedAndProfiles.
   static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
@@ -224,6 +231,7 @@ struct ParamMap {
     if (i < n) return used[i];
     if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used[i - n];
     if (i < 3 * n) return scope != CalibrationScope::kTeamProfiles && used[i - 2 * n];
+    if (i < 4 * n) return scope != CalibrationScope::kTeamProfiles && used[i - 3 * n];
     return scope == CalibrationScope::kSharedAndProfiles;
   }
 };
@@ -482,6 +490,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       p.gemm_efficiency = PerfProfile{}.gemm_efficiency;
       p.step_overhead_seconds = PerfProfile{}.step_overhead_seconds;
       p.expert_group_seconds = PerfProfile{}.expert_group_seconds;
+      p.overlap_ep = PerfProfile{}.overlap_ep;
     }
     std::vector<double> x = ParamMap::Get(initial);
     const std::vector<double> d = ParamMap::Get(defaults);
@@ -709,15 +718,17 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
   out += fmt::format("\nProfiles\n");
   const int n = ParamMap::Profiles(r.profiles);
-  for (const PerfProfile& p : r.profiles.profiles) {
+  for (int pi = 0; pi < n; ++pi) {
+    const PerfProfile& p = r.profiles.profiles[pi];
     auto value = [&](double x, int block) {
-      const auto [lo, hi] = ParamMap::Bounds(r.profiles, block * n);
+      const auto [lo, hi] = ParamMap::Bounds(r.profiles, block * n + pi);
       return fmt::format("{:.4g}{}", x, p.calibrated && AtBound(x, lo, hi) ? " (at bound)" : "");
     };
     out += fmt::format(
-        "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}\n", p.name,
-        value(p.gemm_efficiency, 0), value(p.step_overhead_seconds, 1),
-        value(p.expert_group_seconds * 1e6, 2));
+        "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}, overlap_ep "
+        "{}\n",
+        p.name, value(p.gemm_efficiency, 0), value(p.step_overhead_seconds, 1),
+        value(p.expert_group_seconds * 1e6, 2), value(p.overlap_ep, 3));
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";

@@ -140,7 +140,7 @@ TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
   EXPECT_NEAR(fitted.step_overhead_seconds / truth.step_overhead_seconds, 1.0, kRecoveryTol);
   EXPECT_LT(result.in_sample.rms_log_error, kRecoveryTol);
   // The shared physics and the shipped profiles are not moved by a team's runs.
-  EXPECT_EQ(result.profiles.shared.overlap_ep, shipped_.shared.overlap_ep);
+  EXPECT_EQ(result.profiles.shared.overlap_contention, shipped_.shared.overlap_contention);
   EXPECT_EQ(result.profiles.Get("megatron-h100").gemm_efficiency,
             shipped_.Get("megatron-h100").gemm_efficiency);
   EXPECT_EQ(result.leave_one_out.rows, static_cast<int64_t>(std::size(kRuns)));

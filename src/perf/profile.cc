@@ -33,7 +33,6 @@ constexpr SharedField kSharedFields[] = {
     {"collective_latency_seconds", &SharedPerfParams::collective_latency_seconds},
     {"overlap_tp", &SharedPerfParams::overlap_tp},
     {"overlap_cp", &SharedPerfParams::overlap_cp},
-    {"overlap_ep", &SharedPerfParams::overlap_ep},
     {"overlap_fsdp", &SharedPerfParams::overlap_fsdp},
     {"overlap_dp", &SharedPerfParams::overlap_dp},
     {"overlap_pp", &SharedPerfParams::overlap_pp},
@@ -58,6 +57,8 @@ constexpr ProfileField kProfileFields[] = {
     {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param},
     {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param},
     {"expert_group_seconds", &PerfProfile::expert_group_seconds},
+    {"overlap_fsdp", &PerfProfile::overlap_fsdp},
+    {"overlap_ep", &PerfProfile::overlap_ep},
 };
 
 struct ProfileFlag {

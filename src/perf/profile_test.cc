@@ -72,8 +72,8 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
             "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
-  EXPECT_EQ(message("[shared]\noverlap_ep = 2\n"),
-            "bad.toml:2:14: overlap_ep = 2. Violated constraint: overlap_ep <= 1");
+  EXPECT_EQ(message("[shared]\noverlap_tp = 2\n"),
+            "bad.toml:2:14: overlap_tp = 2. Violated constraint: overlap_tp <= 1");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 0\n"),
             "bad.toml:2:19: gemm_efficiency = 0. Violated constraint: gemm_efficiency > 0");
   EXPECT_EQ(message(""),

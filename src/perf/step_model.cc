@@ -594,8 +594,9 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   // latency), or the whole of those whose calls do not depend on the recompute policy.
   const double scale_up_efficiency =
       profile.scale_up_efficiency > 0 ? profile.scale_up_efficiency : sh.scale_up_efficiency;
+  auto crosses_scale_out = [&](int64_t span) { return span > hw.domain_gpus(); };
   auto bandwidth = [&](int64_t span) {
-    const bool up = span <= hw.domain_gpus();
+    const bool up = !crosses_scale_out(span);
     return cluster.BandwidthForSpan(span) *
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
@@ -635,14 +636,22 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
     ep_call_seconds_ = std::max(up_seconds, out_seconds) + lat;
+    scale_out_[2] = out_seconds > up_seconds;
   }
-  overlap_ep_ = sh.overlap_ep;
+  scale_out_[0] = crosses_scale_out(l.tp);
+  scale_out_[1] = crosses_scale_out(l.tp * l.cp);
+  scale_out_[3] = crosses_scale_out(l.tp * l.cp * l.fsdp);
+  scale_out_[4] = crosses_scale_out(l.gpus() / l.pp);
+  scale_out_[5] = crosses_scale_out(l.gpus());
+  overlap_fsdp_ = profile.overlap_fsdp > 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
+  overlap_ep_ = profile.overlap_ep;
   if (l.a2a_overlap > 0) {
     // Merged forward and backward: each paired pass hides its all-to-all under the other
     // micro-batch's compute, up to the most a schedule hides (kMaxOverlapShare); the unpaired warm-up
     // and cool-down passes keep the stack's ordinary overlap.
     const double paired = A2aOverlapPairedShare(l.pp, l.vpp, x.micro_batches);
-    overlap_ep_ = std::max(sh.overlap_ep, paired * kMaxOverlapShare + (1 - paired) * sh.overlap_ep);
+    overlap_ep_ = std::max(profile.overlap_ep,
+                           paired * kMaxOverlapShare + (1 - paired) * profile.overlap_ep);
   }
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =
@@ -794,18 +803,20 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   tb.pp_seconds = pp_seconds_;
   const double comm[] = {tb.tp_seconds, tb.cp_seconds, tb.ep_seconds,
                          tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
-  const double overlap[] = {sh.overlap_tp,   sh.overlap_cp, overlap_ep_,
-                            sh.overlap_fsdp, sh.overlap_dp, sh.overlap_pp};
-  double exposed = 0, hidden = 0;
+  const double overlap[] = {sh.overlap_tp,  sh.overlap_cp, overlap_ep_,
+                            overlap_fsdp_, sh.overlap_dp, sh.overlap_pp};
+  double exposed = 0, hidden_up = 0, hidden_out = 0;
   for (int i = 0; i < 6; ++i) {
     exposed += comm[i] * (1 - overlap[i]);
-    hidden += comm[i] * overlap[i];
+    (scale_out_[i] ? hidden_out : hidden_up) += comm[i] * overlap[i];
   }
-  // The overlapped stretch lasts as long as the longer of its two sides: the hidden
-  // communication, or the compute slowed by the SMs the hidden all-to-all's dispatcher kernels hold
-  // (contention on the all-to-all that runs beside compute). Whichever is longer is charged, so
-  // hiding more all-to-all never lengthens the step: past the compute it saves nothing, and the
-  // contention it adds is then already under the communication.
+  // The overlapped stretch lasts as long as the longest of its sides: the hidden communication
+  // on the scale-up links, that on the NICs (the two run at once, as the compute does), or the
+  // compute slowed by the SMs the hidden all-to-all's dispatcher kernels hold (contention on the
+  // all-to-all that runs beside compute). The longest is charged, so hiding more all-to-all
+  // never lengthens the step: past the compute it saves nothing, and the contention it adds is
+  // then already under the communication.
+  const double hidden = std::max(hidden_up, hidden_out);
   const double hidden_ep = tb.ep_seconds * overlap_ep_;
   exposed += std::max(hidden - tb.compute_seconds,
                       sh.overlap_contention * std::min(hidden_ep, tb.compute_seconds));

@@ -46,7 +46,6 @@ struct SharedPerfParams {
   double collective_latency_seconds = 2e-5; // per collective call
   double overlap_tp = 0.2;                  // share of each collective hidden under compute
   double overlap_cp = 0.5;
-  double overlap_ep = 0.3;
   // Marin's FSDP hero hid 53% of its collectives (marin-community/marin issue 8053).
   double overlap_fsdp = 0.53;
   double overlap_dp = 0.8;
@@ -96,6 +95,22 @@ struct PerfProfile {
   // kernel with a persistent tile scheduler, or a CUDA graph, pays almost nothing. It belongs to
   // the stack and its host (x86 DGX or Grace), so each profile has its own.
   double expert_group_seconds = 0;
+  // Share of the FSDP parameter gathers and gradient reduce-scatters this stack hides under
+  // compute when it differs from the shared value; 0 = SharedPerfParams::overlap_fsdp (Marin's
+  // measured 53%). Megatron-Core chunks its data-parallel and FSDP communication by transformer
+  // layer, prefetching the next layer's gathers and reduce-scattering the last one's gradients
+  // on their own streams, so that one chunk per pass stays exposed (Megatron-Bridge,
+  // "Communication Overlap"; Megatron-FSDP's overlap_param_gather and overlap_grad_reduce):
+  // kMaxOverlapShare.
+  double overlap_fsdp = 0;
+  // Share of the EP all-to-all this stack hides under compute without the paired-pass overlap
+  // (Layout::a2a_overlap). A stack that syncs the host on the routed token counts (moe_host_sync:
+  // eager PyTorch, Megatron-Core) runs dispatch, expert GEMMs and combine in program order, each
+  // waiting for the one before, so almost nothing runs beside the all-to-all: at most 10%, the
+  // shared experts' GEMMs where overlapped. A compiled graph (XLA) schedules the all-to-all
+  // asynchronously beside any independent work (with full recompute, the next layer's recomputed
+  // forward during the backward). Fitted per profile (mosaic perf calibrate).
+  double overlap_ep = 0;
   double logits_fraction = 1.0;     // share of the micro-batch's logits held at once (blockwise
                                     // cross-entropy holds a few blocks of the vocabulary)
   // The recompute policy the stack's published runs use, which calibration and validation apply

@@ -289,7 +289,11 @@ class LayoutStep {
   double sinks_rate_ = 0, elementwise_bytes_ = 0, layers_stage_ = 0;
   double tp_call_seconds_ = 0, etp_call_seconds_ = 0, cp_call_seconds_ = 0, ep_call_seconds_ = 0;
   double fsdp_seconds_ = 0, dp_seconds_ = 0, pp_seconds_ = 0;
-  double overlap_ep_ = 0;  // share of the EP all-to-all hidden under compute
+  double overlap_ep_ = 0;    // share of the EP all-to-all hidden under compute
+  double overlap_fsdp_ = 0;  // share of the FSDP gathers and reduce-scatters hidden
+  // Whether each collective (tp, cp, ep, fsdp, dp, pp, as in Evaluate) crosses the scale-out
+  // network; the others run over the scale-up links.
+  bool scale_out_[6] = {};
 };
 
 // The share of a rank's micro-batch passes that Megatron-Core's EP all-to-all overlap can pair
