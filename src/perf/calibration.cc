@@ -145,7 +145,9 @@ constexpr SharedFit kSharedFit[] = {
     // Achieved / nominal NVLink bandwidth: NCCL's bus bandwidth on H100/B200/GB200 reaches
     // 70-90% of the datasheet for large messages; below 50% means a missing term.
     {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency, 1, 0.5, 0.9},
-    // Achieved / nominal NIC bandwidth (NCCL over InfiniBand/RoCE: 70-95%).
+    // Achieved / nominal NIC bandwidth: NCCL's ring and tree collectives and DeepEP's RDMA
+    // all-to-all reach 80-95% of the line rate of 400 Gb/s InfiniBand or RoCE for the
+    // megabyte-sized messages of training; below 80% means a missing term.
     {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency, 1, 0.8, 1},
     // Host time after each MoE layer's token-count sync (Megatron-Core's dropless dispatchers copy
     // tokens-per-expert to the host before the grouped GEMMs): the rest of the layer's launches

@@ -48,14 +48,16 @@
 //             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
 //             FSDP+DP: an all-reduce of each FSDP shard across DP. PP: activations between stages.
-//             Each collective hides `overlap` of itself under compute. The overlapped stretch
-//             lasts the longer of the hidden total and the compute slowed by overlap_contention
-//             of the hidden EP all-to-all beside it (its dispatcher's kernels hold SMs), so
-//             exposed += max(hidden − compute, contention·min(hidden EP, compute)): hiding
-//             more never lengthens the step.
+//             Each collective hides `overlap` of itself under compute (shared; the profile's
+//             for the EP all-to-all, PerfProfile::overlap_ep, and for FSDP when it sets one).
+//             The overlapped stretch lasts the longest of the hidden traffic on the scale-up
+//             links, that on the NICs (the two run at once) and the compute slowed by
+//             overlap_contention of the hidden EP all-to-all beside it (its dispatcher's kernels
+//             hold SMs), so exposed += max(max(hidden up, hidden out) − compute,
+//             contention·min(hidden EP, compute)): hiding more never lengthens the step.
 //             With a2a_overlap (Megatron-Core's merged forward and backward of two micro-batches)
 //             the EP all-to-all of the paired passes (A2aOverlapPairedShare) hides 0.95, the most
-//             a schedule hides; the warm-up and cool-down passes keep overlap_ep.
+//             a schedule hides; the warm-up and cool-down passes keep the profile's overlap_ep.
 //   host      stacks whose MoE layer syncs the host on the token counts (moe_host_sync) wait
 //             moe_sync per MoE layer pass per micro-batch (×4/3 with full or MoE recompute).
 //   bubble    PipelineBubbleSeconds below with t̄ = the pipelined time (compute + exposed comms +
