@@ -125,9 +125,9 @@ double Predict(const PreparedRow& p, const ProfileSet& set) {
       .tokens_per_s_per_gpu;
 }
 
-// The fitted parameters as one vector: each profile's gemm_efficiency, then the shared ones.
-// Every fitted parameter is bounded to its physical range, with the reason next to the bound: a
-// fit that needs a value outside these ranges is missing a term, not a better value. The other
+// The fitted parameters (ParamMap below): each profile's own, then the shared ones. Every fitted
+// parameter is bounded to its physical range, with the reason next to the bound: a fit that
+// needs a value outside these ranges is missing a term, not a better value. The other
 // shared parameters keep the physical values of the starting profiles (SharedPerfParams' defaults
 // give the reasons): the published rows cannot separate them from the fitted ones.
 struct SharedFit {
@@ -224,9 +224,8 @@ struct ParamMap {
   }
   // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
   // efficiency always; the per-expert cost and the EP overlap on published rows (kProfiles,
-  // kSharedAndProfiles);
-  // the per-step overhead on a team's own runs (kTeamProfiles); the shared physics only with
-  // kSharedAndProfiles.
+  // kSharedAndProfiles); the per-step overhead on a team's own runs (kTeamProfiles); the shared
+  // physics only with kSharedAndProfiles.
   static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
                    const std::vector<bool>& used) {
     const int n = Profiles(s);
