@@ -165,6 +165,13 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             found = true;
           }
         }
+        if (!found && k.str() == "overlap_ep") {
+          // Files written before the EP overlap became each stack's.
+          throw InputError(fmt::format(
+              "{}: overlap_ep is a profile parameter, not a shared one (each stack hides its own "
+              "share of the EP all-to-all); move it into each [profiles.NAME] table",
+              LocationOf(v, origin, text).ToString()));
+        }
         if (!found) {
           throw InputError(fmt::format("{}: unknown shared parameter '{}'{}",
                                        LocationOf(v, origin, text).ToString(), k.str(),
