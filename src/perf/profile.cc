@@ -168,9 +168,10 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         if (!found && k.str() == "overlap_ep") {
           // Files written before the EP overlap became each stack's.
           throw InputError(fmt::format(
-              "{}: overlap_ep is a profile parameter, not a shared one (each stack hides its own "
-              "share of the EP all-to-all); move it into each [profiles.NAME] table",
-              LocationOf(v, origin, text).ToString()));
+              "{}: overlap_ep = {} in [shared]. Violated constraint: overlap_ep is a profile "
+              "parameter (each stack hides its own share of the EP all-to-all); move it into "
+              "each [profiles.NAME] table",
+              LocationOf(v, origin, text).ToString(), TomlValueText(v)));
         }
         if (!found) {
           throw InputError(fmt::format("{}: unknown shared parameter '{}'{}",
@@ -295,6 +296,7 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }
     for (const ProfileField& f : kProfileFields) {
+      if (p.*f.member == kUnsetShare) continue;  // left out: the shared value applies
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }
   }

@@ -72,9 +72,10 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
             "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
-  EXPECT_EQ(message("[shared]\noverlap_ep = 0.9\n"),
-            "bad.toml:2:14: overlap_ep is a profile parameter, not a shared one (each stack hides "
-            "its own share of the EP all-to-all); move it into each [profiles.NAME] table");
+  EXPECT_EQ(message("[shared]\noverlap_ep = 0.5\n"),
+            "bad.toml:2:14: overlap_ep = 0.5 in [shared]. Violated constraint: overlap_ep is a "
+            "profile parameter (each stack hides its own share of the EP all-to-all); move it "
+            "into each [profiles.NAME] table");
   EXPECT_EQ(message("[shared]\noverlap_tp = 2\n"),
             "bad.toml:2:14: overlap_tp = 2. Violated constraint: overlap_tp <= 1");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 0\n"),

@@ -643,7 +643,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   scale_out_[3] = crosses_scale_out(l.tp * l.cp * l.fsdp);
   scale_out_[4] = crosses_scale_out(l.gpus() / l.pp);
   scale_out_[5] = crosses_scale_out(l.gpus());
-  overlap_fsdp_ = profile.overlap_fsdp > 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
+  overlap_fsdp_ = profile.overlap_fsdp >= 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
   overlap_ep_ = profile.overlap_ep;
   if (l.a2a_overlap > 0) {
     // Merged forward and backward: each paired pass hides its all-to-all under the other

@@ -765,18 +765,21 @@ TEST(StepModel, HiddenNvlinkAndNicTrafficRunAtOnce) {
 
 TEST(StepModel, ProfileFsdpOverlapReplacesTheShared) {
   // Megatron-Core chunks FSDP traffic by layer, one chunk per pass exposed (Megatron-Bridge,
-  // "Communication Overlap"): the Megatron profiles hide kMaxOverlapShare of it. A profile's 0
-  // takes the shared value (Marin's measured 53%).
+  // "Communication Overlap"): the Megatron profiles hide kMaxOverlapShare of it. A profile that
+  // leaves it out takes the shared value (Marin's measured 53%); 0 hides none.
   const ProfileSet profiles = LoadProfiles();
   PerfProfile megatron = profiles.Get("megatron-h100");
   EXPECT_EQ(megatron.overlap_fsdp, kMaxOverlapShare);
   const StepEstimate own = RunZ3(megatron);
-  megatron.overlap_fsdp = 0;
+  megatron.overlap_fsdp = kUnsetShare;  // left out of the profile
   const StepEstimate shared = RunZ3(megatron);
   EXPECT_EQ(own.time.fsdp_seconds, shared.time.fsdp_seconds);  // the traffic is the same
   EXPECT_LT(own.step_seconds, shared.step_seconds);
   megatron.overlap_fsdp = profiles.shared.overlap_fsdp;
   EXPECT_EQ(RunZ3(megatron).step_seconds, shared.step_seconds);
+  megatron.overlap_fsdp = 0;  // hides none: slower than any share
+  EXPECT_GT(RunZ3(megatron).step_seconds, shared.step_seconds);
+  EXPECT_EQ(profiles.Get("marin-gb200").overlap_fsdp, kUnsetShare);
 }
 
 TEST(StepModel, EpOverlapWithoutThePairedPassesIsTheStacks) {

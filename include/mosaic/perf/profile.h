@@ -17,6 +17,10 @@ namespace mosaic {
 // paired all-to-all passes hide (step_model.h, a2a_overlap).
 inline constexpr double kMaxOverlapShare = 0.95;
 
+// A profile share that the profile file leaves out, so that the shared value applies (a share
+// read from a file is >= 0).
+inline constexpr double kUnsetShare = -1;
+
 // Of SharedPerfParams::elementwise_passes, the forward read and write that recompute repeats
 // (module, MoE-layer and full recompute run the norms and activation functions again); a layout
 // without such recompute runs the other passes only.
@@ -96,13 +100,13 @@ struct PerfProfile {
   // the stack and its host (x86 DGX or Grace), so each profile has its own.
   double expert_group_seconds = 0;
   // Share of the FSDP parameter gathers and gradient reduce-scatters this stack hides under
-  // compute when it differs from the shared value; 0 = SharedPerfParams::overlap_fsdp (Marin's
-  // measured 53%). Megatron-Core chunks its data-parallel and FSDP communication by transformer
-  // layer, prefetching the next layer's gathers and reduce-scattering the last one's gradients
-  // on their own streams, so that one chunk per pass stays exposed (Megatron-Bridge,
-  // "Communication Overlap"; Megatron-FSDP's overlap_param_gather and overlap_grad_reduce):
-  // kMaxOverlapShare.
-  double overlap_fsdp = 0;
+  // compute when it differs from the shared value; left out of the profile (kUnsetShare here),
+  // SharedPerfParams::overlap_fsdp (Marin's measured 53%); 0 hides none. Megatron-Core chunks
+  // its data-parallel and FSDP communication by transformer layer, prefetching the next layer's
+  // gathers and reduce-scattering the last one's gradients on their own streams, so that one
+  // chunk per pass stays exposed (Megatron-Bridge, "Communication Overlap"; Megatron-FSDP's
+  // overlap_param_gather and overlap_grad_reduce): kMaxOverlapShare.
+  double overlap_fsdp = kUnsetShare;
   // Share of the EP all-to-all this stack hides under compute without the paired-pass overlap
   // (Layout::a2a_overlap). A stack that syncs the host on the routed token counts (moe_host_sync:
   // eager PyTorch, Megatron-Core) runs dispatch, expert GEMMs and combine in program order, each
