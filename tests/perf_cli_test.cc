@@ -180,6 +180,17 @@ TEST(PerfCli, MeasurementFilesAreChecked) {
   EXPECT_NE(r.err.find(":2: a2a_overlap = 'yes'. Violated constraint: 0, 1 or blank"),
             std::string::npos)
       << r.err;
+  // An id twice would be fitted while its twin is "left out": refused, naming both lines.
+  const std::string m10 = text.substr(text.find("\nM10,") + 1);
+  {
+    std::ofstream out(path);
+    out << text << m10.substr(0, m10.find('\n') + 1);
+  }
+  r = RunMosaic("perf validate " + path.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(":27: id = 'M10'. Violated constraint: ids are unique (line "),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove(path);
 }
 

@@ -75,6 +75,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
   // not load is an error of the row that names it first.
   std::map<std::string, ModelSpec> models;
   std::map<std::string, HardwareSpec> devices;
+  std::map<std::string, int> id_lines;  // each id's line
   int line_no = 1;
   while (std::getline(in, line)) {
     ++line_no;
@@ -129,6 +130,12 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     MeasuredRow r;
     r.where = fmt::format("{}:{}", path, line_no);
     r.id = cell("id");
+    // Every figure names one row: an id twice would also be fitted while "left out".
+    if (auto [it, fresh] = id_lines.emplace(r.id, line_no); !fresh) {
+      throw InputError(fmt::format("{}:{}: id = '{}'. Violated constraint: ids are unique (line "
+                                   "{} has it)",
+                                   path, line_no, Printable(r.id), it->second));
+    }
     r.model = cell("model");
     r.hardware = cell("hardware");
     r.source = cell("source");
