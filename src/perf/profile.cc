@@ -161,7 +161,13 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         bool found = false;
         for (const SharedField& f : kSharedFields) {
           if (f.name == k.str()) {
-            set.shared.*f.member = Number(v, LocationOf(v, origin, text).ToString(), f.name);
+            const std::string at = LocationOf(v, origin, text).ToString();
+            set.shared.*f.member = Number(v, at, f.name);
+            // The shared link efficiencies divide (a profile's 0 means the shared one).
+            if (f.name.ends_with("_efficiency") && set.shared.*f.member <= 0) {
+              throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} > 0", at, f.name,
+                                           set.shared.*f.member, f.name));
+            }
             found = true;
           }
         }
@@ -184,16 +190,43 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
       if (t == nullptr) throw InputError(fmt::format("{}: [profiles] must be a table", where));
       for (auto&& [name, pnode] : *t) {
         const toml::table* pt = pnode.as_table();
-        if (pt == nullptr) continue;
+        if (pt == nullptr) {
+          throw InputError(fmt::format("{}: profiles.{} has type {}. Violated constraint: a "
+                                       "[profiles.NAME] table",
+                                       LocationOf(pnode, origin, text).ToString(), name.str(),
+                                       TomlTypeName(pnode)));
+        }
         PerfProfile p;
         p.name = std::string(name.str());
         p.calibrated = true;
         for (auto&& [k, v] : *pt) {
           const std::string at = LocationOf(v, origin, text).ToString();
-          if (k.str() == "hardware") { p.hardware = v.value_or(std::string()); continue; }
+          const bool text_key = k.str() == "hardware" || k.str() == "stack" ||
+                                k.str() == "source" || k.str() == "recompute";
+          if (text_key && !v.is_string()) {
+            throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a string", at,
+                                         k.str(), TomlTypeName(v)));
+          }
+          if (k.str() == "hardware") {
+            p.hardware = v.value_or(std::string());
+            if (p.hardware.empty()) {
+              throw InputError(fmt::format("{}: hardware = \"\". Violated constraint: a device "
+                                           "name",
+                                           at));
+            }
+            continue;
+          }
           if (k.str() == "stack") { p.stack = v.value_or(std::string()); continue; }
           if (k.str() == "source") { p.source = v.value_or(std::string()); continue; }
-          if (k.str() == "calibrated") { p.calibrated = v.value_or(true); continue; }
+          if (k.str() == "calibrated") {
+            if (!v.is_boolean()) {
+              throw InputError(fmt::format("{}: calibrated has type {}. Violated constraint: true "
+                                           "or false",
+                                           at, TomlTypeName(v)));
+            }
+            p.calibrated = v.value_or(true);
+            continue;
+          }
           if (k.str() == "recompute") {
             p.recompute = v.value_or(std::string());
             if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {

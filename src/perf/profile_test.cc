@@ -72,6 +72,17 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
             "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
+  EXPECT_EQ(message("[shared]\nscale_out_efficiency = 0\n"),
+            "bad.toml:2:24: scale_out_efficiency = 0. Violated constraint: scale_out_efficiency > 0");
+  EXPECT_EQ(message("[profiles.x]\nhardware = 5\n"),
+            "bad.toml:2:12: hardware has type integer. Violated constraint: a string");
+  EXPECT_EQ(message("[profiles.x]\nhardware = \"\"\n"),
+            "bad.toml:2:12: hardware = \"\". Violated constraint: a device name");
+  EXPECT_EQ(message("[profiles.x]\ncalibrated = \"no\"\n"),
+            "bad.toml:2:14: calibrated has type string. Violated constraint: true or false");
+  EXPECT_EQ(message("[profiles]\nfoo = 3\n"),
+            "bad.toml:2:7: profiles.foo has type integer. Violated constraint: a [profiles.NAME] "
+            "table");
   EXPECT_EQ(message("[shared]\noverlap_ep = 0.5\n"),
             "bad.toml:2:14: overlap_ep = 0.5 in [shared]. Violated constraint: overlap_ep is a "
             "profile parameter (each stack hides its own share of the EP all-to-all); move it "
