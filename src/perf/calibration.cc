@@ -214,12 +214,12 @@ struct ParamMap {
     // kernel or a CUDA graph: near 0.
     if (i < 3 * n) return {0, 40};
     // Share of the EP all-to-all hidden without the paired-pass overlap (PerfProfile::
-    // overlap_ep): in an eager stack that syncs the host on the token counts the dispatch sits
-    // between the router and the expert GEMMs that wait for its tokens, and the combine between
-    // those GEMMs and the residual add, so nothing but the shared experts (where overlapped) runs
-    // beside them: at most 10%. A compiled graph can hide all of it but the first and last
-    // layer's (kMaxOverlapShare).
-    if (i < 4 * n) return {0, s.profiles[i - 3 * n].moe_host_sync ? 0.1 : kMaxOverlapShare};
+    // overlap_ep): an eager stack that syncs the host on the token counts hides at most
+    // kMaxEagerEpOverlapShare (the reason is beside it); a compiled graph all of it but the
+    // first and last layer's (kMaxOverlapShare).
+    if (i < 4 * n) {
+      return {0, s.profiles[i - 3 * n].moe_host_sync ? kMaxEagerEpOverlapShare : kMaxOverlapShare};
+    }
     return {kSharedFit[i - 4 * n].lo, kSharedFit[i - 4 * n].hi};
   }
   // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
@@ -231,8 +231,7 @@ struct ParamMap {
     const int n = Profiles(s);
     if (i < n) return used[i];
     if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used[i - n];
-    if (i < 3 * n) return scope != CalibrationScope::kTeamProfiles && used[i - 2 * n];
-    if (i < 4 * n) return scope != CalibrationScope::kTeamProfiles && used[i - 3 * n];
+    if (i < 4 * n) return scope != CalibrationScope::kTeamProfiles && used[i % n];
     return scope == CalibrationScope::kSharedAndProfiles;
   }
 };

@@ -594,10 +594,14 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   // latency), or the whole of those whose calls do not depend on the recompute policy.
   const double scale_up_efficiency =
       profile.scale_up_efficiency > 0 ? profile.scale_up_efficiency : sh.scale_up_efficiency;
-  auto crosses_scale_out = [&](int64_t span) { return span > hw.domain_gpus(); };
-  auto bandwidth = [&](int64_t span) {
-    const bool up = !crosses_scale_out(span);
-    return cluster.BandwidthForSpan(span) *
+  // The GPUs each collective's group spans (the EP all-to-all's NIC part: scale_out_[kEp] is set
+  // by which of its two parts is slower), and whether that crosses the scale-out network.
+  const int64_t span[kCollectives] = {l.tp,          l.tp * l.cp,     l.ep * l.etp,
+                                      l.tp * l.cp * l.fsdp, l.gpus() / l.pp, l.gpus()};
+  for (int i = 0; i < kCollectives; ++i) scale_out_[i] = span[i] > hw.domain_gpus();
+  auto bandwidth = [&](int64_t group) {
+    const bool up = group <= hw.domain_gpus();
+    return cluster.BandwidthForSpan(group) *
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
   const double lat = sh.collective_latency_seconds;
@@ -606,7 +610,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   if (l.tp > 1) {
     const double tp = static_cast<double>(l.tp);
     const double bytes = x.tokens_mb_seq * d * kActBytes * (tp - 1) / tp;
-    tp_call_seconds_ = bytes / bandwidth(l.tp) + lat;
+    tp_call_seconds_ = bytes / bandwidth(span[kTp]) + lat;
   }
   if (c.is_moe() && l.etp > 1) {
     // Expert tensor parallelism: each etp group all-gathers the tokens dispatched to it and
@@ -620,7 +624,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     const double cp = static_cast<double>(l.cp);
     const double bytes = x.tokens_mb_seq * 2 * m.kv_dim * kActBytes * (cp - 1) /
                          static_cast<double>(l.tp);
-    cp_call_seconds_ = bytes / bandwidth(l.tp * l.cp) + lat;
+    cp_call_seconds_ = bytes / bandwidth(span[kCp]) + lat;
   }
   if (c.is_moe() && l.ep > 1) {
     const ExpertDispatchTraffic traffic =
@@ -631,18 +635,13 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                               (cluster.BandwidthForSpan(1) * scale_up_efficiency);
     const double out_seconds =
         traffic.scale_out_copies_per_token > 0
-            ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(l.ep * l.etp)
+            ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(span[kEp])
             : 0.0;
     // The NVLink and NIC parts of one all-to-all run at once (NCCL's peer sends; DeepEP's
     // RDMA sends and NVLink forwards, pipelined in chunks): the slower one sets its time.
     ep_call_seconds_ = std::max(up_seconds, out_seconds) + lat;
-    scale_out_[2] = out_seconds > up_seconds;
+    scale_out_[kEp] = out_seconds > up_seconds;
   }
-  scale_out_[0] = crosses_scale_out(l.tp);
-  scale_out_[1] = crosses_scale_out(l.tp * l.cp);
-  scale_out_[3] = crosses_scale_out(l.tp * l.cp * l.fsdp);
-  scale_out_[4] = crosses_scale_out(l.gpus() / l.pp);
-  scale_out_[5] = crosses_scale_out(l.gpus());
   overlap_fsdp_ = profile.overlap_fsdp >= 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
   overlap_ep_ = profile.overlap_ep;
   if (l.a2a_overlap > 0) {
@@ -659,21 +658,20 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   const double expert_gpu = m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
   if (l.fsdp > 1) {
     const double f = static_cast<double>(l.fsdp);
-    const double span = static_cast<double>(l.tp * l.cp * l.fsdp);
     double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
     double calls = 3 * layers_stage_;
     if (x.expert_fsdp > 1) {
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
       calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
     }
-    fsdp_seconds_ = mb_ * (bytes / bandwidth(static_cast<int64_t>(span)) + calls * lat);
+    fsdp_seconds_ = mb_ * (bytes / bandwidth(span[kFsdp]) + calls * lat);
   }
   if (l.dp > 1) {
     const double dpn = static_cast<double>(l.dp);
     if (l.fsdp > 1) {
       // Hybrid: all-reduce of each FSDP shard across the dp replicas.
       const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
-      dp_seconds_ = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(l.gpus() / l.pp) +
+      dp_seconds_ = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(span[kDp]) +
                     2 * layers_stage_ * lat;
     } else {
       // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
@@ -683,13 +681,13 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       const double bytes = dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g +
                            (edp > 1 ? expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) / edp
                                     : 0);
-      dp_seconds_ = bytes / bandwidth(l.gpus() / l.pp) + 2 * layers_stage_ * lat;
+      dp_seconds_ = bytes / bandwidth(span[kDp]) + 2 * layers_stage_ * lat;
     }
   }
   if (l.pp > 1) {
     const double bytes = x.tokens_mb_rank * d * kActBytes;
     const double calls = mb_ * 2 * static_cast<double>(l.vpp);
-    pp_seconds_ = calls * (bytes / bandwidth(l.gpus()) + lat);
+    pp_seconds_ = calls * (bytes / bandwidth(span[kPp]) + lat);
   }
 }
 
@@ -801,12 +799,12 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   tb.fsdp_seconds = fsdp_seconds_;
   tb.dp_seconds = dp_seconds_;
   tb.pp_seconds = pp_seconds_;
-  const double comm[] = {tb.tp_seconds, tb.cp_seconds, tb.ep_seconds,
-                         tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
-  const double overlap[] = {sh.overlap_tp,  sh.overlap_cp, overlap_ep_,
-                            overlap_fsdp_, sh.overlap_dp, sh.overlap_pp};
+  const double comm[kCollectives] = {tb.tp_seconds,   tb.cp_seconds, tb.ep_seconds,
+                                     tb.fsdp_seconds, tb.dp_seconds, tb.pp_seconds};
+  const double overlap[kCollectives] = {sh.overlap_tp,  sh.overlap_cp, overlap_ep_,
+                                        overlap_fsdp_, sh.overlap_dp, sh.overlap_pp};
   double exposed = 0, hidden_up = 0, hidden_out = 0;
-  for (int i = 0; i < 6; ++i) {
+  for (int i = 0; i < kCollectives; ++i) {
     exposed += comm[i] * (1 - overlap[i]);
     (scale_out_[i] ? hidden_out : hidden_up) += comm[i] * overlap[i];
   }

@@ -17,6 +17,11 @@ namespace mosaic {
 // paired all-to-all passes hide (step_model.h, a2a_overlap).
 inline constexpr double kMaxOverlapShare = 0.95;
 
+// The most of the EP all-to-all an eager stack hides without paired passes (PerfProfile::
+// overlap_ep with moe_host_sync): dispatch, expert GEMMs and combine run in program order, each
+// waiting for the one before, so only the shared experts' GEMMs (where overlapped) run beside it.
+inline constexpr double kMaxEagerEpOverlapShare = 0.1;
+
 // A profile share that the profile file leaves out, so that the shared value applies (a share
 // read from a file is >= 0).
 inline constexpr double kUnsetShare = -1;
@@ -113,7 +118,8 @@ struct PerfProfile {
   // waiting for the one before, so almost nothing runs beside the all-to-all: at most 10%, the
   // shared experts' GEMMs where overlapped. A compiled graph (XLA) schedules the all-to-all
   // asynchronously beside any independent work (with full recompute, the next layer's recomputed
-  // forward during the backward). Fitted per profile (mosaic perf calibrate).
+  // forward during the backward). Fitted per profile (mosaic perf calibrate), bounded to
+  // kMaxEagerEpOverlapShare with moe_host_sync and kMaxOverlapShare without; 0 when left out.
   double overlap_ep = 0;
   double logits_fraction = 1.0;     // share of the micro-batch's logits held at once (blockwise
                                     // cross-entropy holds a few blocks of the vocabulary)

@@ -278,6 +278,9 @@ class LayoutStep {
                         const DropParams* drop) const;
 
  private:
+  // The collectives, in the order of the per-collective arrays below and in Evaluate.
+  enum Collective { kTp, kCp, kEp, kFsdp, kDp, kPp, kCollectives };
+
   const ModelShape& m_;
   const Cluster& cluster_;
   Layout l_;
@@ -293,9 +296,8 @@ class LayoutStep {
   double fsdp_seconds_ = 0, dp_seconds_ = 0, pp_seconds_ = 0;
   double overlap_ep_ = 0;    // share of the EP all-to-all hidden under compute
   double overlap_fsdp_ = 0;  // share of the FSDP gathers and reduce-scatters hidden
-  // Whether each collective (tp, cp, ep, fsdp, dp, pp, as in Evaluate) crosses the scale-out
-  // network; the others run over the scale-up links.
-  bool scale_out_[6] = {};
+  // Whether each collective crosses the scale-out network; the others run over the scale-up links.
+  bool scale_out_[kCollectives] = {};
 };
 
 // The share of a rank's micro-batch passes that Megatron-Core's EP all-to-all overlap can pair
