@@ -82,8 +82,9 @@ std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
                        "calibrated sibling {}\n",
                        cluster.device.name, profile.name, profile.hardware);
   }
-  return fmt::format("note: the {} profile was calibrated on {}, not {}\n", profile.name,
-                     profile.hardware, cluster.device.name);
+  return fmt::format("note: the {} profile was {} {}, not {}\n", profile.name,
+                     profile.calibrated ? "calibrated on" : "set by hand for", profile.hardware,
+                     cluster.device.name);
 }
 
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,

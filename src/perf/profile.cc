@@ -1,14 +1,17 @@
 #include "mosaic/perf/profile.h"
 
+#include "mosaic/hardware/hardware.h"
 #include "mosaic/perf/layout.h"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
@@ -17,48 +20,76 @@
 namespace mosaic {
 namespace {
 
+// The physical range of a profile parameter, and why: a value outside it is a typo or a unit
+// slip, and a huge one would turn a step time into inf or NaN.
+struct Range {
+  double lo, hi;
+  std::string_view why;
+};
+
+// Shares of a whole: efficiencies, overlaps, the fp8 gain, the logits held.
+constexpr Range kShare{0, 1, "a share of a whole"};
+// A rate divides a time: below 1% of the peak would be a step a hundred times too slow.
+constexpr Range kRateShare{0.01, 1, "a share of the peak rate, which divides a time"};
+
 struct SharedField {
   std::string_view name;
   double SharedPerfParams::*member;
+  Range range;
 };
 
 constexpr SharedField kSharedFields[] = {
-    {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds},
-    {"gemm_half_size", &SharedPerfParams::gemm_half_size},
-    {"elementwise_passes", &SharedPerfParams::elementwise_passes},
-    {"attention_efficiency", &SharedPerfParams::attention_efficiency},
-    {"fp8_gain", &SharedPerfParams::fp8_gain},
-    {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency},
-    {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency},
-    {"collective_latency_seconds", &SharedPerfParams::collective_latency_seconds},
-    {"overlap_tp", &SharedPerfParams::overlap_tp},
-    {"overlap_cp", &SharedPerfParams::overlap_cp},
-    {"overlap_fsdp", &SharedPerfParams::overlap_fsdp},
-    {"overlap_dp", &SharedPerfParams::overlap_dp},
-    {"overlap_pp", &SharedPerfParams::overlap_pp},
-    {"overlap_contention", &SharedPerfParams::overlap_contention},
-    {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds},
-    {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes},
-    {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds},
+    {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds,
+     {0, 1e-3, "a kernel's launch and tail take microseconds"}},
+    {"gemm_half_size", &SharedPerfParams::gemm_half_size,
+     {0, 65536, "a GEMM dimension in rows"}},
+    {"elementwise_passes", &SharedPerfParams::elementwise_passes,
+     {0, 100, "reads and writes of a layer's activations per step"}},
+    {"attention_efficiency", &SharedPerfParams::attention_efficiency, kRateShare},
+    {"fp8_gain", &SharedPerfParams::fp8_gain, kShare},
+    {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency, kRateShare},
+    {"scale_out_efficiency", &SharedPerfParams::scale_out_efficiency, kRateShare},
+    {"collective_latency_seconds", &SharedPerfParams::collective_latency_seconds,
+     {0, 1e-2, "a collective call's latency is microseconds"}},
+    {"overlap_tp", &SharedPerfParams::overlap_tp, kShare},
+    {"overlap_cp", &SharedPerfParams::overlap_cp, kShare},
+    {"overlap_fsdp", &SharedPerfParams::overlap_fsdp, kShare},
+    {"overlap_dp", &SharedPerfParams::overlap_dp, kShare},
+    {"overlap_pp", &SharedPerfParams::overlap_pp, kShare},
+    {"overlap_contention", &SharedPerfParams::overlap_contention, kShare},
+    {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds,
+     {0, 0.1, "host time per MoE layer pass is milliseconds"}},
+    {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes,
+     {0, 100, "passes over the score matrix per layer"}},
+    {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds,
+     {0, 1e-2, "a few small kernels per expert take microseconds"}},
 };
 
 struct ProfileField {
   std::string_view name;
   double PerfProfile::*member;
+  Range range;
 };
 
 constexpr ProfileField kProfileFields[] = {
-    {"gemm_efficiency", &PerfProfile::gemm_efficiency},
-    {"step_overhead_seconds", &PerfProfile::step_overhead_seconds},
-    {"activation_factor", &PerfProfile::activation_factor},
-    {"memory_reserve_gb", &PerfProfile::memory_reserve_gb},
-    {"scale_up_efficiency", &PerfProfile::scale_up_efficiency},
-    {"logits_fraction", &PerfProfile::logits_fraction},
-    {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param},
-    {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param},
-    {"expert_group_seconds", &PerfProfile::expert_group_seconds},
-    {"overlap_fsdp", &PerfProfile::overlap_fsdp},
-    {"overlap_ep", &PerfProfile::overlap_ep},
+    {"gemm_efficiency", &PerfProfile::gemm_efficiency, kRateShare},
+    {"step_overhead_seconds", &PerfProfile::step_overhead_seconds,
+     {0, 3600, "a fixed cost per step, at most an hour"}},
+    {"activation_factor", &PerfProfile::activation_factor,
+     {0, 100, "stored activations relative to the fused-kernel count"}},
+    {"memory_reserve_gb", &PerfProfile::memory_reserve_gb,
+     {0, 1e5, "GB held per GPU beside the model"}},
+    // 0 means the shared value; otherwise a rate share (checked in Number).
+    {"scale_up_efficiency", &PerfProfile::scale_up_efficiency, kRateShare},
+    {"logits_fraction", &PerfProfile::logits_fraction, kShare},
+    {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param,
+     {0, 16, "bytes per parameter; fp32 gradients take 4"}},
+    {"optimizer_bytes_per_param", &PerfProfile::optimizer_bytes_per_param,
+     {0, 64, "bytes per parameter; Adam's fp32 master weights and moments take 12"}},
+    {"expert_group_seconds", &PerfProfile::expert_group_seconds,
+     {0, 1e-2, "one expert GEMM's cost beyond its FLOPs is microseconds"}},
+    {"overlap_fsdp", &PerfProfile::overlap_fsdp, kShare},
+    {"overlap_ep", &PerfProfile::overlap_ep, kShare},
 };
 
 struct ProfileFlag {
@@ -72,8 +103,10 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
 };
 
-// Every profile parameter is a time, a size, a count, a fraction or a factor: finite and >= 0.
-double Number(const toml::node& node, const std::string& where, std::string_view key) {
+// A profile parameter: a number inside its physical range. `zero_means_shared`: 0 is also
+// accepted (a profile's scale_up_efficiency of 0 takes the shared one).
+double Number(const toml::node& node, const std::string& where, std::string_view key,
+              const Range& range, bool zero_means_shared = false) {
   double x = 0;
   if (auto v = node.as_floating_point()) {
     x = v->get();
@@ -83,21 +116,11 @@ double Number(const toml::node& node, const std::string& where, std::string_view
     throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number", where, key,
                                  TomlTypeName(node)));
   }
-  if (!std::isfinite(x) || x < 0) {
-    throw InputError(
-        fmt::format("{}: {} = {}. Violated constraint: a finite number >= 0", where, key, x));
-  }
-  // Shares (efficiencies, overlaps, the fp8 gain, the logits held) are fractions of a whole.
-  const bool fraction = key.starts_with("overlap_") || key.ends_with("_efficiency") ||
-                        key == "fp8_gain" || key == "logits_fraction";
-  if (fraction && x > 1) {
-    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} <= 1", where, key, x, key));
-  }
-  // Rates divide: a zero efficiency would be an infinite time. (A profile's scale_up_efficiency
-  // of 0 means the shared value.)
-  const bool divisor = key == "gemm_efficiency" || key == "attention_efficiency";
-  if (divisor && x <= 0) {
-    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} > 0", where, key, x, key));
+  if (zero_means_shared && x == 0) return x;
+  if (!std::isfinite(x) || x < range.lo || x > range.hi) {
+    throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} <= {} <= {} ({}{})", where,
+                                 key, x, range.lo, key, range.hi, range.why,
+                                 zero_means_shared ? "; 0 takes the shared value" : ""));
   }
   return x;
 }
@@ -122,7 +145,9 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
 }
 
 std::string CalibrationText(const PerfProfile& profile) {
-  return profile.calibrated ? "calibrated on " + profile.hardware : "uncalibrated defaults";
+  if (profile.calibrated) return "calibrated on " + profile.hardware;
+  return profile.name == kGenericProfileName ? "uncalibrated defaults"
+                                             : "uncalibrated: set by hand for " + profile.hardware;
 }
 
 std::string_view CalibratedSibling(std::string_view hardware) {
@@ -143,7 +168,7 @@ PerfProfile ProfileSet::ForHardware(std::string_view hardware) const {
     }
   }
   PerfProfile generic;
-  generic.name = "generic";
+  generic.name = std::string(kGenericProfileName);
   generic.hardware = std::string(hardware);
   generic.stack = "uncalibrated defaults";
   return generic;
@@ -162,12 +187,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         for (const SharedField& f : kSharedFields) {
           if (f.name == k.str()) {
             const std::string at = LocationOf(v, origin, text).ToString();
-            set.shared.*f.member = Number(v, at, f.name);
-            // The shared link efficiencies divide (a profile's 0 means the shared one).
-            if (f.name.ends_with("_efficiency") && set.shared.*f.member <= 0) {
-              throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} > 0", at, f.name,
-                                           set.shared.*f.member, f.name));
-            }
+            set.shared.*f.member = Number(v, at, f.name, f.range);
             found = true;
           }
         }
@@ -198,7 +218,6 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         }
         PerfProfile p;
         p.name = std::string(name.str());
-        p.calibrated = true;
         for (auto&& [k, v] : *pt) {
           const std::string at = LocationOf(v, origin, text).ToString();
           const bool text_key = k.str() == "hardware" || k.str() == "stack" ||
@@ -214,6 +233,17 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                            "name",
                                            at));
             }
+            // A device name that is no device would leave the profile matched to nothing: the
+            // default profile of its device would then be another stack's.
+            const std::vector<std::string> devices = HardwareNames();
+            if (!IsPathArgument(p.hardware) &&
+                std::find(devices.begin(), devices.end(), p.hardware) == devices.end()) {
+              throw InputError(fmt::format(
+                  "{}: hardware = \"{}\". Violated constraint: a shipped device ({}) or a device "
+                  "file{}",
+                  at, Printable(p.hardware), fmt::join(devices, ", "),
+                  DidYouMean(p.hardware, devices)));
+            }
             continue;
           }
           if (k.str() == "stack") { p.stack = v.value_or(std::string()); continue; }
@@ -224,7 +254,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                            "or false",
                                            at, TomlTypeName(v)));
             }
-            p.calibrated = v.value_or(true);
+            p.calibrated = v.value_or(false);
             continue;
           }
           if (k.str() == "recompute") {
@@ -250,7 +280,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           }
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
-              p.*f.member = Number(v, at, f.name);
+              p.*f.member = Number(v, at, f.name, f.range, f.name == "scale_up_efficiency");
               found = true;
             }
           }
@@ -325,6 +355,7 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
                        TomlQuoted(p.name), TomlQuoted(p.hardware), TomlQuoted(p.stack),
                        TomlQuoted(p.source));
     if (!p.recompute.empty()) out += fmt::format("recompute = {}\n", TomlQuoted(p.recompute));
+    out += fmt::format("calibrated = {}\n", p.calibrated);
     for (const ProfileFlag& f : kProfileFlags) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

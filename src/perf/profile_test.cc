@@ -71,9 +71,11 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "bad.toml:2:17: unknown profile parameter 'moe_host_synk' (did you mean "
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
-            "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: a finite number >= 0");
+            "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: 0.01 <= gemm_efficiency "
+            "<= 1 (a share of the peak rate, which divides a time)");
   EXPECT_EQ(message("[shared]\nscale_out_efficiency = 0\n"),
-            "bad.toml:2:24: scale_out_efficiency = 0. Violated constraint: scale_out_efficiency > 0");
+            "bad.toml:2:24: scale_out_efficiency = 0. Violated constraint: 0.01 <= "
+            "scale_out_efficiency <= 1 (a share of the peak rate, which divides a time)");
   EXPECT_EQ(message("[profiles.x]\nhardware = 5\n"),
             "bad.toml:2:12: hardware has type integer. Violated constraint: a string");
   EXPECT_EQ(message("[profiles.x]\nhardware = \"\"\n"),
@@ -88,9 +90,11 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "profile parameter (each stack hides its own share of the EP all-to-all); move it "
             "into each [profiles.NAME] table");
   EXPECT_EQ(message("[shared]\noverlap_tp = 2\n"),
-            "bad.toml:2:14: overlap_tp = 2. Violated constraint: overlap_tp <= 1");
+            "bad.toml:2:14: overlap_tp = 2. Violated constraint: 0 <= overlap_tp <= 1 (a share of "
+            "a whole)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 0\n"),
-            "bad.toml:2:19: gemm_efficiency = 0. Violated constraint: gemm_efficiency > 0");
+            "bad.toml:2:19: gemm_efficiency = 0. Violated constraint: 0.01 <= gemm_efficiency <= "
+            "1 (a share of the peak rate, which divides a time)");
   EXPECT_EQ(message(""),
             "bad.toml: a profile file has a [shared] table and at least one [profiles.NAME] table");
   EXPECT_EQ(message("[shared]\n[profiles.x]\nhardware = \"h100\"\n"),
@@ -99,6 +103,83 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
+}
+
+// Values far outside a parameter's physical range gave an infinite step time or a NaN
+// recompute line with exit status 0 (a new user's report); each is refused with its range.
+TEST(Profile, ValuesOutsideTheirPhysicalRangeAreRefused) {
+  auto message = [](const std::string& text) {
+    try {
+      ParseProfiles(text, "bad.toml");
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_EQ(message("[profiles.x]\nexpert_group_seconds = 1e308\n"),
+            "bad.toml:2:24: expert_group_seconds = 1e+308. Violated constraint: 0 <= "
+            "expert_group_seconds <= 0.01 (one expert GEMM's cost beyond its FLOPs is "
+            "microseconds)");
+  EXPECT_EQ(message("[profiles.x]\nstep_overhead_seconds = 1e308\n"),
+            "bad.toml:2:25: step_overhead_seconds = 1e+308. Violated constraint: 0 <= "
+            "step_overhead_seconds <= 3600 (a fixed cost per step, at most an hour)");
+  EXPECT_EQ(message("[shared]\nelementwise_passes = 1e308\n"),
+            "bad.toml:2:22: elementwise_passes = 1e+308. Violated constraint: 0 <= "
+            "elementwise_passes <= 100 (reads and writes of a layer's activations per step)");
+  EXPECT_EQ(message("[shared]\nmoe_sync_seconds = 1e308\n"),
+            "bad.toml:2:20: moe_sync_seconds = 1e+308. Violated constraint: 0 <= "
+            "moe_sync_seconds <= 0.1 (host time per MoE layer pass is milliseconds)");
+  EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = 1e-300\n"),
+            "bad.toml:2:19: gemm_efficiency = 1e-300. Violated constraint: 0.01 <= "
+            "gemm_efficiency <= 1 (a share of the peak rate, which divides a time)");
+  EXPECT_EQ(message("[profiles.x]\nscale_up_efficiency = 1e-300\n"),
+            "bad.toml:2:23: scale_up_efficiency = 1e-300. Violated constraint: 0.01 <= "
+            "scale_up_efficiency <= 1 (a share of the peak rate, which divides a time; 0 takes "
+            "the shared value)");
+  EXPECT_EQ(message("[profiles.x]\noptimizer_bytes_per_param = 65\n"),
+            "bad.toml:2:29: optimizer_bytes_per_param = 65. Violated constraint: 0 <= "
+            "optimizer_bytes_per_param <= 64 (bytes per parameter; Adam's fp32 master weights and "
+            "moments take 12)");
+  // A profile's scale_up_efficiency of 0 takes the shared one; the range's ends are accepted.
+  const ProfileSet set = ParseProfiles(
+      "[shared]\nscale_out_efficiency = 0.01\n[profiles.x]\nhardware = \"h100\"\n"
+      "gemm_efficiency = 1\nscale_up_efficiency = 0\nstep_overhead_seconds = 3600\n",
+      "edge.toml");
+  EXPECT_EQ(set.profiles[0].scale_up_efficiency, 0);
+  EXPECT_EQ(set.shared.scale_out_efficiency, 0.01);
+}
+
+// A hardware name that is no device matched the profile to nothing (the device's default profile
+// then fell back to another stack's); a device file path is accepted.
+TEST(Profile, HardwareIsAShippedDeviceOrADeviceFile) {
+  try {
+    ParseProfiles("[shared]\n[profiles.x]\nhardware = \"h10\"\ngemm_efficiency = 0.5\n", "hw.toml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.rfind("hw.toml:3:12: hardware = \"h10\". Violated constraint: a shipped device (",
+                         0),
+              0u)
+        << what;
+    EXPECT_NE(what.find("gb200-nvl72"), std::string::npos) << what;
+    EXPECT_NE(what.find("or a device file (did you mean 'h100'?)"), std::string::npos) << what;
+  }
+  const ProfileSet set = ParseProfiles(
+      "[shared]\n[profiles.x]\nhardware = \"devices/mine.toml\"\ngemm_efficiency = 0.5\n",
+      "hw.toml");
+  EXPECT_EQ(set.profiles[0].hardware, "devices/mine.toml");
+}
+
+// A hand-written profile is not "calibrated" unless it says so; calibrate writes the key.
+TEST(Profile, OnlyAProfileThatSaysSoIsCalibrated) {
+  ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
+  EXPECT_FALSE(set.profiles[0].calibrated);
+  EXPECT_EQ(CalibrationText(set.profiles[0]), "uncalibrated: set by hand for h100");
+  set.profiles[0].calibrated = true;
+  const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
+  EXPECT_TRUE(again.profiles[0].calibrated);
+  EXPECT_EQ(CalibrationText(again.profiles[0]), "calibrated on h100");
+  EXPECT_EQ(CalibrationText(again.ForHardware("tpu-v6e")), "uncalibrated defaults");
 }
 
 TEST(Profile, UnknownNameListsTheKnownOnes) {

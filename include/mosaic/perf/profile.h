@@ -143,11 +143,18 @@ struct PerfProfile {
   // GB200), instead of one NIC copy per expert (NCCL all-to-all, XLA). Matters only when the EP
   // group spans several domains.
   bool hierarchical_dispatch = false;
+  // Whether `mosaic perf calibrate` fitted this profile's speed to measured rows (the key
+  // `calibrated = true` in a profile file, which calibrate writes); a profile set by hand, or
+  // one that fixes memory habits only, is not.
   bool calibrated = false;
 };
 
-// How a profile's speed was obtained, as the text output says it: "calibrated on <hardware>", or
-// "uncalibrated defaults" (the generic profile of a device without a calibrated one or sibling).
+// The name of the profile ForHardware returns for a device without a profile or sibling.
+inline constexpr std::string_view kGenericProfileName = "generic";
+
+// How a profile's speed was obtained, as the text output says it: "calibrated on <hardware>";
+// "uncalibrated defaults" (the generic profile of a device without a calibrated one or sibling);
+// or "uncalibrated: set by hand for <hardware>" (a named profile without `calibrated = true`).
 std::string CalibrationText(const PerfProfile& profile);
 
 struct ProfileSet {
@@ -172,8 +179,14 @@ struct ProfileSet {
 std::string_view CalibratedSibling(std::string_view hardware);
 
 // Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown
-// keys, a flag that is not a boolean, a number that is not finite and >= 0, a share (efficiency,
-// overlap, fp8 gain, logits fraction) above 1, or a GEMM or attention efficiency of 0.
+// keys, a flag that is not a boolean, a text key that is not a string, a `hardware` that is
+// neither a shipped device (HardwareNames) nor a device file path, or a number outside its
+// physical range (profile.cc, kSharedFields and kProfileFields, each with its reason): shares
+// (overlaps, the fp8 gain, the logits held) in [0, 1]; rates that divide a time (GEMM, attention
+// and link efficiencies) in [0.01, 1] (a profile's scale_up_efficiency also 0: the shared one);
+// latencies and per-kernel costs up to 1-100 ms; the step overhead up to an hour; pass counts
+// and the activation factor up to 100; bytes per parameter up to 16 (gradients) and 64
+// (optimizer states).
 ProfileSet ParseProfiles(std::string_view toml_text, const std::string& origin);
 
 // The shipped profiles (data/perf/profiles.toml), or those of `path` when it is not empty.
