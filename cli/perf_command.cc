@@ -77,7 +77,7 @@ std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 // Which profile a run uses, and a note when it was calibrated on another device.
 std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
   if (profile.hardware.empty() || profile.hardware == cluster.device.name) return "";
-  if (CalibratedSibling(cluster.device.name) == profile.hardware) {
+  if (profile.calibrated && CalibratedSibling(cluster.device.name) == profile.hardware) {
     return fmt::format("note: no profile is calibrated on {}; using {}, calibrated on its closest "
                        "calibrated sibling {}\n",
                        cluster.device.name, profile.name, profile.hardware);

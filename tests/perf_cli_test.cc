@@ -323,6 +323,16 @@ TEST(PerfCli, UncalibratedDeviceUsesItsClosestCalibratedSibling) {
       "note: no profile is calibrated on h200; using megatron-h100, calibrated on its closest "
       "calibrated sibling h100\n";
   EXPECT_NE(text.out.find(note), std::string::npos) << text.out;
+  // A profile set by hand is not called calibrated, on its own device or on a sibling.
+  CommandResult by_hand = RunMosaic(base + " --hardware h200 --profile torch-eager-h100");
+  ASSERT_EQ(by_hand.exit_code, 0) << by_hand.err;
+  EXPECT_NE(by_hand.out.find("(torch-eager-h100 profile, uncalibrated: set by hand for h100)"),
+            std::string::npos)
+      << by_hand.out;
+  EXPECT_NE(by_hand.out.find("note: the torch-eager-h100 profile was set by hand for h100, not "
+                             "h200\n"),
+            std::string::npos)
+      << by_hand.out;
   CommandResult search = RunMosaic(
       "perf mixtral-8x7b --gpus 64 --batch 256 --hardware h200 --search --top 1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
