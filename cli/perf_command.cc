@@ -57,6 +57,7 @@ struct CalibrateOptions {
   std::string heldout;
   std::vector<std::string> logs;
   std::string runs_file;
+  std::string profiles_file;
   bool fit_shared = false;
   std::string output;
   bool json = false;
@@ -272,22 +273,22 @@ void RunCalibrate(const CalibrateOptions& o) {
   if (!o.runs_file.empty() && o.logs.empty()) {
     throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR...");
   }
-  std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file};
+  std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file, o.profiles_file};
   CheckOutputIsNotInput(o.output, inputs);
   std::vector<MeasuredRow> heldout;
   if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);
   CalibrationResult result;
   std::string what;
   if (!o.logs.empty()) {
-    const ProfileSet shipped = LoadProfiles();
-    std::vector<MeasuredRow> rows = MeasurementsFromLogs(o.logs, o.runs_file, shipped);
-    result = Calibrate(rows, WithProfilesOf(rows, shipped), heldout,
+    const ProfileSet starting = LoadProfiles(o.profiles_file);
+    std::vector<MeasuredRow> rows = MeasurementsFromLogs(o.logs, o.runs_file, starting);
+    result = Calibrate(rows, WithProfilesOf(rows, starting), heldout,
                        CalibrationScope::kTeamProfiles);
     what = fmt::format("--logs {}{}", fmt::join(o.logs, " "),
                        o.runs_file.empty() ? "" : " --runs " + o.runs_file);
   } else {
     std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
-    result = Calibrate(rows, LoadProfiles(), heldout,
+    result = Calibrate(rows, LoadProfiles(o.profiles_file), heldout,
                        o.fit_shared ? CalibrationScope::kSharedAndProfiles
                                     : CalibrationScope::kProfiles);
     what = o.csv;
@@ -401,6 +402,9 @@ void AddPerfCommand(CLI::App& root) {
       ->excludes("--logs");
   cal->add_option("--heldout", c->heldout,
                   "CSV of held-out rows: never fitted, their error reported apart");
+  cal->add_option("--profiles", c->profiles_file,
+                  "the profiles to start from: their fixed parameters (memory habits, flags, "
+                  "the shared physics) are kept (default: the shipped ones)");
   AddOutputOption(cal, &c->output, "write the fitted profiles (TOML) to FILE");
   cal->add_flag("--json", c->json, "machine-readable output");
   cal->callback([c] { RunCalibrate(*c); });

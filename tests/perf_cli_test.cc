@@ -230,6 +230,41 @@ TEST(PerfCli, CalibrateReproducesTheShippedProfiles) {
   EXPECT_TRUE(near(a.fp8_quantize_seconds, b.fp8_quantize_seconds));
 }
 
+TEST(PerfCli, CalibrateStartsFromTheGivenProfiles) {
+  // --profiles: the fit starts from a team's own file and keeps what it does not fit (memory
+  // habits, flags); profiles with measured rows come out calibrated, the others as they were.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_cal_from";
+  std::filesystem::create_directories(dir);
+  std::string text = ReadText("data/perf/profiles.toml");
+  const std::string from = "activation_factor = 1.5\n";
+  ASSERT_NE(text.find(from), std::string::npos);
+  text.replace(text.find(from), from.size(), "activation_factor = 1.7\n");  // torch-eager-h100
+  const std::string start = (dir / "start.toml").string();
+  const std::string out = (dir / "fitted.toml").string();
+  {
+    std::ofstream f(start);
+    f << text;
+  }
+  CommandResult r = RunMosaic("perf calibrate tests/fixtures/throughput/published.csv --profiles " +
+                              start + " --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ProfileSet fitted = ParseProfiles(ReadText(out), out);
+  EXPECT_EQ(fitted.Get("torch-eager-h100").activation_factor, 1.7);
+  EXPECT_FALSE(fitted.Get("torch-eager-h100").calibrated);
+  EXPECT_FALSE(fitted.Get("deepseek-h800").calibrated);
+  EXPECT_TRUE(fitted.Get("megatron-h100").calibrated);
+  EXPECT_TRUE(fitted.Get("marin-gb200").calibrated);
+  // The output may not overwrite the starting file.
+  r = RunMosaic("perf calibrate tests/fixtures/throughput/published.csv --profiles " + start +
+                " --output " + start);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText(start), text);
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // The shipped profiles on the 25 calibration rows, every parameter inside its physical bound:
   // RMS log error 0.110 in-sample (median 2.9%), 0.155 leave-one-out (6.6%). The worst rows are

@@ -131,10 +131,16 @@ struct PerfProfile {
   // dropless token dispatchers copy tokens-per-expert to the host for the grouped GEMM's shapes;
   // XLA's static shapes do not): SharedPerfParams::moe_sync_seconds applies only then.
   bool moe_host_sync = false;
-  // Whether the stack has a fused attention kernel for learned softmax sinks (gpt-oss). Without
-  // one, Transformer Engine falls back to UnfusedDotProductAttention: FlashAttention rejects
-  // softmax_type = learnable, and cuDNN's fused attention needs cuDNN >= 9.18
-  // (NVIDIA/TransformerEngine issue 2318, verl-project/verl issue 5224).
+  // Whether the stack is charged a fused attention kernel for learned softmax sinks (gpt-oss).
+  // Without one, Transformer Engine runs UnfusedDotProductAttention: FlashAttention rejects
+  // softmax_type = learnable, and cuDNN's fused attention takes it from cuDNN 9.13.1 and
+  // Transformer Engine 2.8 (THD-packed sequences from cuDNN 9.18: NVIDIA/TransformerEngine issue
+  // 2318, verl-project/verl issue 5224). Megatron-Bridge's pretraining runs (sbhd, TE >= 2.8)
+  // have the fused kernel, yet the shipped Megatron profiles set false: charged the fused
+  // kernel, every published gpt-oss row (8 rows on 4 devices) comes out 20-56% too fast after
+  // refitting, so a cost of gpt-oss in those runs, about a third of the step and not growing
+  // with the sequence, is missing from the model, and the unfused charge stands in for it
+  // (docs/guide.md, "Limits").
   bool fused_attention_sinks = true;
   // Whether the stack's expert dispatcher is hierarchical across scale-up domains: each token
   // crosses the scale-out network once per destination domain and is forwarded inside it over
