@@ -235,7 +235,7 @@ TEST(PerfCli, CalibrateStartsFromTheGivenProfiles) {
   // habits, flags); profiles with measured rows come out calibrated, the others as they were.
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_cal_from";
   std::filesystem::create_directories(dir);
-  std::string text = ReadText("data/perf/profiles.toml");
+  std::string text = ReadText(SourcePath("data/perf/profiles.toml"));
   const std::string from = "activation_factor = 1.5\n";
   ASSERT_NE(text.find(from), std::string::npos);
   text.replace(text.find(from), from.size(), "activation_factor = 1.7\n");  // torch-eager-h100
