@@ -719,6 +719,38 @@ void Replace(std::string& text, const std::string& from, const std::string& to) 
   text.replace(text.find(from), from.size(), to);
 }
 
+TEST(PerfCli, MeasurementFilesAreReadAsCsvRecords) {
+  // A quoted note may hold a line break (a spreadsheet writes one so): the row is one record, and
+  // the next row's errors name its own line.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_csv";
+  std::string two = OneRow("M17", [](std::string& row) {
+    Replace(row, "DGX-GB300), https", "DGX-GB300),\nhttps");  // inside the quoted source
+  });
+  two += OneRow("M18", [](std::string& row) { Replace(row, ",zero1,", ",zero9,"); })
+             .substr(two.find('\n') + 1);
+  CommandResult r = RunMosaic("perf validate " + WriteTemp(dir, "quoted.csv", two));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("quoted.csv:4: dp_kind = 'zero9'"), std::string::npos) << r.err;
+  // A row with more or fewer fields than the header is refused (its extra cells were dropped,
+  // its missing ones read as blank).
+  r = RunMosaic("perf validate " +
+                WriteTemp(dir, "extra.csv", OneRow("M17", [](std::string& row) {
+                            Replace(row, "\n", ",\n");
+                          })));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("extra.csv:2: 24 fields, the header has 23. Violated constraint: every row "
+                       "has the header's columns"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("perf validate " + WriteTemp(dir, "open.csv", OneRow("M17", [](std::string& row) {
+                                               Replace(row, "\"NVIDIA", "NVIDIA");
+                                             })));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("open.csv:2:"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unterminated quoted field"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PerfCli, MeasurementFilesMayStartWithAByteOrderMark) {
   // A CSV saved by a spreadsheet starts with a UTF-8 byte-order mark: it is not part of the
   // first column's name ("bom.csv:1: missing column 'id'"), for validate, --heldout and

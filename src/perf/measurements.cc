@@ -6,46 +6,16 @@
 #include <charconv>
 #include <cmath>
 #include <map>
-#include <sstream>
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/flops.h"
 #include "mosaic/model/model_loader.h"
+#include "mosaic/util/csv.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 
 namespace mosaic {
-namespace {
-
-// Splits one CSV line (double quotes protect commas; "" is a quote).
-std::vector<std::string> SplitCsv(const std::string& line) {
-  std::vector<std::string> cells(1);
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char ch = line[i];
-    if (quoted) {
-      if (ch == '"' && i + 1 < line.size() && line[i + 1] == '"') {
-        cells.back() += '"';
-        ++i;
-      } else if (ch == '"') {
-        quoted = false;
-      } else {
-        cells.back() += ch;
-      }
-    } else if (ch == '"') {
-      quoted = true;
-    } else if (ch == ',') {
-      cells.emplace_back();
-    } else if (ch != '\r') {
-      cells.back() += ch;
-    }
-  }
-  return cells;
-}
-
-}  // namespace
-
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
   if (source.find("marin") != std::string::npos) return "marin-gb200";
   if (hardware == "gb200-nvl72") return "megatron-gb200";
@@ -54,10 +24,10 @@ std::string ProfileFor(const std::string& hardware, const std::string& source) {
 }
 
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path) {
-  std::istringstream in{std::string(StripByteOrderMark(text))};
-  std::string line;
-  std::getline(in, line);
-  const std::vector<std::string> header = SplitCsv(line);
+  std::vector<CsvRecord> records = ParseCsvRecords(text, path);
+  if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", path));
+  std::vector<std::string> header;
+  for (const CsvField& f : records.front().fields) header.push_back(f.text);
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
   for (const char* needed : {"id", "model", "hardware", "gpus", "tp", "pp", "vpp", "ep", "cp",
@@ -76,12 +46,15 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
   std::map<std::string, ModelSpec> models;
   std::map<std::string, HardwareSpec> devices;
   std::map<std::string, int> id_lines;  // each id's line
-  int line_no = 1;
-  while (std::getline(in, line)) {
-    ++line_no;
-    if (line.empty()) continue;
-    std::vector<std::string> cells = SplitCsv(line);
-    cells.resize(header.size());
+  for (size_t record = 1; record < records.size(); ++record) {
+    const int line_no = records[record].line;
+    if (records[record].fields.size() != header.size()) {
+      throw InputError(fmt::format("{}:{}: {} fields, the header has {}. Violated constraint: "
+                                   "every row has the header's columns",
+                                   path, line_no, records[record].fields.size(), header.size()));
+    }
+    std::vector<std::string> cells;
+    for (CsvField& f : records[record].fields) cells.push_back(std::move(f.text));
     auto cell = [&](const char* name) -> const std::string& { return cells[col[name]]; };
     auto integer = [&](const char* name) {
       const std::string& v = cell(name);

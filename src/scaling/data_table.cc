@@ -12,6 +12,7 @@
 #include <numeric>
 
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/csv.h"
 #include "location.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
@@ -65,112 +66,45 @@ double ParseNumber(std::string_view s) {
   return value;
 }
 
-struct Field {
-  std::string text;
-  int column;  // 1-based
-};
-
 }  // namespace
 
 DataTable ParseCsv(std::string_view text, const std::string& origin) {
-  text = StripByteOrderMark(text);
+  std::vector<CsvRecord> records = ParseCsvRecords(text, origin);
+  if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", origin));
   DataTable table;
   table.origin = origin;
-  size_t pos = 0;
-  int line_number = 0;
-  bool header = true;
-  while (pos < text.size()) {
-    const size_t line_start = pos;
-    const int first_line = ++line_number;
-    std::vector<Field> fields;
-    std::string current;
-    int current_column = 1;
-    bool quoted = false;
-    bool done = false;
-    while (!done) {
-      if (pos >= text.size()) {
-        if (quoted) {
-          throw LocatedError(At(origin, first_line, current_column),
-                             "unterminated quoted field");
-        }
-        done = true;
-        break;
-      }
-      const char c = text[pos];
-      if (quoted) {
-        if (c == '"') {
-          if (pos + 1 < text.size() && text[pos + 1] == '"') {
-            current += '"';
-            pos += 2;
-            continue;
-          }
-          quoted = false;
-        } else {
-          if (c == '\n') ++line_number;
-          current += c;
-        }
-        ++pos;
-        continue;
-      }
-      if (c == '"') {
-        quoted = true;
-        ++pos;
-      } else if (c == ',') {
-        fields.push_back({std::move(current), current_column});
-        current.clear();
-        ++pos;
-        current_column = static_cast<int>(pos - line_start) + 1;
-      } else if (c == '\n') {
-        ++pos;
-        done = true;
-      } else {
-        if (c != '\r') current += c;
-        ++pos;
+  const CsvRecord& head = records.front();
+  for (size_t c = 0; c < head.fields.size(); ++c) {
+    for (size_t d = 0; d < c; ++d) {
+      if (head.fields[d].text == head.fields[c].text) {
+        throw LocatedError(
+            At(origin, head.line, head.fields[c].column, head.line_text),
+            fmt::format("duplicate column name '{}': columns {} and {} of the header (1-based) "
+                        "have the same name; rename one so that the fit reads the intended values",
+                        head.fields[c].text, d + 1, c + 1));
       }
     }
-    fields.push_back({std::move(current), current_column});
-    std::string line_text(text.substr(line_start, pos - line_start));
-    while (!line_text.empty() && (line_text.back() == '\n' || line_text.back() == '\r')) {
-      line_text.pop_back();
-    }
-    if (line_text.empty()) continue;  // blank line
-    if (header) {
-      for (size_t c = 0; c < fields.size(); ++c) {
-        for (size_t d = 0; d < c; ++d) {
-          if (fields[d].text == fields[c].text) {
-            throw LocatedError(
-                At(origin, first_line, fields[c].column, line_text),
-                fmt::format("duplicate column name '{}': columns {} and {} of the header (1-based) "
-                            "have the same name; rename one so that the fit reads the intended "
-                            "values",
-                            fields[c].text, d + 1, c + 1));
-          }
-        }
-      }
-      for (Field& f : fields) {
-        table.names.push_back(f.text);
-        table.derivations.emplace_back();
-      }
-      table.text.resize(fields.size());
-      table.values.resize(fields.size());
-      table.cell_column.resize(fields.size());
-      header = false;
-      continue;
-    }
-    if (fields.size() != table.names.size()) {
-      throw LocatedError(At(origin, first_line, 0, line_text),
-                         fmt::format("{} fields, the header has {}", fields.size(),
+    table.names.push_back(head.fields[c].text);
+    table.derivations.emplace_back();
+  }
+  table.text.resize(head.fields.size());
+  table.values.resize(head.fields.size());
+  table.cell_column.resize(head.fields.size());
+  for (size_t r = 1; r < records.size(); ++r) {
+    CsvRecord& record = records[r];
+    if (record.fields.size() != table.names.size()) {
+      throw LocatedError(At(origin, record.line, 0, record.line_text),
+                         fmt::format("{} fields, the header has {}", record.fields.size(),
                                      table.names.size()));
     }
-    for (size_t c = 0; c < fields.size(); ++c) {
-      table.values[c].push_back(ParseNumber(fields[c].text));
-      table.text[c].push_back(std::move(fields[c].text));
-      table.cell_column[c].push_back(fields[c].column);
+    for (size_t c = 0; c < record.fields.size(); ++c) {
+      table.values[c].push_back(ParseNumber(record.fields[c].text));
+      table.text[c].push_back(std::move(record.fields[c].text));
+      table.cell_column[c].push_back(record.fields[c].column);
     }
-    table.line.push_back(first_line);
-    table.line_text.push_back(std::move(line_text));
+    table.line.push_back(record.line);
+    table.line_text.push_back(std::move(record.line_text));
   }
-  if (header) throw InputError(fmt::format("{}: empty file (no header row)", origin));
   return table;
 }
 

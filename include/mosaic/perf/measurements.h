@@ -35,9 +35,11 @@ struct MeasuredRow {
   std::string where;     // "file:line" of the row in messages; empty when not read from a file
 };
 
-// The rows of a measurement CSV `text` read from `path` (which labels messages); a leading UTF-8
-// byte-order mark is ignored (text_input.h). Throws InputError
-// (file:line, column, value, rule) on a malformed row, an unknown dp_kind, routing or precision,
+// The rows of a measurement CSV `text` read from `path` (which labels messages), as CSV records
+// (util/csv.h: RFC 4180 quoting, a quoted field may hold commas and line breaks; a byte-order
+// mark, CRs and blank lines are ignored). Throws InputError (file:line, column, value, rule) on
+// a row whose field count differs from the header's, an unterminated quote, a malformed row,
+// an unknown dp_kind, routing or precision,
 // a model or hardware that does not load (an unknown preset or device name, a bad file), a row
 // without any measurement, or a file without rows.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);

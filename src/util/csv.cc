@@ -1,0 +1,69 @@
+#include "mosaic/util/csv.h"
+
+#include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
+
+namespace mosaic {
+
+std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string& origin) {
+  text = StripByteOrderMark(text);
+  std::vector<CsvRecord> records;
+  size_t pos = 0;
+  int line_number = 0;
+  while (pos < text.size()) {
+    const size_t line_start = pos;
+    CsvRecord record;
+    record.line = ++line_number;
+    std::string current;
+    int current_column = 1;
+    bool quoted = false;
+    while (pos < text.size()) {
+      const char c = text[pos];
+      if (quoted) {
+        if (c == '"' && pos + 1 < text.size() && text[pos + 1] == '"') {
+          current += '"';
+          pos += 2;
+          continue;
+        }
+        if (c == '"') {
+          quoted = false;
+        } else {
+          if (c == '\n') ++line_number;
+          current += c;
+        }
+        ++pos;
+        continue;
+      }
+      ++pos;
+      if (c == '"') {
+        quoted = true;
+      } else if (c == ',') {
+        record.fields.push_back({std::move(current), current_column});
+        current.clear();
+        current_column = static_cast<int>(pos - line_start) + 1;
+      } else if (c == '\n') {
+        break;
+      } else if (c != '\r') {
+        current += c;
+      }
+    }
+    if (quoted) {
+      SourceLocation where;
+      where.origin = origin;
+      where.line = record.line;
+      where.column = current_column;
+      throw LocatedError(where, "unterminated quoted field");
+    }
+    record.fields.push_back({std::move(current), current_column});
+    record.line_text = std::string(text.substr(line_start, pos - line_start));
+    while (!record.line_text.empty() &&
+           (record.line_text.back() == '\n' || record.line_text.back() == '\r')) {
+      record.line_text.pop_back();
+    }
+    if (record.line_text.empty()) continue;  // blank line
+    records.push_back(std::move(record));
+  }
+  return records;
+}
+
+}  // namespace mosaic
