@@ -84,12 +84,13 @@ bool LiteralIsWhole(std::string_view text) {
 
 // A step written as a decimal or in exponent form ("100.0", "1e3"): a whole value whose
 // magnitude is below 2^53, where every integer has a double of its own. Past 2^53 the text
-// would have been rounded on reading (9007199254740993.0 reads as ...992), and at ±2^63 or
-// beyond it is outside the 64-bit range (a JSON integer literal beyond it, which the parser
-// reads as a double, lands here too: -9223372036854775809 becomes exactly -2^63).
+// would have been rounded on reading (9007199254740993.0 reads as ...992); beyond 2^63 it is
+// outside the 64-bit range. Exactly ±2^63 is either: -9223372036854775808.0 is the smallest
+// 64-bit integer, but -9223372036854775809 (beyond it) reads as the same double, so it is not
+// an exact step (a JSON number's literal is classified by its text instead, ParseStepText).
 StepProblem StepFromDouble(double value, int64_t* step) {
   if (!std::isfinite(value) || value != std::floor(value)) return StepProblem::kNotInteger;
-  if (std::fabs(value) >= 0x1p63) return StepProblem::kOutOfRange;
+  if (std::fabs(value) > 0x1p63) return StepProblem::kOutOfRange;
   if (std::fabs(value) >= 0x1p53) return StepProblem::kInexact;
   *step = static_cast<int64_t>(value);
   return StepProblem::kNone;
@@ -592,10 +593,11 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     }
     step_key_seen = true;
     StepProblem problem = StepFromJson(*leaves[step_leaf].second, &step);
-    if (problem == StepProblem::kNone && leaves[step_leaf].second->is_number_float()) {
-      // A decimal the parser rounded to a whole double (1e-400 to 0) is not a whole step.
+    if (leaves[step_leaf].second->is_number_float()) {
+      // The parser read the number as a double, which may have rounded it (1e-400 to 0, an
+      // integer literal beyond the 64-bit range to ±2^63): its text decides, as a CSV cell's.
       const std::optional<std::string_view> literal = NumberLiteral(line, leaves[step_leaf].first);
-      if (literal && !LiteralIsWhole(*literal)) problem = StepProblem::kNotInteger;
+      if (literal) problem = ParseStepText(*literal, &step);
     }
     if (problem != StepProblem::kNone) {
       ++log.rows_without_step;

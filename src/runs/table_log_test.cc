@@ -165,14 +165,16 @@ TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
       "{\"step\": -9223372036854775808, \"loss\": 4}\n"
       "{\"step\": 4.0, \"loss\": 5}\n"
       "{\"step\": -9223372036854775809, \"loss\": 6}\n"
-      "{\"step\": 9007199254740993.0, \"loss\": 7}\n",
+      "{\"step\": 9007199254740993.0, \"loss\": 7}\n"
+      "{\"step\": -9223372036854775808.0, \"loss\": 8}\n"
+      "{\"step\": 9.3e18, \"loss\": 9}\n",
       "m.jsonl");
   ASSERT_EQ(Tag(jsonl, "loss").points.size(), 4u);
   EXPECT_EQ(Tag(jsonl, "loss").points[0].step, 9007199254740993);
   EXPECT_EQ(Tag(jsonl, "loss").points[1].step, std::numeric_limits<int64_t>::max());
   EXPECT_EQ(Tag(jsonl, "loss").points[2].step, std::numeric_limits<int64_t>::min());
   EXPECT_EQ(Tag(jsonl, "loss").points[3].step, 4);
-  ASSERT_EQ(jsonl.notes.size(), 3u);
+  ASSERT_EQ(jsonl.notes.size(), 5u);
   EXPECT_EQ(jsonl.notes[0], "m.jsonl:3: step = 9223372036854775808 is not a step within the 64-bit "
                             "integer range; line skipped");
   // Beyond the range below: the parser reads the literal as a double, exactly -2^63; the note
@@ -182,6 +184,13 @@ TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
   // A decimal past 2^53 would be rounded (to ...992): refused rather than read as another step.
   EXPECT_EQ(jsonl.notes[2], "m.jsonl:7: step = 9007199254740993.0 is not an exact step (past 2^53 "
                             "a step is read exactly only when written as an integer); line skipped");
+  // -2^63 written as a decimal is in range but not exact (the integer literal one below reads as
+  // the same double); 9.3e18 is beyond the range.
+  EXPECT_EQ(jsonl.notes[3], "m.jsonl:8: step = -9223372036854775808.0 is not an exact step (past "
+                            "2^53 a step is read exactly only when written as an integer); line "
+                            "skipped");
+  EXPECT_EQ(jsonl.notes[4], "m.jsonl:9: step = 9.3e18 is not a step within the 64-bit integer "
+                            "range; line skipped");
   const TableLog csv = ReadCsvLog(
       "step,loss\n9007199254740993,1\n99999999999999999999,2\n1e30,3\n2.5,4\n+7,5\n"
       "12345678901234567.0,6\n-9223372036854775809,7\n",
