@@ -324,6 +324,11 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
     if (l.vpp > 1 && x.micro_batches > l.pp) {
       parts.in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
+      // The EP all-to-all overlap pairs each backward with the next micro-batch's forward, so
+      // the warm-up runs one more model chunk forward (Megatron-LM, pipeline_parallel/
+      // schedules.py, forward_backward_pipelining_with_interleaving: num_warmup_microbatches
+      // += 1 with overlap_moe_expert_parallel_comm): one chunk, 1/vpp of the stage, more held.
+      if (l.a2a_overlap > 0) parts.in_flight += 1 / static_cast<double>(l.vpp);
     }
   }
   // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the first

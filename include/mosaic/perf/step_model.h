@@ -74,8 +74,10 @@
 //   gather buffers (two layers, experts per moe_chunk); activations per layer by recompute policy
 //   (Korthikanti et al. 2022 with flash attention, MoE terms sized by k·cf) × layers held × in-flight
 //   micro-batches (min(m, pp), × (1 + (pp − 1)/(pp·vpp)) with interleaving and m > pp: at m = pp
-//   the interleaved warm-up already holds every chunk of every micro-batch); looped models hold
-//   every loop of the graph unless backprop is segmented; logits; all-to-all buffers; a reserve.
+//   the interleaved warm-up already holds every chunk of every micro-batch; + 1/vpp with
+//   a2a_overlap, whose warm-up runs one more chunk forward: Megatron-LM schedules.py); looped
+//   models hold every loop of the graph unless backprop is segmented; logits; all-to-all
+//   buffers; a reserve.
 // MFU = model FLOPs / (time × peak_bf16 × GPUs), model FLOPs = 3 × CountFlops(kFullSquare) per
 // token (the whole s×s attention square, as PaLM and Levanter count; recompute not counted);
 // mfu_causal counts half the square of global layers (kCausal, as MaxText and Megatron-LM count).
