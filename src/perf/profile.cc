@@ -236,8 +236,15 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             // A device name that is no device would leave the profile matched to nothing: the
             // default profile of its device would then be another stack's.
             const std::vector<std::string> devices = HardwareNames();
-            if (!IsPathArgument(p.hardware) &&
-                std::find(devices.begin(), devices.end(), p.hardware) == devices.end()) {
+            if (IsPathArgument(p.hardware)) {
+              try {
+                LoadHardware(p.hardware);
+              } catch (const InputError& e) {
+                throw InputError(fmt::format("{}: hardware = \"{}\". Violated constraint: a "
+                                             "device file that loads ({})",
+                                             at, Printable(p.hardware), e.what()));
+              }
+            } else if (std::find(devices.begin(), devices.end(), p.hardware) == devices.end()) {
               throw InputError(fmt::format(
                   "{}: hardware = \"{}\". Violated constraint: a shipped device ({}) or a device "
                   "file{}",
@@ -291,13 +298,21 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                          DidYouMean(k.str(), names)));
           }
         }
-        // A profile without its device or its GEMM efficiency would silently take defaults.
-        for (const char* required : {"hardware", "gemm_efficiency"}) {
-          if (!pt->contains(required)) {
+        // A parameter left out would silently take a built-in default, not a calibrated value;
+        // only the two whose absence means "the shared value" may be.
+        std::vector<std::string_view> required = {"hardware"};
+        for (const ProfileFlag& f : kProfileFlags) required.push_back(f.name);
+        for (const ProfileField& f : kProfileFields) {
+          if (f.name != "overlap_fsdp" && f.name != "scale_up_efficiency") {
+            required.push_back(f.name);
+          }
+        }
+        for (std::string_view key : required) {
+          if (!pt->contains(key)) {
             throw InputError(fmt::format("{}: profile '{}' has no {}. Violated constraint: every "
-                                         "profile sets hardware and gemm_efficiency",
-                                         LocationOf(pnode, origin, text).ToString(), p.name,
-                                         required));
+                                         "profile sets every parameter but overlap_fsdp and "
+                                         "scale_up_efficiency (left out: the shared value)",
+                                         LocationOf(pnode, origin, text).ToString(), p.name, key));
           }
         }
         set.profiles.push_back(std::move(p));
@@ -305,6 +320,15 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
     } else {
       throw InputError(fmt::format("{}: unknown section '{}' (expected shared or profiles)", where,
                                    key.str()));
+    }
+  }
+  if (const toml::table* shared = table["shared"].as_table()) {
+    for (const SharedField& f : kSharedFields) {
+      if (!shared->contains(f.name)) {
+        throw InputError(fmt::format("{}: [shared] has no {}. Violated constraint: [shared] sets "
+                                     "every shared parameter",
+                                     LocationOf(*shared, origin, text).ToString(), f.name));
+      }
     }
   }
   if (!table.contains("shared") || set.profiles.empty()) {

@@ -185,8 +185,10 @@ struct ProfileSet {
 std::string_view CalibratedSibling(std::string_view hardware);
 
 // Parses a profile file. Throws InputError (file:line:col, key, value, rule) on syntax, unknown
-// keys, a flag that is not a boolean, a text key that is not a string, a `hardware` that is
-// neither a shipped device (HardwareNames) nor a device file path, or a number outside its
+// keys, a [shared] table that leaves a parameter out, a profile that leaves out any but
+// overlap_fsdp and scale_up_efficiency (the shared value), a flag that is not a boolean, a text
+// key that is not a string, a `hardware` that is neither a shipped device (HardwareNames) nor a
+// device file that loads (LoadHardware), or a number outside its
 // physical range (profile.cc, kSharedFields and kProfileFields, each with its reason): shares
 // (overlaps, the fp8 gain, the logits held) in [0, 1]; rates that divide a time (GEMM, attention
 // and link efficiencies) in [0.01, 1] (a profile's scale_up_efficiency also 0: the shared one);
