@@ -608,7 +608,9 @@ TEST(PerfCli, HeldOutRowsMayNotShareAnIdWithCalibrationRows) {
       "perf validate tests/fixtures/throughput/published.csv --heldout "
       "tests/fixtures/throughput/published.csv");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("held-out row M3: the calibration rows have a row of the same id"),
+  EXPECT_NE(r.err.find("tests/fixtures/throughput/published.csv:2: held-out row M3: the "
+                       "calibration rows have a row of the same id "
+                       "(tests/fixtures/throughput/published.csv:2)"),
             std::string::npos)
       << r.err;
 }
@@ -748,6 +750,53 @@ TEST(PerfCli, MeasurementFilesAreReadAsCsvRecords) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("open.csv:2:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("unterminated quoted field"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, MeasurementsArePhysicallyPossibleAndColumnsKnown) {
+  // A figure above the device's fastest peak (a typo, a unit slip) pulled the whole fit; a column
+  // twice was read from its last copy, a misspelt one ignored (a new user's report).
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_range";
+  auto error_of = [&](const std::string& name, const std::string& text) {
+    CommandResult r = RunMosaic("perf validate " + WriteTemp(dir, name, text));
+    EXPECT_EQ(r.exit_code, 1) << name;
+    return r.err;
+  };
+  std::string err = error_of("tokens.csv", OneRow("M3", [](std::string& row) {
+                               Replace(row, ",3139,782,", ",1e300,782,");
+                             }));
+  EXPECT_NE(err.find("tokens.csv:2: measured_tokens_per_s_per_gpu = 1e+300. Violated constraint: "
+                     "at most what the gb200-nvl72's fastest peak, "),
+            std::string::npos)
+      << err;
+  err = error_of("tflops.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,", ",,1000000000,");
+                 }));
+  EXPECT_NE(err.find("tflops.csv:2: measured_tflops_per_gpu = 1000000000. Violated constraint: at "
+                     "most the gb200-nvl72's fastest peak, "),
+            std::string::npos)
+      << err;
+  err = error_of("mfu.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,,", ",,,150,");
+                 }));
+  EXPECT_NE(err.find("mfu.csv:2: measured_mfu_pct = 150. Violated constraint: at most 100"),
+            std::string::npos)
+      << err;
+  const std::string one = OneRow("M3", [](std::string&) {});
+  std::string twice = one;
+  Replace(twice, ",a2a_overlap\n", ",a2a_overlap,gpus\n");
+  Replace(twice, ",,\n", ",,7\n");
+  err = error_of("twice.csv", twice);
+  EXPECT_NE(err.find("twice.csv:1: column 'gpus' appears twice (columns 4 and 24). Violated "
+                     "constraint: column names are unique"),
+            std::string::npos)
+      << err;
+  std::string misspelt = one;
+  Replace(misspelt, ",recompute,", ",recomput,");
+  err = error_of("misspelt.csv", misspelt);
+  EXPECT_NE(err.find("misspelt.csv:1: unknown column 'recomput' (did you mean 'recompute'?)"),
+            std::string::npos)
+      << err;
   std::filesystem::remove_all(dir);
 }
 

@@ -419,13 +419,15 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
 
 // Ids must be unique across the calibration and held-out rows, so that every figure names one row.
 void CheckDisjoint(const std::vector<MeasuredRow>& rows, const std::vector<MeasuredRow>& heldout) {
-  std::map<std::string, int> seen;
-  for (const MeasuredRow& r : rows) ++seen[r.id];
+  std::map<std::string, const MeasuredRow*> seen;
+  for (const MeasuredRow& r : rows) seen.emplace(r.id, &r);
   for (const MeasuredRow& r : heldout) {
-    if (seen.contains(r.id)) {
-      throw InputError(fmt::format("held-out row {}: the calibration rows have a row of the same "
-                                   "id (a held-out row is never one that is fitted)",
-                                   r.id));
+    if (auto it = seen.find(r.id); it != seen.end()) {
+      const std::string& fitted = it->second->where;
+      throw InputError(fmt::format("{}held-out row {}: the calibration rows have a row of the same "
+                                   "id{} (a held-out row is never one that is fitted)",
+                                   r.where.empty() ? "" : r.where + ": ", r.id,
+                                   fitted.empty() ? "" : " (" + fitted + ")"));
     }
   }
 }

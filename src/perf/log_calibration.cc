@@ -8,6 +8,9 @@
 #include <map>
 #include <set>
 
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_loader.h"
+#include "mosaic/perf/measurements.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/input_path.h"
@@ -79,10 +82,18 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
     seen.insert(key);
     if (key == "run") {
       spec.run = string();
-    } else if (key == "model") {
-      spec.model = Resolve(string(), origin);
-    } else if (key == "hardware") {
-      spec.hardware = Resolve(string(), origin);
+    } else if (key == "model" || key == "hardware") {
+      // Loaded here, so that an unknown name or a bad file is an error of this line.
+      (key == "model" ? spec.model : spec.hardware) = Resolve(string(), origin);
+      try {
+        if (key == "model") {
+          LoadModel(spec.model);
+        } else {
+          LoadHardware(spec.hardware);
+        }
+      } catch (const InputError& e) {
+        throw LocatedError(where, fmt::format("{}: {}", key, e.what()));
+      }
     } else if (key == "profile") {
       spec.profile = string();
     } else if (key == "gpus") {
@@ -302,6 +313,13 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       r.routing = spec.routing;
       r.capacity_factor = spec.capacity_factor;
       r.measured_tokens_per_s_per_gpu = MeasuredTokensPerSecondPerGpu(run, spec);
+      // A metric read as the wrong kind (step seconds from a tokens/s tag) gives a rate no GPU
+      // runs at; every parameter of the fit would go to its bound.
+      CheckTokensPerSecondIsPossible(
+          r.measured_tokens_per_s_per_gpu,
+          MakeModelShape(LoadModel(spec.model).config, spec.seq_len), LoadHardware(spec.hardware),
+          fmt::format("{}: run '{}': tokens/s per GPU from {} ({})", spec.origin, spec.run,
+                      spec.tag, ToString(spec.metric)));
       r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));
       r.profile = spec.profile;
       r.source = spec.origin;

@@ -220,6 +220,23 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ngpu = 16\n").find("unknown key 'gpu'"),
             std::string::npos);
   EXPECT_NE(message(base).find("no [[run]] table"), std::string::npos);
+  // An unknown device is an error of its line (it named no file or line).
+  std::string h999 = base;
+  h999.replace(h999.find("\"h100\""), 6, "\"h999\"");
+  EXPECT_NE(message(h999 + run + "run = \"ep8-dp16\"\n")
+                .find("perf_runs.toml:3:12: hardware: unknown hardware 'h999'"),
+            std::string::npos)
+      << message(h999 + run + "run = \"ep8-dp16\"\n");
+  // A rate no GPU runs at (a tag of the whole cluster's tokens/s read per GPU, a unit slip):
+  // refused, not fitted. 1e9 tokens/s of Qwen3-30B-A3B is some 20,000 TFLOP/s per H100.
+  WriteRun(kRuns[0], 1e9);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\n")
+                .find("run 'ep8-dp16': tokens/s per GPU from throughput/tokens_per_sec_per_gpu "
+                      "(tokens_per_s_per_gpu) = 1000000000. Violated constraint: at most what "
+                      "the h100's fastest peak, 1979 TFLOP/s, runs of qwen3-30b-a3b"),
+            std::string::npos)
+      << message(base + run + "run = \"ep8-dp16\"\n");
+  WriteRun(kRuns[0], Predicted(kRuns[0], truth));
   std::filesystem::remove(dir_ / kRunFileName);
   try {
     MeasurementsFromLogs({dir_.string()}, "", shipped_);

@@ -1,6 +1,7 @@
 #include "mosaic/perf/measurements.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <charconv>
@@ -12,6 +13,7 @@
 #include "mosaic/model/model_loader.h"
 #include "mosaic/util/csv.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 
@@ -23,17 +25,53 @@ std::string ProfileFor(const std::string& hardware, const std::string& source) {
   return "megatron-" + hardware;
 }
 
+double FastestPeakTflops(const HardwareSpec& device) {
+  return std::max({device.peak_bf16_tflops, device.peak_fp8_tflops, device.peak_mxfp8_tflops});
+}
+
+void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShape& shape,
+                                    const HardwareSpec& device, const std::string& what) {
+  const double peak = FastestPeakTflops(device);
+  const double implied = tokens_per_s_per_gpu * shape.causal_model_flops_per_token / 1e12;
+  if (implied > peak) {
+    throw InputError(fmt::format(
+        "{} = {}. Violated constraint: at most what the {}'s fastest peak, {} TFLOP/s, runs of "
+        "{} ({:.4g} TFLOP/s at {:.4g} model FLOPs per token, causal count)",
+        what, tokens_per_s_per_gpu, device.name, peak, shape.config.name, implied,
+        shape.causal_model_flops_per_token));
+  }
+}
+
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path) {
   std::vector<CsvRecord> records = ParseCsvRecords(text, path);
   if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", path));
   std::vector<std::string> header;
   for (const CsvField& f : records.front().fields) header.push_back(f.text);
+  static const std::vector<std::string> kRequired = {
+      "id", "model", "hardware", "gpus", "tp", "pp", "vpp", "ep", "cp", "dp_kind", "micro_batch",
+      "global_batch", "seq_len", "precision", "routing", "measured_tokens_per_s_per_gpu",
+      "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
+  static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
+                                                     "pipeline_split", "a2a_overlap"};
   std::map<std::string, size_t> col;
-  for (size_t i = 0; i < header.size(); ++i) col[header[i]] = i;
-  for (const char* needed : {"id", "model", "hardware", "gpus", "tp", "pp", "vpp", "ep", "cp",
-                             "dp_kind", "micro_batch", "global_batch", "seq_len", "precision",
-                             "routing", "measured_tokens_per_s_per_gpu",
-                             "measured_tflops_per_gpu", "measured_mfu_pct", "source"}) {
+  for (size_t i = 0; i < header.size(); ++i) {
+    // A column twice would be read from its last copy; a misspelt one would be ignored.
+    if (auto [it, fresh] = col.emplace(header[i], i); !fresh) {
+      throw InputError(fmt::format("{}:1: column '{}' appears twice (columns {} and {}). Violated "
+                                   "constraint: column names are unique",
+                                   path, Printable(header[i]), it->second + 1, i + 1));
+    }
+    const bool known = std::ranges::find(kRequired, header[i]) != kRequired.end() ||
+                       std::ranges::find(kOptional, header[i]) != kOptional.end();
+    if (!known) {
+      std::vector<std::string> names = kRequired;
+      names.insert(names.end(), kOptional.begin(), kOptional.end());
+      throw InputError(fmt::format("{}:1: unknown column '{}'{}. Violated constraint: one of {}",
+                                   path, Printable(header[i]), DidYouMean(header[i], names),
+                                   fmt::join(names, ", ")));
+    }
+  }
+  for (const std::string& needed : kRequired) {
     if (!col.contains(needed)) {
       throw InputError(fmt::format("{}:1: missing column '{}'", path, needed));
     }
@@ -115,7 +153,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     const ModelSpec& model = loaded("model", models, [](const std::string& v) {
       return LoadModel(v);
     });
-    loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
+    const HardwareSpec& device =
+        loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
     r.gpus = integer("gpus");
     Layout& l = r.layout;
     l.tp = integer("tp");
@@ -231,6 +270,22 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     const double tflops = number("measured_tflops_per_gpu");
     mfu.push_back(number("measured_mfu_pct"));
     lines.push_back(line_no);
+    // No GPU runs above its fastest peak: a figure that implies it is a typo or a unit slip,
+    // and one such row would pull the whole fit.
+    const double peak_tflops = FastestPeakTflops(device);
+    const ModelShape row_shape = MakeModelShape(model.config, r.seq_len);
+    if (mfu.back() > 100) {
+      throw InputError(fmt::format("{}:{}: measured_mfu_pct = {}. Violated constraint: at most 100",
+                                   path, line_no, mfu.back()));
+    }
+    if (tflops > peak_tflops) {
+      throw InputError(fmt::format("{}:{}: measured_tflops_per_gpu = {}. Violated constraint: at "
+                                   "most the {}'s fastest peak, {} TFLOP/s",
+                                   path, line_no, tflops, device.name, peak_tflops));
+    }
+    CheckTokensPerSecondIsPossible(tokens, row_shape, device,
+                                   fmt::format("{}:{}: measured_tokens_per_s_per_gpu", path,
+                                               line_no));
     if (tokens == 0 && tflops == 0 && mfu.back() == 0) {
       throw InputError(fmt::format(
           "{}:{}: measured_tokens_per_s_per_gpu, measured_tflops_per_gpu and measured_mfu_pct "
@@ -244,11 +299,10 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     } else if (tflops > 0) {
       // Model TFLOP/s as the source counts them, over mosaic's FLOPs per token in the same
       // convention (a causal count is about half the attention square of a full-square one).
-      const ModelShape shape = MakeModelShape(model.config, r.seq_len);
       const bool causal = convention == FlopConvention::kCausal;
       r.measured_tokens_per_s_per_gpu =
           tflops * 1e12 /
-          (causal ? shape.causal_model_flops_per_token : shape.model_flops_per_token);
+          (causal ? row_shape.causal_model_flops_per_token : row_shape.model_flops_per_token);
       r.basis = causal ? "TFLOP/s (causal)" : "TFLOP/s";
     }
     rows.push_back(std::move(r));

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mosaic/hardware/hardware.h"
 #include "mosaic/perf/layout.h"
 #include "mosaic/perf/step_model.h"
 
@@ -38,11 +39,25 @@ struct MeasuredRow {
 // The rows of a measurement CSV `text` read from `path` (which labels messages), as CSV records
 // (util/csv.h: RFC 4180 quoting, a quoted field may hold commas and line breaks; a byte-order
 // mark, CRs and blank lines are ignored). Throws InputError (file:line, column, value, rule) on
-// a row whose field count differs from the header's, an unterminated quote, a malformed row,
+// a column twice or one it does not know (did you mean), a row whose field count differs from
+// the header's, an unterminated quote, a malformed row, a measurement above what the device can
+// run (MFU above 100%, TFLOP/s above its fastest peak, CheckTokensPerSecondIsPossible),
 // an unknown dp_kind, routing or precision,
 // a model or hardware that does not load (an unknown preset or device name, a bad file), a row
 // without any measurement, or a file without rows.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
+
+// The fastest dense peak of `device` in TFLOP/s per GPU: the largest of its bf16, fp8 and MXFP8
+// peaks (hardware.h).
+double FastestPeakTflops(const HardwareSpec& device);
+
+// Throws InputError "<what> = <value>. Violated constraint: at most what the <device>'s fastest
+// peak ... runs of <model> (...)" when `tokens_per_s_per_gpu` of the model `shape` (its sequence
+// length) would take more model FLOPs per second than FastestPeakTflops(device), counted the
+// causal way (the smaller count: ModelShape, step_model.h): a typo or a unit slip, not a
+// measurement.
+void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShape& shape,
+                                    const HardwareSpec& device, const std::string& what);
 
 // ParseMeasurements of the file at `path`; also throws InputError when it cannot be read.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
