@@ -96,8 +96,8 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
   out += fmt::format("layout: {}\n\n", ToString(l));
-  out += fmt::format("  step time             {:>10.4f} s   ({} micro-batches per pipeline)\n",
-                     e.step_seconds, e.micro_batches);
+  out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
+                     e.step_seconds, e.micro_batches, e.micro_batches == 1 ? "" : "es");
   out += fmt::format("  tokens/s per GPU      {:>10.1f}\n", e.tokens_per_s_per_gpu);
   out += fmt::format("  MFU                   {:>10.4f}     (full-square FLOPs {:.4e} per step / "
                      "(time × {} TFLOP/s bf16 × {} GPUs))\n",
@@ -183,7 +183,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
       cluster.gpus, cluster.device.name, r.feasible(), r.RejectedText());
-  if (r.best.empty()) out += "No feasible layout.\n";
+  if (r.best.empty()) return out + "No feasible layout.\n";
   out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
                      "MFU(fs)", "step s", "memory GB", "dropped", "layout");
   int64_t rank = 1;

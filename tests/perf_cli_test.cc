@@ -750,6 +750,14 @@ TEST(PerfCli, MeasurementFilesAreReadAsCsvRecords) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("open.csv:2:"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("unterminated quoted field"), std::string::npos) << r.err;
+  // A row without an id has no name in any figure.
+  r = RunMosaic("perf validate " + WriteTemp(dir, "noid.csv", OneRow("M17", [](std::string& row) {
+                                               Replace(row, "M17,", " ,");
+                                             })));
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("noid.csv:2: id = ' '. Violated constraint: a row has an id"),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove_all(dir);
 }
 

@@ -141,6 +141,11 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     MeasuredRow r;
     r.where = fmt::format("{}:{}", path, line_no);
     r.id = cell("id");
+    if (r.id.find_first_not_of(" \t") == std::string::npos) {
+      throw InputError(fmt::format("{}:{}: id = '{}'. Violated constraint: a row has an id (the "
+                                   "name every figure gives it)",
+                                   path, line_no, Printable(r.id)));
+    }
     // Every figure names one row: an id twice would also be fitted while "left out".
     if (auto [it, fresh] = id_lines.emplace(r.id, line_no); !fresh) {
       throw InputError(fmt::format("{}:{}: id = '{}'. Violated constraint: ids are unique (line "

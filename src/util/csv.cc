@@ -1,5 +1,7 @@
 #include "mosaic/util/csv.h"
 
+#include <algorithm>
+
 #include "mosaic/util/error.h"
 #include "mosaic/util/text_input.h"
 
@@ -43,7 +45,10 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
         current_column = static_cast<int>(pos - line_start) + 1;
       } else if (c == '\n') {
         break;
-      } else if (c != '\r') {
+      } else if (c == '\r') {
+        // CRLF ends a record at its LF; a lone CR (old Mac files) ends it here.
+        if (pos >= text.size() || text[pos] != '\n') break;
+      } else {
         current += c;
       }
     }
@@ -60,7 +65,11 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
            (record.line_text.back() == '\n' || record.line_text.back() == '\r')) {
       record.line_text.pop_back();
     }
-    if (record.line_text.empty()) continue;  // blank line
+    // A blank line, or one of blanks and commas only (a spreadsheet's empty row), holds no record.
+    const bool blank = std::ranges::all_of(record.fields, [](const CsvField& f) {
+      return f.text.find_first_not_of(" \t") == std::string::npos;
+    });
+    if (blank) continue;
     records.push_back(std::move(record));
   }
   return records;

@@ -24,6 +24,16 @@ TEST(Csv, QuotesProtectCommasQuotesAndLineBreaks) {
   EXPECT_EQ(r[2].line_text, "B,");
 }
 
+// A spreadsheet's empty row (commas only) and a line of blanks hold no record; old Mac files end
+// lines with a lone CR.
+TEST(Csv, EmptyRowsAreSkippedAndALoneCrEndsALine) {
+  const std::vector<CsvRecord> r = ParseCsvRecords("a,b\r,,\r  \t\r1,2\r", "mac.csv");
+  ASSERT_EQ(r.size(), 2u);
+  EXPECT_EQ(r[1].line, 4);
+  EXPECT_EQ(r[1].fields[0].text, "1");
+  EXPECT_EQ(r[1].fields[1].text, "2");
+}
+
 TEST(Csv, UnterminatedQuoteNamesWhereItOpened) {
   try {
     ParseCsvRecords("id,note\nA,\"open\n", "t.csv");
