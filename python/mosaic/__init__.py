@@ -31,6 +31,8 @@ __all__ = [
     "fit",
     "Runs",
     "read_runs",
+    "RunsSummary",
+    "summarize_runs",
     "Decision",
     "decide",
     "Codesign",
@@ -253,6 +255,45 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
         "pass": passes,
     })
     return Runs(scalars, pd.DataFrame(findings, columns=["run", "kind", "tag", "steps", "message"]))
+
+
+class RunsSummary:
+    """What ``mosaic runs --json`` reports of training logs, read without keeping their points.
+
+    ``runs``: the JSON document, one dict per run (its files, tags, restarts, findings, record
+    issues and notes). ``tags``: a DataFrame with one row per run and tag (``run``, ``tag``,
+    ``points``, ``first_step``, ``last_step``, ``final``, ``mean_last_k``, ``k``,
+    ``mean_last_k_points``, ``min``, ``non_finite``; non-finite figures as NaN). ``findings``: a
+    DataFrame of health findings (``run``, ``kind``, ``tag``, ``steps``, ``message``).
+    """
+
+    def __init__(self, runs: list):
+        self.runs = runs
+        self.tags = pd.DataFrame(
+            [{"run": r["run"], **t} for r in runs for t in r["tags"]],
+            columns=["run", "tag", "points", "first_step", "last_step", "final", "mean_last_k",
+                     "k", "mean_last_k_points", "min", "non_finite"],
+        ).astype({"final": float, "mean_last_k": float, "min": float})
+        self.findings = pd.DataFrame(
+            [{"run": r["run"], **f} for r in runs for f in r["findings"]],
+            columns=["run", "kind", "tag", "steps", "message"],
+        )
+
+    def __repr__(self) -> str:
+        return (f"RunsSummary({len(self.runs)} runs, {len(self.tags)} tags, "
+                f"{len(self.findings)} findings)")
+
+
+def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
+                   restarts: str = "first", tags: str | None = None,
+                   last_k: int = 10) -> RunsSummary:
+    """Summarize the logs under ``logdirs`` as ``mosaic runs --json`` does (``last_k``: values in
+    each tag's final mean), reading them in batches without keeping their points: for log
+    directories too large for :func:`read_runs`. ``restarts`` and ``tags`` as there."""
+    if isinstance(logdirs, (str, os.PathLike)):
+        logdirs = [logdirs]
+    return RunsSummary(json.loads(_mosaic.summarize_runs(
+        [os.fspath(d) for d in logdirs], restarts, tags or "", last_k)))
 
 
 class Decision(_Document):

@@ -18,6 +18,7 @@
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/report/codesign_report.h"
 #include "mosaic/report/decision_report.h"
+#include "mosaic/runs/digest_json.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/scaling/fit_json.h"
@@ -346,6 +347,22 @@ PYBIND11_MODULE(_mosaic, m) {
             }
           }
           return py::make_tuple(run_names, tag_names, run, tag, step, wall, value, pass, findings);
+        });
+
+  m.def("summarize_runs",
+        [](const std::vector<std::string>& logdirs, const std::string& restarts,
+           const std::string& tags, int last_k) {
+          if (last_k < 1) {
+            throw InputError(fmt::format("last_k = {}. Violated constraint: at least 1", last_k));
+          }
+          py::gil_scoped_release release;
+          runs::LoadOptions options;
+          options.restarts = runs::RestartPolicyFromString(restarts);
+          if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
+          options.threads = 0;  // every core; the same result
+          // Digested batch by batch, as `mosaic runs --json` reads: the points are not kept.
+          return runs::RunDigestsJson(
+              runs::ReadRunDigests(runs::DiscoverRuns(logdirs), options, last_k));
         });
 
   m.def("decide",

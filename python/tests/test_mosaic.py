@@ -101,6 +101,20 @@ def test_read_runs_restart_policies_keep_first_or_all_passes():
     assert not first.duplicated(["run", "tag", "step"]).any()
 
 
+def test_summarize_runs_matches_the_cli_and_read_runs():
+    path = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs")
+    summary = mosaic.summarize_runs(path, last_k=5)
+    assert summary.runs == cli_json("runs", path, "--last-k", "5")
+    full = mosaic.read_runs(path).summary
+    merged = summary.tags.merge(full, on=["run", "tag"], suffixes=("", "_read"))
+    assert len(merged) == len(full) == len(summary.tags) > 0
+    assert (merged["points"] == merged["points_read"]).all()
+    assert (merged["last_step"] == merged["last_step_read"]).all()
+    np.testing.assert_array_equal(merged["final"], merged["final_value"])
+    with pytest.raises(mosaic.InputError, match="last_k = 0"):
+        mosaic.summarize_runs(path, last_k=0)
+
+
 def test_decide_has_the_verdict_and_an_html_view():
     d = mosaic.decide()
     assert d.verdict["chosen_arm"] == "fsdp-chunk1"
