@@ -32,11 +32,15 @@ constexpr Range kShare{0, 1, "a share of a whole"};
 // A rate divides a time: below 1% of the peak would be a step a hundred times too slow.
 constexpr Range kRateShare{0.01, 1, "a share of the peak rate, which divides a time"};
 
-struct SharedField {
+// A number of a profile file: its key, where it goes and its range.
+template <typename Params>
+struct NumberField {
   std::string_view name;
-  double SharedPerfParams::*member;
+  double Params::*member;
   Range range;
 };
+using SharedField = NumberField<SharedPerfParams>;
+using ProfileField = NumberField<PerfProfile>;
 
 constexpr SharedField kSharedFields[] = {
     {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds,
@@ -63,12 +67,6 @@ constexpr SharedField kSharedFields[] = {
      {0, 100, "passes over the score matrix per layer"}},
     {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds,
      {0, 1e-2, "a few small kernels per expert take microseconds"}},
-};
-
-struct ProfileField {
-  std::string_view name;
-  double PerfProfile::*member;
-  Range range;
 };
 
 constexpr ProfileField kProfileFields[] = {

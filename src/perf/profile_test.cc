@@ -33,6 +33,16 @@ std::string ProfileText(const std::vector<std::pair<std::string, std::string>>& 
   return text;
 }
 
+// The error ParseProfiles gives `text` read as "bad.toml", or "no error".
+std::string message(const std::string& text) {
+  try {
+    ParseProfiles(text, "bad.toml");
+  } catch (const InputError& e) {
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 const std::string kProfiles = ProfileText({{"shared.moe_sync_seconds", "0.001"},
                                            {"moe_host_sync", "true"},
                                            {"fused_attention_sinks", "false"},
@@ -75,14 +85,6 @@ TEST(Profile, NamesAndTextsNeedingQuotesRoundTrip) {
 }
 
 TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
-  auto message = [](const std::string& text) {
-    try {
-      ParseProfiles(text, "bad.toml");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(message("[profiles.x]\nmoe_host_sync = 1\n"),
             "bad.toml:2:17: moe_host_sync has type integer. Violated constraint: true or false");
   EXPECT_EQ(message("[profiles.x]\nmoe_host_synk = true\n"),
@@ -127,14 +129,6 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
 // Values far outside a parameter's physical range gave an infinite step time or a NaN
 // recompute line with exit status 0 (a new user's report); each is refused with its range.
 TEST(Profile, ValuesOutsideTheirPhysicalRangeAreRefused) {
-  auto message = [](const std::string& text) {
-    try {
-      ParseProfiles(text, "bad.toml");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
   EXPECT_EQ(message("[profiles.x]\nexpert_group_seconds = 1e308\n"),
             "bad.toml:2:24: expert_group_seconds = 1e+308. Violated constraint: 0 <= "
             "expert_group_seconds <= 0.01 (one expert GEMM's cost beyond its FLOPs is "
@@ -206,20 +200,15 @@ TEST(Profile, EveryParameterIsSet) {
     std::string text = ProfileText();
     const size_t at = text.find("\n" + key + " = ", text.find(shared ? "[shared]" : "[profiles."));
     text.erase(at + 1, text.find('\n', at + 1) - at);
-    try {
-      ParseProfiles(text, "p.toml");
-    } catch (const InputError& e) {
-      return std::string(e.what());
-    }
-    return std::string("no error");
+    return message(text);
   };
   EXPECT_EQ(without("expert_group_seconds", false),
-            "p.toml:21:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
+            "bad.toml:21:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
             "profile sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the "
             "shared value)");
-  EXPECT_EQ(without("moe_host_sync", false).find("profile 'mine' has no moe_host_sync"), 13u);
+  EXPECT_EQ(without("moe_host_sync", false).find("profile 'mine' has no moe_host_sync"), 15u);
   EXPECT_EQ(without("fp8_quantize_seconds", true),
-            "p.toml:2:1: [shared] has no fp8_quantize_seconds. Violated constraint: [shared] sets "
+            "bad.toml:2:1: [shared] has no fp8_quantize_seconds. Violated constraint: [shared] sets "
             "every shared parameter");
   // The two that mean "the shared value" may be left out.
   EXPECT_EQ(without("scale_up_efficiency", false), "no error");
