@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
@@ -24,6 +25,7 @@
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
+#include "mosaic/runs/run.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
@@ -274,6 +276,15 @@ void RunCalibrate(const CalibrateOptions& o) {
     throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR...");
   }
   std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file, o.profiles_file};
+  if (!o.logs.empty()) {
+    // The logs and their run files are inputs too: the output may replace none of them.
+    for (std::string& file : runs::LogFiles(runs::DiscoverRuns(o.logs))) {
+      inputs.push_back(std::move(file));
+    }
+    for (const std::string& dir : o.logs) {
+      inputs.push_back((std::filesystem::path(dir) / kRunFileName).string());
+    }
+  }
   CheckOutputIsNotInput(o.output, inputs);
   std::vector<MeasuredRow> heldout;
   if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);

@@ -679,6 +679,27 @@ TEST(PerfCli, CalibrateFromLogsFitsTheTeamsProfile) {
   EXPECT_EQ(fitted.Get("megatron-h100").gemm_efficiency,
             shipped.Get("megatron-h100").gemm_efficiency);
   EXPECT_EQ(fitted.shared.overlap_contention, shipped.shared.overlap_contention);
+  // --json carries the fitted parameters, as the written file has them.
+  bool listed = false;
+  for (const nlohmann::json& p : j["profiles"]) {
+    if (p["name"] != "team-h100") continue;
+    listed = true;
+    EXPECT_EQ(p["gemm_efficiency"].get<double>(), team.gemm_efficiency);
+    EXPECT_EQ(p["step_overhead_seconds"].get<double>(), team.step_overhead_seconds);
+    EXPECT_EQ(p["calibrated"], true);
+  }
+  EXPECT_TRUE(listed) << j["profiles"];
+  // The output may replace none of the inputs: a log, a run file (it overwrote both).
+  const std::string log = (dir / "b" / "metrics.csv").string();
+  const std::string before = ReadText(log);
+  for (const std::string& input : {log, (dir / "perf_runs.toml").string()}) {
+    r = RunMosaic("perf calibrate --logs " + dir.string() + " --output " + input);
+    EXPECT_EQ(r.exit_code, 1) << input;
+    EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(ReadText(log), before);
 
   r = RunMosaic("perf calibrate tests/fixtures/throughput/published.csv --logs " + dir.string());
   EXPECT_EQ(r.exit_code, 2);

@@ -460,6 +460,38 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
   return e;
 }
 
+// A team's runs (CalibrationScope::kTeamProfiles): each fitted profile has at least two (its GEMM
+// efficiency and per-step overhead are two parameters), and each measurement is within a factor
+// of kMaxTeamRowFactor of what the starting profiles predict: beyond it the metric is of the
+// wrong kind (step seconds read as tokens/s) or the figure is off by a unit, and the fit would
+// only go to its bounds.
+void CheckTeamRows(const std::vector<PreparedRow>& prepared, const std::vector<int>& valid,
+                   const std::vector<int>& rows_of_profile, const ProfileSet& initial) {
+  for (size_t pi = 0; pi < rows_of_profile.size(); ++pi) {
+    if (rows_of_profile[pi] == 1) {
+      throw InputError(fmt::format(
+          "profile '{}' has one run. Violated constraint: at least two runs per fitted profile, "
+          "at different batch or layout (its GEMM efficiency and per-step overhead are two "
+          "parameters)",
+          initial.profiles[pi].name));
+    }
+  }
+  for (int i : valid) {
+    const MeasuredRow& r = *prepared[i].row;
+    const double predicted = Predict(prepared[i], initial);
+    const double factor = r.measured_tokens_per_s_per_gpu / predicted;
+    if (!(factor >= 1 / kMaxTeamRowFactor && factor <= kMaxTeamRowFactor)) {
+      throw InputError(fmt::format(
+          "{}{}: measured {:.4g} tokens/s per GPU ({}), {:.3g}× the {:.4g} the starting profile "
+          "'{}' predicts. Violated constraint: within a factor of {} (a metric of the wrong kind, "
+          "such as step seconds read as tokens/s, or a unit slip)",
+          r.where.empty() ? "" : r.where + ": ", Printable(r.id), r.measured_tokens_per_s_per_gpu,
+          r.basis, factor, predicted, initial.profiles[prepared[i].profile_index].name,
+          kMaxTeamRowFactor));
+    }
+  }
+}
+
 CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial,
                             const std::vector<MeasuredRow>& heldout, CalibrationScope scope) {
   CheckDisjoint(rows, heldout);
@@ -480,6 +512,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
         "measurements have {}",
         fitted_params, all.size()));
   }
+  if (scope == CalibrationScope::kTeamProfiles) CheckTeamRows(prepared, all, rows_of_profile, initial);
   // Two starts, the fitted parameters' defaults (SharedPerfParams, PerfProfile) and the middle of
   // every bound; the better fit is kept. Neither depends on the fitted values `initial` carries,
   // so calibrating again reproduces the shipped profiles exactly. Parameters outside the scope
@@ -599,6 +632,21 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["rows_in_figures"] = r.rows.size() - r.left_out.size();
     j["left_out"] = r.left_out;
     j["solver"] = r.solver_report;
+    // The fitted parameters, for a script (the profile file itself is written by --output).
+    nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
+    for (const PerfProfile& p : r.profiles.profiles) {
+      profiles.push_back({{"name", p.name},
+                          {"hardware", p.hardware},
+                          {"calibrated", p.calibrated},
+                          {"gemm_efficiency", p.gemm_efficiency},
+                          {"step_overhead_seconds", p.step_overhead_seconds},
+                          {"expert_group_seconds", p.expert_group_seconds},
+                          {"overlap_ep", p.overlap_ep}});
+    }
+    j["profiles"] = profiles;
+    nlohmann::ordered_json shared = nlohmann::ordered_json::object();
+    for (const SharedFit& f : kSharedFit) shared[f.name] = r.profiles.shared.*f.member * f.scale;
+    j["shared"] = shared;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const RowResult& x : r.rows) {
       nlohmann::ordered_json rj = RowJson(x);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -76,6 +77,12 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       }
       return v->get();
     };
+    // A batch or sequence beyond 2^30 (as `mosaic perf` caps them) makes a step of no time.
+    auto size = [&]() {
+      const int64_t x = positive(1);
+      if (x > kMaxJobSize) throw fail(fmt::format("an integer in [1, {}]", kMaxJobSize));
+      return x;
+    };
     if (std::find(names.begin(), names.end(), key) == names.end()) {
       throw LocatedError(where, fmt::format("unknown key '{}'{}", key, DidYouMean(key, names)));
     }
@@ -105,9 +112,9 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
         throw LocatedError(where, e.what());
       }
     } else if (key == "global_batch") {
-      spec.global_batch = positive(1);
+      spec.global_batch = size();
     } else if (key == "seq_len") {
-      spec.seq_len = positive(1);
+      spec.seq_len = size();
     } else if (key == "format") {
       auto f = NumberFormatFromString(string());
       if (!f) throw fail("bf16, fp8 or mxfp8");
@@ -200,6 +207,15 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
                                             ToString(spec.layout), spec.layout.gpus(),
                                             spec.gpus));
     }
+    // A layout that breaks a rule would only be left out of the fit: an error of its run here.
+    const HardwareSpec device = LoadHardware(spec.hardware);
+    if (const auto violation =
+            CheckLayout(spec.layout, LoadModel(spec.model).config,
+                        JobShape{spec.gpus, spec.global_batch, spec.seq_len},
+                        device.domain_gpus())) {
+      throw LocatedError(where, fmt::format("layout {}: {}", ToString(spec.layout),
+                                            violation->rule));
+    }
     if (spec.profile.empty()) spec.profile = profiles.ForHardware(spec.hardware).name;
     specs.push_back(std::move(spec));
   }
@@ -215,8 +231,11 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
   }
   const int64_t first = series->FirstStep();
   std::vector<runs::ScalarPoint> kept;
-  for (const runs::ScalarPoint& p : series->points) {
-    if (p.step >= first + spec.skip_steps) kept.push_back(p);
+  // first + skip_steps past the 64-bit range keeps nothing (it wrapped to keep everything).
+  if (spec.skip_steps <= std::numeric_limits<int64_t>::max() - std::max<int64_t>(first, 0)) {
+    for (const runs::ScalarPoint& p : series->points) {
+      if (p.step >= first + spec.skip_steps) kept.push_back(p);
+    }
   }
   const double gpus = static_cast<double>(spec.gpus);
   const double tokens_per_step = static_cast<double>(spec.global_batch * spec.seq_len);
@@ -232,13 +251,15 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
       if (std::isfinite(p.value)) values.push_back(p.value);
     }
   }
-  if (values.empty()) {
+  if (values.size() < static_cast<size_t>(kMinMeasuredSteps)) {
     throw InputError(fmt::format(
-        "{}: run '{}', tag '{}': no {} after the {} warm-up steps (skip_steps)", spec.origin,
-        spec.run, spec.tag,
-        spec.metric == ThroughputMetric::kWallTime ? "two kept points with wall times"
-                                                    : "finite value",
-        spec.skip_steps));
+        "{}: run '{}', tag '{}': {} {} after the {} warm-up steps (skip_steps). Violated "
+        "constraint: at least {}, so that one slow step (a checkpoint, an evaluation) is not the "
+        "measurement",
+        spec.origin, spec.run, spec.tag, values.size(),
+        spec.metric == ThroughputMetric::kWallTime ? "wall-time gaps between kept points"
+                                                    : "finite values",
+        spec.skip_steps, kMinMeasuredSteps));
   }
   const double median = Median(values);
   double tokens = 0;
@@ -327,6 +348,28 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       rows.push_back(std::move(r));
     }
   }
+  // A profile belongs to one device: runs on another would refit it, a shipped one included,
+  // for the wrong silicon.
+  std::map<std::string, const MeasuredRow*> first_run;  // of each profile not in `profiles`
+  for (const MeasuredRow& r : rows) {
+    std::string device, owner;
+    if (const auto it = std::ranges::find(profiles.profiles, r.profile, &PerfProfile::name);
+        it != profiles.profiles.end()) {
+      device = it->hardware;
+      owner = fmt::format("is for {}", device);
+    } else if (const auto [first, fresh] = first_run.emplace(r.profile, &r); !fresh) {
+      device = first->second->hardware;
+      owner = fmt::format("has run '{}' on {}", first->second->id, device);
+    } else {
+      continue;
+    }
+    if (device != r.hardware) {
+      throw InputError(fmt::format(
+          "{}: run '{}' on {}: profile '{}' {}. Violated constraint: a profile's runs are all on "
+          "its device; give the runs on {} a profile of their own (profile = \"...\")",
+          r.where, r.id, r.hardware, r.profile, owner, r.hardware));
+    }
+  }
   return rows;
 }
 
@@ -338,6 +381,11 @@ ProfileSet WithProfilesOf(const std::vector<MeasuredRow>& rows, const ProfileSet
     if (known) continue;
     PerfProfile p = set.ForHardware(r.hardware);
     p.name = r.profile;
+    // A device file is named by its absolute path, so that the written profile set reads the same
+    // from any directory.
+    if (IsPathArgument(r.hardware)) {
+      p.hardware = std::filesystem::absolute(r.hardware).lexically_normal().string();
+    }
     p.stack = fmt::format("fitted from logs (started from the {} profile)",
                           profiles.ForHardware(r.hardware).name);
     p.calibrated = false;

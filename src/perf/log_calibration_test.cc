@@ -215,8 +215,37 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
                       "moe_chunk=1 uses 16 GPUs, not gpus = 8"),
             std::string::npos);
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 500\n")
-                .find("no finite value after the 500 warm-up steps"),
+                .find("tag 'throughput/tokens_per_sec_per_gpu': 0 finite values after the 500 "
+                      "warm-up steps (skip_steps). Violated constraint: at least 5"),
             std::string::npos);
+  // A skip past the 64-bit range wrapped to keep every step; four values left (steps 46-49 of
+  // 0-49) are too few for one slow step not to be the measurement.
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 9223372036854775807\n")
+                .find(": 0 finite values after the 9223372036854775807 warm-up steps"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 46\n")
+                .find(": 4 finite values after the 46 warm-up steps"),
+            std::string::npos);
+  // A batch beyond 2^30 made a step of no time (an infinite error, exit 0).
+  EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\nlayout = \"ep=8,dp=16\"\n"
+                           "global_batch = 4611686018427387904\n")
+                .find("global_batch = 4611686018427387904. Violated constraint: an integer in "
+                      "[1, 1073741824]"),
+            std::string::npos);
+  // A layout that breaks a rule is an error of its run, not a run left out.
+  const std::string broken = message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 8\n"
+                                            "layout = \"ep=16,dp=8\"\nglobal_batch = 512\n");
+  EXPECT_NE(broken.find("perf_runs.toml:7:1: layout tp=1,pp=1,vpp=1,cp=1,dp=8,fsdp=1,ep=16,etp=1,"
+                        "mbs=1,recompute=none,moe_chunk=1: ep·etp divides tp·cp·dp·fsdp"),
+            std::string::npos)
+      << broken;
+  // A profile's runs are on its device: B200 runs would refit the shipped H100 profile.
+  const std::string other = message(base + run + "run = \"ep8-dp16\"\nhardware = \"b200\"\n"
+                                                 "profile = \"megatron-h100\"\n");
+  EXPECT_NE(other.find("run 'ep8-dp16' on b200: profile 'megatron-h100' is for h100. Violated "
+                       "constraint: a profile's runs are all on its device"),
+            std::string::npos)
+      << other;
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ngpu = 16\n").find("unknown key 'gpu'"),
             std::string::npos);
   EXPECT_NE(message(base).find("no [[run]] table"), std::string::npos);
@@ -245,6 +274,55 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
     EXPECT_NE(std::string(e.what()).find("no perf_runs.toml in this log directory"),
               std::string::npos);
   }
+}
+
+// Two runs per fitted profile, each within a factor of 10 of the starting profile: one run
+// fitted two parameters, and a metric of the wrong kind sent the fit to its bounds (exit 0).
+TEST_F(LogCalibration, TeamRowsAreEnoughAndPlausible) {
+  const PerfProfile truth = Truth();
+  for (const TeamRun& r : kRuns) WriteRun(r, Predicted(r, truth));
+  std::string text = RunFile();
+  WriteFileAtomically((dir_ / kRunFileName).string(), text);
+  std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  auto error_of = [&](const std::vector<MeasuredRow>& r) {
+    try {
+      CalibrateFromLogs(r, shipped_);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  std::vector<MeasuredRow> solo = rows;
+  solo[0].profile = "solo-h100";
+  EXPECT_EQ(error_of(solo),
+            "profile 'solo-h100' has one run. Violated constraint: at least two runs per fitted "
+            "profile, at different batch or layout (its GEMM efficiency and per-step overhead are "
+            "two parameters)");
+  std::vector<MeasuredRow> slip = rows;
+  slip[2].measured_tokens_per_s_per_gpu /= 20;  // e.g. tokens/s of one node read per GPU ×16
+  const std::string err = error_of(slip);
+  EXPECT_NE(err.find(": ep16-small: measured "), std::string::npos) << err;
+  EXPECT_NE(err.find("× the "), std::string::npos) << err;
+  EXPECT_NE(err.find("the starting profile 'team-h100' predicts. Violated constraint: within a "
+                     "factor of 10"),
+            std::string::npos)
+      << err;
+  EXPECT_EQ(error_of(rows), "no error");
+}
+
+// A team profile on a device file names it by its absolute path: the written profile set read
+// from another directory found no file.
+TEST_F(LogCalibration, ADeviceFileIsNamedByItsAbsolutePath) {
+  std::filesystem::create_directories(dir_ / "hw");
+  std::filesystem::copy_file(std::string(MOSAIC_SOURCE_DIR) + "/data/hardware/h100.toml",
+                             dir_ / "hw" / "mine.toml");
+  MeasuredRow row;
+  row.id = "r1";
+  row.profile = "acme-mine";
+  row.hardware = std::filesystem::relative(dir_ / "hw" / "mine.toml").string();
+  ASSERT_FALSE(std::filesystem::path(row.hardware).is_absolute());
+  const ProfileSet set = WithProfilesOf({row}, shipped_);
+  EXPECT_EQ(set.Get("acme-mine").hardware, (dir_ / "hw" / "mine.toml").lexically_normal().string());
 }
 
 TEST(LogCalibrationSummary, MedianAndWorstRow) {

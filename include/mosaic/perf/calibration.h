@@ -112,7 +112,15 @@ struct CalibrationResult {
 //                       the physics every stack shares
 enum class CalibrationScope { kProfiles, kSharedAndProfiles, kTeamProfiles };
 
-// `heldout` rows are predicted with the fitted profiles and reported apart, never fitted.
+// kTeamProfiles only: the most a run's measurement may differ, either way, from what the starting
+// profiles predict (a calibrated profile of the device is within 2-3× of any stack on it; 10× is
+// a metric of the wrong kind or a unit slip).
+inline constexpr double kMaxTeamRowFactor = 10;
+
+// `heldout` rows are predicted with the fitted profiles and reported apart, never fitted. With
+// kTeamProfiles, also throws InputError for a fitted profile with one run, and for a run whose
+// measurement is beyond kMaxTeamRowFactor of the starting profiles' prediction (naming the run,
+// its file and line, both figures and the factor).
 CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileSet& initial,
                             const std::vector<MeasuredRow>& heldout = {},
                             CalibrationScope scope = CalibrationScope::kProfiles);

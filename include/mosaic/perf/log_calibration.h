@@ -71,18 +71,27 @@ struct ThroughputRunSpec {
 // The name of the run file looked for in each log directory.
 inline constexpr std::string_view kRunFileName = "perf_runs.toml";
 
+// The most a run's global_batch or seq_len may be (as `mosaic perf --batch` and `--seq` cap them).
+inline constexpr int64_t kMaxJobSize = int64_t{1} << 30;
+
+// The fewest kept values (after skip_steps) a run's measurement is the median of.
+inline constexpr int kMinMeasuredSteps = 5;
+
 // Parses a run file. Throws InputError (file:line:col, key, value, rule) on syntax, an unknown key
 // (did you mean), a missing required key (model, hardware, gpus, layout, global_batch, seq_len,
 // tag; `run` in every [[run]]), a value of the wrong type or out of range (positive integers,
-// capacity_factor a finite number > 0, skip_steps >= 0), an unknown format, routing or metric, a
-// layout ParseLayout refuses, a run named twice, or a file without runs. `profile` defaults to
-// the device's (ProfileSet::ForHardware).
+// global_batch and seq_len at most kMaxJobSize, capacity_factor a finite number > 0, skip_steps
+// >= 0), a model or device that does not load, an unknown format, routing or metric, a layout
+// ParseLayout refuses or one that breaks a rule of CheckLayout (layout.h) for the run's model,
+// GPUs, batch and device, a run named twice, or a file without runs. `profile` defaults to the
+// device's (ProfileSet::ForHardware).
 std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view toml_text, const std::string& origin,
                                         const ProfileSet& profiles);
 
 // Tokens/s per GPU measured in `run` as `spec` says (the median of the kept points, see above).
 // Throws InputError naming the run and the rule when the run has no `tag` (with its closest tag),
-// or fewer than one kept finite point (two for wall_time), or a non-positive measurement.
+// or fewer than kMinMeasuredSteps kept finite values (wall-time gaps for wall_time), or a
+// non-positive measurement.
 double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec);
 
 // The measured rows of the runs under `logdirs`: each log directory's run file (kRunFileName in
