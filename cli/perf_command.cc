@@ -30,6 +30,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -94,7 +95,8 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
                        const PerfJob& job, const Layout& l, const StepEstimate& e) {
   std::string out;
   out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n", spec.config.name,
-                     cluster.gpus, cluster.device.name, profile.name, CalibrationText(profile),
+                     cluster.gpus, cluster.device.name, Printable(profile.name),
+                     CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
   out += fmt::format("layout: {}\n\n", ToString(l));
@@ -180,7 +182,8 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Clus
   if (o.json) {
     return DumpJson(SearchJson(r, &profile)) + "\n";
   }
-  std::string out = fmt::format("profile: {} ({})\n", profile.name, CalibrationText(profile));
+  std::string out =
+      fmt::format("profile: {} ({})\n", Printable(profile.name), CalibrationText(profile));
   out += ProfileNote(profile, cluster);
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,

@@ -193,9 +193,10 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
     for (const char* required :
          {"run", "model", "hardware", "gpus", "layout", "global_batch", "seq_len", "tag"}) {
       if (!keys.contains(required)) {
-        throw LocatedError(where, fmt::format("[[run]] '{}' has no {} (give it in the run or in "
-                                              "[defaults])",
-                                              spec.run, required));
+        throw LocatedError(where, fmt::format("[[run]] '{}' has no {} ({})", spec.run, required,
+                                              std::string_view(required) == "run"
+                                                  ? "every [[run]] names its run"
+                                                  : "give it in the run or in [defaults]"));
       }
     }
     if (!names.insert(spec.run).second) {
@@ -284,25 +285,32 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
                                               const ProfileSet& profiles) {
   // (run directories, run file) pairs: one per log directory, or all under one run file.
   std::vector<std::pair<std::vector<runs::RunDirectory>, std::string>> groups;
+  std::vector<std::string> group_dirs;  // the log directory of each group ("" for --runs)
   if (!run_file.empty()) {
     groups.emplace_back(runs::DiscoverRuns(logdirs), run_file);
+    group_dirs.emplace_back();
   } else {
     for (const std::string& dir : logdirs) {
       const std::string file = (std::filesystem::path(dir) / kRunFileName).string();
       std::error_code ec;
+      if (!std::filesystem::is_directory(dir, ec)) {
+        throw InputError(fmt::format("{}: not a log directory (no such directory)", dir));
+      }
       if (!std::filesystem::is_regular_file(file, ec)) {
         throw InputError(fmt::format("{}: no {} in this log directory: it names each run's "
                                      "model, cluster and layout (or give one file with --runs)",
                                      dir, kRunFileName));
       }
       groups.emplace_back(runs::DiscoverRuns(dir), file);
+      group_dirs.push_back(dir);
     }
   }
   std::vector<MeasuredRow> rows;
-  std::set<std::string> ids;
+  std::vector<size_t> row_group;  // the group of each row
   runs::LoadOptions options;
   options.restarts = runs::RestartPolicy::kFirst;
-  for (const auto& [directories, file] : groups) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    const auto& [directories, file] = groups[g];
     const std::vector<ThroughputRunSpec> specs =
         ParseLogRunFile(ReadTextFile(file), file, profiles);
     std::vector<std::string> names;
@@ -319,10 +327,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       const runs::Run run = runs::LoadRun(*found, options);
       MeasuredRow r;
       r.id = spec.run;
-      if (!ids.insert(r.id).second) {
-        throw InputError(fmt::format("{}: run '{}' is listed by two run files", spec.origin,
-                                     spec.run));
-      }
+      row_group.push_back(g);
       r.model = spec.model;
       r.hardware = spec.hardware;
       r.gpus = spec.gpus;
@@ -346,6 +351,23 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       r.source = spec.origin;
       r.where = spec.origin;
       rows.push_back(std::move(r));
+    }
+  }
+  // Every figure names one run: a name two log directories share is qualified by its directory
+  // ("logs_a/r1", as `mosaic runs logs_a logs_b` names it).
+  std::map<std::string, int> uses;
+  for (const MeasuredRow& r : rows) ++uses[r.id];
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (uses[rows[i].id] > 1 && !group_dirs[row_group[i]].empty()) {
+      rows[i].id = fmt::format("{}/{}", group_dirs[row_group[i]], rows[i].id);
+    }
+  }
+  std::map<std::string, const MeasuredRow*> named;
+  for (const MeasuredRow& r : rows) {
+    if (const auto [it, fresh] = named.emplace(r.id, &r); !fresh) {
+      throw InputError(fmt::format("{}: run '{}' is listed again ({}); is a log directory given "
+                                   "twice?",
+                                   r.where, r.id, it->second->where));
     }
   }
   // A profile belongs to one device: runs on another would refit it, a shipped one included,

@@ -249,6 +249,9 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ngpu = 16\n").find("unknown key 'gpu'"),
             std::string::npos);
   EXPECT_NE(message(base).find("no [[run]] table"), std::string::npos);
+  EXPECT_NE(message(base + "[[run]]\ngpus = 16\nlayout = \"ep=8,dp=16\"\nglobal_batch = 512\n")
+                .find("has no run (every [[run]] names its run)"),
+            std::string::npos);
   // An unknown device is an error of its line (it named no file or line).
   std::string h999 = base;
   h999.replace(h999.find("\"h100\""), 6, "\"h999\"");
@@ -266,6 +269,14 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
             std::string::npos)
       << message(base + run + "run = \"ep8-dp16\"\n");
   WriteRun(kRuns[0], Predicted(kRuns[0], truth));
+  try {
+    MeasurementsFromLogs({(dir_ / "nowhere").string()}, "", shipped_);
+    ADD_FAILURE() << "no error for a missing log directory";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("nowhere: not a log directory (no such directory)"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(dir_ / kRunFileName);
   try {
     MeasurementsFromLogs({dir_.string()}, "", shipped_);
@@ -308,6 +319,32 @@ TEST_F(LogCalibration, TeamRowsAreEnoughAndPlausible) {
             std::string::npos)
       << err;
   EXPECT_EQ(error_of(rows), "no error");
+}
+
+// Two log directories may both hold a run of one name (each its own perf_runs.toml): the rows are
+// named by directory, as `mosaic runs` names them; the same directory twice is an error.
+TEST_F(LogCalibration, RunsOfOneNameInTwoDirectoriesAreNamedByDirectory) {
+  const std::filesystem::path base = dir_;
+  std::string text = RunFile();
+  text = text.substr(0, text.find("\n[[run]]\nrun = \"" + std::string(kRuns[1].name)));
+  for (const char* sub : {"a", "b"}) {
+    dir_ = base / sub;
+    std::filesystem::create_directories(dir_);
+    WriteRun(kRuns[0], Predicted(kRuns[0], Truth()));
+    WriteFileAtomically((dir_ / kRunFileName).string(), text + "\n");
+  }
+  dir_ = base;
+  const std::string a = (base / "a").string(), b = (base / "b").string();
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({a, b}, "", shipped_);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].id, a + "/ep8-dp16");
+  EXPECT_EQ(rows[1].id, b + "/ep8-dp16");
+  try {
+    MeasurementsFromLogs({a, a}, "", shipped_);
+    ADD_FAILURE() << "no error for a directory given twice";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("is listed again"), std::string::npos) << e.what();
+  }
 }
 
 // A team profile on a device file names it by its absolute path: the written profile set read

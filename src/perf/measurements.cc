@@ -36,8 +36,9 @@ void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShap
   if (implied > peak) {
     throw InputError(fmt::format(
         "{} = {}. Violated constraint: at most what the {}'s fastest peak, {} TFLOP/s, runs of "
-        "{} ({:.4g} TFLOP/s at {:.4g} model FLOPs per token, causal count)",
-        what, tokens_per_s_per_gpu, device.name, peak, shape.config.name, implied,
+        "{} ({} TFLOP/s at {:.4g} model FLOPs per token, causal count)",
+        what, tokens_per_s_per_gpu, device.name, peak, shape.config.name,
+        std::isfinite(implied) ? fmt::format("{:.4g}", implied) : std::string("beyond any"),
         shape.causal_model_flops_per_token));
   }
 }
