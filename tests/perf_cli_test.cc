@@ -700,6 +700,8 @@ TEST(PerfCli, CalibrateFromLogsFitsTheTeamsProfile) {
     EXPECT_EQ(p["calibrated"], true);
   }
   EXPECT_TRUE(listed) << j["profiles"];
+  // The dropping model's fit to Marin's sweep is the published rows' section, not a team's.
+  EXPECT_FALSE(j.contains("dropping"));
   // The output may replace none of the inputs: a log, a run file (it overwrote both).
   const std::string log = (dir / "b" / "metrics.csv").string();
   const std::string before = ReadText(log);

@@ -413,7 +413,10 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     result.heldout_rows.push_back(std::move(r));
   }
   result.heldout = SummarizeErrors(held_ids, held_predicted, held_measured);
-  result.drop_fit = FitDropParams(MarinCapacitySweep());
+  // The dropping model's fit to Marin's sweep goes with the published rows, not a team's runs.
+  if (scope != CalibrationScope::kTeamProfiles) {
+    result.drop_fit = FitDropParams(MarinCapacitySweep());
+  }
   return result;
 }
 
@@ -678,10 +681,12 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     nlohmann::ordered_json held = nlohmann::ordered_json::array();
     for (const RowResult& x : r.heldout_rows) held.push_back(RowJson(x));
     j["heldout_rows"] = held;
-    j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
-                     {"popularity_sigma", r.drop_fit.params.popularity_sigma},
-                     {"predicted", r.drop_fit.predicted},
-                     {"rms_relative_error", r.drop_fit.rms_relative_error}};
+    if (!r.drop_fit.predicted.empty()) {
+      j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
+                       {"popularity_sigma", r.drop_fit.params.popularity_sigma},
+                       {"predicted", r.drop_fit.predicted},
+                       {"rms_relative_error", r.drop_fit.rms_relative_error}};
+    }
     return DumpJson(j) + "\n";
   }
   std::string out;
@@ -788,6 +793,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   }
   out += "\n";
   const DropFit& d = r.drop_fit;
+  if (d.predicted.empty()) return out;
   out += fmt::format("\nDropping (Marin hero capacity sweep): concentration A = {:.4g}, popularity "
                      "sigma = {:.4f}, RMS relative error {:.3f}\n",
                      d.params.concentration, d.params.popularity_sigma, d.rms_relative_error);
