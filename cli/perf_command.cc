@@ -272,11 +272,11 @@ void Run(const PerfOptions& o) {
 
 void RunCalibrate(const CalibrateOptions& o) {
   if (o.csv.empty() == o.logs.empty()) {
-    throw UsageError("perf calibrate: give either a CSV of measured rows or --logs LOGDIR..., "
-                     "not both or neither");
+    throw UsageError("perf calibrate: give either a CSV of measured rows or --logs LOGDIR "
+                     "(repeatable), not both or neither");
   }
   if (!o.runs_file.empty() && o.logs.empty()) {
-    throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR...");
+    throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR");
   }
   std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file, o.profiles_file};
   if (!o.logs.empty()) {

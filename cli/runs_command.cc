@@ -87,25 +87,6 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
 
 // What could not be read is reported per run; only when nothing at all could be read is it an
 // error. Collects, batch by batch, whether any file was read and the reasons the others were not.
-class ReadCheck {
- public:
-  void Add(const Run& run) {
-    if (run.AnyFileRead()) any_read_ = true;
-    if (any_read_) return;
-    if (!run.unreadable.empty()) reasons_.push_back(Printable(run.unreadable));
-    for (const SourceFile& f : run.files) reasons_.push_back(Printable(f.skip_reason));
-  }
-  bool any_read() const { return any_read_; }
-  // Throws InputError, with every reason, when no run had a file read.
-  void Require() const {
-    if (any_read_) return;
-    throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons_, "\n  ")));
-  }
-
- private:
-  bool any_read_ = false;
-  std::vector<std::string> reasons_;
-};
 
 
 std::string ShortValue(double v) {

@@ -808,15 +808,35 @@ TEST(PerfCli, MeasurementsArePhysicallyPossibleAndColumnsKnown) {
                                Replace(row, ",3139,782,", ",1e300,782,");
                              }));
   EXPECT_NE(err.find("tokens.csv:2: measured_tokens_per_s_per_gpu = 1e+300. Violated constraint: "
-                     "at most what the gb200-nvl72's fastest peak, "),
+                     "at most 9976.3 tokens/s per GPU, what the gb200-nvl72's bf16 peak of 2500 "
+                     "TFLOP/s runs of deepseek-v3"),
             std::string::npos)
       << err;
   err = error_of("tflops.csv", OneRow("M3", [](std::string& row) {
                    Replace(row, ",3139,782,", ",,1000000000,");
                  }));
   EXPECT_NE(err.find("tflops.csv:2: measured_tflops_per_gpu = 1000000000. Violated constraint: at "
-                     "most the gb200-nvl72's fastest peak, "),
+                     "most 2807.73, the gb200-nvl72's bf16 peak of 2500 TFLOP/s in the row's "
+                     "full-square count"),
             std::string::npos)
+      << err;
+  // The bound is the row's precision's: a bf16 H100 row (M12a) may not give fp8's rate.
+  err = error_of("bf16.csv", OneRow("M12a", [](std::string& row) {
+                   Replace(row, ",5993,163,", ",,1500,");
+                 }));
+  EXPECT_NE(err.find("bf16.csv:2: measured_tflops_per_gpu = 1500. Violated constraint: at most "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("the h100's bf16 peak of 989"), std::string::npos) << err;
+  // Two figures of one run more than a factor of 2 apart.
+  err = error_of("apart.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,", ",3139,200,");
+                 }));
+  EXPECT_NE(err.find("apart.csv:2: measured_tflops_per_gpu = 200 with "
+                     "measured_tokens_per_s_per_gpu = 3139, which is "),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("Violated constraint: the two agree within a factor of 2"), std::string::npos)
       << err;
   err = error_of("mfu.csv", OneRow("M3", [](std::string& row) {
                    Replace(row, ",3139,782,,", ",,,150,");

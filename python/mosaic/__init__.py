@@ -209,6 +209,18 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     return Fit(_mosaic.fit_columns(numeric, text, *args))
 
 
+def _log_directories(logdirs) -> list[str]:
+    """``logdirs`` as a list of paths: one path, or an iterable of them; at least one."""
+    if isinstance(logdirs, (str, os.PathLike)):
+        logdirs = [logdirs]
+    elif isinstance(logdirs, bytes):
+        raise InputError(f"logdirs = {logdirs!r}. Violated constraint: a path or paths as str")
+    paths = [os.fspath(d) for d in logdirs]
+    if not paths:
+        raise InputError("logdirs = []. Violated constraint: at least one log directory or file")
+    return paths
+
+
 class Runs:
     """Training logs read by the run reader (``mosaic runs``).
 
@@ -224,7 +236,10 @@ class Runs:
 
     @property
     def summary(self) -> pd.DataFrame:
-        s = self.scalars.sort_values(["run", "tag", "step"], kind="stable")
+        # The final value is the last one written: the last pass's last step (with
+        # restarts="all", a step logged again after a restart is a later pass), as
+        # ``mosaic runs`` and summarize_runs report it.
+        s = self.scalars.sort_values(["run", "tag", "pass", "step"], kind="stable")
         grouped = s.groupby(["run", "tag"], observed=True, sort=True)
         return pd.DataFrame({
             "points": grouped.size(),
@@ -242,10 +257,9 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
     """Read TensorBoard event files, CSV and JSONL logs under ``logdirs`` (searched recursively),
     as ``mosaic runs`` does. ``restarts`` is ``first``, ``last`` or ``all`` (which pass of a step
     written twice to keep); ``tags`` keeps tags matching a regular expression."""
-    if isinstance(logdirs, (str, os.PathLike)):
-        logdirs = [logdirs]
+    logdirs = _log_directories(logdirs)
     (run_names, tag_names, run, tag, step, wall, value, passes, findings) = _mosaic.read_runs(
-        [os.fspath(d) for d in logdirs], restarts, tags or "")
+        logdirs, restarts, tags or "")
     scalars = pd.DataFrame({
         "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
         "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
@@ -290,10 +304,9 @@ def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
     """Summarize the logs under ``logdirs`` as ``mosaic runs --json`` does (``last_k``: values in
     each tag's final mean), reading them in batches without keeping their points: for log
     directories too large for :func:`read_runs`. ``restarts`` and ``tags`` as there."""
-    if isinstance(logdirs, (str, os.PathLike)):
-        logdirs = [logdirs]
+    logdirs = _log_directories(logdirs)
     return RunsSummary(json.loads(_mosaic.summarize_runs(
-        [os.fspath(d) for d in logdirs], restarts, tags or "", last_k)))
+        logdirs, restarts, tags or "", last_k)))
 
 
 class Decision(_Document):

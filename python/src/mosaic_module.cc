@@ -301,6 +301,11 @@ PYBIND11_MODULE(_mosaic, m) {
             if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
             options.threads = 0;  // every core; the same result
             loaded = runs::LoadRuns(runs::DiscoverRuns(logdirs), options);
+            // As `mosaic runs`: reading goes on past a file that cannot be read, but logs of
+            // which nothing could be read are an error.
+            runs::ReadCheck read;
+            for (const runs::Run& r : loaded) read.Add(r);
+            read.Require();
           }
           // Long table: one row per point, runs and tags as codes into the name lists.
           size_t points = 0;
@@ -361,8 +366,12 @@ PYBIND11_MODULE(_mosaic, m) {
           if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
           options.threads = 0;  // every core; the same result
           // Digested batch by batch, as `mosaic runs --json` reads: the points are not kept.
-          return runs::RunDigestsJson(
-              runs::ReadRunDigests(runs::DiscoverRuns(logdirs), options, last_k));
+          const std::vector<runs::RunDigest> digests =
+              runs::ReadRunDigests(runs::DiscoverRuns(logdirs), options, last_k);
+          runs::ReadCheck read;
+          for (const runs::RunDigest& d : digests) read.Add(d.run);
+          read.Require();
+          return runs::RunDigestsJson(digests);
         });
 
   m.def("decide",

@@ -115,6 +115,26 @@ def test_summarize_runs_matches_the_cli_and_read_runs():
         mosaic.summarize_runs(path, last_k=0)
 
 
+def test_runs_readers_agree_on_restarts_and_refuse_what_cannot_be_read(tmp_path):
+    # A step logged again after a restart is a later pass: its value is the final one, for
+    # read_runs' summary as for summarize_runs and `mosaic runs`.
+    (tmp_path / "rs").mkdir()
+    (tmp_path / "rs" / "log.csv").write_text("step,loss\n1,3.0\n2,2.0\n3,1.0\n2,9.0\n")
+    path = str(tmp_path / "rs")
+    full = mosaic.read_runs(path, restarts="all").summary
+    digest = mosaic.summarize_runs(path, restarts="all").tags
+    assert full["final_value"].tolist() == digest["final"].tolist() == [9.0]
+    assert full["last_step"].tolist() == digest["last_step"].tolist() == [3]
+    # Logs of which nothing could be read, and no logs at all, are errors, as for the CLI.
+    (tmp_path / "nostep").mkdir()
+    (tmp_path / "nostep" / "log.csv").write_text("loss,acc\n1,2\n")
+    for read in (mosaic.read_runs, mosaic.summarize_runs):
+        with pytest.raises(mosaic.InputError, match="nothing could be read"):
+            read(str(tmp_path / "nostep"))
+        with pytest.raises(mosaic.InputError, match="at least one log directory"):
+            read([])
+
+
 def test_decide_has_the_verdict_and_an_html_view():
     d = mosaic.decide()
     assert d.verdict["chosen_arm"] == "fsdp-chunk1"

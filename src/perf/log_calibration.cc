@@ -290,11 +290,17 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
     groups.emplace_back(runs::DiscoverRuns(logdirs), run_file);
     group_dirs.emplace_back();
   } else {
+    std::map<std::string, std::string> seen;  // canonical path → as given
     for (const std::string& dir : logdirs) {
       const std::string file = (std::filesystem::path(dir) / kRunFileName).string();
       std::error_code ec;
       if (!std::filesystem::is_directory(dir, ec)) {
         throw InputError(fmt::format("{}: not a log directory (no such directory)", dir));
+      }
+      // One directory spelt two ways ("logs", "./logs/") would count its runs twice.
+      const std::string canonical = std::filesystem::weakly_canonical(dir, ec).string();
+      if (const auto [it, fresh] = seen.emplace(canonical, dir); !fresh) {
+        throw InputError(fmt::format("{}: the log directory {} given again", dir, it->second));
       }
       if (!std::filesystem::is_regular_file(file, ec)) {
         throw InputError(fmt::format("{}: no {} in this log directory: it names each run's "
@@ -344,6 +350,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       CheckTokensPerSecondIsPossible(
           r.measured_tokens_per_s_per_gpu,
           MakeModelShape(LoadModel(spec.model).config, spec.seq_len), LoadHardware(spec.hardware),
+          spec.format,
           fmt::format("{}: run '{}': tokens/s per GPU from {} ({})", spec.origin, spec.run,
                       spec.tag, ToString(spec.metric)));
       r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));

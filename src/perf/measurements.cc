@@ -25,21 +25,27 @@ std::string ProfileFor(const std::string& hardware, const std::string& source) {
   return "megatron-" + hardware;
 }
 
-double FastestPeakTflops(const HardwareSpec& device) {
-  return std::max({device.peak_bf16_tflops, device.peak_fp8_tflops, device.peak_mxfp8_tflops});
+double PeakTflops(const HardwareSpec& device, NumberFormat format) {
+  const double fp8 = device.peak_fp8_tflops > 0 ? device.peak_fp8_tflops : device.peak_bf16_tflops;
+  switch (format) {
+    case NumberFormat::kBf16: return device.peak_bf16_tflops;
+    case NumberFormat::kFp8: return fp8;
+    case NumberFormat::kMxfp8: return device.peak_mxfp8_tflops > 0 ? device.peak_mxfp8_tflops : fp8;
+  }
+  return device.peak_bf16_tflops;
 }
 
 void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShape& shape,
-                                    const HardwareSpec& device, const std::string& what) {
-  const double peak = FastestPeakTflops(device);
+                                    const HardwareSpec& device, NumberFormat format,
+                                    const std::string& what) {
+  const double peak = PeakTflops(device, format);
   const double implied = tokens_per_s_per_gpu * shape.causal_model_flops_per_token / 1e12;
   if (implied > peak) {
     throw InputError(fmt::format(
-        "{} = {}. Violated constraint: at most what the {}'s fastest peak, {} TFLOP/s, runs of "
-        "{} ({} TFLOP/s at {:.4g} model FLOPs per token, causal count)",
-        what, tokens_per_s_per_gpu, device.name, peak, shape.config.name,
-        std::isfinite(implied) ? fmt::format("{:.4g}", implied) : std::string("beyond any"),
-        shape.causal_model_flops_per_token));
+        "{} = {}. Violated constraint: at most {:.6g} tokens/s per GPU, what the {}'s {} peak of "
+        "{} TFLOP/s runs of {} at {:.4g} model FLOPs per token (causal count)",
+        what, tokens_per_s_per_gpu, peak * 1e12 / shape.causal_model_flops_per_token, device.name,
+        ToString(format), peak, shape.config.name, shape.causal_model_flops_per_token));
   }
 }
 
@@ -276,22 +282,42 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     const double tflops = number("measured_tflops_per_gpu");
     mfu.push_back(number("measured_mfu_pct"));
     lines.push_back(line_no);
-    // No GPU runs above its fastest peak: a figure that implies it is a typo or a unit slip,
-    // and one such row would pull the whole fit.
-    const double peak_tflops = FastestPeakTflops(device);
+    // No GPU runs above the peak of the row's precision: a figure that implies it is a typo or a
+    // unit slip, and one such row would pull the whole fit. A full-square count of the same work
+    // is larger than the causal one by the attention it adds.
     const ModelShape row_shape = MakeModelShape(model.config, r.seq_len);
+    const bool causal = convention == FlopConvention::kCausal;
+    const double row_flops_per_token =
+        causal ? row_shape.causal_model_flops_per_token : row_shape.model_flops_per_token;
+    const double peak_tflops = PeakTflops(device, r.format) * row_flops_per_token /
+                               row_shape.causal_model_flops_per_token;
     if (mfu.back() > 100) {
       throw InputError(fmt::format("{}:{}: measured_mfu_pct = {}. Violated constraint: at most 100",
                                    path, line_no, mfu.back()));
     }
     if (tflops > peak_tflops) {
       throw InputError(fmt::format("{}:{}: measured_tflops_per_gpu = {}. Violated constraint: at "
-                                   "most the {}'s fastest peak, {} TFLOP/s",
-                                   path, line_no, tflops, device.name, peak_tflops));
+                                   "most {:.6g}, the {}'s {} peak of {} TFLOP/s in the row's {} "
+                                   "count",
+                                   path, line_no, tflops, peak_tflops, device.name,
+                                   ToString(r.format), PeakTflops(device, r.format),
+                                   causal ? "causal" : "full-square"));
     }
-    CheckTokensPerSecondIsPossible(tokens, row_shape, device,
+    CheckTokensPerSecondIsPossible(tokens, row_shape, device, r.format,
                                    fmt::format("{}:{}: measured_tokens_per_s_per_gpu", path,
                                                line_no));
+    // Two figures of one run agree within a factor of 2 (FLOP counts differ between publishers
+    // by less: a GLU counted as two matrices, the attention square or its half).
+    if (tokens > 0 && tflops > 0) {
+      const double implied = tokens * row_flops_per_token / 1e12;
+      if (tflops > 2 * implied || tflops < implied / 2) {
+        throw InputError(fmt::format(
+            "{}:{}: measured_tflops_per_gpu = {} with measured_tokens_per_s_per_gpu = {}, which "
+            "is {:.4g} TFLOP/s at {:.4g} model FLOPs per token. Violated constraint: the two "
+            "agree within a factor of 2",
+            path, line_no, tflops, tokens, implied, row_flops_per_token));
+      }
+    }
     if (tokens == 0 && tflops == 0 && mfu.back() == 0) {
       throw InputError(fmt::format(
           "{}:{}: measured_tokens_per_s_per_gpu, measured_tflops_per_gpu and measured_mfu_pct "
@@ -305,10 +331,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     } else if (tflops > 0) {
       // Model TFLOP/s as the source counts them, over mosaic's FLOPs per token in the same
       // convention (a causal count is about half the attention square of a full-square one).
-      const bool causal = convention == FlopConvention::kCausal;
-      r.measured_tokens_per_s_per_gpu =
-          tflops * 1e12 /
-          (causal ? row_shape.causal_model_flops_per_token : row_shape.model_flops_per_token);
+      r.measured_tokens_per_s_per_gpu = tflops * 1e12 / row_flops_per_token;
       r.basis = causal ? "TFLOP/s (causal)" : "TFLOP/s";
     }
     rows.push_back(std::move(r));

@@ -1,6 +1,7 @@
 #include "mosaic/runs/run.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <re2/re2.h>
 #include <sys/mman.h>
 
@@ -424,6 +425,20 @@ std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
           : fmt::format("{}… ({} characters)", pattern.substr(0, kShown), pattern.size());
   throw FieldError({}, "--tags", shown,
                    fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
+}
+
+void ReadCheck::Add(const Run& run) {
+  any_run_ = true;
+  if (run.AnyFileRead()) any_read_ = true;
+  if (any_read_) return;
+  if (!run.unreadable.empty()) reasons_.push_back(Printable(run.unreadable));
+  for (const SourceFile& f : run.files) reasons_.push_back(Printable(f.skip_reason));
+}
+
+void ReadCheck::Require() const {
+  if (any_read_) return;
+  if (!any_run_) throw InputError("nothing could be read: no run found");
+  throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons_, "\n  ")));
 }
 
 bool Run::AnyFileRead() const {

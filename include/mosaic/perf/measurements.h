@@ -41,23 +41,24 @@ struct MeasuredRow {
 // mark, CRs and blank lines are ignored). Throws InputError (file:line, column, value, rule) on
 // a column twice or one it does not know (did you mean), a row whose field count differs from
 // the header's, an unterminated quote, a malformed row, a measurement above what the device can
-// run (MFU above 100%, TFLOP/s above its fastest peak, CheckTokensPerSecondIsPossible),
-// an unknown dp_kind, routing or precision,
-// a model or hardware that does not load (an unknown preset or device name, a bad file), a row
-// without any measurement, or a file without rows.
+// run (MFU above 100%, TFLOP/s above the peak of its precision, CheckTokensPerSecondIsPossible),
+// tokens/s and TFLOP/s of one row more than a factor of 2 apart, an unknown dp_kind, routing or
+// precision, a model or hardware that does not load (an unknown preset or device name, a bad
+// file), a row without any measurement, or a file without rows.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
 
-// The fastest dense peak of `device` in TFLOP/s per GPU: the largest of its bf16, fp8 and MXFP8
-// peaks (hardware.h).
-double FastestPeakTflops(const HardwareSpec& device);
+// The dense peak of `device` in TFLOP/s per GPU for `format` (hardware.h): bf16's; fp8's (bf16's
+// where the device has none); MXFP8's (else fp8's).
+double PeakTflops(const HardwareSpec& device, NumberFormat format);
 
-// Throws InputError "<what> = <value>. Violated constraint: at most what the <device>'s fastest
-// peak ... runs of <model> (...)" when `tokens_per_s_per_gpu` of the model `shape` (its sequence
-// length) would take more model FLOPs per second than FastestPeakTflops(device), counted the
-// causal way (the smaller count: ModelShape, step_model.h): a typo or a unit slip, not a
-// measurement.
+// Throws InputError "<what> = <value>. Violated constraint: at most <N> tokens/s per GPU, what the
+// <device>'s <format> peak ... runs of <model> ..." when `tokens_per_s_per_gpu` of the model
+// `shape` (its sequence length) would take more model FLOPs per second than PeakTflops(device,
+// format), counted the causal way (the smaller count: ModelShape, step_model.h): a typo or a
+// unit slip, not a measurement.
 void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShape& shape,
-                                    const HardwareSpec& device, const std::string& what);
+                                    const HardwareSpec& device, NumberFormat format,
+                                    const std::string& what);
 
 // ParseMeasurements of the file at `path`; also throws InputError when it cannot be read.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);

@@ -149,6 +149,23 @@ struct Run {
   int64_t written_points = 0;
 };
 
+// Whether any file of a set of runs could be read: reading goes on past a file that cannot be
+// (each run says why in its files), but a set of which nothing could be read is an error. Add
+// every run, then Require.
+class ReadCheck {
+ public:
+  void Add(const Run& run);
+  bool any_read() const { return any_read_; }
+  // Throws InputError "nothing could be read:" with every reason (one per line) when no run had
+  // a file read, or "no run found" when none was added.
+  void Require() const;
+
+ private:
+  bool any_read_ = false;
+  bool any_run_ = false;
+  std::vector<std::string> reasons_;
+};
+
 // Reads every file of `directory` and applies `options`. Files that cannot be opened, read or
 // parsed are skipped with their reason in SourceFile::skip_reason (reported as findings, the other
 // files still read); damaged records are reported in record_issues. Never throws for a file.
