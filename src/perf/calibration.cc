@@ -9,6 +9,7 @@
 #include <cmath>
 #include <iterator>
 #include <map>
+#include <set>
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
@@ -470,13 +471,26 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
 // only go to its bounds.
 void CheckTeamRows(const std::vector<PreparedRow>& prepared, const std::vector<int>& valid,
                    const std::vector<int>& rows_of_profile, const ProfileSet& initial) {
+  // The distinct configurations (layout, GPUs, batch, sequence, format) of each profile's runs:
+  // runs of one configuration are one point, whatever their number.
+  std::vector<std::set<std::string>> configurations(rows_of_profile.size());
+  for (int i : valid) {
+    const MeasuredRow& r = *prepared[i].row;
+    configurations[prepared[i].profile_index].insert(
+        fmt::format("{} {} {} {} {}", ToString(r.layout), r.gpus, r.global_batch, r.seq_len,
+                    ToString(r.format)));
+  }
   for (size_t pi = 0; pi < rows_of_profile.size(); ++pi) {
-    if (rows_of_profile[pi] == 1) {
+    if (rows_of_profile[pi] == 0) continue;
+    if (configurations[pi].size() < 2) {
       throw InputError(fmt::format(
-          "profile '{}' has one run. Violated constraint: at least two runs per fitted profile, "
-          "at different batch or layout (its GEMM efficiency and per-step overhead are two "
+          "profile '{}' has {}. Violated constraint: at least two runs per fitted profile, at "
+          "different batch or layout (its GEMM efficiency and per-step overhead are two "
           "parameters)",
-          initial.profiles[pi].name));
+          initial.profiles[pi].name,
+          rows_of_profile[pi] == 1
+              ? std::string("one run")
+              : fmt::format("{} runs, all of one configuration", rows_of_profile[pi])));
     }
   }
   for (int i : valid) {
@@ -509,13 +523,14 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   for (int i = 0; i < ParamMap::Size(initial); ++i) {
     fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;
   }
+  // A team's rows are checked per profile first, so that the error names the profile.
+  if (scope == CalibrationScope::kTeamProfiles) CheckTeamRows(prepared, all, rows_of_profile, initial);
   if (static_cast<int>(all.size()) < fitted_params) {
     throw InputError(fmt::format(
         "calibration needs at least one valid measured row per fitted parameter ({}); the "
         "measurements have {}",
         fitted_params, all.size()));
   }
-  if (scope == CalibrationScope::kTeamProfiles) CheckTeamRows(prepared, all, rows_of_profile, initial);
   // Two starts, the fitted parameters' defaults (SharedPerfParams, PerfProfile) and the middle of
   // every bound; the better fit is kept. Neither depends on the fitted values `initial` carries,
   // so calibrating again reproduces the shipped profiles exactly. Parameters outside the scope

@@ -19,6 +19,9 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
     std::string current;
     int current_column = 1;
     bool quoted = false;
+    // Where the open quote is (line, column), and where the current physical line starts.
+    int quote_line = 0, quote_column = 0;
+    size_t physical_line_start = line_start;
     while (pos < text.size()) {
       const char c = text[pos];
       if (quoted) {
@@ -30,7 +33,10 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
         if (c == '"') {
           quoted = false;
         } else {
-          if (c == '\n') ++line_number;
+          if (c == '\n') {
+            ++line_number;
+            physical_line_start = pos + 1;
+          }
           current += c;
         }
         ++pos;
@@ -39,6 +45,8 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
       ++pos;
       if (c == '"') {
         quoted = true;
+        quote_line = line_number;
+        quote_column = static_cast<int>(pos - physical_line_start);
       } else if (c == ',') {
         record.fields.push_back({std::move(current), current_column});
         current.clear();
@@ -55,9 +63,10 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
     if (quoted) {
       SourceLocation where;
       where.origin = origin;
-      where.line = record.line;
-      where.column = current_column;
-      throw LocatedError(where, "unterminated quoted field");
+      where.line = quote_line;
+      where.column = quote_column;
+      throw LocatedError(where, "unterminated quoted field (the quote opened here is never "
+                                "closed)");
     }
     record.fields.push_back({std::move(current), current_column});
     record.line_text = std::string(text.substr(line_start, pos - line_start));

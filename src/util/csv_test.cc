@@ -42,6 +42,15 @@ TEST(Csv, UnterminatedQuoteNamesWhereItOpened) {
     EXPECT_EQ(std::string(e.what()).rfind("t.csv:2:3: unterminated quoted field", 0), 0u)
         << e.what();
   }
+  // A stray quote after a quoted field that spans lines: the line and column of that quote, not
+  // the record's first line with a column counted across its lines.
+  try {
+    ParseCsvRecords("id,note\nA,\"two\nlines\",x\"y\nB,z\n", "t.csv");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("t.csv:3:9: unterminated quoted field", 0), 0u)
+        << e.what();
+  }
 }
 
 }  // namespace
