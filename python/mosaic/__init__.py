@@ -221,6 +221,11 @@ def _log_directories(logdirs) -> list[str]:
     return paths
 
 
+def _check_tags(tags) -> None:
+    if tags is not None and not isinstance(tags, str):
+        raise InputError(f"tags = {tags!r}. Violated constraint: a regular expression (str) or None")
+
+
 class Runs:
     """Training logs read by the run reader (``mosaic runs``).
 
@@ -258,6 +263,7 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
     as ``mosaic runs`` does. ``restarts`` is ``first``, ``last`` or ``all`` (which pass of a step
     written twice to keep); ``tags`` keeps tags matching a regular expression."""
     logdirs = _log_directories(logdirs)
+    _check_tags(tags)
     (run_names, tag_names, run, tag, step, wall, value, passes, findings) = _mosaic.read_runs(
         logdirs, restarts, tags or "")
     scalars = pd.DataFrame({
@@ -305,6 +311,9 @@ def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
     each tag's final mean), reading them in batches without keeping their points: for log
     directories too large for :func:`read_runs`. ``restarts`` and ``tags`` as there."""
     logdirs = _log_directories(logdirs)
+    _check_tags(tags)
+    if isinstance(last_k, bool) or not isinstance(last_k, int) or not 1 <= last_k <= 2**31 - 1:
+        raise InputError(f"last_k = {last_k!r}. Violated constraint: an integer in [1, 2^31 - 1]")
     return RunsSummary(json.loads(_mosaic.summarize_runs(
         logdirs, restarts, tags or "", last_k)))
 

@@ -345,7 +345,7 @@ PYBIND11_MODULE(_mosaic, m) {
               py::dict d;
               d["run"] = loaded[r].name;
               d["kind"] = std::string(runs::ToString(f.kind));
-              d["tag"] = f.tag;
+              d["tag"] = f.tag.empty() ? py::object(py::none()) : py::object(py::str(f.tag));
               d["steps"] = f.steps;
               d["message"] = f.message;
               findings.append(d);

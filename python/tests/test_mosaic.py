@@ -133,6 +133,20 @@ def test_runs_readers_agree_on_restarts_and_refuse_what_cannot_be_read(tmp_path)
             read(str(tmp_path / "nostep"))
         with pytest.raises(mosaic.InputError, match="at least one log directory"):
             read([])
+        with pytest.raises(mosaic.InputError, match="tags = 123"):
+            read(path, tags=123)
+    with pytest.raises(mosaic.InputError, match="last_k = 100000000000000000000"):
+        mosaic.summarize_runs(path, last_k=10**20)
+    # A run-level finding (a file that cannot be read beside one that can) has no tag: None in
+    # both readers.
+    (tmp_path / "mixed").mkdir()
+    (tmp_path / "mixed" / "a.csv").write_text("step,loss\n1,3.0\n2,2.0\n")
+    (tmp_path / "mixed" / "b.csv").write_text("loss,acc\n1,2\n")
+    mixed = str(tmp_path / "mixed")
+    for findings in (mosaic.read_runs(mixed).findings, mosaic.summarize_runs(mixed).findings):
+        run_level = findings[findings["tag"].isna()]
+        assert len(run_level) >= 1, findings
+        assert (findings["tag"] != "").all()
 
 
 def test_decide_has_the_verdict_and_an_html_view():
