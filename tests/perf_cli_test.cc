@@ -267,7 +267,7 @@ TEST(PerfCli, CalibrateStartsFromTheGivenProfiles) {
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // The shipped profiles on the 25 calibration rows, every parameter inside its physical bound:
-  // RMS log error 0.110 in-sample (median 2.9%), 0.155 leave-one-out (6.6%). The worst rows are
+  // RMS log error 0.111 in-sample (median 3.5%), 0.154 leave-one-out (6.6%). The worst rows are
   // Qwen3-235B in fp8 on 256 H100 (M9, +32%: measured slower than the same layout in bf16, Z2)
   // and gpt-oss-120b's unfused sink attention (M12a, M12b: -24%, -22%); the Marin rows stay
   // within 3%.
@@ -539,10 +539,11 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 9.4% over 57 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
+  // Shipped: held-out median |error| 9.2% over 57 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
   // -0.1%; across nodes with DeepEP and the all-to-all overlap (Q1, 256 H100, ep 32) -9.2% (the
   // ModelZoo's measurements of the same layout, Z1 and Z2, -4.5% and +3.9%); under Megatron-FSDP
-  // with ep 8 across 32 nodes (Z3) -28%; with uneven first and last stages (Z4,
+  // with ep 8 across 32 nodes (Z3) -12% (-28% while its FSDP rings crossed the nodes through one
+  // NIC each); with uneven first and last stages (Z4,
   // pp_embed=1,pp_loss=1) +2%; the long-context rows (L1-L4, 16k to 131k tokens, context
   // parallel up to 8 across nodes, the whole MoE layer recomputed) -24% to -11%, all fitting in
   // memory as they trained; the ModelZoo's MXFP8 rows on GB200 and GB300 (G1-G3, one at 131k
@@ -551,17 +552,14 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // Llama 3 70B and 3.1 405B on GB300, GB200 and H100, DeepSeek-V3, gpt-oss-120b, Qwen3 on GB300
   // and B200) within 12% but gpt-oss on GB300 (R6, -28%); the 25.09 page's rows (S1-S11) within
   // 25% but Qwen3-30B on 8 B200 at micro-batch 1 (S6, -43%), Qwen3-235B on 256 H100 (S11, +38%:
-  // the same layout measured 1575 in 25.11, N20, +5.5%) and Llama 3.1 405B under FSDP on two
-  // GB200 racks (S2, -82%).
+  // the same layout measured 1575 in 25.11, N20, +5.5%); Llama 3.1 405B under FSDP on two GB200
+  // racks (S2) +6% (-82% as a flat ring at NIC speed).
   // The rows the model misses by more than 30% are named (docs/guide.md, "What the shipped
   // calibration supports").
   constexpr double kHeldOutMedianTol = 0.10;  // median |predicted / measured − 1|: the target
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
   constexpr double kKnownMissTol = 0.70;       // N2, N12, N17, S6, S11
-  // S2: the model runs the FSDP all-gathers of a group spanning two NVL72 racks as a flat ring at
-  // NIC speed (30 s of traffic against a measured 5.6 s step); a hierarchical all-gather would
-  // send 1/64 of it across the racks.
-  constexpr double kFsdpAcrossRacksTol = 0.85;
+  constexpr double kFsdpAcrossNodesTol = 0.15;  // Z3 and S2: FSDP rings across nodes and racks
   constexpr double kZ4Tol = 0.12;
   constexpr double kQ1Tol = 0.15;              // the issue's four cases: within 15%
   constexpr double kQ2Tol = 0.10;
@@ -583,10 +581,8 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     const double err = std::abs(row["error"].get<double>());
     const bool known_miss =
         id == "N2" || id == "N12" || id == "N17" || id == "S6" || id == "S11";
-    EXPECT_LT(err, id == "S2" ? kFsdpAcrossRacksTol
-                   : known_miss ? kKnownMissTol
-                                : kHeldOutRowTol)
-        << id;
+    EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
+    if (id == "Z3" || id == "S2") EXPECT_LT(err, kFsdpAcrossNodesTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;
     if (id == "Z4") EXPECT_LT(err, kZ4Tol) << id;

@@ -192,6 +192,16 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   return s;
 }
 
+double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
+                   double scale_up_bytes_per_s, double scale_out_bytes_per_s) {
+  const double members = std::clamp<double>(
+      static_cast<double>(domain_gpus) / static_cast<double>(stride), 1.0,
+      static_cast<double>(size));
+  const double out = bytes / members / scale_out_bytes_per_s;
+  const double up = bytes * (members - 1) / members / scale_up_bytes_per_s;
+  return std::max(out, up);
+}
+
 namespace {
 
 // Whether routing caps each expert's rows: Megatron's per-rank capacity always; Marin's fixed
@@ -609,6 +619,13 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     return cluster.BandwidthForSpan(group) *
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
+  // Rings (all-gather, reduce-scatter, all-reduce) of a group `size` GPUs `stride` ranks apart.
+  auto ring_seconds = [&](double bytes, int64_t size, int64_t stride) {
+    const int64_t group = size * stride;
+    if (group <= hw.domain_gpus()) return bytes / bandwidth(group);
+    return RingSeconds(bytes, size, stride, hw.domain_gpus(),
+                       cluster.BandwidthForSpan(1) * scale_up_efficiency, bandwidth(group));
+  };
   const double lat = sh.collective_latency_seconds;
   layers_stage_ = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
   const double d = static_cast<double>(c.d_model);
@@ -669,24 +686,29 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
       calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
     }
-    fsdp_seconds_ = mb_ * (bytes / bandwidth(span[kFsdp]) + calls * lat);
+    fsdp_seconds_ = mb_ * (ring_seconds(bytes, l.fsdp, l.tp * l.cp) + calls * lat);
   }
   if (l.dp > 1) {
     const double dpn = static_cast<double>(l.dp);
     if (l.fsdp > 1) {
       // Hybrid: all-reduce of each FSDP shard across the dp replicas.
       const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
-      dp_seconds_ = 2 * shard * kWeightBytes * (dpn - 1) / dpn / bandwidth(span[kDp]) +
+      dp_seconds_ = ring_seconds(2 * shard * kWeightBytes * (dpn - 1) / dpn, l.dp,
+                                 l.tp * l.cp * l.fsdp) +
                     2 * layers_stage_ * lat;
     } else {
       // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
       // (experts over their expert-data-parallel group).
+      // The dense group is dp·cp ranks tp apart; the experts' is expert-dp ranks ep·etp apart.
       const double g = static_cast<double>(l.dp * l.cp);
       const double edp = static_cast<double>(l.expert_dp());
-      const double bytes = dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g +
-                           (edp > 1 ? expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) / edp
-                                    : 0);
-      dp_seconds_ = bytes / bandwidth(span[kDp]) + 2 * layers_stage_ * lat;
+      dp_seconds_ = ring_seconds(dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g,
+                                 l.dp * l.cp, l.tp) +
+                    (edp > 1 ? ring_seconds(expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) /
+                                                edp,
+                                            l.expert_dp(), l.ep * l.etp)
+                             : 0) +
+                    2 * layers_stage_ * lat;
     }
   }
   if (l.pp > 1) {

@@ -737,13 +737,41 @@ StepEstimate RunZ3(const PerfProfile& profile) {
                      2048, 4096, NumberFormat::kBf16, nullptr, &profile);
 }
 
+TEST(StepModel, RingsAcrossDomainsUseEveryMembersNic) {
+  // 8 GB per GPU over NICs of 40 GB/s and NVLink of 270 GB/s (H100 at the fitted efficiencies).
+  constexpr double kBytes = 8e9, kNic = 40e9, kNvlink = 270e9;
+  // One member per node (tp 8): the flat ring, every byte over the NIC.
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 16, 8, 8, kNvlink, kNic), kBytes / kNic);
+  // Four per node (tp 2): four rings through four NICs; a quarter of the traffic crosses.
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 64, 2, 8, kNvlink, kNic), kBytes / 4 / kNic);
+  // Sixty-four per NVL72 rack of 900 GB/s × 0.6 (Llama 3.1 405B under FSDP with tp 2 on two
+  // racks, S2): NVLink, not the NIC, sets the time.
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 64, 2, 72, 540e9, kNic), kBytes * 35 / 36 / 540e9);
+  // The S2 layout: its FSDP traffic is the racks' NVLink time, where the flat ring took 30 s.
+  const StepEstimate s2 = RunMegatron("llama3-405b", "gb200-nvl72", 128, "tp=2,fsdp=64,mbs=1",
+                                      64, 8192, NumberFormat::kFp8);
+  EXPECT_LT(s2.time.fsdp_seconds, 5.0);
+  EXPECT_GT(s2.time.fsdp_seconds, 1.0);
+}
+
 TEST(StepModel, HiddenNvlinkAndNicTrafficRunAtOnce) {
   // The overlapped stretch lasts as long as the longest of the compute, the hidden NVLink traffic
   // and the hidden NIC traffic, not their sum: the links and the SMs work at the same time.
+  // Z3's layout at micro-batch 1 (four times the FSDP gathers), on a stack that hides 95% of its
+  // all-to-all and runs its GEMMs at their peak: the hidden traffic of the two kinds together
+  // outlasts the compute while each alone does not.
   const ProfileSet profiles = LoadProfiles();
-  const PerfProfile profile = profiles.Get("megatron-h100");
-  const SharedPerfParams& sh = profiles.shared;
-  const StepEstimate e = RunZ3(profile);
+  PerfProfile profile = profiles.Get("megatron-h100");
+  profile.overlap_ep = kMaxOverlapShare;
+  profile.gemm_efficiency = 1;
+  // No contention, so that the overlapped stretch is the traffic's alone.
+  SharedPerfParams sh = profiles.shared;
+  sh.overlap_contention = 0;
+  const PerfJob job{2048, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const StepEstimate e = EvaluateStep(
+      MakeModelShape(LoadModel("qwen3-235b-a22b").config, 4096),
+      MakeCluster(LoadHardware("h100"), 256),
+      ParseLayout("tp=2,ep=8,fsdp=128,mbs=1,recompute=full"), job, sh, profile, nullptr);
   const StepBreakdown& t = e.time;
   ASSERT_GT(t.tp_seconds, 0);
   ASSERT_GT(t.ep_seconds, 0);
@@ -753,6 +781,8 @@ TEST(StepModel, HiddenNvlinkAndNicTrafficRunAtOnce) {
   EXPECT_EQ(t.pp_seconds, 0);
   const double hidden_up = t.tp_seconds * sh.overlap_tp + t.ep_seconds * profile.overlap_ep;
   const double hidden_out = t.fsdp_seconds * profile.overlap_fsdp;
+  ASSERT_LT(std::max(hidden_up, hidden_out), t.compute_seconds);
+  ASSERT_GT(hidden_up + hidden_out, t.compute_seconds);
   const double exposed_parts = t.tp_seconds * (1 - sh.overlap_tp) +
                                t.ep_seconds * (1 - profile.overlap_ep) +
                                t.fsdp_seconds * (1 - profile.overlap_fsdp);

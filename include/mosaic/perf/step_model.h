@@ -43,7 +43,8 @@
 //             token split by link as ExpertDispatchBytes below: inside one scale-up domain
 //             k·(EP−1)/EP over NVLink; across domains the copies to other domains over the NIC,
 //             once per remote domain with a hierarchical dispatcher (DeepEP), and the NVLink and
-//             NIC parts at once. FSDP: weights
+//             NIC parts at once. FSDP and DP rings across domains as RingSeconds below (each
+//             member's NIC carries 1/m of the traffic). FSDP: weights
 //             all-gathered in forward and backward and gradients reduce-scattered, per micro-batch,
 //             (F−1)/F of the stage's shard; experts in moe_chunk sequential pieces. DP (ZeRO-1):
 //             gradient reduce-scatter (fp32) + parameter all-gather once per step; hybrid
@@ -336,6 +337,17 @@ struct ExpertDispatchTraffic {
   double scale_up_copies_per_token = 0;   // over NVLink (or the device's scale-up links)
   double scale_out_copies_per_token = 0;  // over the NIC
 };
+
+// Seconds of a ring collective (all-gather, reduce-scatter, all-reduce) that moves `bytes` per GPU
+// over a group of `size` GPUs `stride` ranks apart which spans several scale-up domains of
+// `domain_gpus`: with m = domain_gpus / stride members in each domain (1 <= m <= size), NCCL
+// runs m rings that each enter and leave a domain through another member's NIC (NCCL
+// src/graph/connect.cc, ncclTopoPreset: each channel's ring has its own receiving and sending
+// GPU per node), so a GPU sends 1/m of its traffic over its NIC and the rest over the scale-up
+// links, at once: max(bytes / m / out, bytes·(m − 1)/m / up), bandwidths per GPU in bytes/s
+// (link efficiencies applied). m = 1 (one member per domain) is the flat ring at NIC speed.
+double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
+                   double scale_up_bytes_per_s, double scale_out_bytes_per_s);
 
 // The all-to-all of an EP group of ep·etp ranks (consecutive ranks, Megatron-Core's expert rank
 // order) on a device with `domain_gpus` GPUs per scale-up domain:
