@@ -619,12 +619,14 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     return cluster.BandwidthForSpan(group) *
            (up ? scale_up_efficiency : sh.scale_out_efficiency);
   };
-  // Rings (all-gather, reduce-scatter, all-reduce) of a group `size` GPUs `stride` ranks apart.
-  auto ring_seconds = [&](double bytes, int64_t size, int64_t stride) {
-    const int64_t group = size * stride;
-    if (group <= hw.domain_gpus()) return bytes / bandwidth(group);
-    return RingSeconds(bytes, size, stride, hw.domain_gpus(),
-                       cluster.BandwidthForSpan(1) * scale_up_efficiency, bandwidth(group));
+  // Per GPU over the scale-up links (one lookup per layout: the search evaluates millions).
+  const double scale_up_bytes_per_s = cluster.BandwidthForSpan(1) * scale_up_efficiency;
+  // Rings (all-gather, reduce-scatter, all-reduce) of a group `size` GPUs `stride` ranks apart,
+  // whose span's bandwidth (bandwidth(size · stride)) is `span_bytes_per_s`.
+  auto ring_seconds = [&](double bytes, int64_t size, int64_t stride, double span_bytes_per_s) {
+    if (size * stride <= hw.domain_gpus()) return bytes / span_bytes_per_s;
+    return RingSeconds(bytes, size, stride, hw.domain_gpus(), scale_up_bytes_per_s,
+                       span_bytes_per_s);
   };
   const double lat = sh.collective_latency_seconds;
   layers_stage_ = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
@@ -653,8 +655,8 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
         ExpertDispatchBytes(c.experts, c.top_k, l.ep, l.etp, hw.domain_gpus(),
                             profile.hierarchical_dispatch);
     const double token_bytes = x.tokens_mb_rank * x.pad * m.routed_width * kActBytes;
-    const double up_seconds = token_bytes * traffic.scale_up_copies_per_token /
-                              (cluster.BandwidthForSpan(1) * scale_up_efficiency);
+    const double up_seconds =
+        token_bytes * traffic.scale_up_copies_per_token / scale_up_bytes_per_s;
     const double out_seconds =
         traffic.scale_out_copies_per_token > 0
             ? token_bytes * traffic.scale_out_copies_per_token / bandwidth(span[kEp])
@@ -686,15 +688,18 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
       calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
     }
-    fsdp_seconds_ = mb_ * (ring_seconds(bytes, l.fsdp, l.tp * l.cp) + calls * lat);
+    fsdp_seconds_ =
+        mb_ * (ring_seconds(bytes, l.fsdp, l.tp * l.cp, bandwidth(span[kFsdp])) + calls * lat);
   }
   if (l.dp > 1) {
     const double dpn = static_cast<double>(l.dp);
+    // Every data-parallel group (dense, or the experts' over expert-dp) spans gpus / pp.
+    const double dp_bytes_per_s = bandwidth(span[kDp]);
     if (l.fsdp > 1) {
       // Hybrid: all-reduce of each FSDP shard across the dp replicas.
       const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
       dp_seconds_ = ring_seconds(2 * shard * kWeightBytes * (dpn - 1) / dpn, l.dp,
-                                 l.tp * l.cp * l.fsdp) +
+                                 l.tp * l.cp * l.fsdp, dp_bytes_per_s) +
                     2 * layers_stage_ * lat;
     } else {
       // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
@@ -703,10 +708,10 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       const double g = static_cast<double>(l.dp * l.cp);
       const double edp = static_cast<double>(l.expert_dp());
       dp_seconds_ = ring_seconds(dense_gpu * (kGradBytes + kWeightBytes) * (g - 1) / g,
-                                 l.dp * l.cp, l.tp) +
+                                 l.dp * l.cp, l.tp, dp_bytes_per_s) +
                     (edp > 1 ? ring_seconds(expert_gpu * (kGradBytes + kWeightBytes) * (edp - 1) /
                                                 edp,
-                                            l.expert_dp(), l.ep * l.etp)
+                                            l.expert_dp(), l.ep * l.etp, dp_bytes_per_s)
                              : 0) +
                     2 * layers_stage_ * lat;
     }
