@@ -85,10 +85,6 @@ LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags
   return options;
 }
 
-// What could not be read is reported per run; only when nothing at all could be read is it an
-// error. Collects, batch by batch, whether any file was read and the reasons the others were not.
-
-
 std::string ShortValue(double v) {
   if (!std::isfinite(v)) return FormatValue(v, false);
   return fmt::format("{:.6g}", v);

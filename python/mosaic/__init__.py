@@ -223,7 +223,8 @@ def _log_directories(logdirs) -> list[str]:
 
 def _check_tags(tags) -> None:
     if tags is not None and not isinstance(tags, str):
-        raise InputError(f"tags = {tags!r}. Violated constraint: a regular expression (str) or None")
+        raise InputError(
+            f"tags = {tags!r}. Violated constraint: a regular expression (str) or None")
 
 
 class Runs:

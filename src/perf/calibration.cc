@@ -524,7 +524,9 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
     fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;
   }
   // A team's rows are checked per profile first, so that the error names the profile.
-  if (scope == CalibrationScope::kTeamProfiles) CheckTeamRows(prepared, all, rows_of_profile, initial);
+  if (scope == CalibrationScope::kTeamProfiles) {
+    CheckTeamRows(prepared, all, rows_of_profile, initial);
+  }
   if (static_cast<int>(all.size()) < fitted_params) {
     throw InputError(fmt::format(
         "calibration needs at least one valid measured row per fitted parameter ({}); the "

@@ -94,9 +94,9 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       (key == "model" ? spec.model : spec.hardware) = Resolve(string(), origin);
       try {
         if (key == "model") {
-          LoadModel(spec.model);
+          spec.model_config = LoadModel(spec.model).config;
         } else {
-          LoadHardware(spec.hardware);
+          spec.device = LoadHardware(spec.hardware);
         }
       } catch (const InputError& e) {
         throw LocatedError(where, fmt::format("{}: {}", key, e.what()));
@@ -209,11 +209,10 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
                                             spec.gpus));
     }
     // A layout that breaks a rule would only be left out of the fit: an error of its run here.
-    const HardwareSpec device = LoadHardware(spec.hardware);
     if (const auto violation =
-            CheckLayout(spec.layout, LoadModel(spec.model).config,
+            CheckLayout(spec.layout, spec.model_config,
                         JobShape{spec.gpus, spec.global_batch, spec.seq_len},
-                        device.domain_gpus())) {
+                        spec.device.domain_gpus())) {
       throw LocatedError(where, fmt::format("layout {}: {}", ToString(spec.layout),
                                             violation->rule));
     }
@@ -349,8 +348,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       // runs at; every parameter of the fit would go to its bound.
       CheckTokensPerSecondIsPossible(
           r.measured_tokens_per_s_per_gpu,
-          MakeModelShape(LoadModel(spec.model).config, spec.seq_len), LoadHardware(spec.hardware),
-          spec.format,
+          MakeModelShape(spec.model_config, spec.seq_len), spec.device, spec.format,
           fmt::format("{}: run '{}': tokens/s per GPU from {} ({})", spec.origin, spec.run,
                       spec.tag, ToString(spec.metric)));
       r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));

@@ -32,12 +32,20 @@ constexpr Range kShare{0, 1, "a share of a whole"};
 // A rate divides a time: below 1% of the peak would be a step a hundred times too slow.
 constexpr Range kRateShare{0.01, 1, "a share of the peak rate, which divides a time"};
 
-// A number of a profile file: its key, where it goes and its range.
+// Whether a profile parameter may be left out of a file, and what 0 means.
+enum class Unset {
+  kRequired,     // left out, it would silently take a built-in default
+  kShared,       // left out: the shared value applies
+  kSharedOrZero  // left out or 0: the shared value applies
+};
+
+// A number of a profile file: its key, where it goes, its range and whether it may be left out.
 template <typename Params>
 struct NumberField {
   std::string_view name;
   double Params::*member;
   Range range;
+  Unset unset = Unset::kRequired;
 };
 using SharedField = NumberField<SharedPerfParams>;
 using ProfileField = NumberField<PerfProfile>;
@@ -77,8 +85,7 @@ constexpr ProfileField kProfileFields[] = {
      {0, 100, "stored activations relative to the fused-kernel count"}},
     {"memory_reserve_gb", &PerfProfile::memory_reserve_gb,
      {0, 1e5, "GB held per GPU beside the model"}},
-    // 0 means the shared value; otherwise a rate share (checked in Number).
-    {"scale_up_efficiency", &PerfProfile::scale_up_efficiency, kRateShare},
+    {"scale_up_efficiency", &PerfProfile::scale_up_efficiency, kRateShare, Unset::kSharedOrZero},
     {"logits_fraction", &PerfProfile::logits_fraction, kShare},
     {"grad_bytes_per_param", &PerfProfile::grad_bytes_per_param,
      {0, 16, "bytes per parameter; fp32 gradients take 4"}},
@@ -86,7 +93,7 @@ constexpr ProfileField kProfileFields[] = {
      {0, 64, "bytes per parameter; Adam's fp32 master weights and moments take 12"}},
     {"expert_group_seconds", &PerfProfile::expert_group_seconds,
      {0, 1e-2, "one expert GEMM's cost beyond its FLOPs is microseconds"}},
-    {"overlap_fsdp", &PerfProfile::overlap_fsdp, kShare},
+    {"overlap_fsdp", &PerfProfile::overlap_fsdp, kShare, Unset::kShared},
     {"overlap_ep", &PerfProfile::overlap_ep, kShare},
 };
 
@@ -101,10 +108,13 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
 };
 
-// A profile parameter: a number inside its physical range. `zero_means_shared`: 0 is also
-// accepted (a profile's scale_up_efficiency of 0 takes the shared one).
-double Number(const toml::node& node, const std::string& where, std::string_view key,
-              const Range& range, bool zero_means_shared = false) {
+// A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared
+// value).
+template <typename Params>
+double Number(const toml::node& node, const std::string& where, const NumberField<Params>& field) {
+  const std::string_view key = field.name;
+  const Range& range = field.range;
+  const bool zero_means_shared = field.unset == Unset::kSharedOrZero;
   double x = 0;
   if (auto v = node.as_floating_point()) {
     x = v->get();
@@ -185,7 +195,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         for (const SharedField& f : kSharedFields) {
           if (f.name == k.str()) {
             const std::string at = LocationOf(v, origin, text).ToString();
-            set.shared.*f.member = Number(v, at, f.name, f.range);
+            set.shared.*f.member = Number(v, at, f);
             found = true;
           }
         }
@@ -233,7 +243,6 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             }
             // A device name that is no device would leave the profile matched to nothing: the
             // default profile of its device would then be another stack's.
-            const std::vector<std::string> devices = HardwareNames();
             if (IsPathArgument(p.hardware)) {
               try {
                 LoadHardware(p.hardware);
@@ -242,7 +251,8 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                              "device file that loads ({})",
                                              at, Printable(p.hardware), e.what()));
               }
-            } else if (std::find(devices.begin(), devices.end(), p.hardware) == devices.end()) {
+            } else if (const std::vector<std::string> devices = HardwareNames();
+                       std::ranges::find(devices, p.hardware) == devices.end()) {
               throw InputError(fmt::format(
                   "{}: hardware = \"{}\". Violated constraint: a shipped device ({}) or a device "
                   "file{}",
@@ -285,7 +295,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           }
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
-              p.*f.member = Number(v, at, f.name, f.range, f.name == "scale_up_efficiency");
+              p.*f.member = Number(v, at, f);
               found = true;
             }
           }
@@ -297,13 +307,11 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           }
         }
         // A parameter left out would silently take a built-in default, not a calibrated value;
-        // only the two whose absence means "the shared value" may be.
+        // only those whose absence means "the shared value" may be.
         std::vector<std::string_view> required = {"hardware"};
         for (const ProfileFlag& f : kProfileFlags) required.push_back(f.name);
         for (const ProfileField& f : kProfileFields) {
-          if (f.name != "overlap_fsdp" && f.name != "scale_up_efficiency") {
-            required.push_back(f.name);
-          }
+          if (f.unset == Unset::kRequired) required.push_back(f.name);
         }
         for (std::string_view key : required) {
           if (!pt->contains(key)) {

@@ -171,7 +171,8 @@ TEST(Profile, HardwareIsAShippedDeviceOrADeviceFile) {
     FAIL() << "no error";
   } catch (const InputError& e) {
     const std::string what = e.what();
-    EXPECT_NE(what.find(": hardware = \"h10\". Violated constraint: a shipped device ("), std::string::npos)
+    EXPECT_NE(what.find(": hardware = \"h10\". Violated constraint: a shipped device ("),
+              std::string::npos)
         << what;
     EXPECT_NE(what.find("gb200-nvl72"), std::string::npos) << what;
     EXPECT_NE(what.find("or a device file (did you mean 'h100'?)"), std::string::npos) << what;

@@ -42,7 +42,9 @@ std::string RunDigestsJson(const std::vector<RunDigest>& digests) {
         jf["metadata_only"] = e.metadata_only;
         jf["graphs"] = e.graphs;
         nlohmann::ordered_json enc = nlohmann::ordered_json::object();
-        for (const auto& [encoding, n] : e.scalar_encodings) enc[std::string(ToString(encoding))] = n;
+        for (const auto& [encoding, n] : e.scalar_encodings) {
+          enc[std::string(ToString(encoding))] = n;
+        }
         jf["scalar_encodings"] = enc;
         jf["file_version"] = e.file_version;
         const double no_record = std::nan("");  // a file of no record has no wall time

@@ -36,6 +36,8 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/hardware/hardware.h"
+#include "mosaic/model/model_config.h"
 #include "mosaic/perf/calibration.h"
 #include "mosaic/perf/layout.h"
 #include "mosaic/perf/profile.h"
@@ -54,6 +56,8 @@ struct ThroughputRunSpec {
   std::string run;
   std::string model;
   std::string hardware;
+  ModelConfig model_config;  // `model`, loaded when the key is read
+  HardwareSpec device;       // `hardware`, loaded when the key is read
   std::string profile;
   int64_t gpus = 0;
   Layout layout;

@@ -1,7 +1,8 @@
 // CSV records (RFC 4180): fields separated by commas, double quotes around a field protect commas,
 // quotes ("" is one quote) and line breaks; a byte order mark is dropped; a line ends at LF,
-// CRLF or a lone CR; a line of blanks and commas only (an empty spreadsheet row) is skipped. Each field keeps its 1-based character column and
-// each record the file line it starts on, so that errors point at the cell.
+// CRLF or a lone CR; a line of blanks and commas only (an empty spreadsheet row) is skipped. Each
+// field keeps its 1-based character column (counted from its record's start) and each record the
+// file line it starts on, so that errors point at the cell.
 #pragma once
 
 #include <string>
