@@ -11,13 +11,13 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <filesystem>
 #include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "command.h"
+#include "usage_errors.h"
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/calibration.h"
@@ -25,7 +25,6 @@
 #include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/search.h"
 #include "mosaic/perf/step_model.h"
-#include "mosaic/runs/run.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
@@ -279,34 +278,25 @@ void RunCalibrate(const CalibrateOptions& o) {
     throw UsageError("perf calibrate: --runs names the runs of --logs; give --logs LOGDIR");
   }
   std::vector<std::string> inputs = {o.csv, o.heldout, o.runs_file, o.profiles_file};
-  if (!o.logs.empty()) {
-    // The logs and their run files are inputs too: the output may replace none of them.
-    for (std::string& file : runs::LogFiles(runs::DiscoverRuns(o.logs))) {
-      inputs.push_back(std::move(file));
-    }
-    for (const std::string& dir : o.logs) {
-      inputs.push_back((std::filesystem::path(dir) / kRunFileName).string());
-    }
-  }
-  CheckOutputIsNotInput(o.output, inputs);
   std::vector<MeasuredRow> heldout;
   if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);
-  CalibrationResult result;
+  ProfileSet starting = LoadProfiles(o.profiles_file);
+  std::vector<MeasuredRow> rows;
+  CalibrationScope scope = CalibrationScope::kTeamProfiles;
   std::string what;
   if (!o.logs.empty()) {
-    const ProfileSet starting = LoadProfiles(o.profiles_file);
-    std::vector<MeasuredRow> rows = MeasurementsFromLogs(o.logs, o.runs_file, starting);
-    result = Calibrate(rows, WithProfilesOf(rows, starting), heldout,
-                       CalibrationScope::kTeamProfiles);
+    // The logs and their run files are inputs too: the output may replace none of them.
+    rows = MeasurementsFromLogs(o.logs, o.runs_file, starting, &inputs);
+    starting = WithProfilesOf(rows, starting);
     what = fmt::format("--logs {}{}", fmt::join(o.logs, " "),
                        o.runs_file.empty() ? "" : " --runs " + o.runs_file);
   } else {
-    std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
-    result = Calibrate(rows, LoadProfiles(o.profiles_file), heldout,
-                       o.fit_shared ? CalibrationScope::kSharedAndProfiles
-                                    : CalibrationScope::kProfiles);
+    rows = ReadMeasurements(o.csv);
+    scope = o.fit_shared ? CalibrationScope::kSharedAndProfiles : CalibrationScope::kProfiles;
     what = o.csv;
   }
+  CheckOutputIsNotInput(o.output, inputs);
+  const CalibrationResult result = Calibrate(rows, starting, heldout, scope);
   std::string header = fmt::format(
       "# Efficiency profiles of the step model (include/mosaic/perf/profile.h), fitted by\n"
       "# `mosaic perf calibrate {}` (Ceres, log tokens/s residuals): {}\n"
@@ -402,11 +392,12 @@ void AddPerfCommand(CLI::App& root) {
       "      --heldout tests/fixtures/throughput/heldout.csv --output data/perf/profiles.toml\n"
       "  mosaic perf calibrate --logs runs/ --output my_profiles.toml");
   cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)");
-  cal->add_option("--logs", c->logs,
+  TakesList(cal->add_option("--logs", c->logs,
                   "training log directories (event files, CSV, JSONL), each with a "
                   "perf_runs.toml naming its runs' model, cluster and layout: fits the runs' "
-                  "profile (GEMM efficiency, per-step overhead), the shared physics fixed")
-      ->take_all();
+                  "profile (GEMM efficiency, per-step overhead), the shared physics fixed "
+                  "(one or more; repeatable)")
+                ->take_all());
   cal->add_option("--runs", c->runs_file,
                   "one run file for all of --logs (instead of a perf_runs.toml in each)");
   cal->add_flag("--fit-shared", c->fit_shared,

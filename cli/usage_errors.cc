@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -98,8 +99,21 @@ std::string HelpOf(const CLI::Option* option) {
 // option take every following word, which swallows the positional argument after it
 // (`mosaic model --set top_k=3 mixtral-8x7b`). Positional arguments keep their lists. The help
 // then shows one value ("--set TEXT") and says the flag is repeatable.
+namespace {
+std::set<const CLI::Option*>& ListFlags() {
+  static std::set<const CLI::Option*> flags;
+  return flags;
+}
+}  // namespace
+
+CLI::Option* TakesList(CLI::Option* option) {
+  ListFlags().insert(option);
+  return option;
+}
+
 void OneValuePerOccurrence(CLI::App& app) {
   for (CLI::Option* option : app.get_options()) {
+    if (ListFlags().count(option) != 0) continue;
     if (option->nonpositional() && option->get_items_expected_max() > 1) {
       option->expected(1)->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
       option->allow_extra_args(false);

@@ -710,6 +710,24 @@ TEST(PerfCli, CalibrateFromLogsFitsTheTeamsProfile) {
   }
   EXPECT_EQ(ReadText(log), before);
 
+  // One --logs takes several directories (`--logs A B`, as `mosaic runs A B` does): the copy's
+  // runs share their names with the first directory's, so they are qualified by directory.
+  const std::filesystem::path copy = dir.string() + "_copy";
+  std::filesystem::remove_all(copy);
+  std::filesystem::copy(dir, copy, std::filesystem::copy_options::recursive);
+  std::filesystem::remove(copy / "fitted.toml");
+  r = RunMosaic("perf calibrate --json --logs " + dir.string() + " " + copy.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json both = nlohmann::json::parse(r.out);
+  ASSERT_EQ(both["rows"].size(), 6u);
+  EXPECT_EQ(both["rows"][3]["id"], copy.string() + "/a");
+  // ... and a log file of the second directory is an input the output may not replace.
+  r = RunMosaic("perf calibrate --logs " + dir.string() + " " + copy.string() + " --output " +
+                (copy / "b" / "metrics.csv").string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+  std::filesystem::remove_all(copy);
+
   r = RunMosaic("perf calibrate tests/fixtures/throughput/published.csv --logs " + dir.string());
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("give either a CSV of measured rows or --logs"), std::string::npos)

@@ -281,7 +281,8 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
 
 std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& logdirs,
                                               const std::string& run_file,
-                                              const ProfileSet& profiles) {
+                                              const ProfileSet& profiles,
+                                              std::vector<std::string>* input_files) {
   // (run directories, run file) pairs: one per log directory, or all under one run file.
   std::vector<std::pair<std::vector<runs::RunDirectory>, std::string>> groups;
   std::vector<std::string> group_dirs;  // the log directory of each group ("" for --runs)
@@ -308,6 +309,12 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       }
       groups.emplace_back(runs::DiscoverRuns(dir), file);
       group_dirs.push_back(dir);
+    }
+  }
+  if (input_files != nullptr) {
+    for (const auto& [directories, file] : groups) {
+      for (std::string& log : runs::LogFiles(directories)) input_files->push_back(std::move(log));
+      input_files->push_back(file);
     }
   }
   std::vector<MeasuredRow> rows;

@@ -102,9 +102,12 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
 // it), or `run_file` for all of them when not empty (run names then as DiscoverRuns(logdirs)
 // gives them). Every run of a run file must be found (did you mean) and every log read through
 // runs::LoadRun with the first-pass restart policy. Rows are named by run, basis "log <tag>".
+// `input_files`, when not null, receives every log file under `logdirs` (runs::LogFiles, read or
+// not) and every run file: the inputs an output may not replace.
 std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& logdirs,
                                               const std::string& run_file,
-                                              const ProfileSet& profiles);
+                                              const ProfileSet& profiles,
+                                              std::vector<std::string>* input_files = nullptr);
 
 // `profiles` with every profile the rows name: a name not in the set is added as a copy of
 // ProfileSet::ForHardware(hardware of its first row), renamed, uncalibrated, its stack "fitted
