@@ -60,14 +60,11 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
   static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
                                                      "pipeline_split", "a2a_overlap"};
+  // A column twice would be read from one copy; a misspelt one would be ignored.
+  CheckUniqueColumnNames(records.front(), path);
   std::map<std::string, size_t> col;
   for (size_t i = 0; i < header.size(); ++i) {
-    // A column twice would be read from its last copy; a misspelt one would be ignored.
-    if (auto [it, fresh] = col.emplace(header[i], i); !fresh) {
-      throw InputError(fmt::format("{}:1: column '{}' appears twice (columns {} and {}). Violated "
-                                   "constraint: column names are unique",
-                                   path, Printable(header[i]), it->second + 1, i + 1));
-    }
+    col.emplace(header[i], i);
     const bool known = std::ranges::find(kRequired, header[i]) != kRequired.end() ||
                        std::ranges::find(kOptional, header[i]) != kOptional.end();
     if (!known) {

@@ -74,16 +74,8 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
   DataTable table;
   table.origin = origin;
   const CsvRecord& head = records.front();
+  CheckUniqueColumnNames(head, origin);
   for (size_t c = 0; c < head.fields.size(); ++c) {
-    for (size_t d = 0; d < c; ++d) {
-      if (head.fields[d].text == head.fields[c].text) {
-        throw LocatedError(
-            At(origin, head.line, head.fields[c].column, head.line_text),
-            fmt::format("duplicate column name '{}': columns {} and {} of the header (1-based) "
-                        "have the same name; rename one so that the fit reads the intended values",
-                        head.fields[c].text, d + 1, c + 1));
-      }
-    }
     table.names.push_back(head.fields[c].text);
     table.derivations.emplace_back();
   }
@@ -249,7 +241,8 @@ void DropHighest(DataTable& table, std::string_view column, int count) {
 namespace {
 
 SourceLocation CellLocation(const DataTable& table, int column, size_t row) {
-  return At(table.origin, table.line[row], table.cell_column[column][row], table.line_text[row]);
+  return CsvLocation(table.origin, table.line[row], table.line_text[row],
+                     table.cell_column[column][row]);
 }
 
 std::string CellValue(const DataTable& table, int column, size_t row) {

@@ -1,8 +1,12 @@
 #include "mosaic/util/csv.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
+#include <map>
 
 #include "mosaic/util/error.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 
 namespace mosaic {
@@ -82,6 +86,50 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
     records.push_back(std::move(record));
   }
   return records;
+}
+
+SourceLocation CsvLocation(const std::string& origin, int record_line,
+                           std::string_view record_text, int column) {
+  SourceLocation where;
+  where.origin = origin;
+  where.line = record_line;
+  where.column = column;
+  if (column <= 0) {
+    where.column = 0;
+    where.source_line = std::string(record_text);
+    return where;
+  }
+  // The record's physical lines up to the cell: its line is the one after the last line break
+  // before it, its column counted from that line's start.
+  const size_t offset = std::min(static_cast<size_t>(column - 1), record_text.size());
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset; ++i) {
+    if (record_text[i] == '\n') {
+      ++where.line;
+      line_start = i + 1;
+    }
+  }
+  size_t line_end = record_text.find('\n', line_start);
+  if (line_end == std::string_view::npos) line_end = record_text.size();
+  std::string_view line = record_text.substr(line_start, line_end - line_start);
+  if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+  where.column = static_cast<int>(offset - line_start) + 1;
+  where.source_line = std::string(line);
+  return where;
+}
+
+void CheckUniqueColumnNames(const CsvRecord& header, const std::string& origin) {
+  std::map<std::string_view, size_t> first;  // name → its first column index
+  for (size_t c = 0; c < header.fields.size(); ++c) {
+    const CsvField& field = header.fields[c];
+    if (const auto [it, fresh] = first.emplace(field.text, c); !fresh) {
+      throw LocatedError(
+          CsvLocation(origin, header.line, header.line_text, field.column),
+          fmt::format("column '{}' appears twice (columns {} and {} of the header, 1-based). "
+                      "Violated constraint: column names are unique",
+                      Printable(field.text), it->second + 1, c + 1));
+    }
+  }
 }
 
 }  // namespace mosaic

@@ -53,5 +53,39 @@ TEST(Csv, UnterminatedQuoteNamesWhereItOpened) {
   }
 }
 
+// A cell after a quoted line break is on the record's second line: CsvLocation gives that line,
+// the cell's column on it and its text (a caret under the record's first line would point at
+// another cell).
+TEST(Csv, LocationOfACellAfterAQuotedLineBreak) {
+  const std::vector<CsvRecord> r =
+      ParseCsvRecords("id,note,n\r\nA,\"two\r\nlines\",x\r\n", "t.csv");
+  ASSERT_EQ(r.size(), 2u);
+  const CsvField& n = r[1].fields[2];
+  ASSERT_EQ(n.text, "x");
+  const SourceLocation at = CsvLocation("t.csv", r[1].line, r[1].line_text, n.column);
+  EXPECT_EQ(at.ToString(), "t.csv:3:8");
+  EXPECT_EQ(at.source_line, "lines\",x");
+  const SourceLocation first = CsvLocation("t.csv", r[1].line, r[1].line_text, 1);
+  EXPECT_EQ(first.ToString(), "t.csv:2:1");
+  EXPECT_EQ(first.source_line, "A,\"two");
+  EXPECT_EQ(CsvLocation("t.csv", r[1].line, r[1].line_text, 0).source_line, r[1].line_text);
+}
+
+TEST(Csv, ColumnNamesAreUnique) {
+  const std::vector<CsvRecord> r = ParseCsvRecords("a,b,a\n1,2,3\n", "t.csv");
+  EXPECT_NO_THROW(CheckUniqueColumnNames(r[1], "t.csv"));
+  try {
+    CheckUniqueColumnNames(r[0], "t.csv");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("t.csv:1:5: column 'a' appears twice (columns 1 and 3 "
+                                          "of the header, 1-based). Violated constraint: column "
+                                          "names are unique",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mosaic
