@@ -39,14 +39,18 @@ struct PreparedRow {
 
 std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const ProfileSet& set) {
   std::vector<PreparedRow> out;
+  // Each model and device is loaded once (a device may be a file), however many rows name it.
   std::map<std::string, ModelSpec> models;
+  std::map<std::string, HardwareSpec> devices;
   for (const MeasuredRow& r : rows) {
     PreparedRow p;
     p.row = &r;
     auto it = models.find(r.model);
     if (it == models.end()) it = models.emplace(r.model, LoadModel(r.model)).first;
     p.shape = MakeModelShape(it->second.config, r.seq_len);
-    p.cluster = MakeCluster(LoadHardware(r.hardware), r.gpus);
+    auto device = devices.find(r.hardware);
+    if (device == devices.end()) device = devices.emplace(r.hardware, LoadHardware(r.hardware)).first;
+    p.cluster = MakeCluster(device->second, r.gpus);
     p.job.global_batch = r.global_batch;
     p.job.seq_len = r.seq_len;
     p.job.format = r.format;
