@@ -62,7 +62,7 @@ TEST(PerfCli, BadLayoutsNameTheRule) {
 
 TEST(PerfCli, SearchRanksLayoutsAndCountsRejections) {
   CommandResult r = RunMosaic(
-      "perf mixtral-8x7b --hardware h100 --gpus 64 --batch 256 --seq 4096 --search --top 5 "
+      "perf olmoe-1b-7b --hardware h100 --gpus 64 --batch 256 --seq 4096 --search --top 5 "
       "--json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);

@@ -389,10 +389,16 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   }
   if (!m.uses_mla()) {
     const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
-    if (kv % l.tp != 0 && l.tp % kv != 0) {
+    // Megatron-Core splits the KV heads (query groups) over tp, never replicates them
+    // (TransformerConfig: num_query_groups a multiple of tensor_model_parallel_size; attention.py:
+    // divide(num_query_groups, tp)).
+    if (kv % l.tp != 0) {
       return fail(kIndivisible,
-                  fmt::format("tp divides kv_heads or kv_heads divides tp (kv_heads {}, tp {})",
-                              kv, l.tp));
+                  fmt::format("tp divides kv_heads ({} % {} != 0)", kv, l.tp));
+    }
+    if (m.kv_heads_local > 0 && m.kv_heads_local % l.tp != 0) {
+      return fail(kIndivisible, fmt::format("tp divides kv_heads_local ({} % {} != 0)",
+                                            m.kv_heads_local, l.tp));
     }
   }
   if (!m.is_moe() && (l.ep != 1 || l.etp != 1)) {

@@ -103,10 +103,26 @@ TEST(Layout, ExpertGroupMustDivideFoldedGroup) {
 }
 
 TEST(Layout, TpOverTheDomainIsRejected) {
-  ModelConfig m = LoadModel("llama3-70b").config;
+  ModelConfig m = LoadModel("olmoe-1b-7b").config;  // 16 heads, 16 KV heads
   auto v = CheckLayout(ParseLayout("tp=16,dp=4"), m, {64, 256, 4096}, 8);
   ASSERT_TRUE(v);
   EXPECT_EQ(v->kind, RejectKind::kDomain);
+}
+
+// Megatron-Core splits the query groups over tp (TransformerConfig: num_query_groups a multiple
+// of tensor_model_parallel_size): Llama 3 70B's 8 KV heads take tp up to 8, Qwen3-235B's 4 up to 4,
+// even where the query heads would allow more.
+TEST(Layout, TpDividesTheKvHeads) {
+  const ModelConfig llama = LoadModel("llama3-70b").config;
+  auto v = CheckLayout(ParseLayout("tp=16,dp=4"), llama, {64, 256, 4096}, 72);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "tp divides kv_heads (8 % 16 != 0)");
+  const ModelConfig qwen = LoadModel("qwen3-235b-a22b").config;
+  v = CheckLayout(ParseLayout("tp=8,pp=8,ep=8,dp=4,recompute=moe"), qwen, {256, 1024, 4096}, 8);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "tp divides kv_heads (4 % 8 != 0)");
+  EXPECT_FALSE(
+      CheckLayout(ParseLayout("tp=4,pp=8,ep=8,dp=8,recompute=moe"), qwen, {256, 1024, 4096}, 8));
 }
 
 TEST(Layout, UnevenPipelineStagesAreValid) {

@@ -211,7 +211,8 @@ struct LayoutViolation {
 };
 
 // Checks the layout against the model and the job; returns the first broken rule:
-//   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads;  tp divides kv heads or kv heads divide tp;
+//   tp·pp·cp·dp·fsdp = GPUs;  tp divides heads and the KV heads of every layer kind (Megatron-Core
+//   splits the query groups over tp, never replicates them);
 //   ep divides experts (ep = 1 for a dense model);  ep·etp divides tp·cp·dp·fsdp;
 //   etp divides the expert width;  moe_chunk divides experts / ep;  recompute=moe only with MoE
 //   layers;  pp·vpp <= layers (without an explicit split);  vpp = 1 when pp = 1;  with cp > 1,
