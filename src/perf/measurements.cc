@@ -247,7 +247,9 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       }
       r.capacity_factor = factor;
     } else if (routing.starts_with("fsdp-control")) {
-      r.routing = RoutingPolicy::kDropless;  // experts gathered in 4 chunks (seed 000)
+      // Experts gathered in 4 chunks, each chunk's tokens capped at its fair share (seed 000).
+      r.routing = RoutingPolicy::kCapacity;
+      r.capacity_factor = 1.0;
       l.moe_chunk = 4;
     } else {
       throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: dense, dropless, "

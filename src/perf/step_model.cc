@@ -287,11 +287,14 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   const double emb_share = l.pp == 1 ? 1.0 : stage == 0 || stage == l.pp - 1 ? 0.5 : 0.0;
   const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
   const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
+  // FSDP shards the dense weights over fsdp·cp (Megatron-FSDP's dp_cp mesh dimension: the cp
+  // ranks hold the same weights); ZeRO-1 shards the optimizer states over dp·cp.
+  const double cp = static_cast<double>(l.cp);
   const double dense_state_shards =
-      l.fsdp > 1 ? fsdp : static_cast<double>(l.dp * l.cp);  // ZeRO-1 over dp·cp
+      l.fsdp > 1 ? fsdp * cp : static_cast<double>(l.dp * l.cp);
   const double expert_state_shards =
       l.fsdp > 1 ? x.expert_fsdp : static_cast<double>(l.expert_dp());
-  const double dense_w_shards = l.fsdp > 1 ? fsdp : 1.0;
+  const double dense_w_shards = l.fsdp > 1 ? fsdp * cp : 1.0;
   const double expert_w_shards = l.fsdp > 1 ? x.expert_fsdp : 1.0;
   mem.weights_bytes =
       kWeightBytes * (dense_gpu / dense_w_shards + expert_gpu / expert_w_shards);
@@ -464,10 +467,12 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   const double E = static_cast<double>(c.experts);
   const double tokens = static_cast<double>(l.mbs * job.seq_len / l.cp) / static_cast<double>(l.tp);
   const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
-  if (l.expert_fsdp() > 1 && l.moe_chunk > 1) {
+  const bool capped =
+      job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells;
+  if (capped && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
     const int64_t pooled = c.experts / l.moe_chunk;
-    DropGroup g{tokens * k * static_cast<double>(pooled) / E, 1.0, std::max<int64_t>(L, 1),
-                pooled};
+    DropGroup g{tokens * k * static_cast<double>(pooled) / E, job.capacity_factor,
+                std::max<int64_t>(L, 1), pooled};
     return DroppedFraction(g, drop);
   }
   if (UsesCapacity(job.routing, l)) {
@@ -681,7 +686,8 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       (m.layer_params * x.stage_share + m.embedding_params * emb_share) / static_cast<double>(l.tp);
   const double expert_gpu = m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
   if (l.fsdp > 1) {
-    const double f = static_cast<double>(l.fsdp);
+    // The dense weights are sharded over fsdp·cp ranks tp apart (Megatron-FSDP's dp_cp group).
+    const double f = static_cast<double>(l.fsdp * l.cp);
     double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
     double calls = 3 * layers_stage_;
     if (x.expert_fsdp > 1) {
@@ -689,15 +695,19 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
     }
     fsdp_seconds_ =
-        mb_ * (ring_seconds(bytes, l.fsdp, l.tp * l.cp, bandwidth(span[kFsdp])) + calls * lat);
+        mb_ * (ring_seconds(bytes, l.fsdp * l.cp, l.tp, bandwidth(span[kFsdp])) + calls * lat);
   }
-  if (l.dp > 1) {
+  // The gradients of replicated weights are reduced across their replicas: the dp replicas of
+  // an FSDP shard; without FSDP, the dense weights' dp·cp ranks and the experts' expert-dp ranks
+  // (dp = 1 with cp > 1, or tp wider than ep·etp, still reduces).
+  if (l.fsdp > 1 ? l.dp > 1 : l.dp * l.cp > 1 || l.expert_dp() > 1) {
     const double dpn = static_cast<double>(l.dp);
     // Every data-parallel group (dense, or the experts' over expert-dp) spans gpus / pp.
     const double dp_bytes_per_s = bandwidth(span[kDp]);
     if (l.fsdp > 1) {
       // Hybrid: all-reduce of each FSDP shard across the dp replicas.
-      const double shard = dense_gpu / l.fsdp + expert_gpu / x.expert_fsdp;
+      const double shard = dense_gpu / static_cast<double>(l.fsdp * l.cp) +
+                           expert_gpu / x.expert_fsdp;
       dp_seconds_ = ring_seconds(2 * shard * kWeightBytes * (dpn - 1) / dpn, l.dp,
                                  l.tp * l.cp * l.fsdp, dp_bytes_per_s) +
                     2 * layers_stage_ * lat;

@@ -108,8 +108,10 @@ std::optional<NumberFormat> NumberFormatFromString(std::string_view text);
 //   kCapacity       Megatron: capacity per expert per EP rank ceil(T·k·cf/E), padded buffers
 //   kFixedCells     Marin EP "fixed all-to-all": each (sender shard, expert) cell holds
 //                   ceil(cf·T·k/E) rows, padded; idle cells cannot lend rows
-// With FSDP-sharded experts and moe_chunk = C > 1, each chunk of E/C experts gets its fair share
-// (cf 1.0 per chunk) whatever the policy (Marin's FSDP moe_chunk).
+// With FSDP-sharded experts and moe_chunk = C > 1 under a capping policy (capacity,
+// fixed-cells), each chunk of E/C experts pools its capacity, cf times its fair share (Marin's FSDP
+// moe_chunk ran at cf 1.0 per chunk); under dropless and balanced routing the chunks only
+// schedule the expert-weight gathers and nothing is dropped.
 enum class RoutingPolicy { kDropless, kBalanced, kCapacity, kFixedCells };
 std::string_view ToString(RoutingPolicy policy);  // "dropless", "balanced", "capacity", "fixed-cells"
 std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text);
