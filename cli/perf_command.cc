@@ -360,8 +360,9 @@ void AddPerfCommand(CLI::App& root) {
       ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--capacity-factor", o->capacity_factor,
-                  "expert capacity factor (routing becomes 'capacity' unless --routing is given)")
-      ->check(InRange(0.01, 1000));
+                  "expert capacity factor (routing becomes 'capacity' unless --routing is "
+                  "given; default: the model's capacity_factor when it has one)")
+      ->check(InRange(0.01, kMaxCapacityFactor));
   cmd->add_option("--routing", o->routing,
                   "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");

@@ -476,6 +476,33 @@ TEST(PerfCli, MeaninglessOptionValuesAreRejected) {
   EXPECT_NE(r.err.find("--layout and --search exclude each other"), std::string::npos) << r.err;
 }
 
+// A model whose recipe caps its experts (marin-hero-ep: capacity_factor = 1.3) runs at that
+// capacity unless the command line says otherwise; a model field past the cap is refused.
+TEST(PerfCli, TheModelsCapacityFactorIsItsDefault) {
+  const std::string base =
+      "perf marin-hero-ep --hardware gb200-nvl72 --gpus 64 --batch 1024 "
+      "--layout ep=64,fsdp=64,mbs=16,recompute=full --json ";
+  auto run = [&](const std::string& extra) {
+    const CommandResult r = RunMosaic(base + extra);
+    EXPECT_EQ(r.exit_code, 0) << extra << r.err;
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out) : nlohmann::json::object();
+  };
+  const nlohmann::json recipe = run("");
+  EXPECT_EQ(recipe["routing"], "capacity");
+  EXPECT_EQ(recipe["capacity_factor"], 1.3);
+  EXPECT_GT(recipe["dropped_fraction"].get<double>(), 0);
+  const nlohmann::json set = run("--set capacity_factor=1.0");
+  EXPECT_EQ(set["capacity_factor"], 1.0);
+  EXPECT_GT(set["dropped_fraction"].get<double>(), recipe["dropped_fraction"].get<double>());
+  EXPECT_EQ(run("--capacity-factor 2")["capacity_factor"], 2.0);
+  const nlohmann::json dropless = run("--routing dropless");
+  EXPECT_EQ(dropless["routing"], "dropless");
+  EXPECT_EQ(dropless["dropped_fraction"].get<double>(), 0);
+  const CommandResult r = RunMosaic(base + "--set capacity_factor=1e308");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("capacity_factor <= 1000"), std::string::npos) << r.err;
+}
+
 // Options that would change nothing are refused rather than ignored.
 TEST(PerfCli, OptionsWithoutEffectAreRefused) {
   const std::string base = "perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 ";

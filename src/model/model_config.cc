@@ -371,6 +371,10 @@ std::optional<Violation> Validate(const ModelConfig& c) {
   if (c.capacity_factor < 0) {
     return violation("capacity_factor", c.capacity_factor, "capacity_factor >= 0");
   }
+  if (c.capacity_factor > kMaxCapacityFactor) {
+    return violation("capacity_factor", c.capacity_factor,
+                     fmt::format("capacity_factor <= {:g}", kMaxCapacityFactor));
+  }
   if (c.norm == NormKind::kGatedNorm && c.gated_norm_rank <= 0) {
     return violation("gated_norm_rank", c.gated_norm_rank, "gated_norm_rank > 0 with gatednorm");
   }

@@ -52,7 +52,8 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"heads", "0", "heads >= 1"},
                       BadCase{"interleave_moe_layer_step", "-3", "interleave_moe_layer_step >= 1"},
                       BadCase{"loops", "1048577", "loops <= 1048576"},
-                      BadCase{"capacity_factor", "-1", "capacity_factor >= 0"}));
+                      BadCase{"capacity_factor", "-1", "capacity_factor >= 0"},
+                      BadCase{"capacity_factor", "2000", "capacity_factor <= 1000"}));
 
 TEST(SetModelField, ReportsTypeErrors) {
   ModelConfig config;

@@ -81,9 +81,12 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   s.job.global_batch = request.batch;
   s.job.seq_len = request.seq;
   s.job.format = request.format;
-  s.job.routing = request.routing.value_or(request.capacity_factor > 0 ? RoutingPolicy::kCapacity
-                                                                       : RoutingPolicy::kDropless);
-  s.job.capacity_factor = request.capacity_factor > 0 ? request.capacity_factor : 1.0;
+  // The capacity factor given, else the model's recipe value (ModelConfig::capacity_factor).
+  const double capacity_factor =
+      request.capacity_factor > 0 ? request.capacity_factor : s.spec.config.capacity_factor;
+  s.job.routing = request.routing.value_or(capacity_factor > 0 ? RoutingPolicy::kCapacity
+                                                               : RoutingPolicy::kDropless);
+  s.job.capacity_factor = capacity_factor > 0 ? capacity_factor : 1.0;
   s.job.bp_segment_loops = request.bp_segment_loops;
   s.shape = MakeModelShape(s.spec.config, request.seq);
   s.drop = DefaultDropParams();

@@ -32,6 +32,10 @@ std::string_view ToString(QkNorm kind);
 std::optional<NormKind> NormKindFromString(std::string_view text);
 std::optional<QkNorm> QkNormFromString(std::string_view text);
 
+// The largest capacity factor a model or a job may give (`--capacity-factor` has the same cap):
+// at E/k every expert could take every token, so any larger factor changes nothing.
+inline constexpr double kMaxCapacityFactor = 1000;
+
 struct ModelConfig {
   std::string name;    // preset or file name, for reports
   std::string family;  // "" or "marin-ladder" (fields derived from d_model; see model/family.h)
@@ -79,6 +83,7 @@ struct ModelConfig {
   int64_t latent_dim = 0;           // LatentMoE ℓ: routed tokens projected d → ℓ (RMSNorm on ℓ),
                                     // experts run in ℓ, then ℓ → d (arXiv 2601.18089); 0 = off
   double capacity_factor = 0;       // routing capacity factor of the recipe; 0 = dropless/unset
+                                    // (at most kMaxCapacityFactor)
 
   // Small parameters.
   NormKind norm = NormKind::kRmsNorm;

@@ -29,8 +29,12 @@ struct PerfRequest {
   int64_t batch = 0;                    // global batch, sequences per step
   int64_t seq = 4096;                   // tokens per sequence
   NumberFormat format = NumberFormat::kBf16;
-  std::optional<RoutingPolicy> routing; // nullopt: capacity when capacity_factor > 0, else dropless
-  double capacity_factor = 0;           // 0: none given (1.0 is used where a policy needs one)
+  // nullopt: capacity when a capacity factor is given (capacity_factor, else the model's own
+  // ModelConfig::capacity_factor), else dropless
+  std::optional<RoutingPolicy> routing;
+  // 0: none given; the model's capacity_factor applies when it has one, else 1.0 where a policy
+  // needs one
+  double capacity_factor = 0;
   std::string profile;                  // "" = the device's default profile
   std::string profiles_file;            // "" = the shipped profiles
   int64_t bp_segment_loops = 0;
