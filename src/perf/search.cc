@@ -113,14 +113,43 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       std::push_heap(best.begin(), best.end(), better);
     }
   };
-  const double pairs = static_cast<double>(divisors.size() * divisors.size());
-  int64_t pairs_done = 0;
+  // Progress: the share of the (tp, pp, cp, fsdp, etp, vpp) combinations that reach the step
+  // model behind each (tp, pp) pair. Pairs that the first rules reject at once (tp·pp not
+  // dividing the GPUs, tp past the domain or not dividing the heads, pp·vpp past the layers)
+  // count for nothing, the wide ones (tp = pp = 1 holds most) for what they hold.
+  std::vector<double> pair_work;
+  double total_work = 0;
+  if (options.progress) {
+    for (int64_t tp : divisors) {
+      const bool tp_ok = tp <= domain && c.heads % tp == 0;
+      const double etps = static_cast<double>(std::ranges::count_if(
+          divisors, [&](int64_t etp) { return etp <= tp && etp <= domain; }));
+      for (int64_t pp : divisors) {
+        double work = 0;
+        const double stage_splits = static_cast<double>(std::ranges::count_if(
+            vpps, [&](int64_t vpp) { return (pp == 1 ? vpp == 1 : pp * vpp <= c.layers); }));
+        if (tp_ok && N % (tp * pp) == 0) {
+          for (int64_t cp : cps) {
+            if (N % (tp * pp * cp) == 0) {
+              work += static_cast<double>(Divisors(N / (tp * pp * cp)).size());
+            }
+          }
+          work *= etps * stage_splits;
+        }
+        pair_work.push_back(work);
+        total_work += work;
+      }
+    }
+  }
+  size_t pair = 0;
+  double work_done = 0;
   for (int64_t tp : divisors) {
     for (int64_t pp : divisors) {
       if (options.progress) {
-        if (pairs_done > 0) options.progress(static_cast<double>(pairs_done) / pairs,
-                                             result.evaluated);
-        ++pairs_done;
+        if (work_done > 0 && work_done < total_work) {
+          options.progress(work_done / total_work, result.evaluated);
+        }
+        work_done += pair_work[pair++];
       }
       if (N % (tp * pp) != 0) continue;
       for (int64_t cp : cps) {
