@@ -1,10 +1,12 @@
 #include "mosaic/hardware/hardware.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <charconv>
 #include <cmath>
 #include <utility>
+#include <vector>
 
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
@@ -22,8 +24,12 @@ constexpr std::string_view kSuffix = ".toml";
 // Largest scale-up domain accepted (GPUs); far above any built (GB200 NVL576 has 576).
 constexpr int64_t kMaxDomainGpus = int64_t{1} << 20;
 
+// The most an 8-bit peak may be, as a multiple of the bf16 peak (Hopper and Blackwell: 2).
+constexpr double kMax8BitOverBf16 = 4;
+
 // Keys a device file must set, with what each means (for the message when one is missing).
 constexpr std::pair<std::string_view, std::string_view> kRequired[] = {
+    {"name", "the device's name, which picks its efficiency profile (h100 runs megatron-h100)"},
     {"peak_bf16_tflops", "dense bf16 peak per GPU, TFLOP/s"},
     {"hbm_gb", "memory per GPU, GB"},
     {"hbm_tb_per_s", "memory bandwidth per GPU, TB/s"},
@@ -117,12 +123,27 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
   else if (field == "scale_out_gbit_per_s") h.scale_out_gbit_per_s = v;
 }
 
-// The rule between fields (each field's own range is checked as it is set).
+// The rules between fields (each field's own range is checked as it is set).
 void ValidateHardware(const HardwareSpec& h, const std::string& where) {
+  if (h.name.empty()) {
+    throw InputError(fmt::format("{}: name = ''. Violated constraint: a device has a name", where));
+  }
   if (h.scale_up_domain_gpus_used > h.scale_up_domain_gpus) {
     throw InputError(fmt::format("{}: scale_up_domain_gpus_used = {}. Violated constraint: "
                                  "scale_up_domain_gpus_used <= scale_up_domain_gpus ({})",
                                  where, h.scale_up_domain_gpus_used, h.scale_up_domain_gpus));
+  }
+  // An 8-bit format's tensor cores run at twice the bf16 rate on Hopper and Blackwell: a peak
+  // below the bf16 one (fp8 would come out slower than bf16) or past 4× it (MFU, taken against
+  // the bf16 peak, past 1) is a unit slip.
+  for (const auto& [field, peak] : {std::pair{"peak_fp8_tflops", h.peak_fp8_tflops},
+                                    std::pair{"peak_mxfp8_tflops", h.peak_mxfp8_tflops}}) {
+    if (peak > 0 && (peak < h.peak_bf16_tflops || peak > kMax8BitOverBf16 * h.peak_bf16_tflops)) {
+      throw InputError(fmt::format("{}: {} = {}. Violated constraint: 0 (none) or between "
+                                   "peak_bf16_tflops and {} times it ({} to {})",
+                                   where, field, peak, kMax8BitOverBf16, h.peak_bf16_tflops,
+                                   kMax8BitOverBf16 * h.peak_bf16_tflops));
+    }
   }
 }
 
@@ -149,13 +170,17 @@ HardwareSpec FromToml(std::string_view text, const std::string& origin) {
       }
       continue;
     }
+    // name and description are strings, every other field a number (hbm_gb = "80" is a
+    // quoted number, most likely a slip).
+    const bool text_field = field == "name" || field == "description";
     std::string value;
-    if (auto s = node.as_string()) value = s->get();
-    else if (auto i = node.as_integer()) value = std::to_string(i->get());
-    else if (auto d = node.as_floating_point()) value = fmt::format("{}", d->get());
+    if (auto s = node.as_string(); s && text_field) value = s->get();
+    else if (auto i = node.as_integer(); i && !text_field) value = std::to_string(i->get());
+    else if (auto d = node.as_floating_point(); d && !text_field) value = fmt::format("{}", d->get());
     else {
-      throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number or string",
-                                   where, field, TomlTypeName(node)));
+      throw InputError(fmt::format("{}: {} has type {}. Violated constraint: {} is a {}", where,
+                                   field, TomlTypeName(node), field,
+                                   text_field ? "string" : "number"));
     }
     SetField(h, field, value, where);
   }
@@ -198,13 +223,16 @@ HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string&
                                   std::span<const FieldOverride> overrides) {
   HardwareSpec h = FromToml(toml_text, origin);
   ValidateHardware(h, h.origin);
+  // The rules between fields hold once every override is applied (raising both peaks takes two).
+  std::vector<std::string> flags;
   for (const FieldOverride& o : overrides) {
     const std::string where =
         fmt::format("--set hardware.{}={}", Printable(o.field), Printable(o.value));
     SetField(h, o.field, o.value, where);
     h.sources[o.field] = where;
-    ValidateHardware(h, where);
+    flags.push_back(where);
   }
+  if (!flags.empty()) ValidateHardware(h, fmt::format("{}", fmt::join(flags, " ")));
   return h;
 }
 

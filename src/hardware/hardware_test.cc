@@ -105,8 +105,9 @@ TEST(Hardware, DeviceTextLoadsWithItsFields) {
 // reported as a zero that breaks a bound.
 TEST(Hardware, MissingRequiredKeyIsNamed) {
   const std::string text = kDevice;
-  for (const std::string key : {"peak_bf16_tflops", "hbm_gb", "hbm_tb_per_s", "scale_up_gb_per_s",
-                                "scale_up_domain_gpus", "scale_out_gbit_per_s"}) {
+  for (const std::string key : {"name", "peak_bf16_tflops", "hbm_gb", "hbm_tb_per_s",
+                                "scale_up_gb_per_s", "scale_up_domain_gpus",
+                                "scale_out_gbit_per_s"}) {
     std::string without;
     size_t start = 0;
     while (start < text.size()) {
@@ -122,6 +123,41 @@ TEST(Hardware, MissingRequiredKeyIsNamed) {
   EXPECT_EQ(ErrorOf([] { LoadHardwareFromToml("name = \"x\"\n", "x.toml"); }),
             "x.toml: peak_bf16_tflops is missing. Violated constraint: a device file sets "
             "peak_bf16_tflops (dense bf16 peak per GPU, TFLOP/s)");
+}
+
+// A device file's values have their types: a quoted number (hbm_gb = "80") and a numeric name are
+// refused, not read as the other type.
+TEST(Hardware, FieldsHaveTheirTypes) {
+  std::string quoted = kDevice;
+  quoted.replace(quoted.find("hbm_gb = 80"), 11, "hbm_gb = \"80\"");
+  EXPECT_NE(ErrorOf([&] { LoadHardwareFromToml(quoted, "gpu.toml"); })
+                .find("hbm_gb has type string. Violated constraint: hbm_gb is a number"),
+            std::string::npos);
+  std::string numeric = kDevice;
+  numeric.replace(numeric.find("name = \"test-gpu\""), 17, "name = 5");
+  EXPECT_NE(ErrorOf([&] { LoadHardwareFromToml(numeric, "gpu.toml"); })
+                .find("name has type integer. Violated constraint: name is a string"),
+            std::string::npos);
+}
+
+// An 8-bit peak lies between the bf16 peak and 4 times it (Hopper and Blackwell: 2×): below it,
+// fp8 ran slower than bf16; far above, MFU (against the bf16 peak) passed 1. The rule holds once
+// every --set is applied, so both peaks can be raised together.
+TEST(Hardware, EightBitPeaksFollowTheBf16Peak) {
+  const FieldOverride low{"peak_fp8_tflops", "10", {}};
+  EXPECT_EQ(ErrorOf([&] { LoadHardware("h100", {&low, 1}); }),
+            "--set hardware.peak_fp8_tflops=10: peak_fp8_tflops = 10. Violated constraint: 0 "
+            "(none) or between peak_bf16_tflops and 4 times it (989 to 3956)");
+  const FieldOverride slow_bf16{"peak_bf16_tflops", "0.1", {}};
+  EXPECT_NE(ErrorOf([&] { LoadHardware("h100", {&slow_bf16, 1}); })
+                .find("peak_fp8_tflops = 1979. Violated constraint"),
+            std::string::npos);
+  const FieldOverride both[] = {{"peak_bf16_tflops", "2000", {}},
+                                {"peak_fp8_tflops", "4000", {}}};
+  const HardwareSpec raised = LoadHardware("h100", both);
+  EXPECT_EQ(raised.peak_fp8_tflops, 4000);
+  const FieldOverride none{"peak_fp8_tflops", "0", {}};
+  EXPECT_EQ(LoadHardware("h100", {&none, 1}).peak_fp8_tflops, 0);
 }
 
 // GPU counts are whole numbers that fit the count type: 1e30 or 8.5 GPUs are refused, in the
