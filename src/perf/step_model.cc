@@ -202,6 +202,16 @@ double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gp
   return std::max(out, up);
 }
 
+double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus,
+                          double call_seconds) {
+  if (size <= 1) return call_seconds;
+  const double members = std::clamp<double>(
+      static_cast<double>(domain_gpus) / static_cast<double>(stride), 1.0,
+      static_cast<double>(size));
+  const double domains = std::ceil(static_cast<double>(size) / members);
+  return call_seconds + (domains - 1) * kNetRingStepSeconds;
+}
+
 namespace {
 
 // Whether routing caps each expert's rows: Megatron's per-rank capacity always; Marin's fixed
@@ -634,6 +644,9 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                        span_bytes_per_s);
   };
   const double lat = sh.collective_latency_seconds;
+  auto ring_latency = [&](int64_t size, int64_t stride) {
+    return RingLatencySeconds(size, stride, hw.domain_gpus(), lat);
+  };
   layers_stage_ = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
   const double d = static_cast<double>(c.d_model);
   if (l.tp > 1) {
@@ -689,13 +702,16 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     // The dense weights are sharded over fsdp·cp ranks tp apart (Megatron-FSDP's dp_cp group).
     const double f = static_cast<double>(l.fsdp * l.cp);
     double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
-    double calls = 3 * layers_stage_;
+    // Each call's latency: NCCL's ring over the group (the experts' group is expert-dp ranks
+    // ep·etp apart).
+    double latency = 3 * layers_stage_ * ring_latency(l.fsdp * l.cp, l.tp);
     if (x.expert_fsdp > 1) {
       bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
-      calls += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk);
+      latency += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk) *
+                 ring_latency(l.expert_fsdp(), l.ep * l.etp);
     }
     fsdp_seconds_ =
-        mb_ * (ring_seconds(bytes, l.fsdp * l.cp, l.tp, bandwidth(span[kFsdp])) + calls * lat);
+        mb_ * (ring_seconds(bytes, l.fsdp * l.cp, l.tp, bandwidth(span[kFsdp])) + latency);
   }
   // The gradients of replicated weights are reduced across their replicas: the dp replicas of
   // an FSDP shard; without FSDP, the dense weights' dp·cp ranks and the experts' expert-dp ranks
@@ -710,7 +726,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                            expert_gpu / x.expert_fsdp;
       dp_seconds_ = ring_seconds(2 * shard * kWeightBytes * (dpn - 1) / dpn, l.dp,
                                  l.tp * l.cp * l.fsdp, dp_bytes_per_s) +
-                    2 * layers_stage_ * lat;
+                    2 * layers_stage_ * ring_latency(l.dp, l.tp * l.cp * l.fsdp);
     } else {
       // ZeRO-1: fp32 gradient reduce-scatter and bf16 parameter all-gather over dp·cp
       // (experts over their expert-data-parallel group).
@@ -723,7 +739,12 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                                                 edp,
                                             l.expert_dp(), l.ep * l.etp, dp_bytes_per_s)
                              : 0) +
-                    2 * layers_stage_ * lat;
+                    // Per layer's bucket, a reduce-scatter and an all-gather; the experts' ring
+                    // crosses as many domains as its own group spans, beyond the dense one's.
+                    2 * layers_stage_ * ring_latency(l.dp * l.cp, l.tp) +
+                    (edp > 1 ? 2 * layers_stage_moe_ *
+                                   (ring_latency(l.expert_dp(), l.ep * l.etp) - lat)
+                             : 0);
     }
   }
   if (l.pp > 1) {

@@ -782,16 +782,38 @@ TEST(StepModel, ReplicatedWeightsReduceTheirGradientsWithoutDp) {
   EXPECT_EQ(fsdp_cp.time.dp_seconds, 0);  // no dp replicas of a shard
 }
 
+// A ring's latency grows with the domains it crosses, one network step each (NCCL's tuning
+// model), so data parallelism over thousands of nodes is no longer free of latency.
+TEST(StepModel, RingLatencyGrowsWithTheDomainsCrossed) {
+  constexpr double kCall = 20e-6;
+  EXPECT_EQ(RingLatencySeconds(1, 1, 8, kCall), kCall);
+  EXPECT_EQ(RingLatencySeconds(8, 1, 8, kCall), kCall);  // one node
+  // 64 ranks 1 apart on 8-GPU nodes: 8 nodes, 7 crossings.
+  EXPECT_DOUBLE_EQ(RingLatencySeconds(64, 1, 8, kCall), kCall + 7 * kNetRingStepSeconds);
+  // 16 ranks 8 apart (one per node): 15 crossings; on a 72-GPU rack 8 apart, 9 per rack.
+  EXPECT_DOUBLE_EQ(RingLatencySeconds(16, 8, 8, kCall), kCall + 15 * kNetRingStepSeconds);
+  EXPECT_DOUBLE_EQ(RingLatencySeconds(18, 8, 72, kCall), kCall + 1 * kNetRingStepSeconds);
+  // Pure data parallelism of a small model: per-GPU speed falls from 64 to 16384 GPUs (it was
+  // flat to 4 million GPUs, one latency a call whatever the group).
+  const auto dp = [](int64_t gpus) {
+    return RunMegatron("olmoe-1b-7b", "h100", gpus, "dp=" + std::to_string(gpus), gpus, 4096,
+                       NumberFormat::kBf16);
+  };
+  const StepEstimate small = dp(64), large = dp(16384);
+  EXPECT_GT(large.time.dp_seconds, 5 * small.time.dp_seconds);
+  EXPECT_LT(large.tokens_per_s_per_gpu, small.tokens_per_s_per_gpu);
+}
+
 TEST(StepModel, HiddenNvlinkAndNicTrafficRunAtOnce) {
   // The overlapped stretch lasts as long as the longest of the compute, the hidden NVLink traffic
   // and the hidden NIC traffic, not their sum: the links and the SMs work at the same time.
   // Z3's layout at micro-batch 1 (four times the FSDP gathers), on a stack that hides 95% of its
-  // all-to-all and runs its GEMMs at their peak: the hidden traffic of the two kinds together
-  // outlasts the compute while each alone does not.
+  // all-to-all and runs its GEMMs at 90% of their peak: the hidden traffic of the two kinds
+  // together outlasts the compute while each alone does not.
   const ProfileSet profiles = LoadProfiles();
   PerfProfile profile = profiles.Get("megatron-h100");
   profile.overlap_ep = kMaxOverlapShare;
-  profile.gemm_efficiency = 1;
+  profile.gemm_efficiency = 0.9;
   // No contention, so that the overlapped stretch is the traffic's alone.
   SharedPerfParams sh = profiles.shared;
   sh.overlap_contention = 0;

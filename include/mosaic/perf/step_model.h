@@ -351,6 +351,19 @@ struct ExpertDispatchTraffic {
 double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
                    double scale_up_bytes_per_s, double scale_out_bytes_per_s);
 
+// NCCL's latency of one step of a ring over the network (Simple protocol: its default tuner
+// constants, hwLatencies[NET][Ring][Simple], src/graph/tuning.cc), in seconds.
+inline constexpr double kNetRingStepSeconds = 14e-6;
+
+// Latency of one ring reduce-scatter or all-gather call over a group of `size` ranks `stride`
+// apart on domains of `domain_gpus`: the call's fixed latency `call_seconds` plus one network step
+// (kNetRingStepSeconds) per domain boundary the ring crosses, (domains − 1) with domains = size / m
+// and m = clamp(domain_gpus / stride, 1, size) members in each (NCCL src/graph/tuning.cc: a ring's
+// nNodes − 1 inter-node steps at the network latency; its steps inside a node are left in
+// `call_seconds`). A group inside one domain pays `call_seconds`; a data-parallel ring over 2048
+// nodes pays 29 ms a call, which the flat latency hid.
+double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus, double call_seconds);
+
 // The all-to-all of an EP group of ep·etp ranks (consecutive ranks, Megatron-Core's expert rank
 // order) on a device with `domain_gpus` GPUs per scale-up domain:
 //   inside one domain      k·(ep − 1)/ep copies over NVLink, none over the NIC;
