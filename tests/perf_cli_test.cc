@@ -566,7 +566,7 @@ namespace {
 TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // The held-out rows (tests/fixtures/throughput/README.md) are never fitted: in-sample,
   // leave-one-out and held-out error are three summaries, each with its median and worst row.
-  // Shipped: held-out median |error| 9.2% over 57 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
+  // Shipped: held-out median |error| 9.7% over 68 rows. Qwen3-235B on 256 GB200 at ep 8 (Q2) is
   // -0.1%; across nodes with DeepEP and the all-to-all overlap (Q1, 256 H100, ep 32) -9.2% (the
   // ModelZoo's measurements of the same layout, Z1 and Z2, -4.5% and +3.9%); under Megatron-FSDP
   // with ep 8 across 32 nodes (Z3) -12% (-28% while its FSDP rings crossed the nodes through one
@@ -580,12 +580,16 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // and B200) within 12% but gpt-oss on GB300 (R6, -28%); the 25.09 page's rows (S1-S11) within
   // 25% but Qwen3-30B on 8 B200 at micro-batch 1 (S6, -43%), Qwen3-235B on 256 H100 (S11, +38%:
   // the same layout measured 1575 in 25.11, N20, +5.5%); Llama 3.1 405B under FSDP on two GB200
-  // racks (S2) +6% (-82% as a flat ring at NIC speed).
+  // racks (S2) +6% (-82% as a flat ring at NIC speed); torchtitan's Llama 3 70B on 256 H100
+  // (T1-T2, torch-eager-h100) -9% and -10%; MaxText on TPU with the devices' uncalibrated
+  // defaults (X1-X9: Llama 3 70B and 3.1 405B, Mixtral, DeepSeek-V3 on v6e and v5p) within 17%
+  // but Llama 3.1 405B on 512 v5p (X8, -38%: MaxText's custom remat, read as full).
   // The rows the model misses by more than 30% are named (docs/guide.md, "What the shipped
   // calibration supports").
   constexpr double kHeldOutMedianTol = 0.10;  // median |predicted / measured − 1|: the target
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 0.70;       // N2, N12, N17, S6, S11
+  constexpr double kKnownMissTol = 0.70;       // N2, N12, N17, S6, S11, X8
+  constexpr double kOtherStackTol = 0.20;      // T1-T2 (torchtitan), X1-X7 and X9 (MaxText)
   constexpr double kFsdpAcrossNodesTol = 0.15;  // Z3 and S2: FSDP rings across nodes and racks
   constexpr double kZ4Tol = 0.12;
   constexpr double kQ1Tol = 0.15;              // the issue's four cases: within 15%
@@ -607,8 +611,13 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     ++valid;
     const double err = std::abs(row["error"].get<double>());
     const bool known_miss =
-        id == "N2" || id == "N12" || id == "N17" || id == "S6" || id == "S11";
+        id == "N2" || id == "N12" || id == "N17" || id == "S6" || id == "S11" || id == "X8";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
+    if (!known_miss && (id[0] == 'T' || id[0] == 'X')) EXPECT_LT(err, kOtherStackTol) << id;
+    if (id[0] == 'X') {  // no profile of its own, nor a sibling's: the device's defaults
+      EXPECT_TRUE(row["profile"].get<std::string>().starts_with("generic-tpu-v")) << id;
+    }
+    if (id[0] == 'T') EXPECT_EQ(row["profile"], "torch-eager-h100") << id;
     if (id == "Z3" || id == "S2") EXPECT_LT(err, kFsdpAcrossNodesTol) << id;
     if (id == "Q1") EXPECT_LT(err, kQ1Tol) << id;
     if (id == "Q2") EXPECT_LT(err, kQ2Tol) << id;
@@ -620,7 +629,7 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     }
   }
   EXPECT_EQ(j["heldout"]["rows"].get<int64_t>(), valid);
-  EXPECT_EQ(valid, 57);
+  EXPECT_EQ(valid, 68);
   EXPECT_LT(j["heldout"]["median_abs_error"].get<double>(), kHeldOutMedianTol);
   EXPECT_EQ(j["in_sample"]["rows"].get<int64_t>(), 25);
   EXPECT_EQ(j["leave_one_out"]["rows"].get<int64_t>(), 22);  // GB300's 3 rows: loo_not_run
@@ -965,7 +974,11 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
   err = error_of(
       [](std::string& row) { Replace(row, "dropless-forced-balance", "capacity-factor-x"); });
   EXPECT_EQ(err, at + "routing = 'capacity-factor-x'. Violated constraint: capacity-factor-F "
-                      "with F a finite number > 0, then optionally a note\n");
+                      "with F a number in (0, 1000], then optionally a note\n");
+  err = error_of(
+      [](std::string& row) { Replace(row, "dropless-forced-balance", "token-drop-0"); });
+  EXPECT_EQ(err, at + "routing = 'token-drop-0'. Violated constraint: token-drop-F with F a "
+                      "number in (0, 1000], then optionally a note\n");
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp0 + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp0 + dp2'. Violated constraint:")) << err;
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdpx + dp2"); });

@@ -123,6 +123,29 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
   return out;
 }
 
+// Held-out rows whose default profile the set lacks, with no calibrated sibling's either (a TPU
+// row), are pointed at the device's uncalibrated profile, added to `set` as "generic-<device>"
+// after the others (so the others keep their indices). Rows that name their profile keep it.
+std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>& heldout,
+                                                  ProfileSet& set) {
+  std::vector<MeasuredRow> rows = heldout;
+  auto has = [&](const std::string& name) {
+    return std::ranges::any_of(set.profiles,
+                               [&](const PerfProfile& p) { return p.name == name; });
+  };
+  for (MeasuredRow& r : rows) {
+    if (has(r.profile) || r.profile != ProfileFor(r.hardware, r.source)) continue;
+    // As `mosaic perf` picks one: a sibling's or another of the device's, else the defaults.
+    PerfProfile fallback = set.ForHardware(r.hardware);
+    if (fallback.name == kGenericProfileName) {
+      fallback.name = "generic-" + r.hardware;
+      if (!has(fallback.name)) set.profiles.push_back(fallback);
+    }
+    r.profile = fallback.name;
+  }
+  return rows;
+}
+
 double Predict(const PreparedRow& p, const ProfileSet& set) {
   if (!p.valid) return 0;
   return EvaluateStep(p.shape, p.cluster, p.layout, p.job, set.shared,
@@ -581,8 +604,12 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       fitted.profiles[pi] = initial.profiles[pi];
     }
   }
+  const size_t fitted_profiles = fitted.profiles.size();
+  const std::vector<MeasuredRow> predicted_heldout = WithUncalibratedProfiles(heldout, fitted);
   CalibrationResult result =
-      Report(prepared, Prepare(heldout, fitted), fitted, true, false, scope);
+      Report(prepared, Prepare(predicted_heldout, fitted), fitted, true, false, scope);
+  // The held-out rows' uncalibrated stand-ins are not part of the fitted set.
+  result.profiles.profiles.resize(fitted_profiles);
   result.solver_report = best.report;
   return result;
 }
@@ -605,8 +632,11 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
                                  "report ({}{})",
                                  first_invalid, prepared.size() > 1 ? ", …" : ""));
   }
-  return Report(prepared, Prepare(heldout, profiles), profiles, leave_one_out, search,
-                CalibrationScope::kProfiles);
+  ProfileSet with_heldout = profiles;
+  const std::vector<MeasuredRow> predicted_heldout =
+      WithUncalibratedProfiles(heldout, with_heldout);
+  return Report(prepared, Prepare(predicted_heldout, with_heldout), with_heldout, leave_one_out,
+                search, CalibrationScope::kProfiles);
 }
 
 namespace {

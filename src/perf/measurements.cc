@@ -59,7 +59,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       "global_batch", "seq_len", "precision", "routing", "measured_tokens_per_s_per_gpu",
       "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
   static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
-                                                     "pipeline_split", "a2a_overlap"};
+                                                     "pipeline_split", "a2a_overlap", "profile"};
   // A column twice would be read from one copy; a misspelt one would be ignored.
   CheckUniqueColumnNames(records.front(), path);
   std::map<std::string, size_t> col;
@@ -233,17 +233,21 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     } else if (routing == "token-drop") {
       r.routing = RoutingPolicy::kCapacity;
       r.capacity_factor = 1.0;
-    } else if (routing.starts_with("capacity-factor-")) {
-      r.routing = RoutingPolicy::kFixedCells;
-      // "capacity-factor-1.0 (9.97% dropped)": the factor, then an optional note.
+    } else if (routing.starts_with("capacity-factor-") || routing.starts_with("token-drop-")) {
+      // "capacity-factor-1.0 (9.97% dropped)": Marin's fixed all-to-all cells at a factor;
+      // "token-drop-1.25": a per-expert capacity (Megatron's token drop, MaxText's dropping) at
+      // a factor. The factor, then an optional note.
+      const bool marin = routing.starts_with("capacity-factor-");
+      const std::string_view prefix = marin ? "capacity-factor-" : "token-drop-";
+      r.routing = marin ? RoutingPolicy::kFixedCells : RoutingPolicy::kCapacity;
       double factor = 0;
       const char* end = routing.data() + routing.size();
-      if (std::from_chars(routing.data() + 16, end, factor).ec != std::errc() ||
-          !std::isfinite(factor) || factor <= 0) {
-        throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: "
-                                     "capacity-factor-F with F a finite number > 0, then "
-                                     "optionally a note",
-                                     path, line_no, Printable(routing)));
+      if (std::from_chars(routing.data() + prefix.size(), end, factor).ec != std::errc() ||
+          !std::isfinite(factor) || factor <= 0 || factor > kMaxCapacityFactor) {
+        throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: {}F with F a "
+                                     "number in (0, {:g}], then optionally a note",
+                                     path, line_no, Printable(routing), prefix,
+                                     kMaxCapacityFactor));
       }
       r.capacity_factor = factor;
     } else if (routing.starts_with("fsdp-control")) {
@@ -254,10 +258,14 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     } else {
       throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: dense, dropless, "
                                    "dropless-chunk1, dropless-forced-balance, token-drop, "
-                                   "capacity-factor-F or fsdp-control...",
+                                   "token-drop-F, capacity-factor-F or fsdp-control...",
                                    path, line_no, Printable(routing)));
     }
-    r.profile = ProfileFor(r.hardware, r.source);
+    // The stack's profile when the row names it (torchtitan's runs: torch-eager-h100), else the
+    // publisher's by source and device.
+    r.profile = col.contains("profile") && !cell("profile").empty()
+                    ? cell("profile")
+                    : ProfileFor(r.hardware, r.source);
     if (col.contains("recompute") && !cell("recompute").empty()) {
       r.recompute = RecomputeFromString(cell("recompute"));
       if (!r.recompute) {

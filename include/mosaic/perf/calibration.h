@@ -13,7 +13,11 @@
 // `pipeline_split` column gives Megatron-Core's uneven pipeline split in the layout grammar
 // (layout.h: pp_first, pp_last, pp_embed, pp_loss, pp_layout); blank spreads the layers evenly. The
 // optional `a2a_overlap` column is 1 when the source's recipe overlaps the EP all-to-all with
-// the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not.
+// the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not. The
+// optional `profile` column names the stack's profile (e.g. torch-eager-h100 for torchtitan);
+// blank gives the publisher's by source and device (ProfileFor). A held-out row on a device with
+// neither that profile nor a calibrated sibling's (tpu-v6e) is predicted with the device's
+// uncalibrated defaults (ProfileSet::ForHardware), listed as profile "generic-<device>".
 //
 // Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
 // with the given profiles and reports their error apart from the calibration rows'.
