@@ -396,8 +396,10 @@ TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
   CommandResult r = RunMosaic("perf validate " + path.string());
   EXPECT_EQ(r.exit_code, 1);
   // 128 GPUs at pp 4 leave 32 data-parallel ranks, too few for ep 64.
-  EXPECT_NE(r.err.find("no measured row has a valid layout, so there is no error to report "
-                       "(row M3: ep·etp divides tp·cp·dp·fsdp (64·1 = 64 does not divide 32))"),
+  // The row is named by its file and line, as every other row error is.
+  EXPECT_NE(r.err.find("no measured row has a valid layout, so there is no error to report (" +
+                       path.string() +
+                       ":2: row M3: ep·etp divides tp·cp·dp·fsdp (64·1 = 64 does not divide 32))"),
             std::string::npos)
       << r.err;
   {
@@ -501,6 +503,23 @@ TEST(PerfCli, TheModelsCapacityFactorIsItsDefault) {
   const CommandResult r = RunMosaic(base + "--set capacity_factor=1e308");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("capacity_factor <= 1000"), std::string::npos) << r.err;
+}
+
+// A model field set twice is refused (the last value was kept silently); a device without MXFP8
+// or fp8 tensor cores is told to use bf16, not fp8.
+TEST(PerfCli, ConflictingSettingsAreRefused) {
+  const std::string base = "perf mixtral-8x7b --gpus 8 --batch 64 --layout ep=8,dp=8 ";
+  CommandResult r = RunMosaic(base + "--hardware h100 --set top_k=4 --set top_k=2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--set top_k=2: top_k is set twice (to 4 and to 2). Violated constraint: "
+                       "each field at most once"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic(base + "--hardware tpu-v6e --format mxfp8");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no MXFP8 tensor cores (peak_mxfp8_tflops = 0; nor fp8: use bf16)"),
+            std::string::npos)
+      << r.err;
 }
 
 // Options that would change nothing are refused rather than ignored.

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "mosaic/model/family.h"
@@ -84,10 +85,22 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     locations[name] = where;
   }
 
+  std::map<std::string, std::string> set_by_override;  // field → its --set value
   for (const FieldOverride& override_value : overrides) {
     SourceLocation where = override_value.where;
     if (where.origin.empty()) {
       where.origin = fmt::format("--set {}={}", override_value.field, override_value.value);
+    }
+    // A field set twice would keep the last value silently (as a layout key given twice is
+    // refused).
+    if (const auto [it, fresh] =
+            set_by_override.emplace(override_value.field, override_value.value);
+        !fresh) {
+      throw LocatedError(where, fmt::format("{} is set twice (to {} and to {}). Violated "
+                                            "constraint: each field at most once",
+                                            Printable(override_value.field),
+                                            Printable(it->second),
+                                            Printable(override_value.value)));
     }
     if (std::optional<std::string> error =
             SetModelField(spec.config, override_value.field, override_value.value)) {

@@ -624,7 +624,8 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
   for (const PreparedRow& p : prepared) {
     any_valid = any_valid || p.valid;
     if (!p.valid && first_invalid.empty()) {
-      first_invalid = fmt::format("row {}: {}", p.row->id, p.invalid_rule);
+      first_invalid = fmt::format("{}row {}: {}", p.row->where.empty() ? "" : p.row->where + ": ",
+                                  p.row->id, p.invalid_rule);
     }
   }
   if (!any_valid) {

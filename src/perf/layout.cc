@@ -1,6 +1,7 @@
 #include "mosaic/perf/layout.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cctype>
 
@@ -261,6 +262,11 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     const std::string key(key_text);
     bool known = false;
     for (const std::string& k : kKeys) known = known || k == key;
+    if (key.empty()) {
+      throw InputError(fmt::format("{} {}: a value without its key ('={}'). Violated constraint: "
+                                   "KEY=VALUE, KEY one of {}",
+                                   shown_label, shown, Printable(value), fmt::join(kKeys, ", ")));
+    }
     if (!known) {
       std::string lower = key;
       for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
@@ -334,6 +340,12 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       }
       (key == "pp_embed" ? l.pp_embed : key == "pp_loss" ? l.pp_loss : l.a2a_overlap) = v;
       continue;
+    }
+    if (ec == std::errc::result_out_of_range && ptr == value.data() + value.size() &&
+        value.front() != '-') {
+      // A whole number too large for any count: the rule it breaks is the cap.
+      throw InputError(fmt::format("{} {}: {} = {}. Violated constraint: {} <= {}", shown_label,
+                                   shown, key, Printable(value), key, kMaxLayoutDegree));
     }
     if (ec != std::errc() || ptr != value.data() + value.size() || v < 1) {
       throw InputError(fmt::format(

@@ -58,6 +58,17 @@ TEST(Layout, DegreesAndGpuCountAreBounded) {
             "constraint: at most 16777216 GPUs");
   EXPECT_EQ(ParseLayout("tp=4096,pp=4096").gpus(), kMaxLayoutDegree);
   EXPECT_EQ(ParseLayout("ep=16777216,etp=16777216").ep, kMaxLayoutDegree);
+  // Past 64 bits the rule broken is still the cap, not "a positive integer"; a value without a
+  // key is said to be one (it was matched to the closest key, tp).
+  EXPECT_EQ(error("pp=99999999999999999999"),
+            "--layout pp=99999999999999999999: pp = 99999999999999999999. Violated constraint: "
+            "pp <= 16777216");
+  EXPECT_EQ(error("pp=-99999999999999999999"),
+            "--layout pp=-99999999999999999999: pp = -99999999999999999999. Violated "
+            "constraint: pp is a positive integer");
+  EXPECT_TRUE(error("=16").starts_with("--layout =16: a value without its key ('=16'). Violated "
+                                       "constraint: KEY=VALUE, KEY one of tp, pp,"))
+      << error("=16");
 }
 
 TEST(Layout, ProductMustEqualGpus) {

@@ -75,8 +75,8 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   }
   if (request.format == NumberFormat::kMxfp8 && s.hardware.peak_mxfp8_tflops <= 0) {
     throw InputError(fmt::format(
-        "--format mxfp8: {} has no MXFP8 tensor cores (peak_mxfp8_tflops = 0; use fp8)",
-        s.hardware.name));
+        "--format mxfp8: {} has no MXFP8 tensor cores (peak_mxfp8_tflops = 0; {})",
+        s.hardware.name, s.hardware.peak_fp8_tflops > 0 ? "use fp8" : "nor fp8: use bf16"));
   }
   s.job.global_batch = request.batch;
   s.job.seq_len = request.seq;
