@@ -93,8 +93,9 @@ std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
                        const PerfJob& job, const Layout& l, const StepEstimate& e) {
   std::string out;
-  out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n", spec.config.name,
-                     cluster.gpus, cluster.device.name, Printable(profile.name),
+  out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n",
+                     Printable(spec.config.name), cluster.gpus, Printable(cluster.device.name),
+                     Printable(profile.name),
                      CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
@@ -176,17 +177,18 @@ std::function<void(double, int64_t)> SearchProgressPrinter() {
   };
 }
 
-std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Cluster& cluster,
-                         const PerfProfile& profile) {
+std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const PerfSetup& setup) {
+  const Cluster& cluster = setup.cluster;
+  const PerfProfile& profile = setup.profile;
   if (o.json) {
-    return DumpJson(SearchJson(r, &profile)) + "\n";
+    return DumpJson(SearchJson(setup, r)) + "\n";
   }
   std::string out =
       fmt::format("profile: {} ({})\n", Printable(profile.name), CalibrationText(profile));
   out += ProfileNote(profile, cluster);
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
-      cluster.gpus, cluster.device.name, r.feasible(), r.RejectedText());
+      cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());
   if (r.best.empty()) return out + "No feasible layout.\n";
   out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
                      "MFU(fs)", "step s", "memory GB", "dropped", "layout");
@@ -255,7 +257,7 @@ void Run(const PerfOptions& o) {
     so.top = o.top;
     // A search that runs past a second shows its progress on stderr when stderr is a terminal.
     if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
-    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, cluster, profile));
+    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, setup));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");

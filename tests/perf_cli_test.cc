@@ -66,6 +66,13 @@ TEST(PerfCli, SearchRanksLayoutsAndCountsRejections) {
       "--json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json j = nlohmann::json::parse(r.out);
+  // The request, as the single-layout JSON opens with it.
+  EXPECT_EQ(j["model"], "olmoe-1b-7b");
+  EXPECT_EQ(j["hardware"], "h100");
+  EXPECT_EQ(j["gpus"], 64);
+  EXPECT_EQ(j["batch"], 256);
+  EXPECT_EQ(j["seq"], 4096);
+  EXPECT_EQ(j["routing"], "dropless");
   ASSERT_EQ(j["ranked"].size(), 5u);
   EXPECT_GT(j["feasible"].get<int64_t>(), 5);
   EXPECT_GT(j["rejected"]["does_not_divide"].get<int64_t>(), 0);

@@ -246,7 +246,7 @@ PYBIND11_MODULE(_mosaic, m) {
                                     capacity_factor, profile, profiles_file);
           SearchOptions options;
           options.top = top;
-          return Dump(SearchJson(SearchBestLayouts(s, options), &s.profile));
+          return Dump(SearchJson(s, SearchBestLayouts(s, options)));
         });
 
   py::class_<FitHandle>(m, "Fit")

@@ -161,7 +161,10 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   return j;
 }
 
-nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evaluated) {
+namespace {
+
+// The request both JSON forms open with.
+nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   nlohmann::ordered_json j;
   j["model"] = s.spec.config.name;
   j["hardware"] = s.hardware.name;
@@ -174,18 +177,20 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   j["format"] = ToString(s.job.format);
   j["routing"] = ToString(s.job.routing);
   j["capacity_factor"] = s.job.capacity_factor;
+  return j;
+}
+
+}  // namespace
+
+nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evaluated) {
+  nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
   return j;
 }
 
-nlohmann::ordered_json SearchJson(const SearchResult& r, const PerfProfile* profile) {
-  nlohmann::ordered_json j;
-  if (profile != nullptr) {
-    j["profile"] = profile->name;
-    j["profile_hardware"] = profile->hardware;
-    j["profile_calibrated"] = profile->calibrated;
-  }
+nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r) {
+  nlohmann::ordered_json j = RequestJson(setup);
   j["evaluated"] = r.evaluated;
   j["feasible"] = r.feasible();
   j["rejected"] = {{"does_not_divide", r.rejected[0]},

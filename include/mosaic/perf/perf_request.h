@@ -82,9 +82,10 @@ nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& es
 // was calibrated on, batch, seq, format, routing, capacity factor) and EstimateJson's fields.
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
-// `mosaic perf --search --json`: the profile used (when given) and the device it was calibrated
-// on, layouts evaluated, feasible, rejected by reason, the ranked candidates (EstimateJson with
+// `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
+// profile and the device it was calibrated on, batch, seq, format, routing, capacity factor),
+// layouts evaluated, feasible, rejected by reason, the ranked candidates (EstimateJson with
 // "rank") and examples of rejections with their rules.
-nlohmann::ordered_json SearchJson(const SearchResult& result, const PerfProfile* profile = nullptr);
+nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& result);
 
 }  // namespace mosaic
