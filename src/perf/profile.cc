@@ -324,8 +324,14 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         set.profiles.push_back(std::move(p));
       }
     } else {
-      throw InputError(fmt::format("{}: unknown section '{}' (expected shared or profiles)", where,
-                                   key.str()));
+      // A device file given as profiles is the likely slip: its keys sit at the top level.
+      throw InputError(fmt::format("{}: {} '{}' at the top level. Violated constraint: a profile "
+                                   "file holds only the tables [shared] and [profiles.NAME]{}",
+                                   where, node.is_table() ? "table" : "key",
+                                   Printable(key.str()),
+                                   std::ranges::count(HardwareFieldNames(), key.str()) > 0
+                                       ? " (this looks like a device file: give it to --hardware)"
+                                       : ""));
     }
   }
   if (const toml::table* shared = table["shared"].as_table()) {

@@ -124,6 +124,15 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
+  // A device file given as the profiles: its keys are at the top level (it said "unknown
+  // section 'hbm_gb'").
+  EXPECT_EQ(message("hbm_gb = 80\n"),
+            "bad.toml:1:10: key 'hbm_gb' at the top level. Violated constraint: a profile file "
+            "holds only the tables [shared] and [profiles.NAME] (this looks like a device file: "
+            "give it to --hardware)");
+  EXPECT_EQ(message("[sharde]\n"),
+            "bad.toml:1:1: table 'sharde' at the top level. Violated constraint: a profile file "
+            "holds only the tables [shared] and [profiles.NAME]");
 }
 
 // Values far outside a parameter's physical range gave an infinite step time or a NaN
