@@ -174,10 +174,16 @@ HardwareSpec FromToml(std::string_view text, const std::string& origin) {
     // quoted number, most likely a slip).
     const bool text_field = field == "name" || field == "description";
     std::string value;
-    if (auto s = node.as_string(); s && text_field) value = s->get();
-    else if (auto i = node.as_integer(); i && !text_field) value = std::to_string(i->get());
-    else if (auto d = node.as_floating_point(); d && !text_field) value = fmt::format("{}", d->get());
-    else {
+    const auto* string = node.as_string();
+    const auto* integer = node.as_integer();
+    const auto* floating = node.as_floating_point();
+    if (string != nullptr && text_field) {
+      value = string->get();
+    } else if (integer != nullptr && !text_field) {
+      value = std::to_string(integer->get());
+    } else if (floating != nullptr && !text_field) {
+      value = fmt::format("{}", floating->get());
+    } else {
       throw InputError(fmt::format("{}: {} has type {}. Violated constraint: {} is a {}", where,
                                    field, TomlTypeName(node), field,
                                    text_field ? "string" : "number"));

@@ -49,7 +49,9 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     if (it == models.end()) it = models.emplace(r.model, LoadModel(r.model)).first;
     p.shape = MakeModelShape(it->second.config, r.seq_len);
     auto device = devices.find(r.hardware);
-    if (device == devices.end()) device = devices.emplace(r.hardware, LoadHardware(r.hardware)).first;
+    if (device == devices.end()) {
+      device = devices.emplace(r.hardware, LoadHardware(r.hardware)).first;
+    }
     p.cluster = MakeCluster(device->second, r.gpus);
     p.job.global_batch = r.global_batch;
     p.job.seq_len = r.seq_len;

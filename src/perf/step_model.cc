@@ -739,8 +739,8 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                                                 edp,
                                             l.expert_dp(), l.ep * l.etp, dp_bytes_per_s)
                              : 0) +
-                    // Per layer's bucket, a reduce-scatter and an all-gather; the experts' ring
-                    // crosses as many domains as its own group spans, beyond the dense one's.
+                    // Per layer's bucket, a reduce-scatter and an all-gather over the dense
+                    // group, plus the network steps of the experts' own group.
                     2 * layers_stage_ * ring_latency(l.dp * l.cp, l.tp) +
                     (edp > 1 ? 2 * layers_stage_moe_ *
                                    (ring_latency(l.expert_dp(), l.ep * l.etp) - lat)
