@@ -91,7 +91,8 @@ std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
 }
 
 std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
-                       const PerfJob& job, const Layout& l, const StepEstimate& e) {
+                       const PerfJob& job, const Layout& l, const StepEstimate& e,
+                       const std::vector<std::string>& cautions) {
   std::string out;
   out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n",
                      Printable(spec.config.name), cluster.gpus, Printable(cluster.device.name),
@@ -99,6 +100,7 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
                      CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
+  for (const std::string& note : cautions) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
                      e.step_seconds, e.micro_batches, e.micro_batches == 1 ? "" : "es");
@@ -186,6 +188,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   std::string out =
       fmt::format("profile: {} ({})\n", Printable(profile.name), CalibrationText(profile));
   out += ProfileNote(profile, cluster);
+  for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
       cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());
@@ -267,7 +270,7 @@ void Run(const PerfOptions& o) {
   if (o.json) {
     EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");
   } else {
-    EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e));
+    EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e, PerfCautions(setup)));
   }
 }
 

@@ -5,6 +5,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -231,9 +232,17 @@ HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string&
   ValidateHardware(h, h.origin);
   // The rules between fields hold once every override is applied (raising both peaks takes two).
   std::vector<std::string> flags;
+  std::map<std::string, std::string> set_by_override;  // field → its --set value
   for (const FieldOverride& o : overrides) {
     const std::string where =
         fmt::format("--set hardware.{}={}", Printable(o.field), Printable(o.value));
+    // A field set twice would keep the last value silently, as a model field's would.
+    if (const auto [it, fresh] = set_by_override.emplace(o.field, o.value); !fresh) {
+      throw InputError(fmt::format("{}: hardware.{} is set twice (to {} and to {}). Violated "
+                                   "constraint: each field at most once",
+                                   where, Printable(o.field), Printable(it->second),
+                                   Printable(o.value)));
+    }
     SetField(h, o.field, o.value, where);
     h.sources[o.field] = where;
     flags.push_back(where);

@@ -156,6 +156,10 @@ TEST(Hardware, EightBitPeaksFollowTheBf16Peak) {
                                 {"peak_fp8_tflops", "4000", {}}};
   const HardwareSpec raised = LoadHardware("h100", both);
   EXPECT_EQ(raised.peak_fp8_tflops, 4000);
+  const FieldOverride twice[] = {{"hbm_gb", "96", {}}, {"hbm_gb", "40", {}}};
+  EXPECT_EQ(ErrorOf([&] { LoadHardware("h100", twice); }),
+            "--set hardware.hbm_gb=40: hardware.hbm_gb is set twice (to 96 and to 40). Violated "
+            "constraint: each field at most once");
   const FieldOverride none{"peak_fp8_tflops", "0", {}};
   EXPECT_EQ(LoadHardware("h100", {&none, 1}).peak_fp8_tflops, 0);
 }

@@ -408,9 +408,12 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
       return fail(kIndivisible,
                   fmt::format("tp divides kv_heads ({} % {} != 0)", kv, l.tp));
     }
-    if (m.kv_heads_local > 0 && m.kv_heads_local % l.tp != 0) {
-      return fail(kIndivisible, fmt::format("tp divides kv_heads_local ({} % {} != 0)",
-                                            m.kv_heads_local, l.tp));
+    for (const auto& [field, heads] : {std::pair{"kv_heads_local", m.kv_heads_local},
+                                       std::pair{"kv_heads_global", m.kv_heads_global}}) {
+      if (heads > 0 && heads % l.tp != 0) {
+        return fail(kIndivisible,
+                    fmt::format("tp divides {} ({} % {} != 0)", field, heads, l.tp));
+      }
     }
   }
   if (!m.is_moe() && (l.ep != 1 || l.etp != 1)) {

@@ -134,6 +134,11 @@ TEST(Layout, TpDividesTheKvHeads) {
   EXPECT_EQ(v->rule, "tp divides kv_heads (4 % 8 != 0)");
   EXPECT_FALSE(
       CheckLayout(ParseLayout("tp=4,pp=8,ep=8,dp=8,recompute=moe"), qwen, {256, 1024, 4096}, 8));
+  // Marin's hero: 12 KV heads on windowed layers, 6 on global ones.
+  const ModelConfig marin = LoadModel("marin-hero-ep").config;
+  v = CheckLayout(ParseLayout("tp=4,ep=16,dp=16"), marin, {64, 1024, 4096}, 64);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "tp divides kv_heads_global (6 % 4 != 0)");
 }
 
 TEST(Layout, UnevenPipelineStagesAreValid) {

@@ -251,8 +251,9 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       }
       r.capacity_factor = factor;
     } else if (routing.starts_with("fsdp-control")) {
-      // Experts gathered in 4 chunks, each chunk's tokens capped at its fair share (seed 000).
-      r.routing = RoutingPolicy::kCapacity;
+      // Experts gathered in 4 chunks, each chunk's tokens capped at its fair share (seed 000):
+      // Marin's capping, with no all-to-all cells to cap at ep 1.
+      r.routing = RoutingPolicy::kFixedCells;
       r.capacity_factor = 1.0;
       l.moe_chunk = 4;
     } else {

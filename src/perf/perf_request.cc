@@ -93,6 +93,19 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   return s;
 }
 
+std::vector<std::string> PerfCautions(const PerfSetup& setup) {
+  std::vector<std::string> notes;
+  if (setup.spec.config.attention_sinks && !setup.profile.fused_attention_sinks &&
+      setup.job.seq_len > kSinkStandInMaxSeqLen) {
+    notes.push_back(fmt::format(
+        "{} charges sink attention unfused, a stand-in fitted on runs of at most {} tokens "
+        "(docs/guide.md, \"Limits\"): its cost grows with the sequence and the measured runs' "
+        "did not, so at {} tokens the attention time, and with it the step, is likely too long",
+        setup.profile.name, kSinkStandInMaxSeqLen, setup.job.seq_len));
+  }
+  return notes;
+}
+
 LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text) {
   LayoutEstimate result;
   result.layout = ParseLayout(layout_text);
@@ -177,6 +190,7 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   j["format"] = ToString(s.job.format);
   j["routing"] = ToString(s.job.routing);
   j["capacity_factor"] = s.job.capacity_factor;
+  j["notes"] = PerfCautions(s);
   return j;
 }
 

@@ -479,17 +479,20 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
   const bool capped =
       job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells;
-  if (capped && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
-    const int64_t pooled = c.experts / l.moe_chunk;
-    DropGroup g{tokens * k * static_cast<double>(pooled) / E, job.capacity_factor,
-                std::max<int64_t>(L, 1), pooled};
-    return DroppedFraction(g, drop);
-  }
+  double dropped = 0;
   if (UsesCapacity(job.routing, l)) {
     DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1};
-    return DroppedFraction(g, drop);
+    dropped = DroppedFraction(g, drop);
   }
-  return 0;
+  if (capped && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
+    // Each chunk pools the capacity of the rank's E/(ep·C) experts it gathers; a per-expert or
+    // per-cell cap (ep > 1) still applies, so the chunks drop no fewer than it does.
+    const int64_t pooled = c.experts / (l.ep * l.moe_chunk);
+    DropGroup g{tokens * k * static_cast<double>(pooled) / E, job.capacity_factor,
+                std::max<int64_t>(L, 1), pooled};
+    dropped = std::max(dropped, DroppedFraction(g, drop));
+  }
+  return dropped;
 }
 
 double RemoteDomainsPerToken(int64_t experts, int64_t top_k, int64_t domains) {

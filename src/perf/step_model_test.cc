@@ -403,11 +403,26 @@ TEST(StepModel, MarinHeroDropsFallWithCapacityFactorAsMeasured) {
   // FSDP control, 1.88% dropped) drop a little; dropless chunks drop nothing.
   EXPECT_EQ(h.Run("fsdp=64,mbs=16,recompute=full", RoutingPolicy::kDropless, 1).dropped_fraction,
             0);
-  const double chunk4 = h.Run(kFsdp, RoutingPolicy::kCapacity, 1).dropped_fraction;
+  const double chunk4 = h.Run(kFsdp, RoutingPolicy::kFixedCells, 1).dropped_fraction;
   EXPECT_GT(chunk4, 0);
   EXPECT_LT(chunk4, 0.0997);
   EXPECT_EQ(h.Run(kFsdp, RoutingPolicy::kDropless, 1).dropped_fraction, 0);
   EXPECT_EQ(h.Run(kFsdp, RoutingPolicy::kBalanced, 1).dropped_fraction, 0);
+  // With expert parallelism too, chunking adds a cap and removes none: Megatron's per-expert
+  // capacity still drops what it drops (chunks of 2 experts per rank dropped 8x fewer).
+  const ProfileSet profiles = LoadProfiles();
+  const ModelShape qwen = MakeModelShape(LoadModel("qwen3-235b-a22b").config, 4096);
+  const Cluster h100 = MakeCluster(LoadHardware("h100"), 256);
+  const DropParams drop = DefaultDropParams();
+  auto dropped = [&](const char* layout) {
+    const PerfJob job{2048, 4096, NumberFormat::kBf16, RoutingPolicy::kCapacity, 1.0, 0};
+    return EvaluateStep(qwen, h100, ParseLayout(layout), job, profiles.shared,
+                        profiles.Get("megatron-h100"), &drop)
+        .dropped_fraction;
+  };
+  const double one_chunk = dropped("fsdp=256,ep=16,mbs=2,recompute=full");
+  EXPECT_GT(one_chunk, 0.05);
+  EXPECT_GE(dropped("fsdp=256,ep=16,mbs=2,recompute=full,moe_chunk=4"), one_chunk);
 }
 
 TEST(StepModel, IndependentRoutingUnderpredictsDrops) {

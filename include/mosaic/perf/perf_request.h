@@ -62,6 +62,17 @@ struct PerfSetup {
 // the device has no peak for (fp8 without peak_fp8_tflops; mxfp8 without MXFP8 tensor cores).
 PerfSetup PreparePerf(const PerfRequest& request);
 
+// The longest sequence at which runs of a model with attention sinks (gpt-oss) were measured
+// (tests/fixtures/throughput: 8192 tokens, N2 and N17); the unfused stand-in is fitted up to it.
+inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
+
+// Cautions about the prediction a setup gives, each one sentence without a final newline: sink
+// attention charged unfused (PerfProfile::fused_attention_sinks = false, the stand-in for a cost
+// of gpt-oss the model lacks, docs/guide.md "Limits") at a sequence past kSinkStandInMaxSeqLen,
+// where that charge grows with the sequence and the measured runs' time did not (4096 to 8192
+// tokens: within 6%). Empty when there is none.
+std::vector<std::string> PerfCautions(const PerfSetup& setup);
+
 // Parses `layout_text` (layout.h grammar), checks it against the model and job, and evaluates
 // one step. Throws InputError naming the layout, the violated constraint and its rule.
 struct LayoutEstimate {
@@ -79,7 +90,8 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
 
 // `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
-// was calibrated on, batch, seq, format, routing, capacity factor) and EstimateJson's fields.
+// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions) and
+// EstimateJson's fields.
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
