@@ -512,6 +512,25 @@ TEST(PerfCli, TheModelsCapacityFactorIsItsDefault) {
   EXPECT_NE(r.err.find("capacity_factor <= 1000"), std::string::npos) << r.err;
 }
 
+// The sink-attention stand-in is fitted on runs of at most 8192 tokens: past that, perf says so,
+// in the text and in the JSON's notes.
+TEST(PerfCli, SinkAttentionStandInIsCautionedPastItsRows) {
+  const std::string base = "perf gpt-oss-120b --hardware gb200-nvl72 --gpus 64 "
+                           "--layout ep=64,dp=64,mbs=1,recompute=modules ";
+  CommandResult r = RunMosaic(base + "--batch 256 --seq 32768");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: megatron-gb200 charges sink attention unfused, a stand-in fitted "
+                       "on runs of at most 8192 tokens"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic(base + "--batch 1280 --seq 8192 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["notes"].empty());
+  r = RunMosaic(base + "--batch 256 --seq 32768 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["notes"].size(), 1u);
+}
+
 // A model field set twice is refused (the last value was kept silently); a device without MXFP8
 // or fp8 tensor cores is told to use bf16, not fp8.
 TEST(PerfCli, ConflictingSettingsAreRefused) {
@@ -1012,11 +1031,27 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
   err = error_of([](std::string& row) { Replace(row, "dropless-forced-balance", "sinkhorn"); });
   EXPECT_TRUE(err.starts_with(at + "routing = 'sinkhorn'. Violated constraint: dense, dropless"))
       << err;
-  // A device the profiles do not cover: the row's line and hardware, and the profile sought.
+  // A device the profiles do not cover: the row's line and hardware, the profile sought, and
+  // what to do; a profile the row names is reported as the profile cell.
   err = error_of([](std::string& row) { Replace(row, "gb200-nvl72", "tpu-v6e"); });
-  EXPECT_TRUE(err.starts_with(at + "hardware = 'tpu-v6e': no profile 'megatron-tpu-v6e' in the "
-                                   "profile set (row M3)"))
+  EXPECT_TRUE(err.starts_with(at + "hardware = 'tpu-v6e': the profile set has no profile for "
+                                   "this device (megatron-tpu-v6e by default) (row M3). Violated "
+                                   "constraint: a calibration row names an existing profile"))
       << err;
+  {
+    std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+    const size_t header_end = text.find('\n');
+    std::string header = text.substr(0, header_end) + ",profile\n";
+    const size_t start = text.find("\nM3,") + 1;
+    std::string row = text.substr(start, text.find('\n', start) - start) + ",megatron-h10\n";
+    const std::string path = WriteTemp(dir, "p.csv", header + row);
+    const CommandResult p = RunMosaic("perf validate " + path);
+    EXPECT_EQ(p.exit_code, 1);
+    EXPECT_NE(p.err.find(path + ":2: profile = 'megatron-h10'. Violated constraint: a profile of "
+                                "the profile set (did you mean 'megatron-h100'?) (row M3)"),
+              std::string::npos)
+        << p.err;
+  }
   std::filesystem::remove_all(dir);
 }
 

@@ -17,6 +17,7 @@
 #include "mosaic/perf/search.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 
 namespace mosaic {
@@ -74,9 +75,21 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     // "file:line: " when the row was read from a file, and the row's id.
     const std::string at = r.where.empty() ? "" : r.where + ": ";
     if (p.profile_index < 0) {
-      throw InputError(fmt::format("{}hardware = '{}': no profile '{}' in the profile set (row {})",
-                                   at, Printable(r.hardware), Printable(r.profile),
-                                   Printable(r.id)));
+      // A profile the row names (its `profile` cell), or the publisher's default for its device.
+      if (r.profile != ProfileFor(r.hardware, r.source)) {
+        std::vector<std::string> names;
+        for (const PerfProfile& profile : set.profiles) names.push_back(profile.name);
+        throw InputError(fmt::format("{}profile = '{}'. Violated constraint: a profile of the "
+                                     "profile set{} (row {})",
+                                     at, Printable(r.profile),
+                                     DidYouMean(r.profile, names), Printable(r.id)));
+      }
+      throw InputError(fmt::format(
+          "{}hardware = '{}': the profile set has no profile for this device ({} by default) "
+          "(row {}). Violated constraint: a calibration row names an existing profile (the "
+          "`profile` column); a held-out row (--heldout) is predicted with the device's "
+          "uncalibrated defaults, and `perf calibrate --logs` fits a new profile",
+          at, Printable(r.hardware), Printable(r.profile), Printable(r.id)));
     }
     if (r.format == NumberFormat::kMxfp8 && p.cluster.device.peak_mxfp8_tflops <= 0) {
       throw InputError(fmt::format("{}precision = 'mxfp8'. Violated constraint: a device with "

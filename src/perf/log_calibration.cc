@@ -103,6 +103,11 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       }
     } else if (key == "profile") {
       spec.profile = string();
+      // "generic-<device>" names the uncalibrated defaults validate predicts held-out rows with;
+      // a fitted profile of that name would read as both.
+      if (spec.profile == kGenericProfileName || spec.profile.starts_with("generic-")) {
+        throw fail("a name other than 'generic' and 'generic-…' (the uncalibrated defaults)");
+      }
     } else if (key == "gpus") {
       spec.gpus = positive(1);
     } else if (key == "layout") {

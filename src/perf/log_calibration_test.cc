@@ -202,6 +202,13 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ntag = \"throughput/tokens\"\n")
                 .find("run 'ep8-dp16' has no tag 'throughput/tokens'"),
             std::string::npos);
+  // "generic-<device>" names the uncalibrated defaults of held-out rows; a fitted profile may not
+  // take it.
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nprofile = \"generic-h100\"\n")
+                .find("profile = 'generic-h100'. Violated constraint: a name other than 'generic' "
+                      "and 'generic-…'"),
+            std::string::npos)
+      << message(base + run + "run = \"ep8-dp16\"\nprofile = \"generic-h100\"\n");
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nmetric = \"speed\"\n")
                 .find("metric = 'speed'. Violated constraint: tokens_per_s_per_gpu, "
                       "tokens_per_s, step_seconds or wall_time"),
