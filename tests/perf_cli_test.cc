@@ -506,6 +506,7 @@ TEST(PerfCli, TheModelsCapacityFactorIsItsDefault) {
   EXPECT_EQ(run("--capacity-factor 2")["capacity_factor"], 2.0);
   const nlohmann::json dropless = run("--routing dropless");
   EXPECT_EQ(dropless["routing"], "dropless");
+  EXPECT_EQ(dropless["capacity_factor"], 1.0);  // the model's 1.3 caps nothing here
   EXPECT_EQ(dropless["dropped_fraction"].get<double>(), 0);
   const CommandResult r = RunMosaic(base + "--set capacity_factor=1e308");
   EXPECT_EQ(r.exit_code, 1);
@@ -1019,11 +1020,18 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
   err = error_of(
       [](std::string& row) { Replace(row, "dropless-forced-balance", "capacity-factor-x"); });
   EXPECT_EQ(err, at + "routing = 'capacity-factor-x'. Violated constraint: capacity-factor-F "
-                      "with F a number in (0, 1000], then optionally a note\n");
+                      "with F a number in (0, 1000], then optionally a note after a space\n");
+  err = error_of(
+      [](std::string& row) { Replace(row, "dropless-forced-balance", "token-drop-1.25x"); });
+  EXPECT_TRUE(err.starts_with(at + "routing = 'token-drop-1.25x'. Violated constraint:")) << err;
+  // A routing that contradicts the model: M3 is DeepSeek-V3, a MoE model.
+  err = error_of([](std::string& row) { Replace(row, "dropless-forced-balance", "dense"); });
+  EXPECT_EQ(err, at + "routing = 'dense'. Violated constraint: a MoE routing for deepseek-v3 (a "
+                      "MoE model)\n");
   err = error_of(
       [](std::string& row) { Replace(row, "dropless-forced-balance", "token-drop-0"); });
   EXPECT_EQ(err, at + "routing = 'token-drop-0'. Violated constraint: token-drop-F with F a "
-                      "number in (0, 1000], then optionally a note\n");
+                      "number in (0, 1000], then optionally a note after a space\n");
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp0 + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp0 + dp2'. Violated constraint:")) << err;
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdpx + dp2"); });

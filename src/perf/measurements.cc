@@ -242,10 +242,13 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       r.routing = marin ? RoutingPolicy::kFixedCells : RoutingPolicy::kCapacity;
       double factor = 0;
       const char* end = routing.data() + routing.size();
-      if (std::from_chars(routing.data() + prefix.size(), end, factor).ec != std::errc() ||
-          !std::isfinite(factor) || factor <= 0 || factor > kMaxCapacityFactor) {
+      const auto [after, ec] = std::from_chars(routing.data() + prefix.size(), end, factor);
+      // The note, if any, is set apart by a space or a parenthesis ("1.25x" is no factor).
+      const bool noted = after == end || *after == ' ' || *after == '(';
+      if (ec != std::errc() || !noted || !std::isfinite(factor) || factor <= 0 ||
+          factor > kMaxCapacityFactor) {
         throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: {}F with F a "
-                                     "number in (0, {:g}], then optionally a note",
+                                     "number in (0, {:g}], then optionally a note after a space",
                                      path, line_no, Printable(routing), prefix,
                                      kMaxCapacityFactor));
       }
@@ -264,6 +267,15 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     }
     // The stack's profile when the row names it (torchtitan's runs: torch-eager-h100), else the
     // publisher's by source and device.
+    // A routing names how experts are fed: a dense model has none to feed, a MoE model one.
+    if ((routing == "dense") == model.config.is_moe()) {
+      throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: {}", path, line_no,
+                                   Printable(routing),
+                                   model.config.is_moe()
+                                       ? fmt::format("a MoE routing for {} (a MoE model)",
+                                                     r.model)
+                                       : fmt::format("dense for {} (a dense model)", r.model)));
+    }
     r.profile = col.contains("profile") && !cell("profile").empty()
                     ? cell("profile")
                     : ProfileFor(r.hardware, r.source);

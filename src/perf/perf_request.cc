@@ -86,7 +86,10 @@ PerfSetup PreparePerf(const PerfRequest& request) {
       request.capacity_factor > 0 ? request.capacity_factor : s.spec.config.capacity_factor;
   s.job.routing = request.routing.value_or(capacity_factor > 0 ? RoutingPolicy::kCapacity
                                                                : RoutingPolicy::kDropless);
-  s.job.capacity_factor = capacity_factor > 0 ? capacity_factor : 1.0;
+  // Dropless and balanced routing cap nothing: the model's factor does not apply to them.
+  const bool caps =
+      s.job.routing == RoutingPolicy::kCapacity || s.job.routing == RoutingPolicy::kFixedCells;
+  s.job.capacity_factor = caps && capacity_factor > 0 ? capacity_factor : 1.0;
   s.job.bp_segment_loops = request.bp_segment_loops;
   s.shape = MakeModelShape(s.spec.config, request.seq);
   s.drop = DefaultDropParams();
