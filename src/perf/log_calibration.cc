@@ -370,12 +370,10 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       rows.push_back(std::move(r));
     }
   }
-  // Every figure names one run: a name two log directories share is qualified by its directory
-  // ("logs_a/r1", as `mosaic runs logs_a logs_b` names it).
-  std::map<std::string, int> uses;
-  for (const MeasuredRow& r : rows) ++uses[r.id];
+  // Every figure names one run and says where it came from: with several log directories each
+  // run is qualified by its directory ("logs_a/r1", as `mosaic runs logs_a logs_b` names it).
   for (size_t i = 0; i < rows.size(); ++i) {
-    if (uses[rows[i].id] > 1 && !group_dirs[row_group[i]].empty()) {
+    if (groups.size() > 1 && !group_dirs[row_group[i]].empty()) {
       rows[i].id = fmt::format("{}/{}", group_dirs[row_group[i]], rows[i].id);
     }
   }

@@ -361,6 +361,17 @@ TEST_F(LogCalibration, RunsOfOneNameInTwoDirectoriesAreNamedByDirectory) {
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].id, a + "/ep8-dp16");
   EXPECT_EQ(rows[1].id, b + "/ep8-dp16");
+  // A run whose name no other directory holds is named by its directory too.
+  const std::filesystem::path c = base / "c";
+  std::filesystem::create_directories(c);
+  std::filesystem::copy(base / "b" / "ep8-dp16", c / "other",
+                        std::filesystem::copy_options::recursive);
+  std::string renamed = text;
+  renamed.replace(renamed.find("run = \"ep8-dp16\""), 16, "run = \"other\"");
+  WriteFileAtomically((c / kRunFileName).string(), renamed + "\n");
+  const std::vector<MeasuredRow> named = MeasurementsFromLogs({a, c.string()}, "", shipped_);
+  ASSERT_EQ(named.size(), 2u);
+  EXPECT_EQ(named[1].id, c.string() + "/other");
   for (const std::string& again : {a, a + "/", a + "/."}) {
     try {
       MeasurementsFromLogs({a, again}, "", shipped_);
