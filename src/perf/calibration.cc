@@ -377,6 +377,51 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   return r;
 }
 
+// The jobs of the valid rows measured more than once (RepeatedMeasurement), widest spread first.
+std::vector<RepeatedMeasurement> RepeatedMeasurements(const std::vector<PreparedRow>& prepared,
+                                                      const std::vector<PreparedRow>& heldout,
+                                                      const ProfileSet& fitted) {
+  std::map<std::string, std::vector<const PreparedRow*>> jobs;
+  for (const auto* rows : {&prepared, &heldout}) {
+    for (const PreparedRow& p : *rows) {
+      if (!p.valid) continue;
+      Layout layout = p.layout;
+      layout.recompute = Recompute::kNone;  // a policy the source states or the model chose
+      const MeasuredRow& r = *p.row;
+      std::string layout_text = ToString(layout);
+      layout_text.erase(layout_text.find(",recompute=none"), 15);  // each row has its own
+      jobs[fmt::format("{} on {} × {}, {}, {} × {}", r.model, r.gpus, r.hardware, layout_text,
+                       r.global_batch, r.seq_len)]
+          .push_back(&p);
+    }
+  }
+  std::vector<RepeatedMeasurement> repeated;
+  for (auto& [job, rows] : jobs) {
+    if (rows.size() < 2) continue;
+    std::ranges::sort(rows, {}, [](const PreparedRow* p) {
+      return p->row->measured_tokens_per_s_per_gpu;
+    });
+    RepeatedMeasurement m;
+    m.job = job;
+    for (const PreparedRow* p : rows) {
+      const MeasuredRow& r = *p->row;
+      m.ids.push_back(r.id);
+      m.measured.push_back(r.measured_tokens_per_s_per_gpu);
+      m.predicted.push_back(Predict(*p, fitted));
+      std::string routing(ToString(r.routing));
+      if (r.routing == RoutingPolicy::kCapacity || r.routing == RoutingPolicy::kFixedCells) {
+        routing += fmt::format(" {:g}", r.capacity_factor);
+      }
+      m.setting.push_back(fmt::format("{}, {}", ToString(r.format), routing));
+    }
+    m.spread = m.measured.back() / m.measured.front();
+    m.predicted_spread = m.predicted.back() / m.predicted.front();
+    repeated.push_back(std::move(m));
+  }
+  std::ranges::stable_sort(repeated, std::greater<>{}, &RepeatedMeasurement::spread);
+  return repeated;
+}
+
 CalibrationResult Report(const std::vector<PreparedRow>& prepared,
                          const std::vector<PreparedRow>& heldout, const ProfileSet& fitted,
                          bool leave_one_out, bool search, CalibrationScope scope) {
@@ -456,6 +501,7 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     result.heldout_rows.push_back(std::move(r));
   }
   result.heldout = SummarizeErrors(held_ids, held_predicted, held_measured);
+  result.repeated = RepeatedMeasurements(prepared, heldout, fitted);
   // The dropping model's fit to Marin's sweep goes with the published rows, not a team's runs.
   if (scope != CalibrationScope::kTeamProfiles) {
     result.drop_fit = FitDropParams(MarinCapacitySweep());
@@ -748,6 +794,17 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     nlohmann::ordered_json held = nlohmann::ordered_json::array();
     for (const RowResult& x : r.heldout_rows) held.push_back(RowJson(x));
     j["heldout_rows"] = held;
+    nlohmann::ordered_json repeated = nlohmann::ordered_json::array();
+    for (const RepeatedMeasurement& m : r.repeated) {
+      repeated.push_back({{"job", m.job},
+                          {"ids", m.ids},
+                          {"measured_tokens_per_s_per_gpu", m.measured},
+                          {"predicted_tokens_per_s_per_gpu", m.predicted},
+                          {"settings", m.setting},
+                          {"spread", m.spread},
+                          {"predicted_spread", m.predicted_spread}});
+    }
+    j["repeated_measurements"] = repeated;
     if (!r.drop_fit.predicted.empty()) {
       j["dropping"] = {{"concentration", r.drop_fit.params.concentration},
                        {"popularity_sigma", r.drop_fit.params.popularity_sigma},
@@ -838,6 +895,21 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
                                                      : "(no valid held-out row)");
   if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
+  if (!r.repeated.empty()) {
+    // Whether the model follows what changed between two measurements of one job; rows of one
+    // setting get one prediction, so past 1.3 / 0.7 no prediction is within 30% of both.
+    out += "\nJobs measured more than once: highest / lowest measured, and the model's ratio for "
+           "the same rows (one setting, one prediction: past 1.86x, none is within 30% of both)\n";
+    for (const RepeatedMeasurement& m : r.repeated) {
+      std::vector<std::string> parts;
+      for (size_t i = 0; i < m.ids.size(); ++i) {
+        parts.push_back(fmt::format("{} {:.0f} ({}; predicted {:.0f})", Printable(m.ids[i]),
+                                    m.measured[i], m.setting[i], m.predicted[i]));
+      }
+      out += fmt::format("  measured {:.2f}x, model {:.2f}x  {}\n      {}\n", m.spread,
+                         m.predicted_spread, Printable(m.job), fmt::join(parts, "; "));
+    }
+  }
   out += fmt::format("\nProfiles\n");
   const int n = ParamMap::Profiles(r.profiles);
   for (int pi = 0; pi < n; ++pi) {

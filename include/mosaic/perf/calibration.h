@@ -78,6 +78,22 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
                              const std::vector<double>& predicted,
                              const std::vector<double>& measured);
 
+// Valid rows (calibration and held-out) of one job measured more than once: the same model,
+// device, GPU count, layout (the recompute policy aside), global batch and sequence length, as
+// different releases, formats or routings of a stack publish it. The measured spread (highest /
+// lowest) against the model's ratio for the same two rows shows whether the model follows what
+// changed between them; rows of one setting get one prediction, so past a spread of
+// (1 + x) / (1 − x) no prediction is within x of both.
+struct RepeatedMeasurement {
+  std::string job;                   // "model on N × device, layout, batch × seq"
+  std::vector<std::string> ids;      // by measured tokens/s, lowest first
+  std::vector<double> measured;      // tokens/s per GPU
+  std::vector<double> predicted;     // tokens/s per GPU, by the reported profiles
+  std::vector<std::string> setting;  // each row's format and routing ("fp8, capacity 1")
+  double spread = 1;                 // highest measured / lowest
+  double predicted_spread = 1;       // the model's ratio for those two rows
+};
+
 struct CalibrationResult {
   ProfileSet profiles;
   std::vector<RowResult> rows;
@@ -93,6 +109,8 @@ struct CalibrationResult {
   ErrorSummary heldout;           // rows = 0 without held-out rows
   // Ids of invalid rows (calibration and held-out), in no figure.
   std::vector<std::string> left_out;
+  // Jobs measured more than once, widest spread first (RepeatedMeasurement).
+  std::vector<RepeatedMeasurement> repeated;
   std::string solver_report;
   DropFit drop_fit;
 };
