@@ -1117,7 +1117,9 @@ TEST(PerfCli, HardwareValuesHaveAPhysicalRange) {
                          ". Violated constraint: peak_bf16_tflops is in [0.1, 100000] "
                          "(TFLOP/s)\n");
   }
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_perf_range";
+  // Its own folder: the measurement test removes "mosaic_perf_range" while this one may run.
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "mosaic_perf_device_range";
   std::string device = ReadText(SourcePath("data/hardware/h100.toml"));
   Replace(device, "hbm_gb = 80\n", "hbm_gb = 8e5\n");
   const std::string path = WriteTemp(dir, "big.toml", device);

@@ -409,7 +409,7 @@ std::vector<RepeatedMeasurement> RepeatedMeasurements(const std::vector<Prepared
       m.measured.push_back(r.measured_tokens_per_s_per_gpu);
       m.predicted.push_back(Predict(*p, fitted));
       std::string routing(ToString(r.routing));
-      if (r.routing == RoutingPolicy::kCapacity || r.routing == RoutingPolicy::kFixedCells) {
+      if (CapsTokens(r.routing)) {
         routing += fmt::format(" {:g}", r.capacity_factor);
       }
       m.setting.push_back(fmt::format("{}, {}", ToString(r.format), routing));

@@ -265,8 +265,6 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                    "token-drop-F, capacity-factor-F or fsdp-control...",
                                    path, line_no, Printable(routing)));
     }
-    // The stack's profile when the row names it (torchtitan's runs: torch-eager-h100), else the
-    // publisher's by source and device.
     // A routing names how experts are fed: a dense model has none to feed, a MoE model one.
     if ((routing == "dense") == model.config.is_moe()) {
       throw InputError(fmt::format("{}:{}: routing = '{}'. Violated constraint: {}", path, line_no,
@@ -276,6 +274,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                                      r.model)
                                        : fmt::format("dense for {} (a dense model)", r.model)));
     }
+    // The stack's profile when the row names it (torchtitan's runs: torch-eager-h100), else the
+    // publisher's by source and device.
     r.profile = col.contains("profile") && !cell("profile").empty()
                     ? cell("profile")
                     : ProfileFor(r.hardware, r.source);

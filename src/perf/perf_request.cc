@@ -38,9 +38,7 @@ PerfSetup PreparePerf(const PerfRequest& request) {
     throw InputError(fmt::format("--capacity-factor = {}. Violated constraint: a finite number > 0",
                                  request.capacity_factor));
   }
-  if (request.capacity_factor > 0 && request.routing &&
-      (*request.routing == RoutingPolicy::kDropless ||
-       *request.routing == RoutingPolicy::kBalanced)) {
+  if (request.capacity_factor > 0 && request.routing && !CapsTokens(*request.routing)) {
     throw InputError(fmt::format(
         "--capacity-factor = {} with --routing {}. Violated constraint: a capacity factor caps "
         "tokens only under --routing capacity or fixed-cells",
@@ -87,9 +85,7 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   s.job.routing = request.routing.value_or(capacity_factor > 0 ? RoutingPolicy::kCapacity
                                                                : RoutingPolicy::kDropless);
   // Dropless and balanced routing cap nothing: the model's factor does not apply to them.
-  const bool caps =
-      s.job.routing == RoutingPolicy::kCapacity || s.job.routing == RoutingPolicy::kFixedCells;
-  s.job.capacity_factor = caps && capacity_factor > 0 ? capacity_factor : 1.0;
+  s.job.capacity_factor = CapsTokens(s.job.routing) && capacity_factor > 0 ? capacity_factor : 1.0;
   s.job.bp_segment_loops = request.bp_segment_loops;
   s.shape = MakeModelShape(s.spec.config, request.seq);
   s.drop = DefaultDropParams();

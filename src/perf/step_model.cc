@@ -202,6 +202,10 @@ double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gp
   return std::max(out, up);
 }
 
+bool CapsTokens(RoutingPolicy policy) {
+  return policy == RoutingPolicy::kCapacity || policy == RoutingPolicy::kFixedCells;
+}
+
 double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus,
                           double call_seconds) {
   if (size <= 1) return call_seconds;
@@ -477,14 +481,12 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   const double E = static_cast<double>(c.experts);
   const double tokens = static_cast<double>(l.mbs * job.seq_len / l.cp) / static_cast<double>(l.tp);
   const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
-  const bool capped =
-      job.routing == RoutingPolicy::kCapacity || job.routing == RoutingPolicy::kFixedCells;
   double dropped = 0;
   if (UsesCapacity(job.routing, l)) {
     DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1};
     dropped = DroppedFraction(g, drop);
   }
-  if (capped && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
+  if (CapsTokens(job.routing) && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
     // Each chunk pools the capacity of the rank's E/(ep·C) experts it gathers; a per-expert or
     // per-cell cap (ep > 1) still applies, so the chunks drop no fewer than it does.
     const int64_t pooled = c.experts / (l.ep * l.moe_chunk);

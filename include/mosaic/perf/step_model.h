@@ -115,6 +115,9 @@ std::optional<NumberFormat> NumberFormatFromString(std::string_view text);
 enum class RoutingPolicy { kDropless, kBalanced, kCapacity, kFixedCells };
 std::string_view ToString(RoutingPolicy policy);  // "dropless", "balanced", "capacity", "fixed-cells"
 std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text);
+// Whether a policy caps expert rows at a capacity factor (capacity, fixed-cells); dropless and
+// balanced routing cap nothing.
+bool CapsTokens(RoutingPolicy policy);
 
 struct PerfJob {
   int64_t global_batch = 0;       // sequences per step
