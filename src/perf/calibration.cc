@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <set>
@@ -66,11 +67,10 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
       }
     };
     find(r.profile);
-    // A device without a profile of its own runs on its closest calibrated sibling's, as
-    // `mosaic perf` does (h200 on megatron-h100).
-    if (const std::string_view sibling = CalibratedSibling(r.hardware);
-        p.profile_index < 0 && !sibling.empty() && r.profile == ProfileFor(r.hardware, r.source)) {
-      find(ProfileFor(std::string(sibling), r.source));
+    // A device without the default profile runs on the one `mosaic perf` picks for it
+    // (ProfileSet::ForHardware: its closest calibrated sibling's, h200 on megatron-h100).
+    if (p.profile_index < 0 && r.profile == ProfileFor(r.hardware, r.source)) {
+      find(set.ForHardware(r.hardware).name);
     }
     // "file:line: " when the row was read from a file, and the row's id.
     const std::string at = r.where.empty() ? "" : r.where + ": ";
@@ -138,9 +138,10 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
   return out;
 }
 
-// Held-out rows whose default profile the set lacks, with no calibrated sibling's either (a TPU
-// row), are pointed at the device's uncalibrated profile, added to `set` as "generic-<device>"
-// after the others (so the others keep their indices). Rows that name their profile keep it.
+// Held-out rows whose default profile the set lacks and for whose device ProfileSet::ForHardware
+// finds no other (a TPU row) are pointed at the device's uncalibrated defaults, added to `set` as
+// "generic-<device>" after the others (so the others keep their indices). Prepare finds every
+// other row's profile itself.
 std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>& heldout,
                                                   ProfileSet& set) {
   std::vector<MeasuredRow> rows = heldout;
@@ -150,13 +151,11 @@ std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>
   };
   for (MeasuredRow& r : rows) {
     if (has(r.profile) || r.profile != ProfileFor(r.hardware, r.source)) continue;
-    // As `mosaic perf` picks one: a sibling's or another of the device's, else the defaults.
-    PerfProfile fallback = set.ForHardware(r.hardware);
-    if (fallback.name == kGenericProfileName) {
-      fallback.name = "generic-" + r.hardware;
-      if (!has(fallback.name)) set.profiles.push_back(fallback);
-    }
-    r.profile = fallback.name;
+    PerfProfile defaults = set.ForHardware(r.hardware);
+    if (defaults.name != kGenericProfileName) continue;
+    defaults.name = "generic-" + r.hardware;
+    if (!has(defaults.name)) set.profiles.push_back(defaults);
+    r.profile = defaults.name;
   }
   return rows;
 }
@@ -377,42 +376,44 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   return r;
 }
 
-// The jobs of the valid rows measured more than once (RepeatedMeasurement), widest spread first.
-std::vector<RepeatedMeasurement> RepeatedMeasurements(const std::vector<PreparedRow>& prepared,
-                                                      const std::vector<PreparedRow>& heldout,
-                                                      const ProfileSet& fitted) {
-  std::map<std::string, std::vector<const PreparedRow*>> jobs;
-  for (const auto* rows : {&prepared, &heldout}) {
-    for (const PreparedRow& p : *rows) {
+// The jobs of the valid rows measured more than once (RepeatedMeasurement), widest spread first,
+// from the prepared rows and their reported results (row i of `prepared` is `described[i]`), so
+// that no prediction is made twice.
+std::vector<RepeatedMeasurement> RepeatedMeasurements(
+    std::initializer_list<std::pair<const std::vector<PreparedRow>*,
+                                    const std::vector<RowResult>*>> sets) {
+  using Row = std::pair<const MeasuredRow*, const RowResult*>;
+  std::map<std::string, std::vector<Row>> jobs;
+  for (const auto& [prepared, described] : sets) {
+    for (size_t i = 0; i < prepared->size(); ++i) {
+      const PreparedRow& p = (*prepared)[i];
       if (!p.valid) continue;
       Layout layout = p.layout;
       layout.recompute = Recompute::kNone;  // a policy the source states or the model chose
-      const MeasuredRow& r = *p.row;
       std::string layout_text = ToString(layout);
-      layout_text.erase(layout_text.find(",recompute=none"), 15);  // each row has its own
+      const std::string_view policy = ",recompute=none";  // each row has its own
+      if (const size_t at = layout_text.find(policy); at != std::string::npos) {
+        layout_text.erase(at, policy.size());
+      }
+      const MeasuredRow& r = *p.row;
       jobs[fmt::format("{} on {} × {}, {}, {} × {}", r.model, r.gpus, r.hardware, layout_text,
                        r.global_batch, r.seq_len)]
-          .push_back(&p);
+          .emplace_back(&r, &(*described)[i]);
     }
   }
   std::vector<RepeatedMeasurement> repeated;
   for (auto& [job, rows] : jobs) {
     if (rows.size() < 2) continue;
-    std::ranges::sort(rows, {}, [](const PreparedRow* p) {
-      return p->row->measured_tokens_per_s_per_gpu;
-    });
+    std::ranges::sort(rows, {}, [](const Row& row) { return row.second->measured; });
     RepeatedMeasurement m;
     m.job = job;
-    for (const PreparedRow* p : rows) {
-      const MeasuredRow& r = *p->row;
-      m.ids.push_back(r.id);
-      m.measured.push_back(r.measured_tokens_per_s_per_gpu);
-      m.predicted.push_back(Predict(*p, fitted));
-      std::string routing(ToString(r.routing));
-      if (CapsTokens(r.routing)) {
-        routing += fmt::format(" {:g}", r.capacity_factor);
-      }
-      m.setting.push_back(fmt::format("{}, {}", ToString(r.format), routing));
+    for (const auto& [r, described] : rows) {
+      m.ids.push_back(r->id);
+      m.measured.push_back(described->measured);
+      m.predicted.push_back(described->predicted);
+      std::string routing(ToString(r->routing));
+      if (CapsTokens(r->routing)) routing += fmt::format(" {:g}", r->capacity_factor);
+      m.setting.push_back(fmt::format("{}, {}", ToString(r->format), routing));
     }
     m.spread = m.measured.back() / m.measured.front();
     m.predicted_spread = m.predicted.back() / m.predicted.front();
@@ -501,7 +502,8 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     result.heldout_rows.push_back(std::move(r));
   }
   result.heldout = SummarizeErrors(held_ids, held_predicted, held_measured);
-  result.repeated = RepeatedMeasurements(prepared, heldout, fitted);
+  result.repeated =
+      RepeatedMeasurements({{&prepared, &result.rows}, {&heldout, &result.heldout_rows}});
   // The dropping model's fit to Marin's sweep goes with the published rows, not a team's runs.
   if (scope != CalibrationScope::kTeamProfiles) {
     result.drop_fit = FitDropParams(MarinCapacitySweep());

@@ -192,11 +192,19 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   return s;
 }
 
+namespace {
+
+// Members of a group of `size` ranks `stride` apart in each scale-up domain of `domain_gpus`.
+double MembersPerDomain(int64_t size, int64_t stride, int64_t domain_gpus) {
+  return std::clamp<double>(static_cast<double>(domain_gpus) / static_cast<double>(stride), 1.0,
+                            static_cast<double>(size));
+}
+
+}  // namespace
+
 double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
                    double scale_up_bytes_per_s, double scale_out_bytes_per_s) {
-  const double members = std::clamp<double>(
-      static_cast<double>(domain_gpus) / static_cast<double>(stride), 1.0,
-      static_cast<double>(size));
+  const double members = MembersPerDomain(size, stride, domain_gpus);
   const double out = bytes / members / scale_out_bytes_per_s;
   const double up = bytes * (members - 1) / members / scale_up_bytes_per_s;
   return std::max(out, up);
@@ -209,9 +217,7 @@ bool CapsTokens(RoutingPolicy policy) {
 double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus,
                           double call_seconds) {
   if (size <= 1) return call_seconds;
-  const double members = std::clamp<double>(
-      static_cast<double>(domain_gpus) / static_cast<double>(stride), 1.0,
-      static_cast<double>(size));
+  const double members = MembersPerDomain(size, stride, domain_gpus);
   const double domains = std::ceil(static_cast<double>(size) / members);
   return call_seconds + (domains - 1) * kNetRingStepSeconds;
 }
