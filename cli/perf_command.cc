@@ -90,9 +90,11 @@ std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
                      cluster.device.name);
 }
 
-std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const PerfProfile& profile,
-                       const PerfJob& job, const Layout& l, const StepEstimate& e,
-                       const std::vector<std::string>& cautions) {
+std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstimate& e) {
+  const ModelSpec& spec = setup.spec;
+  const Cluster& cluster = setup.cluster;
+  const PerfProfile& profile = setup.profile;
+  const PerfJob& job = setup.job;
   std::string out;
   out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n",
                      Printable(spec.config.name), cluster.gpus, Printable(cluster.device.name),
@@ -100,7 +102,7 @@ std::string RenderText(const ModelSpec& spec, const Cluster& cluster, const Perf
                      CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
-  for (const std::string& note : cautions) out += "note: " + note + "\n";
+  for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
                      e.step_seconds, e.micro_batches, e.micro_batches == 1 ? "" : "es");
@@ -247,10 +249,6 @@ void Run(const PerfOptions& o) {
   request.profiles_file = o.profiles_file;
   request.bp_segment_loops = o.bp_segment;
   const PerfSetup setup = PreparePerf(request);
-  const ModelSpec& spec = setup.spec;
-  const Cluster& cluster = setup.cluster;
-  const PerfProfile& profile = setup.profile;
-  const PerfJob& job = setup.job;
   if (o.search && !o.layout.empty()) {
     throw UsageError("mosaic perf: --layout and --search exclude each other (--search ranks "
                      "every layout; drop one)");
@@ -265,12 +263,10 @@ void Run(const PerfOptions& o) {
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
   const LayoutEstimate evaluated = EvaluateLayout(setup, o.layout);
-  const Layout& layout = evaluated.layout;
-  const StepEstimate& e = evaluated.estimate;
   if (o.json) {
     EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");
   } else {
-    EmitOutput(o.output, RenderText(spec, cluster, profile, job, layout, e, PerfCautions(setup)));
+    EmitOutput(o.output, RenderText(setup, evaluated.layout, evaluated.estimate));
   }
 }
 
