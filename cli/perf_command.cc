@@ -103,6 +103,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
                      job.global_batch, job.seq_len, ToString(job.format));
   out += ProfileNote(profile, cluster);
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
+  for (const std::string& note : EstimateCautions(e)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
                      e.step_seconds, e.micro_batches, e.micro_batches == 1 ? "" : "es");

@@ -105,6 +105,18 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
   return notes;
 }
 
+std::vector<std::string> EstimateCautions(const StepEstimate& e) {
+  std::vector<std::string> notes;
+  if (e.mfu > 1) {
+    notes.push_back(fmt::format(
+        "the full-square MFU ({:.4f}) passes 1 because it counts the whole attention square, "
+        "half of which a causal kernel skips; the causal MFU ({:.4f}) counts only what such a "
+        "kernel computes",
+        e.mfu, e.mfu_causal));
+  }
+  return notes;
+}
+
 LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text) {
   LayoutEstimate result;
   result.layout = ParseLayout(layout_text);
@@ -199,6 +211,7 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+  for (const std::string& note : EstimateCautions(evaluated.estimate)) j["notes"].push_back(note);
   return j;
 }
 

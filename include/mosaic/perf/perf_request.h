@@ -73,6 +73,12 @@ inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
 // tokens: within 6%). Empty when there is none.
 std::vector<std::string> PerfCautions(const PerfSetup& setup);
 
+// Cautions about one estimate, in PerfCautions's form: a full-square MFU above 1 (it counts the
+// whole s×s attention square, PaLM's convention, where a causal kernel computes half of it, so
+// at long sequences it can pass 1 while the causal MFU, the count MaxText and Megatron-LM use,
+// stays below). Empty when there is none.
+std::vector<std::string> EstimateCautions(const StepEstimate& estimate);
+
 // Parses `layout_text` (layout.h grammar), checks it against the model and job, and evaluates
 // one step. Throws InputError naming the layout, the violated constraint and its rule.
 struct LayoutEstimate {
@@ -90,7 +96,7 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
 
 // `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
-// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions) and
+// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions, then EstimateCautions) and
 // EstimateJson's fields.
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
