@@ -33,6 +33,18 @@ double TrainFlops(int64_t forward_flops_per_token, int64_t tokens) {
   return static_cast<double>(exact);
 }
 
+// a × b, or an InputError naming the study, the rung, the product and its factors when it passes
+// 64 bits (a token budget or a batch no ladder can have).
+int64_t CheckedProduct(const StudyConfig& study, const std::string& where, std::string_view what,
+                       std::string_view factors, int64_t a, int64_t b) {
+  int64_t product = 0;
+  if (__builtin_mul_overflow(a, b, &product)) {
+    throw InputError(fmt::format("{}: {}: {} = {} = {} × {} passes 2^63 - 1; lower {}",
+                                 study.origin, where, what, factors, a, b, factors));
+  }
+  return product;
+}
+
 int64_t EvalEvery(const StudyConfig& study, int64_t d_model) {
   int64_t every = 0;
   for (const CadenceRule& rule : study.cadence) {
@@ -82,12 +94,29 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       row.active_params = ActiveParams(params, study.active_params_convention);
       row.active_params_inclusive = params.active_params;
       row.total_params = params.total_params;
-      if (a == 0) reference_budgets.push_back(study.tokens_per_active_param * row.active_params);
-      row.token_budget = study.budget_basis == BudgetBasis::kReference
-                             ? reference_budgets[r]
-                             : study.tokens_per_active_param * row.active_params;
-      row.tokens_per_step = study.batch_seqs_per_rack * rung.racks * study.seq_len;
+      const std::string where = fmt::format("arm '{}', rung d{}", arm.name, rung.d_model);
+      const int64_t own_budget =
+          CheckedProduct(study, where, "token budget", "tokens_per_active_param × active params",
+                         study.tokens_per_active_param, row.active_params);
+      if (a == 0) reference_budgets.push_back(own_budget);
+      row.token_budget =
+          study.budget_basis == BudgetBasis::kReference ? reference_budgets[r] : own_budget;
+      row.tokens_per_step = CheckedProduct(
+          study, where, "tokens per step", "batch_seqs_per_rack × racks × seq_len",
+          CheckedProduct(study, where, "sequences per step", "batch_seqs_per_rack × racks",
+                         study.batch_seqs_per_rack, rung.racks),
+          study.seq_len);
+      CheckedProduct(study, where, "GPUs", "gpus_per_rack × racks", study.gpus_per_rack,
+                     rung.racks);
       row.steps = RoundDivideHalfEven(row.token_budget, row.tokens_per_step);
+      if (row.steps == 0) {
+        throw InputError(fmt::format(
+            "{}: {}: the step budget rounds to 0 steps: a token budget of {} is less than half "
+            "a step of {} tokens (batch_seqs_per_rack {} × racks {} × seq_len {}); every rung "
+            "needs at least one step",
+            study.origin, where, row.token_budget, row.tokens_per_step, study.batch_seqs_per_rack,
+            rung.racks, study.seq_len));
+      }
       row.forward_flops_per_token_levanter_table =
           CountFlops(spec.config, {FlopConvention::kLevanterTable, study.seq_len})
               .forward_flops_per_token;

@@ -84,6 +84,32 @@ TEST(PlanLadder, EvalCadence) {
   EXPECT_EQ(plan.rows[2].evals, 25);
 }
 
+// Budgets past 64 bits and rungs with no step are refused, naming the product and its factors
+// (they printed negative token budgets and 0-step rungs).
+TEST(PlanLadder, RefusesBudgetsPast64BitsAndRungsWithoutAStep) {
+  auto error = [](auto edit) {
+    StudyConfig study = LoadStudy(kDefaultStudy);
+    edit(study);
+    try {
+      PlanLadder(study);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  std::string e = error([](StudyConfig& s) { s.tokens_per_active_param = int64_t{9} << 59; });
+  EXPECT_NE(e.find("token budget = tokens_per_active_param × active params = 5188146770730811392 × "),
+            std::string::npos) << e;
+  EXPECT_NE(e.find("passes 2^63 - 1"), std::string::npos) << e;
+  e = error([](StudyConfig& s) { s.batch_seqs_per_rack = int64_t{1} << 62; });
+  EXPECT_NE(e.find("tokens per step = batch_seqs_per_rack × racks × seq_len"), std::string::npos)
+      << e;
+  e = error([](StudyConfig& s) { s.gpus_per_rack = int64_t{1} << 62; s.rungs[0].racks = 4; });
+  EXPECT_NE(e.find("GPUs = gpus_per_rack × racks"), std::string::npos) << e;
+  e = error([](StudyConfig& s) { s.batch_seqs_per_rack = int64_t{1} << 40; });
+  EXPECT_NE(e.find("the step budget rounds to 0 steps"), std::string::npos) << e;
+}
+
 TEST(RoundDivideHalfEven, MatchesPythonRound) {
   EXPECT_EQ(RoundDivideHalfEven(5, 2), 2);   // round(2.5) = 2
   EXPECT_EQ(RoundDivideHalfEven(7, 2), 4);   // round(3.5) = 4

@@ -45,7 +45,9 @@ struct LadderPlan {
 };
 
 // Plans every (arm, rung). Throws InputError when a rung's model is invalid (the message names the
-// study file, the arm, the rung and the rule).
+// study file, the arm, the rung and the rule), when a token budget, tokens per step or GPU count
+// passes 64 bits, or when a rung's step budget rounds to 0 (its token budget is under half a
+// step).
 LadderPlan PlanLadder(const StudyConfig& study);
 
 // Round-half-to-even integer quotient (Python's round(a / b)) for a >= 0, b > 0.
