@@ -265,7 +265,8 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     data.loss.push_back(*r->Loss(which));
     data.weight.push_back(1);
     data.run.push_back(static_cast<int>(data.run_names.size()));
-    data.run_names.push_back(fmt::format("{} d{}", arm, rung));
+    data.run_names.push_back(r->source.empty() ? fmt::format("{} d{}", arm, rung)
+                                               : fmt::format("{} d{}, {}", arm, rung, r->source));
     data.line.push_back(0);
     af.rungs.push_back(rung);
   }
@@ -520,8 +521,10 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
           "the law's floor (check [fit] pin against the losses)",
           c.multiplier);
     }
-    for (ArmFit& f : d.fits) {
-      if (!d.effective_compute) break;
+  }
+  // Each fitted arm's loss at the target budget, whether or not the comparison is finite.
+  for (ArmFit& f : d.fits) {
+    if (f.fitted && d.target_compute_flops > 0) {
       f.target_loss = scaling::LossAtCompute(d.law, f.fit.theta, d.target_compute_flops);
       if (f.bootstrap && !f.bootstrap->theta.empty()) {
         std::vector<double> losses;

@@ -256,12 +256,34 @@ TEST(Decide, AFloorAboveTheLossesLeavesTheProjectionUnknown) {
   study.decision.rule->criteria = {"projected_advantage"};
   const Decision d = Decide(study);
   EXPECT_FALSE(d.effective_compute.has_value());
-  EXPECT_NE(d.missing_fit.find("the projection is not finite"), std::string::npos) << d.missing_fit;
+  // Every loss is under the floor: no arm is fitted, and the reason names the row and the pin.
+  EXPECT_NE(d.missing_fit.find("loss = 3.0553 (fsdp-chunk1 d768, data/studies/fsdp-vs-ep-results.csv:2)"
+                               ". Violated constraint: loss > the pinned floor E = 5 of law compute"),
+            std::string::npos)
+      << d.missing_fit;
+  EXPECT_FALSE(d.fits[0].fitted);
   EXPECT_TRUE(d.rung_multipliers.empty());
   for (const Scenario& s : d.scenarios) {
     EXPECT_EQ(Criterion(s, "projected_advantage").status, CriterionStatus::kUnknown);
     EXPECT_FALSE(s.verdict.challenger_picked);
   }
+}
+
+// One arm's loss under the pinned floor leaves that arm unfitted, naming the row; the other arm
+// still projects its own loss to the target (it printed 0.0000 when the comparison failed).
+TEST(Decide, AnArmUnderTheFloorLeavesTheOtherArmsProjection) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.fit.pins = {{"E", 2.5}, {"alpha", 0.0941}};
+  study.decision.fit.rungs = "all";
+  const Decision d = Decide(study);
+  ASSERT_TRUE(d.fits[0].fitted) << d.fits[0].why_not;
+  EXPECT_FALSE(d.fits[1].fitted);
+  EXPECT_NE(d.fits[1].why_not.find("loss = 2.4106 (ep64 d2048, data/studies/fsdp-vs-ep-results.csv:7)"),
+            std::string::npos)
+      << d.fits[1].why_not;
+  EXPECT_FALSE(d.effective_compute.has_value());
+  EXPECT_GT(d.fits[0].target_loss, 2.5);
+  EXPECT_LT(d.fits[0].target_loss, 3.0553);  // the target is past the d768 rung's budget
 }
 
 TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {

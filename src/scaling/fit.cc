@@ -161,6 +161,41 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
 
 // Throws InputError when the data cannot identify the free parameters: an input that a free
 // parameter multiplies takes a single value, or the stacked term features are rank deficient.
+// Every term of a law is positive, so a term with no input whose parameters are all pinned (E
+// pinned in L = E + A/C^alpha) is a floor the law cannot reach: a loss at or below it has no fit
+// (the other terms would have to be negative; the solver drives their scales to 0 instead).
+void CheckAboveFloor(const Law& law, const FitData& data,
+                     const std::vector<std::optional<double>>& pinned) {
+  double floor = 0;
+  std::vector<std::string> names;
+  for (const LawTerm& term : law.terms) {
+    double exponent = 0;
+    bool constant = !term.factors.empty();
+    for (const Factor& f : term.factors) {
+      if (!f.inputs.empty() || !pinned[f.param]) {
+        constant = false;
+        break;
+      }
+      exponent += f.sign * *pinned[f.param];
+    }
+    if (!constant) continue;
+    floor += std::exp(exponent);
+    for (const Factor& f : term.factors) names.push_back(law.params[f.param].name);
+  }
+  if (!(floor > 0)) return;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data.loss[i] > floor) continue;
+    const std::string run =
+        data.run.empty() ? "" : fmt::format(" ({})", data.run_names[data.run[i]]);
+    throw FieldError(
+        At(data.origin, data.line.empty() ? 0 : data.line[i]), "loss",
+        fmt::format("{}{}", data.loss[i], run),
+        fmt::format("loss > the pinned floor {} = {:.6g} of law {}: every other term is positive, so "
+                    "no fit reaches a loss at or below it (lower the pin, or check the row)",
+                    fmt::join(names, " + "), floor, law.name));
+  }
+}
+
 void CheckDesign(const Law& law, const FitData& data, const std::vector<std::optional<double>>&
                                                            pinned) {
   const int p = static_cast<int>(law.params.size());
@@ -191,6 +226,7 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
     }
   }
   CheckInputsSeparable(law, data, pinned);
+  CheckAboveFloor(law, data, pinned);
   if (q == 0) return;  // every parameter pinned: nothing to identify
   const int k = static_cast<int>(law.terms.size());
   Eigen::MatrixXd design(data.size() * k, q);

@@ -9,6 +9,7 @@
 
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/fit_problem.h"
+#include "mosaic/util/error.h"
 
 namespace mosaic::scaling {
 namespace {
@@ -31,6 +32,28 @@ FitData Epoch240(std::string* rule = nullptr, bool below_1e21_scaled = false) {
   }
   if (rule != nullptr) *rule = "drop the 5 highest losses; D = C/(6N)";
   return SelectFitData(t, FindLaw("chinchilla"));
+}
+
+// A pinned floor at or above a loss has no fit (every other term is positive): refused, naming
+// the file, the row's line and the floor, instead of a "converged" fit with A driven to 0.
+TEST(Fit, APinnedFloorAtOrAboveALossIsRefused) {
+  const FitData data = Epoch240();
+  FitOptions options;
+  options.pins = {{"E", 10.0}};
+  try {
+    Fit(FindLaw("chinchilla"), data, options);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    const std::string what = e.what();
+    EXPECT_NE(what.find("epoch_chinchilla_svg_extracted_data.csv:"), std::string::npos) << what;
+    EXPECT_NE(what.find("loss > the pinned floor E = 10 of law chinchilla"), std::string::npos)
+        << what;
+  }
+  // Just under the lowest loss the floor is reachable: the fit runs.
+  double lowest = data.loss[0];
+  for (double l : data.loss) lowest = std::min(lowest, l);
+  options.pins = {{"E", lowest * 0.999}};
+  EXPECT_NO_THROW(Fit(FindLaw("chinchilla"), data, options));
 }
 
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
