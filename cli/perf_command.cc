@@ -77,19 +77,6 @@ struct ValidateOptions {
 
 std::string Gb(double bytes) { return fmt::format("{:.2f} GB", bytes / 1e9); }
 
-// Which profile a run uses, and a note when it was calibrated on another device.
-std::string ProfileNote(const PerfProfile& profile, const Cluster& cluster) {
-  if (profile.hardware.empty() || profile.hardware == cluster.device.name) return "";
-  if (profile.calibrated && CalibratedSibling(cluster.device.name) == profile.hardware) {
-    return fmt::format("note: no profile is calibrated on {}; using {}, calibrated on its closest "
-                       "calibrated sibling {}\n",
-                       cluster.device.name, profile.name, profile.hardware);
-  }
-  return fmt::format("note: the {} profile was {} {}, not {}\n", profile.name,
-                     profile.calibrated ? "calibrated on" : "set by hand for", profile.hardware,
-                     cluster.device.name);
-}
-
 std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstimate& e) {
   const ModelSpec& spec = setup.spec;
   const Cluster& cluster = setup.cluster;
@@ -101,7 +88,6 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
                      Printable(profile.name),
                      CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
-  out += ProfileNote(profile, cluster);
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   for (const std::string& note : EstimateCautions(e)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
@@ -190,7 +176,6 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   }
   std::string out =
       fmt::format("profile: {} ({})\n", Printable(profile.name), CalibrationText(profile));
-  out += ProfileNote(profile, cluster);
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,

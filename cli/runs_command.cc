@@ -588,7 +588,7 @@ void AddRunsCommand(CLI::App& root) {
       ->default_val("first");
   abl->add_option("--sigmas", ablation->sigmas,
                   "an effect within this many times the offset's uncertainty is marked inside it")
-      ->check(CLI::PositiveNumber)
+      ->check(InRange(0, 1000, true))
       ->default_val(2.0);
   abl->add_option("--noise-window", ablation->noise_window,
                   "compared points from which a run's own noise is estimated")

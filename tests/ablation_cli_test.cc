@@ -152,6 +152,13 @@ TEST_F(AblationCli, ErrorsAndExitCodes) {
       << malformed.err;
   const CommandResult align = RunMosaic(Command("--align steps"));
   EXPECT_EQ(align.exit_code, 2);
+  for (const char* sigmas : {"nan", "-1", "0", "1e309"}) {
+    const CommandResult bad = RunMosaic(Command(std::string("--sigmas ") + sigmas));
+    EXPECT_EQ(bad.exit_code, 2) << sigmas;
+    EXPECT_NE(bad.err.find(std::string("--sigmas = ") + sigmas + ". Violated constraint: --sigmas in (0, 1000]"),
+              std::string::npos)
+        << bad.err;
+  }
   const CommandResult no_dir = RunMosaic("runs ablation " + *root_ + "/nothing --baseline " +
                                          *root_ + "/baseline --offset-pair a=b --tag eval/loss");
   EXPECT_EQ(no_dir.exit_code, 1);

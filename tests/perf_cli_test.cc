@@ -138,6 +138,15 @@ TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
   EXPECT_NE(r.out.find("note: the marin-gb200 profile was calibrated on gb200-nvl72, not h100\n"),
             std::string::npos)
       << r.out;
+  // The JSON carries the same note, single and searched.
+  for (const std::string extra : {" --json", " --search --top 1 --json"}) {
+    r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --profile marin-gb200" +
+                  std::string(extra == " --json" ? " --layout ep=8,dp=8" : "") + extra);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
+    ASSERT_EQ(notes.size(), 1u) << r.out;
+    EXPECT_EQ(notes[0], "the marin-gb200 profile was calibrated on gb200-nvl72, not h100");
+  }
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout ep=8,dp=8");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("note:"), std::string::npos);

@@ -173,6 +173,13 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                 .find("[axes] expert_width: expert_width = \"d/0\" at d = 768. Violated constraint: "
                       "no division by zero"),
             std::string::npos);
+  // A budget past any run is refused: its FLOPs would be infinite.
+  EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1e300"))
+                .find("days = 1e+300. Violated constraint: 0 < days <= 36525"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "days = 1", "days = 1e300"));
+  EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = nan")).find("0 < days <= 36525"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1\ngpu_hours = 5"))
                 .find("[budget] gives exactly one of gpu_hours, days"),
             std::string::npos);

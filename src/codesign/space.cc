@@ -161,16 +161,20 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     budget_where = w;
     BudgetSpec& b = space.budget;
     TableReader r(text, origin);
-    auto positive = [](const toml::node& n2, const SourceLocation& w2, std::string_view key) {
+    // Upper bounds far past any training run (a century of wall-clock, 10^12 GPU-hours, 10^40
+    // FLOPs) keep every product of the budget finite.
+    auto positive = [](const toml::node& n2, const SourceLocation& w2, std::string_view key,
+                       double most) {
       const double v = GetNumber(n2, w2, key);
-      if (!(v > 0) || !std::isfinite(v)) {
-        throw FieldError(w2, key, TomlValueText(n2), fmt::format("{} > 0 and finite", key));
+      if (!(v > 0 && v <= most)) {
+        throw FieldError(w2, key, TomlValueText(n2), fmt::format("0 < {} <= {:g}", key, most));
       }
       return v;
     };
-    r.On("gpu_hours", [&](auto& n2, auto& w2) { b.gpu_hours = positive(n2, w2, "gpu_hours"); });
-    r.On("days", [&](auto& n2, auto& w2) { b.days = positive(n2, w2, "days"); });
-    r.On("model_flops", [&](auto& n2, auto& w2) { b.model_flops = positive(n2, w2, "model_flops"); });
+    r.On("gpu_hours", [&](auto& n2, auto& w2) { b.gpu_hours = positive(n2, w2, "gpu_hours", 1e12); });
+    r.On("days", [&](auto& n2, auto& w2) { b.days = positive(n2, w2, "days", 36525); });
+    r.On("model_flops",
+         [&](auto& n2, auto& w2) { b.model_flops = positive(n2, w2, "model_flops", 1e40); });
     r.On("reference_mfu", [&](auto& n2, auto& w2) {
       b.reference_mfu = GetNumber(n2, w2, "reference_mfu");
       if (!(b.reference_mfu > 0 && b.reference_mfu <= 1)) {

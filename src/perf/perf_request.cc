@@ -94,6 +94,19 @@ PerfSetup PreparePerf(const PerfRequest& request) {
 
 std::vector<std::string> PerfCautions(const PerfSetup& setup) {
   std::vector<std::string> notes;
+  const PerfProfile& profile = setup.profile;
+  const std::string& device = setup.cluster.device.name;
+  if (!profile.hardware.empty() && profile.hardware != device) {
+    if (profile.calibrated && CalibratedSibling(device) == profile.hardware) {
+      notes.push_back(fmt::format("no profile is calibrated on {}; using {}, calibrated on its "
+                                  "closest calibrated sibling {}",
+                                  device, profile.name, profile.hardware));
+    } else {
+      notes.push_back(fmt::format("the {} profile was {} {}, not {}", profile.name,
+                                  profile.calibrated ? "calibrated on" : "set by hand for",
+                                  profile.hardware, device));
+    }
+  }
   if (setup.spec.config.attention_sinks && !setup.profile.fused_attention_sinks &&
       setup.job.seq_len > kSinkStandInMaxSeqLen) {
     notes.push_back(fmt::format(
