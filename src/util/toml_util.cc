@@ -39,6 +39,9 @@ SourceLocation LocationOf(const toml::node& node, const std::string& origin, std
 
 std::string TomlValueText(const toml::node& node) {
   if (node.is_table() || node.is_array()) return fmt::format("<{}>", TomlTypeName(node));
+  // The shortest text that reads back as the same double (toml++ prints 17 digits: 0.1 would
+  // read 0.10000000000000001 in a message).
+  if (const auto* f = node.as_floating_point()) return fmt::format("{}", f->get());
   std::ostringstream text;
   node.visit([&](const auto& value) { text << value; });
   return text.str();
