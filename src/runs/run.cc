@@ -841,15 +841,16 @@ detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& 
                          false, entry.reason});
   }
 
-  // Event files whose wall-time ranges overlap were written at the same time (two ranks into one
-  // directory): concurrent writers, each judged against its own points.
+  // Event files with scalars whose wall-time ranges overlap were written at the same time (two
+  // ranks into one directory): concurrent writers, each judged against its own points. A file
+  // without scalars (a profiler's "profile-empty" marker, a graph) interleaves no series.
   std::vector<bool> concurrent(run.files.size(), false);
   for (size_t j = 0; j < run.files.size(); ++j) {
     const EventFileStats& b = run.files[j].events;
-    if (run.files[j].format != SourceFormat::kEvents || b.records == 0) continue;
+    if (run.files[j].format != SourceFormat::kEvents || b.scalars == 0) continue;
     for (size_t i = 0; i < j; ++i) {
       const EventFileStats& a = run.files[i].events;
-      if (run.files[i].format != SourceFormat::kEvents || a.records == 0) continue;
+      if (run.files[i].format != SourceFormat::kEvents || a.scalars == 0) continue;
       if (a.first_wall_time_seconds < b.last_wall_time_seconds &&
           b.first_wall_time_seconds < a.last_wall_time_seconds) {
         concurrent[i] = concurrent[j] = true;

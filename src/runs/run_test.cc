@@ -528,6 +528,20 @@ TEST(Runs, RepeatedValuesAtOneStepAreNotRestarts) {
   std::filesystem::remove_all(dir);
 }
 
+// Keras's profiler leaves an "events.out.tfevents.*.profile-empty" file (one record, no scalar)
+// inside the training run's time: it writes no series, so it is no concurrent writer.
+TEST(Runs, AFileWithoutScalarsIsNoConcurrentWriter) {
+  const std::string root = std::string(MOSAIC_SOURCE_DIR) +
+                           "/tests/fixtures/yuanjun0416__tensorboard_use/"
+                           "loop_noise5_cbamconcat_rms1_batchsize512/train";
+  const runs::Run run = LoadRun(DiscoverRuns(root).at(0), LoadOptions{});
+  ASSERT_EQ(run.files.size(), 2u);
+  EXPECT_TRUE(run.concurrent_files.empty());
+  for (const Finding& f : CheckHealth(run)) {
+    EXPECT_NE(f.kind, FindingKind::kConcurrentWriters) << f.message;
+  }
+}
+
 // Two ranks writing event files into one directory at the same time: a concurrent-writers
 // finding, no restart; each file is a writer of its own.
 TEST(Runs, ConcurrentWritersAreAFindingNotARestart) {
