@@ -107,6 +107,29 @@ TEST_F(AblationCli, MatchedFractionsAreAnOption) {
 
 // Renders the page in headless Chromium (as the decision report's test does) and reads back the
 // DOM it built: the page loads, with its charts, the offset and the effect table.
+// A compared tag that stops far short of its run's other tags (epochs against iterations in the
+// shipped Keras logs: epoch_loss to 999, the evaluation tags to 5000) is noted under --align
+// fraction, since the fractions take the run's length; not under --align step.
+TEST(AblationCliFixture, ATagShortOfItsRunIsNotedUnderFractions) {
+  const std::string root = SourcePath("tests/fixtures/yuanjun0416__tensorboard_use");
+  const std::string command = "runs ablation " + root + "/loop_noise5_cbamconcat_rms1_batchsize512 "
+                              "--baseline " + root + "/loop_noise5_cbamconcat_rms10_batchsize512 "
+                              "--offset-pair train=train --pair validation=validation "
+                              "--tag epoch_loss";
+  CommandResult r = RunMosaic(command + " --align fraction");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: run validation: tag 'epoch_loss' ends at step 999, its other tags "
+                       "at step 5000; schedule fractions take 5000 as its length"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic(command);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("its other tags at step"), std::string::npos) << r.out;
+  // Matched steps call the tag's own last step final (it read "999 (run's final; baseline to
+  // 5000)", the baseline's other tags' length).
+  EXPECT_NE(r.out.find("validation  validation  final 999 "), std::string::npos) << r.out;
+}
+
 TEST_F(AblationCli, HtmlReportRendersInHeadlessChromium) {
   const std::string dir = ::testing::TempDir() + "ablation_html_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);

@@ -134,12 +134,13 @@ std::string ComparedAtShort(const AblationRow& row) {
     return fmt::format("f {:.3f}: {} ↔ {:g}{}", p.fraction, p.step, p.base_step,
                        p.base_interpolated ? " (interp.)" : "");
   }
-  if (p.step == row.run_steps && p.step == row.base_steps) return fmt::format("final {}", p.step);
-  if (p.step == row.run_steps && row.base_steps > row.run_steps) {
-    return fmt::format("{} (run's final; baseline to {})", p.step, row.base_steps);
+  const int64_t run_end = row.run_tag_steps, base_end = row.base_tag_steps;
+  if (p.step == run_end && p.step == base_end) return fmt::format("final {}", p.step);
+  if (p.step == run_end && base_end > run_end) {
+    return fmt::format("{} (run's final; baseline to {})", p.step, base_end);
   }
-  if (p.step == row.base_steps && row.run_steps > row.base_steps) {
-    return fmt::format("{} (baseline's final; run to {})", p.step, row.run_steps);
+  if (p.step == base_end && run_end > base_end) {
+    return fmt::format("{} (baseline's final; run to {})", p.step, run_end);
   }
   return fmt::format("{} (last common)", p.step);
 }
@@ -536,6 +537,8 @@ std::string RenderAblationJson(const Ablation& a) {
     jr["explicit_pair"] = r.explicit_pair;
     jr["run_steps"] = r.run_steps;
     jr["base_steps"] = r.base_steps;
+    jr["run_tag_steps"] = r.run_tag_steps;
+    jr["base_tag_steps"] = r.base_tag_steps;
     jr["alignment"] = runs::ToString(r.alignment);
     jr["compared_at"] = {{"step", r.final_point.step},
                          {"base_step", Num(r.final_point.base_step)},

@@ -133,19 +133,19 @@ std::string ComparedAt(const AblationRow& row) {
                        p.step, row.run_steps, p.base_step, row.base_steps,
                        p.base_interpolated ? " (interpolated)" : "");
   }
-  if (p.step == row.run_steps && p.step == row.base_steps) {
-    return fmt::format("final step {}", p.step);
-  }
-  if (p.step == row.run_steps && row.base_steps > row.run_steps) {
+  // Matched steps: "final" is the compared tag's last step in each run.
+  const int64_t run_end = row.run_tag_steps, base_end = row.base_tag_steps;
+  if (p.step == run_end && p.step == base_end) return fmt::format("final step {}", p.step);
+  if (p.step == run_end && base_end > run_end) {
     return fmt::format("step {} (the run's final step; the baseline runs to {})", p.step,
-                       row.base_steps);
+                       base_end);
   }
-  if (p.step == row.base_steps && row.run_steps > row.base_steps) {
+  if (p.step == base_end && run_end > base_end) {
     return fmt::format("step {} (the baseline's final step; the run goes on to {})", p.step,
-                       row.run_steps);
+                       run_end);
   }
   return fmt::format("step {} (the last common step; the run ends at {}, the baseline at {})",
-                     p.step, row.run_steps, row.base_steps);
+                     p.step, run_end, base_end);
 }
 
 std::string G(double v) { return fmt::format("{:.4g}", v); }
@@ -334,9 +334,24 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
     row.base_steps = LastStep(base);
     const std::map<int64_t, double> a = FiniteByStep(*run->FindSeries(tag));
     const std::map<int64_t, double> b = FiniteByStep(*base.FindSeries(tag));
+    row.run_tag_steps = a.empty() ? 0 : a.rbegin()->first;
+    row.base_tag_steps = b.empty() ? 0 : b.rbegin()->first;
     row.points = options.alignment == Alignment::kStep
                      ? CompareAtSteps(a, b, row.run_steps)
                      : CompareAtFractions(a, b, row.run_steps, row.base_steps);
+    if (options.alignment == Alignment::kScheduleFraction) {
+      // The schedule's length is the run's last step over every tag; a compared tag that stops
+      // well short of it (counted in epochs while others count iterations, or cut off) puts
+      // its points at fractions they do not stand for: say so.
+      for (const auto& [who, steps, points] :
+           {std::tuple{run, row.run_steps, &a}, std::tuple{&base, row.base_steps, &b}}) {
+        if (points->empty() || 10 * points->rbegin()->first >= 9 * steps) continue;
+        out.notes.push_back(fmt::format(
+            "run {}: tag '{}' ends at step {}, its other tags at step {}; schedule fractions "
+            "take {} as its length (--align step compares the tag's own steps)",
+            who->name, tag, points->rbegin()->first, steps, steps));
+      }
+    }
     if (row.points.empty()) {
       out.notes.push_back(fmt::format("run {} has no {} in common with its baseline run {}: left "
                                       "out",

@@ -125,6 +125,8 @@ struct AblationRow {
   bool explicit_pair = false;  // named with --pair (or the offset pair); else the default baseline
   int64_t run_steps = 0;   // schedule lengths (last logged step over every tag)
   int64_t base_steps = 0;
+  int64_t run_tag_steps = 0;   // last step of the compared tag with a finite value
+  int64_t base_tag_steps = 0;
   Alignment alignment = Alignment::kStep;
   std::string compared_at;  // e.g. "final step 10000", "step 5000 (run's final; baseline to 10000)"
   std::vector<ComparedPoint> points;  // every compared point, by step
@@ -146,7 +148,9 @@ struct Ablation {
   double offset_band = 0;  // sqrt(SE² + sd²)
   std::vector<AblationRow> rows;  // the offset pair first, then by run name
   std::vector<RunHealth> baseline_health;  // the baseline runs used, by name
-  std::vector<std::string> notes;  // runs left out and why
+  // Runs left out and why; under --align fraction, a compared tag ending before 90% of its run's
+  // last step.
+  std::vector<std::string> notes;
 };
 
 // Compares every run of `ablation_runs` that has the tag with its baseline run in
