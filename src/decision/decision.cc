@@ -174,7 +174,7 @@ bool IsAnomaly(runs::FindingKind kind) {
   return false;
 }
 
-void LoadLogResults(const StudyConfig& study, const ResultsSpec& spec,
+void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const ResultsSpec& spec,
                     std::vector<RungResult>& results, std::vector<std::string>& notes) {
   std::map<std::string, runs::RunDirectory> directories;
   for (const runs::RunDirectory& dir : runs::DiscoverRuns(spec.logs)) {
@@ -224,6 +224,18 @@ void LoadLogResults(const StudyConfig& study, const ResultsSpec& spec,
     r.source = fmt::format("{} ({} {})", it->second.directory, spec.tag,
                            spec.last_k == 1 ? "final value"
                                             : fmt::format("mean of the last {}", spec.last_k));
+    // A run that stopped well before its step budget (crashed, or still running) has not
+    // reached the rung's loss: allowed one eval interval (or a tenth of the budget) of slack.
+    const LadderRow& row = PlanRow(plan, w.arm, w.d_model);
+    const int64_t last_step = run.FindSeries(spec.tag)->LastStep();
+    if (last_step < row.steps - std::max(row.eval_every_steps, row.steps / 10)) {
+      notes.push_back(fmt::format(
+          "run {} stopped at step {} of the {}-step budget of {} at d{}: its {} is not yet the "
+          "rung's result (finish the run, or leave it out of [results])",
+          w.run, FormatThousands(last_step), FormatThousands(row.steps), w.arm, w.d_model,
+          spec.tag));
+      r.source += fmt::format(", stopped at step {} of {}", last_step, row.steps);
+    }
     for (const runs::Finding& f : runs::CheckHealth(run)) {
       if (IsAnomaly(f.kind)) r.anomalies.push_back(fmt::format("{}: {}", w.run, f.message));
     }
@@ -465,7 +477,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   d.study = study;
   d.plan = PlanLadder(study);
   if (spec.results->csv.empty()) {
-    LoadLogResults(study, *spec.results, d.results, d.result_notes);
+    LoadLogResults(study, d.plan, *spec.results, d.results, d.result_notes);
     d.logs_read = true;
   } else {
     LoadCsvResults(study, *spec.results, d.results);

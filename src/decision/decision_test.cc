@@ -1,5 +1,7 @@
 #include "mosaic/decision/decision.h"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -98,17 +100,27 @@ struct ScratchDir {
 
 // One event file per row of the shipped results: a few earlier evals, then the row's dropless
 // loss at the last step; `nan_arm` also logs a non-finite gradient norm.
-void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "") {
+void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "",
+               int64_t stop_at = 0) {
   const std::string csv(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv"));
   const scaling::DataTable table = scaling::ParseCsv(csv, "results.csv");
   const int arm = table.Find("arm"), d = table.Find("d_model"), loss = table.Find("loss_dropless");
   const int dropped = table.Find("dropped_share");
+  const LadderPlan plan = PlanLadder(LoadStudy(kDefaultStudy));
   for (size_t i = 0; i < table.rows(); ++i) {
     const std::string run = table.text[arm][i] + "-d" + table.text[d][i];
     std::filesystem::create_directories(logs / run);
     std::string bytes = runs::FrameRecord(runs::EncodeFileVersionEvent(1.7e9));
-    for (int64_t step = 1000; step <= 5000; step += 1000) {
-      const double value = step == 5000 ? table.values[loss][i] : 3.5 - step * 1e-5;
+    // Every run reaches its step budget (the last point: the rung's loss), unless `stop_at`.
+    int64_t budget = 0;
+    for (const LadderRow& row : plan.rows) {
+      if (row.arm == table.text[arm][i] && std::to_string(row.d_model) == table.text[d][i]) {
+        budget = row.steps;
+      }
+    }
+    if (stop_at > 0) budget = stop_at;
+    for (int64_t step : {int64_t{1000}, int64_t{2000}, int64_t{3000}, int64_t{4000}, budget}) {
+      const double value = step == budget ? table.values[loss][i] : 3.5 - step * 1e-5;
       bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "eval/paloma/macro_loss",
                                                          value, runs::ScalarEncoding::kDoubleVal));
       bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "train/dropped_share",
@@ -164,6 +176,22 @@ TEST(Decide, ANonFiniteGradientInTheChallengersRunsFailsNoAnomalies) {
   EXPECT_NE(c.reason.find("ep64-d768"), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("step 3000"), std::string::npos) << c.reason;
   EXPECT_EQ(d.scenarios[0].verdict.decided_by, std::vector<std::string>{"no_anomalies"});
+}
+
+// Runs that stopped far short of their step budget (here at step 5000) are noted: their last
+// loss is not the rung's result. Runs at their budget (the test above) get no such note.
+TEST(Decide, RunsStoppedShortOfTheirBudgetAreNoted) {
+  ScratchDir scratch("short");
+  WriteLogs(scratch.path / "logs", "", 5000);
+  const Decision d = Decide(StudyOnLogs(scratch.path));
+  int stopped = 0;
+  for (const std::string& note : d.result_notes) {
+    if (note.find("stopped at step 5,000 of the") != std::string::npos) ++stopped;
+  }
+  EXPECT_EQ(stopped, 6) << fmt::format("{}", fmt::join(d.result_notes, "\n"));
+  const RungResult* r = d.Find("ep64", 1024);
+  ASSERT_NE(r, nullptr);
+  EXPECT_NE(r->source.find(", stopped at step 5000 of "), std::string::npos) << r->source;
 }
 
 TEST(Decide, ALogTagThatIsMissingIsAnError) {
