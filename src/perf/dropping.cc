@@ -43,13 +43,20 @@ double DroppedFraction(const DropGroup& g, const DropParams& p) {
   const double inflation =
       p.correlated ? (L + p.concentration) / (1 + p.concentration) : 1.0;
   const double n = static_cast<double>(std::max<int64_t>(g.experts_pooled, 1));
-  const double sigma2 =
-      p.popularity_sigma > 0 ? std::log1p(std::expm1(p.popularity_sigma * p.popularity_sigma) / n)
-                             : 0;
+  // Finite-population factors (dropping.h): 1 when E and k are unknown.
+  double routing_share = 1, popularity_variance = std::expm1(p.popularity_sigma * p.popularity_sigma);
+  if (g.experts > 0 && g.top_k > 0) {
+    const double E = static_cast<double>(g.experts), k = static_cast<double>(g.top_k);
+    const double without_replacement = E > 1 ? std::max(0.0, (E - n) / (E - 1)) : 0;
+    routing_share = std::max(0.0, 1 - n / E) * (E > 1 ? (E - k) / (E - 1) : 0);
+    popularity_variance = std::min(popularity_variance, E / k - 1) * without_replacement;
+  }
+  const double sigma2 = p.popularity_sigma > 0 ? std::log1p(popularity_variance / n) : 0;
   auto conditional = [&](double w) {
     const double mean = lambda * w;
-    if (inflation == 1.0 && mean < 100) return PoissonExcess(mean, capacity);
-    return NormalExcess(mean, mean * inflation, capacity + 0.5);
+    if (routing_share <= 0) return std::max(0.0, mean - capacity);  // every count is its mean
+    if (inflation == 1.0 && routing_share == 1.0 && mean < 100) return PoissonExcess(mean, capacity);
+    return NormalExcess(mean, mean * inflation * routing_share, capacity + 0.5);
   };
   if (sigma2 <= 0) return conditional(1.0) / lambda;
   // E over ln w ~ N(−σ²/2, σ²) by the trapezoid rule on [−8, 8] standard deviations.
@@ -71,7 +78,7 @@ std::vector<DropMeasurement> MarinCapacitySweep() {
   std::vector<DropMeasurement> v;
   for (auto [cf, dropped] : {std::pair{1.0, 0.0997}, {1.125, 0.053984}, {1.25, 0.032571},
                              {1.5, 0.015719}}) {
-    v.push_back({DropGroup{lambda, cf, 4096, 1}, dropped});
+    v.push_back({DropGroup{lambda, cf, 4096, 1, 128, 4}, dropped});
   }
   return v;
 }

@@ -489,7 +489,8 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
   const int64_t L = std::min<int64_t>(job.seq_len / l.cp, static_cast<int64_t>(tokens));
   double dropped = 0;
   if (UsesCapacity(job.routing, l)) {
-    DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1};
+    DropGroup g{tokens * k / E, job.capacity_factor, std::max<int64_t>(L, 1), 1, c.experts,
+                c.top_k};
     dropped = DroppedFraction(g, drop);
   }
   if (CapsTokens(job.routing) && l.expert_fsdp() > 1 && l.moe_chunk > 1) {
@@ -497,7 +498,7 @@ double LayoutDroppedFraction(const ModelShape& m, const Layout& l, const PerfJob
     // per-cell cap (ep > 1) still applies, so the chunks drop no fewer than it does.
     const int64_t pooled = c.experts / (l.ep * l.moe_chunk);
     DropGroup g{tokens * k * static_cast<double>(pooled) / E, job.capacity_factor,
-                std::max<int64_t>(L, 1), pooled};
+                std::max<int64_t>(L, 1), pooled, c.experts, c.top_k};
     dropped = std::max(dropped, DroppedFraction(g, drop));
   }
   return dropped;

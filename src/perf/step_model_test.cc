@@ -425,6 +425,26 @@ TEST(StepModel, MarinHeroDropsFallWithCapacityFactorAsMeasured) {
   EXPECT_GE(dropped("fsdp=256,ep=16,mbs=2,recompute=full,moe_chunk=4"), one_chunk);
 }
 
+// Finite-population bounds (dropping.h): one expert, top-k = E, or a group pooling all E experts
+// has no routing or popularity spread, so it drops exactly the load above its capacity: nothing
+// at cf 1, (2048 − ceil(0.9·2048)) / 2048 = 204/2048 at cf 0.9. The Marin shape (E 128, k 4, one
+// expert per group) moves by under 1% from the unbounded model it was fitted with.
+TEST(StepModel, DropsHaveNoSpreadWhereTheRoutingHasNone) {
+  const DropParams fitted = DefaultDropParams();
+  for (const auto [experts, top_k, pooled] :
+       {std::tuple{1, 1, 1}, std::tuple{8, 8, 1}, std::tuple{128, 4, 128}}) {
+    SCOPED_TRACE(testing::Message() << "E " << experts << " k " << top_k << " pooled " << pooled);
+    DropGroup g{2048, 1.0, 4096, pooled, experts, top_k};
+    EXPECT_EQ(DroppedFraction(g, fitted), 0);
+    g.capacity_factor = 0.9;
+    EXPECT_EQ(DroppedFraction(g, fitted), 204.0 / 2048.0);
+  }
+  const DropGroup unbounded{2048, 1.0, 4096, 1};
+  const DropGroup marin{2048, 1.0, 4096, 1, 128, 4};
+  EXPECT_NEAR(DroppedFraction(marin, fitted) / DroppedFraction(unbounded, fitted), 1, 0.01);
+  EXPECT_GT(DroppedFraction(marin, fitted), 0.1);
+}
+
 TEST(StepModel, IndependentRoutingUnderpredictsDrops) {
   // perf_model.md: independent routing predicts 0.9% at cf 1.0 where 10% was measured.
   DropGroup g{2048, 1.0, 4096, 1};

@@ -11,7 +11,16 @@
 //  - uneven expert popularity: expert e's mean is λ·w_e with w_e log-normal of mean 1 and log-sd
 //    σ (pooled over n experts: log-variance ln(1 + (e^{σ²} − 1)/n)).
 // Conditional on w the count is Poisson (exact sum) when there is no inflation and λ·w < 100, else
-// normal with that mean and inflated variance; w is integrated by 64-point Gauss–Hermite quadrature.
+// normal with that mean and inflated variance; w is integrated by the trapezoid rule over ±8 sd.
+// When the group knows the model's E experts and top-k (DropGroup::experts, top_k), both effects
+// take their finite-population bounds:
+//  - a token's k distinct experts fall in the group's n as a hypergeometric count, so the
+//    routing variance is the mean times (1 − n/E)(E − k)/(E − 1) instead of the mean;
+//  - popularity is a weight of mean 1 that cannot pass E/k (an expert chosen by every token), so
+//    its variance is at most E/k − 1, and the mean of n of the E weights, which sum to E, varies
+//    by the without-replacement factor (E − n)/(E − 1).
+// So one expert, top-k = E, or a group pooling every expert drops exactly the load above the
+// capacity: nothing at cf >= 1, 1 − ceil(cf·λ)/λ below.
 // Calibrated on the Marin capacity sweep of the hero shape (d6144, 128 experts top-4, EP64, one rack,
 // batch 1024 × 4096): ~10% dropped at cf 1.0, 5.40% at 1.125, 3.26% at 1.25, 1.57% at 1.5.
 #pragma once
@@ -34,6 +43,8 @@ struct DropGroup {
   double capacity_factor = 1;   // cf; capacity = ceil(cf·λ)
   int64_t seq_len_tokens = 1;   // L, the length of the sequences routed in the group
   int64_t experts_pooled = 1;   // experts sharing the group's capacity
+  int64_t experts = 0;          // E of the model; 0 = unknown (no finite-population bounds)
+  int64_t top_k = 0;            // k of the model; 0 = unknown
 };
 
 // The expected share of assignments dropped (0..1). Requires λ > 0 and cf > 0.
@@ -46,7 +57,7 @@ struct DropMeasurement {
 };
 
 // The Marin hero capacity sweep (PR 7981): λ = 4·65,536/128 = 2,048 per (shard, expert) cell,
-// L = 4,096.
+// L = 4,096, E = 128, k = 4.
 std::vector<DropMeasurement> MarinCapacitySweep();
 
 struct DropFit {
