@@ -200,11 +200,23 @@ double MembersPerDomain(int64_t size, int64_t stride, int64_t domain_gpus) {
                             static_cast<double>(size));
 }
 
+// The fewest members of the group in any domain it spans, the ring's bottleneck: where the
+// domains hold domain_gpus / stride members each, a last domain holds the remainder of size (8 +
+// 1 GPUs: the lone GPU's NIC carries every ring's traffic). Strides that do not divide the domain
+// keep the average.
+double FewestMembersPerDomain(int64_t size, int64_t stride, int64_t domain_gpus) {
+  const double members = MembersPerDomain(size, stride, domain_gpus);
+  if (stride >= domain_gpus || domain_gpus % stride != 0) return members;
+  const int64_t per_domain = domain_gpus / stride;
+  if (size <= per_domain || size % per_domain == 0) return members;
+  return static_cast<double>(size % per_domain);
+}
+
 }  // namespace
 
 double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
                    double scale_up_bytes_per_s, double scale_out_bytes_per_s) {
-  const double members = MembersPerDomain(size, stride, domain_gpus);
+  const double members = FewestMembersPerDomain(size, stride, domain_gpus);
   const double out = bytes / members / scale_out_bytes_per_s;
   const double up = bytes * (members - 1) / members / scale_up_bytes_per_s;
   return std::max(out, up);

@@ -782,9 +782,18 @@ TEST(StepModel, RingsAcrossDomainsUseEveryMembersNic) {
   EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 16, 8, 8, kNvlink, kNic), kBytes / kNic);
   // Four per node (tp 2): four rings through four NICs; a quarter of the traffic crosses.
   EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 64, 2, 8, kNvlink, kNic), kBytes / 4 / kNic);
-  // Sixty-four per NVL72 rack of 900 GB/s × 0.6 (Llama 3.1 405B under FSDP with tp 2 on two
-  // racks, S2): NVLink, not the NIC, sets the time.
-  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 64, 2, 72, 540e9, kNic), kBytes * 35 / 36 / 540e9);
+  // A last node only partly filled binds every ring: 8 + 1 GPUs send all through the lone
+  // GPU's NIC, 8 + 4 through four NICs (it was charged as 8 per node, faster than one node).
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 9, 1, 8, kNvlink, kNic), kBytes / kNic);
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 12, 1, 8, kNvlink, kNic), kBytes / 4 / kNic);
+  EXPECT_GT(RingSeconds(kBytes, 9, 1, 8, kNvlink, kNic), RingSeconds(kBytes, 8, 1, 8, kNvlink, kNic));
+  // Full nodes are as before: 16 GPUs, 8 per node.
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 16, 1, 8, kNvlink, kNic),
+                   std::max(kBytes / 8 / kNic, kBytes * 7 / 8 / kNvlink));
+  // Sixty-four members two apart over NVL72 racks of 900 GB/s × 0.6 (Llama 3.1 405B under FSDP
+  // with tp 2, S2): 36 in the first rack, 28 in the second, which binds; NVLink, not the NIC,
+  // sets the time.
+  EXPECT_DOUBLE_EQ(RingSeconds(kBytes, 64, 2, 72, 540e9, kNic), kBytes * 27 / 28 / 540e9);
   // The S2 layout: its FSDP traffic is the racks' NVLink time, where the flat ring took 30 s.
   const StepEstimate s2 = RunMegatron("llama3-405b", "gb200-nvl72", 128, "tp=2,fsdp=64,mbs=1",
                                       64, 8192, NumberFormat::kFp8);

@@ -350,7 +350,10 @@ struct ExpertDispatchTraffic {
 // src/graph/connect.cc, ncclTopoPreset: each channel's ring has its own receiving and sending
 // GPU per node), so a GPU sends 1/m of its traffic over its NIC and the rest over the scale-up
 // links, at once: max(bytes / m / out, bytes·(m − 1)/m / up), bandwidths per GPU in bytes/s
-// (link efficiencies applied). m = 1 (one member per domain) is the flat ring at NIC speed.
+// (link efficiencies applied). m = 1 (one member per domain) is the flat ring at NIC speed. A
+// group that fills its last domain only partly (9 GPUs on nodes of 8) is bound by that domain:
+// m is then its member count, size mod (domain_gpus / stride), since every ring passes through
+// its GPUs' NICs.
 double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gpus,
                    double scale_up_bytes_per_s, double scale_out_bytes_per_s);
 
