@@ -315,20 +315,21 @@ std::vector<bool> UsedProfiles(const std::vector<int>& rows_of_profile) {
   return used;
 }
 
-FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
-               const ProfileSet& initial, CalibrationScope scope) {
-  ProfileSet s = initial;
-  std::vector<double> x = ParamMap::Get(s);
-  auto* functor = new FitResidual{&rows, use, initial};
-  auto* cost = new ceres::DynamicNumericDiffCostFunction<FitResidual, ceres::CENTRAL>(functor);
+// One bounded Ceres solve from `x` over the parameters `free` marks (the others held on a subset
+// manifold, so that the solver's steps live in the free parameters only: pinning them between
+// bounds 1e-12 apart projected each trust-region step onto that box, and the fit stopped after
+// a few iterations on "parameter tolerance reached", near its start). Returns the final cost.
+double SolveFree(FitResidual* functor, const ProfileSet& s, const std::vector<bool>& free,
+                 std::vector<double>& x, std::string* report) {
+  auto* cost = new ceres::DynamicNumericDiffCostFunction<FitResidual, ceres::CENTRAL>(
+      functor, ceres::DO_NOT_TAKE_OWNERSHIP);
   cost->AddParameterBlock(static_cast<int>(x.size()));
-  cost->SetNumResiduals(static_cast<int>(use.size()));
+  cost->SetNumResiduals(static_cast<int>(functor->use.size()));
   ceres::Problem problem;
   problem.AddResidualBlock(cost, nullptr, x.data());
-  const std::vector<bool> used = UsedProfiles(RowsOfProfile(rows, use, s.profiles.size()));
-  std::vector<int> constant;  // outside the scope, or of a profile without rows in the fit
+  std::vector<int> constant;
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
-    if (ParamMap::Free(s, i, scope, used)) {
+    if (free[i]) {
       auto [lo, hi] = ParamMap::Bounds(s, i);
       x[i] = std::clamp(x[i], lo, hi);
       problem.SetParameterLowerBound(x.data(), i, lo);
@@ -337,9 +338,6 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
       constant.push_back(i);
     }
   }
-  // Held constant on a subset manifold, so that the solver's steps live in the free parameters
-  // only. (Pinning them between bounds 1e-12 apart projected each trust-region step onto that
-  // box: the fit stopped after a few iterations on "parameter tolerance reached", near its start.)
   if (constant.size() == x.size()) {
     problem.SetParameterBlockConstant(x.data());
   } else if (!constant.empty()) {
@@ -352,13 +350,69 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   options.function_tolerance = 1e-10;
   ceres::Solver::Summary summary;
   ceres::Solve(options, &problem, &summary);
+  if (report != nullptr) *report = summary.BriefReport();
+  return summary.final_cost;
+}
+
+// Half the sum of squared residuals at x.
+double CostAt(const FitResidual& functor, const std::vector<double>& x) {
+  std::vector<double> r(functor.use.size());
+  const double* block = x.data();
+  functor(&block, r.data());
+  double cost = 0;
+  for (double v : r) cost += v * v / 2;
+  return cost;
+}
+
+FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
+               const ProfileSet& initial, CalibrationScope scope) {
+  ProfileSet s = initial;
+  std::vector<double> x = ParamMap::Get(s);
+  FitResidual functor{&rows, use, initial};
+  const std::vector<bool> used = UsedProfiles(RowsOfProfile(rows, use, s.profiles.size()));
+  std::vector<bool> free(x.size());
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) free[i] = ParamMap::Free(s, i, scope, used);
+  std::string report;
+  double cost = SolveFree(&functor, s, free, x, &report);
+  // Active-set refinement: a bounded Levenberg-Marquardt step is the unconstrained step projected
+  // onto the box, so a parameter the unconstrained step pushes out through one bound can drag
+  // another onto a bound it should leave (a team's logs, all predicted too fast: efficiency
+  // wants below its bound, the projected step took the overhead to its lower bound with it, and
+  // the fit stopped in that corner). Each round holds the parameters at a bound whose cost falls
+  // outward and frees those whose cost falls inward, and solves again; kept only if better.
+  for (int round = 0; round < 8; ++round) {
+    std::vector<bool> active = free;
+    bool released = false;
+    for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+      if (!free[i]) continue;
+      auto [lo, hi] = ParamMap::Bounds(s, i);
+      const double width = hi - lo, tolerance = 1e-9 * std::max(width, 1e-300);
+      const bool at_lo = x[i] <= lo + tolerance, at_hi = x[i] >= hi - tolerance;
+      if (!at_lo && !at_hi) continue;
+      std::vector<double> inward = x;
+      inward[i] += (at_lo ? 1 : -1) * 1e-3 * width;
+      if (CostAt(functor, inward) < cost) {
+        released = true;  // free to move inward
+      } else {
+        active[i] = false;  // held at its bound this round
+      }
+    }
+    if (!released) break;
+    std::vector<double> trial = x;
+    std::string trial_report;
+    const double trial_cost = SolveFree(&functor, s, active, trial, &trial_report);
+    if (!(trial_cost < cost - 1e-12)) break;
+    x = std::move(trial);
+    cost = trial_cost;
+    report = trial_report + " (after an active-set round)";
+  }
   // The pinned parameters come back exactly as they went in, not within the pin's width.
   const std::vector<double> pinned = ParamMap::Get(initial);
   for (int i = 0; i < static_cast<int>(x.size()); ++i) {
-    if (!ParamMap::Free(s, i, scope, used)) x[i] = pinned[i];
+    if (!free[i]) x[i] = pinned[i];
   }
   ParamMap::Set(s, x.data());
-  return {std::move(s), summary.final_cost, summary.BriefReport()};
+  return {std::move(s), cost, report};
 }
 
 RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {

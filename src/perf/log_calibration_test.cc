@@ -146,6 +146,50 @@ TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
   EXPECT_EQ(result.leave_one_out.rows, static_cast<int64_t>(std::size(kRuns)));
 }
 
+// Three runs a team measured at about 0.8 of what the shipped H100 profile predicts: the fit is at
+// least as good as every point of a grid over the bounds (the projected trust-region step used
+// to stop in the corner of both lower bounds, every run still predicted too fast, RMS 0.080
+// where an overhead of 0.5 s gives 0.064).
+TEST_F(LogCalibration, AFitAtABoundIsNoWorseThanAnyPointInside) {
+  const TeamRun runs[] = {
+      {"pp2-ep8", "pp=2,vpp=12,ep=8,dp=8,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
+      {"ep8-dp16", "ep=8,dp=16,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
+      {"ep16-mbs2", "ep=16,dp=16,mbs=2,recompute=modules", 256, "tokens_per_s_per_gpu"}};
+  const double measured[] = {5302.9, 5403.1, 8104.5};
+  std::string run_file =
+      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nprofile = \"team-h100\"\n"
+      "seq_len = 4096\nformat = \"bf16\"\nrouting = \"balanced\"\nskip_steps = 10\n"
+      "tag = \"throughput/tokens_per_sec_per_gpu\"\n";
+  for (size_t i = 0; i < std::size(runs); ++i) {
+    WriteRun(runs[i], measured[i]);
+    run_file += "\n[[run]]\nrun = \"" + runs[i].name + "\"\ngpus = 16\nlayout = \"" +
+                runs[i].layout + "\"\nglobal_batch = " + std::to_string(runs[i].global_batch) + "\n";
+  }
+  WriteFileAtomically((dir_ / kRunFileName).string(), run_file);
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  const CalibrationResult result = CalibrateFromLogs(rows, shipped_);
+  const PerfProfile& fitted = result.profiles.Get("team-h100");
+  EXPECT_GT(fitted.step_overhead_seconds, 0.05);
+  auto rms = [&](double gemm, double overhead) {
+    PerfProfile p = Truth();
+    p.gemm_efficiency = gemm;
+    p.step_overhead_seconds = overhead;
+    double sum = 0;
+    for (size_t i = 0; i < std::size(runs); ++i) {
+      const double e = std::log(Predicted(runs[i], p) / measured[i]);
+      sum += e * e;
+    }
+    return std::sqrt(sum / static_cast<double>(std::size(runs)));
+  };
+  for (int i = 0; i <= 8; ++i) {
+    for (int j = 0; j <= 8; ++j) {
+      const double gemm = 0.4 + 0.05 * i, overhead = 0.05 + (5 - 0.05) * j / 8;
+      EXPECT_LE(result.in_sample.rms_log_error, rms(gemm, overhead) + 1e-6)
+          << "gemm " << gemm << " overhead " << overhead;
+    }
+  }
+}
+
 // Two runs for two fitted parameters: without either, one run would be left to fit two, and the
 // refit could not move off the full fit (its prediction of the left-out run would be that fit's,
 // exact by construction). Neither is left out, and no leave-one-out figure is given.
