@@ -233,6 +233,12 @@ void EvaluateRange(const SweepContext& c, const std::vector<Architecture>& all, 
     const SearchResult found = SearchLayouts(shape, setup.cluster, setup.job, setup.profiles.shared,
                                              setup.profile, setup.drop, c.search);
     r.layouts_evaluated = found.evaluated;
+    if (!found.unsearchable.empty()) {
+      // No layout can divide the job: the search says why without enumerating.
+      r.rejected = ArchRejection::kDivisibility;
+      r.rule = found.unsearchable;
+      continue;
+    }
     if (found.best.empty()) {
       // The reason met furthest along: memory, then domain, then the layout rules (a framework
       // rule or a degree that does not divide, both "divisibility" for the architecture).
@@ -354,10 +360,15 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   if (b.reference_mfu > 0) {
     result.reference_mfu = b.reference_mfu;
     result.reference_mfu_rule = "[budget] reference_mfu";
-  } else {
+  } else if (!mfus.empty()) {
     result.reference_mfu = Median(mfus);
     result.reference_mfu_rule = fmt::format("the median MFU of the {} architectures that fit",
                                             mfus.size());
+  } else {
+    // Nothing fits, so there is no MFU to convert the cluster's time into FLOPs.
+    result.reference_mfu = 0;
+    result.reference_mfu_rule = "no architecture fits the cluster, so there is no MFU to take "
+                                "the median of: give [budget] reference_mfu";
   }
   const double gpus = double(space.gpus);
   const double cluster_flops_per_s = gpus * result.peak_flops_per_gpu * result.reference_mfu;
@@ -374,7 +385,7 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   for (ArchitectureResult& r : archs) {
     r.cluster_loss = r.flops_loss = NAN;
     r.cluster_tokens = r.flops_tokens = 0;
-    if (!r.valid_model()) continue;
+    if (!r.valid_model() || !(result.flops_budget > 0)) continue;
     r.flops_tokens = result.flops_budget / r.model_flops_per_token;
     r.flops_loss = Loss(law, result.theta, r, r.flops_tokens);
     if (r.feasible()) {

@@ -132,6 +132,25 @@ TEST(RunCodesign, ThreadsDoNotChangeTheResult) {
   EXPECT_EQ(one.architectures[0].arch.Name(), "d768 L8 E8 k2 w384 s2");
 }
 
+// A GPU count no layout can divide the batch over (63 H100 for a batch of 64): each
+// architecture gives the search's reason, not "0 do not divide"; with nothing that fits and no
+// reference_mfu there is no FLOPs-only budget (it was 0 FLOPs at MFU 0).
+TEST(RunCodesign, AClusterNoLayoutDividesSaysWhy) {
+  std::string text = kSpace;
+  text.replace(text.find("gpus = 8"), 8, "gpus = 63");
+  text.replace(text.find("reference_mfu = 0.5\n"), 20, "");
+  const CodesignResult r = RunCodesign(LoadSpaceFromToml(text, "space.toml"), {.threads = 1});
+  ASSERT_EQ(r.architectures.size(), 2u);
+  for (const ArchitectureResult& a : r.architectures) {
+    EXPECT_FALSE(a.feasible());
+    EXPECT_NE(a.rule.find("no layout divides the batch"), std::string::npos) << a.rule;
+    EXPECT_TRUE(std::isnan(a.flops_loss));
+  }
+  EXPECT_EQ(r.flops_budget, 0);
+  EXPECT_NE(r.reference_mfu_rule.find("give [budget] reference_mfu"), std::string::npos);
+  EXPECT_FALSE(r.flops_optimum.has_value());
+}
+
 TEST(DistributedCodec, RoundTripsEveryEvaluatedField) {
   const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
   const CodesignResult r = RunCodesign(space, {.threads = 1});

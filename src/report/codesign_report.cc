@@ -28,6 +28,10 @@ std::string Budget(const CodesignResult& r) {
                             : b.days > 0    ? fmt::format("{:g} days on the cluster", b.days)
                                             : fmt::format("{} model FLOPs",
                                                           FormatScientific(b.model_flops));
+  if (!(r.flops_budget > 0)) {
+    return fmt::format("{}: cluster budget {:.1f} days of wall-clock; no FLOPs-only budget ({})",
+                       given, r.cluster_seconds / 86400, r.reference_mfu_rule);
+  }
   return fmt::format("{}: cluster budget {:.1f} days of wall-clock; FLOPs-only budget {} model "
                      "FLOPs (at MFU {:.3f}: {})",
                      given, r.cluster_seconds / 86400, FormatScientific(r.flops_budget, 4),
