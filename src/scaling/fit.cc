@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cassert>
 #include <charconv>
 #include <cmath>
@@ -303,6 +304,28 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
       s.message = fmt::format("failure: the objective was not finite at any of the {} starts",
                               s.starts);
       break;
+  }
+  int free_params = 0;
+  for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;
+  if (free_params > 0 && s.points == free_params) {
+    s.cautions.push_back(fmt::format(
+        "{} free parameters on {} points: the law passes through every point, so the fit "
+        "checks nothing; add points or pin parameters",
+        free_params, s.points));
+  }
+  if (s.termination != Termination::kFailure) {
+    for (size_t j = 0; j < law.params.size(); ++j) {
+      const LawParam& param = law.params[j];
+      if (pinned[j] || param.kind != ParamKind::kLinear || param.grid.empty()) continue;
+      const bool grid_positive =
+          std::all_of(param.grid.begin(), param.grid.end(), [](double v) { return v >= 0; });
+      if (grid_positive && s.params[j].value < 0) {
+        s.cautions.push_back(fmt::format(
+            "{} = {:.6g} < 0, against the law's form ({}): the fitted loss grows with scale, and "
+            "predictions beyond the data extrapolate that",
+            param.name, s.params[j].value, law.formula));
+      }
+    }
   }
   FitRecipe& r = s.recipe;
   r.law = law.name;

@@ -19,6 +19,7 @@ nlohmann::ordered_json FitJson(const Law& law, const FittedArm& arm) {
   j["formula"] = law.formula;
   j["termination"] = ToString(s.termination);
   j["message"] = s.message;
+  j["cautions"] = s.cautions;
   j["objective"] = Number(s.objective);
   Json params = Json::object();
   for (const FittedParam& p : s.params) params[p.name] = Number(p.value);

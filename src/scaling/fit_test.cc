@@ -56,6 +56,32 @@ TEST(Fit, APinnedFloorAtOrAboveALossIsRefused) {
   EXPECT_NO_THROW(Fit(FindLaw("chinchilla"), data, options));
 }
 
+// Three points for three free parameters, with loss rising with compute: both weaknesses are
+// named in the summary's cautions; pinning E leaves one degree of freedom and the exponent's
+// caution only.
+TEST(Fit, AFitThatChecksNothingOrRisesWithScaleIsCautioned) {
+  FitData data;
+  data.origin = "rising.csv";
+  data.input_names = {"C"};
+  data.inputs = {{1e18, 1e19, 1e20}};
+  data.loss = {3.0, 3.2, 3.5};
+  data.weight = {1, 1, 1};
+  data.run = {0, 1, 2};
+  data.run_names = {"a", "b", "c"};
+  data.line = {2, 3, 4};
+  const FitSummary free = Fit(FindLaw("compute"), data, FitOptions{});
+  ASSERT_EQ(free.cautions.size(), 2u);
+  EXPECT_NE(free.cautions[0].find("3 free parameters on 3 points"), std::string::npos);
+  EXPECT_NE(free.cautions[1].find("alpha = -"), std::string::npos) << free.cautions[1];
+  FitOptions pinned;
+  pinned.pins = {{"E", 1.0}};
+  const FitSummary one_dof = Fit(FindLaw("compute"), data, pinned);
+  ASSERT_EQ(one_dof.cautions.size(), 1u);
+  EXPECT_NE(one_dof.cautions[0].find("alpha = -"), std::string::npos);
+  // Epoch's 240 points give none.
+  EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).cautions.empty());
+}
+
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
   const FitData data = Epoch240();
   ASSERT_EQ(data.size(), 240u);

@@ -68,6 +68,10 @@ struct FitSummary {
   int failed_starts = 0;     // non-finite objective at the start
   long iterations = 0;       // over all starts
   FitRecipe recipe;
+  // What makes the fit weak, one sentence each: as many free parameters as points (the law then
+  // passes through every point and nothing checks it), or an exponent fitted with the opposite
+  // sign of the law's start grid (loss that grows with scale). Empty when none.
+  std::vector<std::string> cautions;
 
   // The fitted value of parameter `name` (paper name); asserts it exists.
   double Value(std::string_view name) const;
