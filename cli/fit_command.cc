@@ -121,6 +121,9 @@ std::string FitText(const Law& law, const Arm& arm, const std::string& title) {
   out += fmt::format("  objective {:.10g} ({}) on {} points, {} runs\n", s.objective,
                      s.recipe.objective, s.points, s.runs);
   for (const std::string& caution : s.cautions) out += "  caution: " + caution + "\n";
+  if (arm.bootstrap) {
+    for (const std::string& caution : arm.bootstrap->cautions) out += "  caution: " + caution + "\n";
+  }
   out += "\nParameters";
   if (arm.bootstrap) {
     out += fmt::format(" ({:g}% percentile intervals, bootstrap by run, {} resamples{})",

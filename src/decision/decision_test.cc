@@ -314,6 +314,22 @@ TEST(Decide, AnArmUnderTheFloorLeavesTheOtherArmsProjection) {
   EXPECT_LT(d.fits[0].target_loss, 3.0553);  // the target is past the d768 rung's budget
 }
 
+// Chinchilla on ep64's four rungs: D is the reference arm's budget, so it follows N closely and
+// the bootstrap never moves B or beta. The fit says so (and that it has no degree of freedom),
+// in the arm's cautions, which the text report prints.
+TEST(Decide, AnUndeterminedParameterIsCautioned) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.fit.law = "chinchilla";
+  study.decision.fit.pins = {{"E", 1.6}};
+  study.decision.fit.rungs = "all";
+  const Decision d = Decide(study);
+  ASSERT_TRUE(d.fits[1].fitted) << d.fits[1].why_not;
+  const std::vector<std::string> cautions = d.fits[1].Cautions();
+  const std::string all = fmt::format("{}", fmt::join(cautions, "\n"));
+  EXPECT_NE(all.find("4 free parameters on 4 points"), std::string::npos) << all;
+  EXPECT_NE(all.find("interval of beta has zero width"), std::string::npos) << all;
+}
+
 TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {
   StudyConfig study = LoadStudy(kDefaultStudy);
   study.decision.results.reset();

@@ -306,6 +306,7 @@ std::string RenderDecisionHtml(const Decision& d) {
                                                 f.bootstrap->params[i].high)
                                   : "");
       }
+      for (const std::string& caution : f.Cautions()) params += " Caution: " + caution + ".";
       rows.push_back({Cell(f.arm), Cell(params),
                       Cell(fmt::format("d{}", fmt::join(f.rungs, ", d"))),
                       Cell(d.target_compute_flops > 0 ? fmt::format("{:.4f}", f.target_loss) : "—",

@@ -55,6 +55,9 @@ std::string FitLine(const Decision& d, const ArmFit& f) {
     out += fmt::format("  {:<14} loss at the target {:.4f}{}\n", "", f.target_loss,
                        IntervalText(f.target_loss_interval, 4));
   }
+  for (const std::string& caution : f.Cautions()) {
+    out += fmt::format("  {:<14} caution: {}\n", "", caution);
+  }
   return out;
 }
 
@@ -252,6 +255,7 @@ std::string RenderDecisionJson(const Decision& d) {
       e["points"] = f.fit.points;
       e["target_loss"] = d.target_compute_flops > 0 ? Number(f.target_loss) : Json(nullptr);
       e["target_loss_interval"] = IntervalJson(f.target_loss_interval);
+      e["cautions"] = f.Cautions();
     }
     fits.push_back(e);
   }

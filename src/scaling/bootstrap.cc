@@ -125,6 +125,14 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
     std::vector<double> values;
     for (const auto& th : result.theta) values.push_back(law.ToValue(static_cast<int>(j), th[j]));
     result.params.push_back(PercentileInterval(std::move(values), options.confidence));
+    const Interval& i = result.params.back();
+    if (!full_fit.params[j].pinned && result.theta.size() >= 2 && std::isfinite(i.low) &&
+        i.high - i.low <= 1e-9 * std::max(std::abs(i.low), std::abs(i.high))) {
+      result.cautions.push_back(fmt::format(
+          "the {:g}% interval of {} has zero width: no resample moved it, so the data do not "
+          "determine it",
+          100 * options.confidence, law.params[j].name));
+    }
   }
   return result;
 }

@@ -20,6 +20,9 @@ nlohmann::ordered_json FitJson(const Law& law, const FittedArm& arm) {
   j["termination"] = ToString(s.termination);
   j["message"] = s.message;
   j["cautions"] = s.cautions;
+  if (arm.bootstrap) {
+    for (const std::string& c : arm.bootstrap->cautions) j["cautions"].push_back(c);
+  }
   j["objective"] = Number(s.objective);
   Json params = Json::object();
   for (const FittedParam& p : s.params) params[p.name] = Number(p.value);

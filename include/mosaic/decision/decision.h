@@ -53,6 +53,14 @@ struct ArmFit {
   std::optional<scaling::BootstrapResult> bootstrap;
   double target_loss = 0;                // at the target budget
   std::optional<scaling::Interval> target_loss_interval;
+
+  // The fit's cautions, then the bootstrap's (scaling::FitSummary::cautions,
+  // scaling::BootstrapResult::cautions).
+  std::vector<std::string> Cautions() const {
+    std::vector<std::string> all = fit.cautions;
+    if (bootstrap) all.insert(all.end(), bootstrap->cautions.begin(), bootstrap->cautions.end());
+    return all;
+  }
 };
 
 // An arm's tokens/s under one throughput source.

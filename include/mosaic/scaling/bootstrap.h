@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mosaic/scaling/fit.h"
@@ -37,6 +38,9 @@ struct BootstrapResult {
   int failed = 0;                          // resamples whose refit did not converge (dropped)
   double confidence = 0.95;
   std::vector<Interval> params;            // per law parameter, value space
+  // A free parameter whose interval has zero width (no resample moved it: the data do not
+  // determine it), one sentence each.
+  std::vector<std::string> cautions;
 };
 
 // The seed of an independent stream `stream` derived from `seed` (stream 0 is `seed` itself):
