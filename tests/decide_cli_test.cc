@@ -64,6 +64,11 @@ TEST(DecideCli, HtmlReportRendersInHeadlessChromium) {
   EXPECT_NE(rendered.find("id=\"verdict\""), std::string::npos);
   EXPECT_NE(rendered.find("Verdict (measured throughput): fsdp-chunk1"), std::string::npos);
   EXPECT_NE(rendered.find("Loss against training compute"), std::string::npos);
+  // The text report's noise comparison and sensitivity are on the page too.
+  EXPECT_NE(rendered.find("The projected effective-compute gain +17.7% is outside the noise (6.7%)"),
+            std::string::npos);
+  EXPECT_NE(rendered.find("Sensitivity, not used to decide: fitted on every rung each arm ran"),
+            std::string::npos);
   // The page raised no console error.
   EXPECT_EQ(rendered_page.log.find("CONSOLE"), std::string::npos) << rendered_page.log;
   std::filesystem::remove_all(dir);

@@ -9,6 +9,7 @@
 #include "mosaic/report/svg_chart.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/number_format.h"
+#include "decision_format.h"
 
 namespace mosaic::report {
 namespace {
@@ -242,10 +243,15 @@ std::string RenderDecisionHtml(const Decision& d) {
                                             d.effective_compute_interval->high)
                               : ""));
   }
-  if (d.inside_noise) {
-    body += P(fmt::format("The projected gain lies inside the run-to-run noise ({:.1f}% effective "
-                          "compute between identical runs).",
-                          100 * d.noise->used_effective_compute));
+  if (const std::string noise = decision_format::NoiseComparisonText(d); !noise.empty()) {
+    std::string sentence = noise + " between identical runs.";
+    sentence[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sentence[0])));
+    body += P(sentence);
+  }
+  if (const std::string sensitivity = decision_format::SensitivityText(d); !sensitivity.empty()) {
+    std::string sentence = sensitivity + ".";
+    sentence[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(sentence[0])));
+    body += P(sentence, "note");
   }
   body += "</div>\n";
 

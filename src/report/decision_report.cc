@@ -10,6 +10,7 @@
 
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "decision_format.h"
 
 namespace mosaic::report {
 namespace {
@@ -125,30 +126,28 @@ std::string RenderDecisionText(const Decision& d) {
   } else {
     out += fmt::format("  effective compute at the target unknown: {}\n", d.missing_fit);
   }
-  if (d.effective_compute_all_rungs) {
-    out += fmt::format("  sensitivity, not used to decide: fitted on every rung each arm ran ({}): "
-                       "{:.3f}×\n",
-                       d.all_rungs_note, *d.effective_compute_all_rungs);
+  if (const std::string sensitivity = decision_format::SensitivityText(d); !sensitivity.empty()) {
+    out += "  " + sensitivity + "\n";
   }
   if (d.noise) {
     const NoiseSummary& n = *d.noise;
     out += fmt::format("  noise: identical runs at d{} spread {:.4f} in loss", n.spec.d_model,
                        n.spec.loss_spread);
     if (n.spec.runs > 0) out += fmt::format(" ({} runs)", n.spec.runs);
-    out += ":";
+    std::vector<std::string> as_compute;
     if (n.spec.effective_compute_spread > 0) {
-      out += fmt::format(" {:.1f}% effective compute as stated ({});",
-                         100 * n.spec.effective_compute_spread, n.spec.source);
+      as_compute.push_back(fmt::format("{:.1f}% effective compute as stated ({})",
+                                       100 * n.spec.effective_compute_spread, n.spec.source));
     }
     if (n.derived_effective_compute > 0) {
-      out += fmt::format(" {:.1f}% on {}'s fit at its d{} loss {:.4f}", 100 * n.derived_effective_compute,
-                         rule.default_arm, n.spec.d_model, n.default_loss);
+      as_compute.push_back(fmt::format("{:.1f}% on {}'s fit at its d{} loss {:.4f}",
+                                       100 * n.derived_effective_compute, rule.default_arm,
+                                       n.spec.d_model, n.default_loss));
     }
+    if (!as_compute.empty()) out += fmt::format(": {}", fmt::join(as_compute, "; "));
     out += "\n";
-    if (d.effective_compute) {
-      out += fmt::format("  the projected effective-compute gain {:+.1f}% is {} the noise ({:.1f}%)\n",
-                         100 * (*d.effective_compute - 1), d.inside_noise ? "INSIDE" : "outside",
-                         100 * n.used_effective_compute);
+    if (const std::string noise = decision_format::NoiseComparisonText(d); !noise.empty()) {
+      out += "  " + noise + "\n";
     }
   }
 
@@ -326,4 +325,36 @@ std::string RenderDecisionJson(const Decision& d) {
   return DumpJson(j) + "\n";
 }
 
+namespace decision_format {
+
+std::string SensitivityText(const Decision& d) {
+  if (!d.effective_compute_all_rungs) return "";
+  return fmt::format("sensitivity, not used to decide: fitted on every rung each arm ran ({}): "
+                     "{:.3f}×",
+                     d.all_rungs_note, *d.effective_compute_all_rungs);
+}
+
+std::string NoiseComparisonText(const Decision& d) {
+  if (!d.noise || !d.effective_compute) return "";
+  const double noise = d.noise->used_effective_compute;
+  std::string text = fmt::format("the projected effective-compute gain {:+.1f}% is {} the noise "
+                                 "({:.1f}%)",
+                                 100 * (*d.effective_compute - 1),
+                                 d.inside_noise ? "INSIDE" : "outside", 100 * noise);
+  const auto& interval = d.effective_compute_interval;
+  if (!d.inside_noise && interval && std::isfinite(interval->low) &&
+      std::isfinite(interval->high)) {
+    // The end of the interval nearest no change, and whether it lies within the noise.
+    const bool gain = *d.effective_compute > 1;
+    const double near_end = gain ? interval->low : interval->high;
+    if (std::abs(near_end - 1) < noise || (gain ? near_end < 1 : near_end > 1)) {
+      text += fmt::format(", but its {:g}% interval reaches inside it ({} end {:+.1f}%)",
+                          100 * d.study.decision.fit.confidence, gain ? "low" : "high",
+                          100 * (near_end - 1));
+    }
+  }
+  return text;
+}
+
+}  // namespace decision_format
 }  // namespace mosaic::report
