@@ -56,10 +56,11 @@ void Run(const CodesignCliOptions& o) {
   }
   const std::optional<CodesignResult> result = RunCodesignDistributed(space, options, session);
   if (!result) return;  // not rank 0
-  if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderCodesignHtml(*result, o.top));
-  EmitOutput(o.output, o.json  ? report::RenderCodesignJson(*result)
-                       : o.csv ? report::RenderCodesignCsv(*result)
-                               : report::RenderCodesignText(*result, o.top));
+  EmitOutputWithHtml(o.output,
+                     o.json  ? report::RenderCodesignJson(*result)
+                     : o.csv ? report::RenderCodesignCsv(*result)
+                             : report::RenderCodesignText(*result, o.top),
+                     o.html, o.html.empty() ? "" : report::RenderCodesignHtml(*result, o.top));
 }
 
 }  // namespace

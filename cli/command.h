@@ -30,6 +30,12 @@ void AddCodesignCommand(CLI::App& root);
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
 
+// EmitOutput with an HTML report beside it (--html): both files are opened before either is
+// written, so a path that cannot be written leaves the other file as it was; `html_path` empty
+// writes no HTML.
+void EmitOutputWithHtml(const std::string& output_path, std::string_view text,
+                        const std::string& html_path, std::string_view html);
+
 // EmitOutput for a text made piece by piece (a large export): `produce` hands each piece to the
 // function it is given, which writes it to stdout at once, or to `output_path`'s temporary file,
 // renamed over it only once `produce` has returned (an exception leaves the target untouched).

@@ -34,9 +34,10 @@ void Run(const DecideOptions& o) {
     throw UsageError("--html and --output name the same file " + o.html);
   }
   const Decision decision = Decide(study, options);
-  if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderDecisionHtml(decision));
-  EmitOutput(o.output, o.json ? report::RenderDecisionJson(decision)
-                              : report::RenderDecisionText(decision));
+  EmitOutputWithHtml(o.output,
+                     o.json ? report::RenderDecisionJson(decision)
+                            : report::RenderDecisionText(decision),
+                     o.html, o.html.empty() ? "" : report::RenderDecisionHtml(decision));
 }
 
 }  // namespace

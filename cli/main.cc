@@ -6,6 +6,7 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -36,6 +37,21 @@ void WriteStandardOutput(std::string_view text) {
 
 void EmitOutput(const std::string& output_path, std::string_view text) {
   StreamOutput(output_path, [&](const auto& write) { write(text); });
+}
+
+void EmitOutputWithHtml(const std::string& output_path, std::string_view text,
+                        const std::string& html_path, std::string_view html) {
+  std::optional<AtomicFileWriter> html_writer, output_writer;
+  if (!html_path.empty()) html_writer.emplace(html_path);
+  if (!output_path.empty()) output_writer.emplace(output_path);
+  if (html_writer) html_writer->Write(html);
+  if (output_writer) output_writer->Write(text);
+  if (html_writer) html_writer->Commit();
+  if (output_writer) {
+    output_writer->Commit();
+  } else {
+    EmitOutput("", text);
+  }
 }
 
 void StreamOutput(const std::string& output_path,

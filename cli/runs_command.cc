@@ -470,11 +470,12 @@ void RunAblationCommand(const AblationCliOptions& o) {
   for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
-  if (!o.html.empty()) WriteFileAtomically(o.html, report::RenderAblationHtml(ablation));
   // The text report quotes run names, tags and paths from the logs in many places: none reaches
   // the terminal with its control characters raw.
-  EmitOutput(o.output, o.json ? report::RenderAblationJson(ablation)
-                              : PrintableText(report::RenderAblationText(ablation)));
+  EmitOutputWithHtml(o.output,
+                     o.json ? report::RenderAblationJson(ablation)
+                            : PrintableText(report::RenderAblationText(ablation)),
+                     o.html, o.html.empty() ? "" : report::RenderAblationHtml(ablation));
 }
 
 }  // namespace

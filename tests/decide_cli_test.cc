@@ -74,6 +74,21 @@ TEST(DecideCli, HtmlReportRendersInHeadlessChromium) {
   std::filesystem::remove_all(dir);
 }
 
+// An output that cannot be written leaves the other one unwritten too (the HTML page was written
+// before --output failed).
+TEST(DecideCli, AnUnwritableOutputWritesNeither) {
+  const std::string dir = ::testing::TempDir() + "decide_outputs_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string page = dir + "/decision.html";
+  CommandResult r = RunMosaic("decide --html " + page + " --output " + dir + "/missing/out.txt");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(page));
+  r = RunMosaic("decide --output " + dir + "/out.txt --html " + dir + "/missing/page.html");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(dir + "/out.txt"));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DecideCli, AStudyWithoutResultsIsAnInputError) {
   const CommandResult r = RunMosaic("decide data/studies/fsdp-vs-ep.toml --json --threads 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
