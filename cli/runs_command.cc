@@ -500,7 +500,7 @@ void AddRunsCommand(CLI::App& root) {
                   "last (as TensorBoard), all (both, with a pass number)")
       ->check(CLI::IsMember({"first", "last", "all"}))
       ->default_val("first");
-  cmd->add_option("--export", options->export_format,
+  CLI::Option* export_option = cmd->add_option("--export", options->export_format,
                   "write every kept point as a tidy table: csv (run,tag,step,wall_time,value) or "
                   "json")
       ->check(CLI::IsMember({"csv", "json"}));
@@ -511,13 +511,17 @@ void AddRunsCommand(CLI::App& root) {
   cmd->add_option("--last-k", options->last_k, "points averaged for the summary's mean (--json)")
       ->check(CLI::Range(1, 1 << 30))
       ->default_val(10);
+  // The summary's options mean nothing to an export: refused beside it rather than ignored.
   cmd->add_option("--tag", options->tag,
                   "the tag whose final value the one-line-per-run summary shows (default: the "
-                  "run's loss tag)");
+                  "run's loss tag)")
+      ->excludes(export_option);
   cmd->add_flag("--summary", options->summary,
                 "print only the summary: one line per run with its last step, final value of the "
-                "loss tag (or --tag), points and findings");
-  cmd->add_flag("--json", options->json, "machine-readable summary with findings");
+                "loss tag (or --tag), points and findings")
+      ->excludes(export_option);
+  cmd->add_flag("--json", options->json, "machine-readable summary with findings")
+      ->excludes(export_option);
   cmd->add_option("--threads", options->threads,
                   "files read at the same time (default 0: one per hardware thread); the output "
                   "is the same for any number")

@@ -151,6 +151,12 @@ TEST(RunsCli, ErrorsAndExitCodes) {
   EXPECT_EQ(missing.err, "mosaic: error: tests/fixtures/no-such-dir: no such file or directory\n");
   CommandResult policy = RunMosaic("runs " + kRerun + " --restarts newest");
   EXPECT_EQ(policy.exit_code, 2);
+  // The summary's flags beside --export are refused, not ignored.
+  for (const char* flag : {"--json", "--summary", "--tag loss"}) {
+    CommandResult both = RunMosaic("runs " + kRerun + " --export csv " + flag);
+    EXPECT_EQ(both.exit_code, 2) << flag;
+    EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
+  }
   CommandResult regex = RunMosaic("runs " + kRerun + " --tags '(x'");
   EXPECT_EQ(regex.exit_code, 1);
   EXPECT_NE(regex.err.find("--tags = (x. Violated constraint: a valid regular expression"),
