@@ -1097,6 +1097,13 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
                       "number in (0, 1000], then optionally a note after a space\n");
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp0 + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp0 + dp2'. Violated constraint:")) << err;
+  // The data-parallel size is derived: tp·pp·cp must divide the GPUs, fsdp that size.
+  err = error_of([](std::string& row) { Replace(row, ",256,1,4,", ",250,1,4,"); });
+  EXPECT_EQ(err, at + "tp·pp·cp = 1·4·1 = 4 does not divide gpus = 250. Violated constraint: the "
+                      "data-parallel size gpus / (tp·pp·cp) is a whole number\n");
+  err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp7 + dp2"); });
+  EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp7 + dp2': fsdp 7 does not divide the "
+                                   "data-parallel size 64")) << err;
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdpx + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdpx + dp2'. Violated constraint:")) << err;
   err = error_of([](std::string& row) { Replace(row, "dropless-forced-balance", "sinkhorn"); });

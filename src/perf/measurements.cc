@@ -172,6 +172,13 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     l.ep = integer("ep");
     l.cp = integer("cp");
     l.mbs = integer("micro_batch");
+    // The data-parallel size is what the GPUs leave: tp·pp·cp must divide them.
+    if (r.gpus % (l.tp * l.pp * l.cp) != 0) {
+      throw InputError(fmt::format(
+          "{}:{}: tp·pp·cp = {}·{}·{} = {} does not divide gpus = {}. Violated constraint: the "
+          "data-parallel size gpus / (tp·pp·cp) is a whole number",
+          path, line_no, l.tp, l.pp, l.cp, l.tp * l.pp * l.cp, r.gpus));
+    }
     const int64_t data = r.gpus / (l.tp * l.pp * l.cp);
     const std::string& kind = cell("dp_kind");
     if (kind == "zero1") {
@@ -186,6 +193,12 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
         throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
                                      "'fsdpN ... + dpM ...' with N a positive integer",
                                      path, line_no, Printable(kind)));
+      }
+      if (data % fsdp != 0) {
+        throw InputError(fmt::format(
+            "{}:{}: dp_kind = '{}': fsdp {} does not divide the data-parallel size {} (gpus / "
+            "(tp·pp·cp)). Violated constraint: fsdp divides it",
+            path, line_no, Printable(kind), fsdp, data));
       }
       l.fsdp = fsdp;
       l.dp = data / l.fsdp;
