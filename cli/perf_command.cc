@@ -340,7 +340,14 @@ void AddPerfCommand(CLI::App& root) {
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
                   "(layers on the first/last stage), pp_embed=1,pp_loss=1 (embedding/loss "
                   "counted as a layer) or pp_layout=Et|(tt|)*30mL (Megatron-Core's layout "
-                  "string); a2a_overlap=1 (EP all-to-all overlap) (a missing key is 1)");
+                  "string); a2a_overlap=1 (EP all-to-all overlap) (a missing key is 1)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {
+            return text.find_first_not_of(" ,") == std::string::npos
+                       ? "an empty layout: give at least one KEY=VALUE, e.g. dp=8"
+                       : "";
+          },
+          "KEY=VALUE,..."));
   cmd->add_option("--batch", o->batch, "global batch in sequences")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
   cmd->add_option("--seq", o->seq, "sequence length in tokens")

@@ -128,6 +128,10 @@ TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   EXPECT_EQ(r.err, "mosaic perf: --format fp4: expected bf16, fp8 or mxfp8\n");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --routing x");
   EXPECT_EQ(r.exit_code, 2);
+  // An empty layout is named as such (it read as a missing --layout).
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout ''");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--layout: an empty layout"), std::string::npos) << r.err;
 }
 
 TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
