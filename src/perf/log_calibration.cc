@@ -227,7 +227,7 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
   return specs;
 }
 
-double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec) {
+LogThroughput MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec) {
   const runs::TimeSeries* series = run.FindSeries(spec.tag);
   if (series == nullptr || series->empty()) {
     const std::vector<std::string> tags = run.Tags();
@@ -245,7 +245,18 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
   const double gpus = static_cast<double>(spec.gpus);
   const double tokens_per_step = static_cast<double>(spec.global_batch * spec.seq_len);
   std::vector<double> values;
+  LogThroughput out;
   if (spec.metric == ThroughputMetric::kWallTime) {
+    const bool any_wall_time = std::any_of(kept.begin(), kept.end(), [](const auto& p) {
+      return std::isfinite(p.wall_time_seconds) && p.wall_time_seconds > 0;
+    });
+    if (!kept.empty() && !any_wall_time) {
+      throw InputError(fmt::format(
+          "{}: run '{}', tag '{}': metric = \"wall_time\" but the log has no wall times (a CSV "
+          "without a wall-time column). Violated constraint: a logged speed (tokens_per_s_per_gpu, "
+          "tokens_per_s or step_seconds), or a log with wall times",
+          spec.origin, spec.run, spec.tag));
+    }
     for (size_t i = 1; i < kept.size(); ++i) {
       const double dt = kept[i].wall_time_seconds - kept[i - 1].wall_time_seconds;
       const double ds = static_cast<double>(kept[i].step - kept[i - 1].step);
@@ -253,7 +264,11 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
     }
   } else {
     for (const runs::ScalarPoint& p : kept) {
-      if (std::isfinite(p.value)) values.push_back(p.value);
+      if (std::isfinite(p.value) && p.value > 0) {
+        values.push_back(p.value);
+      } else {
+        ++out.left_out;
+      }
     }
   }
   if (values.size() < static_cast<size_t>(kMinMeasuredSteps)) {
@@ -263,7 +278,7 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
         "measurement",
         spec.origin, spec.run, spec.tag, values.size(),
         spec.metric == ThroughputMetric::kWallTime ? "wall-time gaps between kept points"
-                                                    : "finite values",
+                                                    : "finite values > 0",
         spec.skip_steps, kMinMeasuredSteps));
   }
   const double median = Median(values);
@@ -281,7 +296,9 @@ double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSp
                                  "throughput",
                                  spec.origin, spec.run, spec.tag, ToString(spec.metric), median));
   }
-  return tokens;
+  out.tokens_per_s_per_gpu = tokens;
+  out.points = static_cast<int64_t>(values.size());
+  return out;
 }
 
 std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& logdirs,
@@ -355,7 +372,8 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       r.format = spec.format;
       r.routing = spec.routing;
       r.capacity_factor = spec.capacity_factor;
-      r.measured_tokens_per_s_per_gpu = MeasuredTokensPerSecondPerGpu(run, spec);
+      const LogThroughput measured = MeasuredTokensPerSecondPerGpu(run, spec);
+      r.measured_tokens_per_s_per_gpu = measured.tokens_per_s_per_gpu;
       // A metric read as the wrong kind (step seconds from a tokens/s tag) gives a rate no GPU
       // runs at; every parameter of the fit would go to its bound.
       CheckTokensPerSecondIsPossible(
@@ -363,7 +381,12 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
           MakeModelShape(spec.model_config, spec.seq_len), spec.device, spec.format,
           fmt::format("{}: run '{}': tokens/s per GPU from {} ({})", spec.origin, spec.run,
                       spec.tag, ToString(spec.metric)));
-      r.basis = fmt::format("log {} ({})", spec.tag, ToString(spec.metric));
+      r.basis = fmt::format("log {} ({}, median of {}{})", spec.tag, ToString(spec.metric),
+                            measured.points,
+                            measured.left_out > 0
+                                ? fmt::format("; {} not finite or not > 0 left out",
+                                              measured.left_out)
+                                : "");
       r.profile = spec.profile;
       r.source = spec.origin;
       r.where = spec.origin;

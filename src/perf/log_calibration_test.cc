@@ -190,6 +190,55 @@ TEST_F(LogCalibration, AFitAtABoundIsNoWorseThanAnyPointInside) {
   }
 }
 
+// Logging glitches (NaN, infinity, a negative or zero speed) are left out of the median and
+// counted in the row's basis; they used to enter it silently (a negative one as a value).
+TEST_F(LogCalibration, GlitchedValuesAreLeftOutAndCounted) {
+  const std::filesystem::path run_dir = dir_ / "ep8-dp16";
+  std::filesystem::create_directories(run_dir);
+  std::string events = runs::FrameRecord(runs::EncodeFileVersionEvent(1.7e9));
+  const double glitches[] = {NAN, INFINITY, -5, 0};
+  for (int64_t step = 0; step < 14; ++step) {
+    const double value = step >= 10 ? glitches[step - 10] : 5000 + step;
+    events += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step,
+                                                        "throughput/tokens_per_sec_per_gpu", value));
+  }
+  WriteFileAtomically((run_dir / "events.out.tfevents.1700000000.node0").string(), events);
+  WriteFileAtomically((dir_ / kRunFileName).string(),
+                      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\n"
+                      "profile = \"team-h100\"\nseq_len = 4096\nformat = \"bf16\"\n"
+                      "routing = \"balanced\"\nskip_steps = 0\n"
+                      "tag = \"throughput/tokens_per_sec_per_gpu\"\n\n[[run]]\nrun = \"ep8-dp16\"\n"
+                      "gpus = 16\nlayout = \"ep=8,dp=16\"\nglobal_batch = 512\n");
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_EQ(rows[0].measured_tokens_per_s_per_gpu, 5004.5);  // the median of 5000..5009
+  EXPECT_EQ(rows[0].basis, "log throughput/tokens_per_sec_per_gpu (tokens_per_s_per_gpu, median "
+                           "of 10; 4 not finite or not > 0 left out)");
+}
+
+// metric = "wall_time" on a CSV log without a wall-time column says so (it reported "0 wall-time
+// gaps between kept points").
+TEST_F(LogCalibration, WallTimeOnALogWithoutWallTimesIsNamed) {
+  std::filesystem::create_directories(dir_ / "ep8-dp16");
+  std::string csv = "step,loss\n";
+  for (int step = 0; step < 20; ++step) csv += std::to_string(step) + ",3.0\n";
+  WriteFileAtomically((dir_ / "ep8-dp16" / "metrics.csv").string(), csv);
+  WriteFileAtomically((dir_ / kRunFileName).string(),
+                      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\n"
+                      "profile = \"team-h100\"\nseq_len = 4096\nformat = \"bf16\"\n"
+                      "routing = \"balanced\"\nskip_steps = 0\ntag = \"loss\"\n"
+                      "metric = \"wall_time\"\n\n[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\n"
+                      "layout = \"ep=8,dp=16\"\nglobal_batch = 512\n");
+  try {
+    MeasurementsFromLogs({dir_.string()}, "", shipped_);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("metric = \"wall_time\" but the log has no wall times"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // Two runs for two fitted parameters: without either, one run would be left to fit two, and the
 // refit could not move off the full fit (its prediction of the left-out run would be that fit's,
 // exact by construction). Neither is left out, and no leave-one-out figure is given.
@@ -266,16 +315,16 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
                       "moe_chunk=1 uses 16 GPUs, not gpus = 8"),
             std::string::npos);
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 500\n")
-                .find("tag 'throughput/tokens_per_sec_per_gpu': 0 finite values after the 500 "
+                .find("tag 'throughput/tokens_per_sec_per_gpu': 0 finite values > 0 after the 500 "
                       "warm-up steps (skip_steps). Violated constraint: at least 5"),
             std::string::npos);
   // A skip past the 64-bit range wrapped to keep every step; four values left (steps 46-49 of
   // 0-49) are too few for one slow step not to be the measurement.
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 9223372036854775807\n")
-                .find(": 0 finite values after the 9223372036854775807 warm-up steps"),
+                .find(": 0 finite values > 0 after the 9223372036854775807 warm-up steps"),
             std::string::npos);
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nskip_steps = 46\n")
-                .find(": 4 finite values after the 46 warm-up steps"),
+                .find(": 4 finite values > 0 after the 46 warm-up steps"),
             std::string::npos);
   // A batch beyond 2^30 made a step of no time (an infinite error, exit 0).
   EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\nlayout = \"ep=8,dp=16\"\n"

@@ -92,11 +92,19 @@ inline constexpr int kMinMeasuredSteps = 5;
 std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view toml_text, const std::string& origin,
                                         const ProfileSet& profiles);
 
-// Tokens/s per GPU measured in `run` as `spec` says (the median of the kept points, see above).
-// Throws InputError naming the run and the rule when the run has no `tag` (with its closest tag),
-// or fewer than kMinMeasuredSteps kept finite values (wall-time gaps for wall_time), or a
-// non-positive measurement.
-double MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec);
+// A run's measured speed and how many points it rests on.
+struct LogThroughput {
+  double tokens_per_s_per_gpu = 0;
+  int64_t points = 0;     // values (or wall-time gaps) the median is taken over
+  int64_t left_out = 0;   // kept points whose value is not finite or not > 0 (a logging glitch)
+};
+
+// Tokens/s per GPU measured in `run` as `spec` says (the median of the kept points, see above;
+// values that are not finite or not > 0 are left out and counted). Throws InputError naming the
+// run and the rule when the run has no `tag` (with its closest tag), has no wall times (metric
+// wall_time on a log without them), or keeps fewer than kMinMeasuredSteps values (wall-time
+// gaps for wall_time), or gives a non-positive measurement.
+LogThroughput MeasuredTokensPerSecondPerGpu(const runs::Run& run, const ThroughputRunSpec& spec);
 
 // The measured rows of the runs under `logdirs`: each log directory's run file (kRunFileName in
 // it), or `run_file` for all of them when not empty (run names then as DiscoverRuns(logdirs)
