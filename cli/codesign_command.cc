@@ -79,7 +79,9 @@ void AddCodesignCommand(CLI::App& root) {
   cmd->add_option("--threads", o->threads, "threads per process")
       ->check(CLI::Range(1, 1024))
       ->default_val(2);
-  cmd->add_option("--top", o->top, "architectures listed in the ranking")->default_val(10);
+  cmd->add_option("--top", o->top, "architectures listed in the ranking")
+      ->check(CLI::Range(1, 1 << 30))
+      ->default_val(10);
   auto* json = cmd->add_flag("--json", o->json, "every number as JSON");
   cmd->add_flag("--csv", o->csv, "one CSV row per architecture")->excludes(json);
   cmd->add_flag("--quiet", o->quiet, "no progress line on stderr");

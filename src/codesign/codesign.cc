@@ -19,8 +19,10 @@
 namespace mosaic {
 
 std::string Architecture::Name() const {
-  std::string name = fmt::format("d{} L{} E{} k{} w{} s{}", d_model, layers, experts, top_k,
-                                 expert_width, shared_experts);
+  // Depth and expert width not derived (the model was invalid before they were) read "?".
+  auto known = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
+  std::string name = fmt::format("d{} L{} E{} k{} w{} s{}", d_model, known(layers), experts,
+                                 top_k, known(expert_width), shared_experts);
   if (latent_dim > 0) name += fmt::format(" l{}", latent_dim);
   return name;
 }
