@@ -8,7 +8,8 @@ namespace mosaic::report {
 
 std::string HtmlTable(const std::vector<std::string>& header,
                       const std::vector<std::vector<Cell>>& rows) {
-  std::string out = "<table>\n<thead><tr>";
+  // A table wider than the page (long layouts) scrolls inside its own box instead of running off.
+  std::string out = "<div class=\"table-scroll\"><table>\n<thead><tr>";
   for (const std::string& h : header) out += "<th>" + EscapeXml(h) + "</th>";
   out += "</tr></thead>\n<tbody>\n";
   for (const std::vector<Cell>& row : rows) {
@@ -19,7 +20,7 @@ std::string HtmlTable(const std::vector<std::string>& header,
     }
     out += "</tr>\n";
   }
-  out += "</tbody>\n</table>\n";
+  out += "</tbody>\n</table></div>\n";
   return out;
 }
 
@@ -29,6 +30,7 @@ body { font-family: sans-serif; max-width: 1000px; margin: 2em auto; padding: 0 
        color: #222; line-height: 1.45; }
 h1 { font-size: 1.6em; margin-bottom: 0.2em; }
 h2 { font-size: 1.25em; margin-top: 1.8em; border-bottom: 1px solid #ddd; }
+.table-scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: 0.8em 0; font-size: 0.92em; }
 th, td { border: 1px solid #ccc; padding: 0.3em 0.6em; text-align: left; vertical-align: top; }
 th { background: #f3f3f3; }

@@ -248,14 +248,17 @@ std::string RenderXyChart(const XyChart& chart) {
   out += fmt::format(
       "<text x=\"16\" y=\"{0}\" text-anchor=\"middle\" transform=\"rotate(-90 16 {0})\">{1}</text>\n",
       (kTop + plot_bottom) / 2, EscapeXml(chart.y_label + (chart.log_y ? " (log scale)" : "")));
+  // Each marker's label on a line of its own, so that markers at (nearly) one x stay readable.
+  int label_row = 0;
   for (const XyChart::Marker& m : chart.markers) {
     if (!Usable(m.x, x.log)) continue;
     const double px = x.Map(m.x);
+    const int label_y = kTop + 14 * ++label_row;
     out += fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#555\" "
         "stroke-dasharray=\"2,3\"/><text x=\"{3:.1f}\" y=\"{4}\" text-anchor=\"end\" "
         "fill=\"#555\">{5}</text>\n",
-        px, kTop, plot_bottom, px - 4, kTop + 14, EscapeXml(m.label));
+        px, kTop, plot_bottom, px - 4, label_y, EscapeXml(m.label));
   }
   if (!any) {
     out += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\" fill=\"#888\">no data</text>\n",
