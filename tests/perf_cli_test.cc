@@ -151,6 +151,12 @@ TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
     ASSERT_EQ(notes.size(), 1u) << r.out;
     EXPECT_EQ(notes[0], "the marin-gb200 profile was calibrated on gb200-nvl72, not h100");
   }
+  // The links the collectives cross, as the text names them.
+  r = RunMosaic("perf qwen3-30b-a3b --hardware h100 --gpus 16 --batch 64 --layout ep=16,dp=16 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json links = nlohmann::json::parse(r.out)["links"];
+  EXPECT_EQ(links["expert_all_to_all"], "network");
+  EXPECT_EQ(links["fsdp"], "nvlink-node");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout ep=8,dp=8");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("note:"), std::string::npos);
@@ -519,7 +525,7 @@ TEST(PerfCli, TheModelsCapacityFactorIsItsDefault) {
   EXPECT_EQ(run("--capacity-factor 2")["capacity_factor"], 2.0);
   const nlohmann::json dropless = run("--routing dropless");
   EXPECT_EQ(dropless["routing"], "dropless");
-  EXPECT_EQ(dropless["capacity_factor"], 1.0);  // the model's 1.3 caps nothing here
+  EXPECT_TRUE(dropless["capacity_factor"].is_null());  // the model's 1.3 caps nothing here
   EXPECT_EQ(dropless["dropped_fraction"].get<double>(), 0);
   const CommandResult r = RunMosaic(base + "--set capacity_factor=1e308");
   EXPECT_EQ(r.exit_code, 1);

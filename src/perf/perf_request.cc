@@ -213,7 +213,9 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   j["seq"] = s.job.seq_len;
   j["format"] = ToString(s.job.format);
   j["routing"] = ToString(s.job.routing);
-  j["capacity_factor"] = s.job.capacity_factor;
+  // Only a capping routing has a capacity factor (null under dropless and balanced).
+  j["capacity_factor"] = CapsTokens(s.job.routing) ? nlohmann::ordered_json(s.job.capacity_factor)
+                                                   : nlohmann::ordered_json(nullptr);
   j["notes"] = PerfCautions(s);
   return j;
 }
@@ -224,6 +226,10 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+  // The links the expert all-to-all and the FSDP collectives cross, as the text names them.
+  const Layout& l = evaluated.layout;
+  j["links"] = {{"expert_all_to_all", s.cluster.DomainForSpan(l.ep * l.etp)},
+                {"fsdp", s.cluster.DomainForSpan(l.tp * l.cp * l.fsdp)}};
   for (const std::string& note : EstimateCautions(evaluated.estimate)) j["notes"].push_back(note);
   return j;
 }

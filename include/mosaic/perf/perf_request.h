@@ -98,8 +98,9 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
 
 // `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
-// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions, then EstimateCautions) and
-// EstimateJson's fields.
+// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions, then
+// EstimateCautions), EstimateJson's fields, and "links": the scale-up or scale-out links the
+// expert all-to-all and the FSDP collectives cross (Cluster::DomainForSpan).
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
