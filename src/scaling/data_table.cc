@@ -290,9 +290,10 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     double weight = 1;
     if (weight_column >= 0) {
       weight = table.values[weight_column][r];
-      if (!(std::isfinite(weight) && weight >= 0)) {
+      // A relative weight: bounded so that weighted sums of squares stay finite.
+      if (!(weight >= 0 && weight <= 1e100)) {
         throw FieldError(CellLocation(table, weight_column, r), options.weight_column,
-                         CellValue(table, weight_column, r), "weight >= 0 and finite");
+                         CellValue(table, weight_column, r), "0 <= weight <= 1e100");
       }
     }
     data.weight.push_back(weight);

@@ -207,7 +207,8 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
   const int q = static_cast<int>(free.size());
   if (static_cast<int>(data.size()) < q) {
     throw FieldError(At(data.origin), "points", fmt::format("{}", data.size()),
-                     fmt::format("points >= free parameters of law {} ({})", law.name, q));
+                     fmt::format("points (of weight > 0) >= free parameters of law {} ({})",
+                                 law.name, q));
   }
   for (size_t i = 0; i < law.inputs.size(); ++i) {
     const std::set<double> distinct(data.inputs[i].begin(), data.inputs[i].end());
@@ -261,13 +262,19 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
 FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   options.objective.Validate();
   const std::vector<std::optional<double>> pinned = PinnedTheta(law, options.pins);
-  CheckDesign(law, data, pinned);
+  // Points of weight 0 are in the data but not in the objective: the design is checked, and the
+  // points counted, without them.
+  std::vector<size_t> weighted;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data.weight.empty() || data.weight[i] > 0) weighted.push_back(i);
+  }
+  CheckDesign(law, weighted.size() == data.size() ? data : data.Subset(weighted), pinned);
   const FitProblem problem(law, data, options.objective, pinned);
   const StartGrid grid = options.grid ? *options.grid : DefaultGrid(problem);
   const MultiStartResult run = RunMultiStart(problem, grid, options.multistart);
 
   FitSummary s;
-  s.points = static_cast<int>(data.size());
+  s.points = static_cast<int>(weighted.size());
   s.runs = data.num_runs();
   s.starts = static_cast<int>(run.starts.size());
   s.iterations = run.total_iterations;

@@ -82,6 +82,30 @@ TEST(Fit, AFitThatChecksNothingOrRisesWithScaleIsCautioned) {
   EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).cautions.empty());
 }
 
+// Points of weight 0 are not in the objective: too few weighted points is an error (all-zero
+// weights reported the start grid as a converged fit). Scaling every weight alike leaves the fit.
+TEST(Fit, ZeroWeightPointsDoNotCountAndScaledWeightsFitAlike) {
+  FitData data = Epoch240();
+  std::fill(data.weight.begin(), data.weight.end(), 0.0);
+  data.weight[0] = data.weight[1] = 1;
+  try {
+    Fit(FindLaw("chinchilla"), data, FitOptions{});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("points = 2. Violated constraint: points (of weight > 0) "
+                                         ">= free parameters of law chinchilla (5)"),
+              std::string::npos)
+        << e.what();
+  }
+  FitData scaled = Epoch240();
+  for (double& w : scaled.weight) w = 1e50;
+  const FitSummary base = Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{});
+  const FitSummary big = Fit(FindLaw("chinchilla"), scaled, FitOptions{});
+  for (size_t j = 0; j < base.params.size(); ++j) {
+    EXPECT_NEAR(big.params[j].value / base.params[j].value, 1, 1e-6) << base.params[j].name;
+  }
+}
+
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
   const FitData data = Epoch240();
   ASSERT_EQ(data.size(), 240u);
