@@ -126,7 +126,7 @@ TEST(FitCli, UnknownColumnSuggestsClosest) {
 TEST(FitCli, TooFewPointsAndSingularDesign) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/bad_nonpositive.csv --where 'D > 0'");
   EXPECT_EQ(r.exit_code, 1);
-  EXPECT_NE(r.err.find("points = 2. Violated constraint: points >= free parameters of law "
+  EXPECT_NE(r.err.find("points = 2. Violated constraint: points (of weight > 0) >= free parameters of law "
                        "chinchilla (5)"),
             std::string::npos)
       << r.err;
