@@ -549,6 +549,13 @@ TEST(PerfCli, SinkAttentionStandInIsCautionedPastItsRows) {
   r = RunMosaic(base + "--batch 256 --seq 32768 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["notes"].size(), 1u);
+  // Past the model's own context (gpt-oss: 131072) it says so too.
+  r = RunMosaic(base + "--batch 64 --seq 262144 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json notes = nlohmann::json::parse(r.out)["notes"];
+  ASSERT_EQ(notes.size(), 2u) << r.out;
+  EXPECT_EQ(notes[0].get<std::string>().rfind("seq 262144 is past gpt-oss-120b's max_seq_len 131072", 0),
+            0u);
 }
 
 // A full-square MFU above 1 (possible where attention dominates and its kernel is efficient: the

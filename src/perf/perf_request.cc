@@ -107,6 +107,14 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
                                   profile.hardware, device));
     }
   }
+  const int64_t max_seq = setup.spec.config.max_seq_len;
+  if (max_seq > 0 && setup.job.seq_len > max_seq) {
+    notes.push_back(fmt::format(
+        "seq {} is past {}'s max_seq_len {}: the cost is the same model's at that length, but "
+        "the model would need its context extended (position scaling, longer-sequence "
+        "training) to use it",
+        setup.job.seq_len, setup.spec.config.name, max_seq));
+  }
   if (setup.spec.config.attention_sinks && !setup.profile.fused_attention_sinks &&
       setup.job.seq_len > kSinkStandInMaxSeqLen) {
     notes.push_back(fmt::format(
