@@ -681,7 +681,22 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     s.description = "no throughput given ([throughput] has no measured rows and model = false)";
     d.scenarios.push_back(std::move(s));
   }
-  for (Scenario& s : d.scenarios) Evaluate(d, s, shared);
+  for (Scenario& s : d.scenarios) {
+    // Throughput measured while dropping tokens, beside losses of dropless runs: the dropping
+    // run does fewer expert rows than the dropless one would, so the ratio leans its way.
+    if (spec.results->loss == DecisionLoss::kDropless) {
+      for (const ArmThroughput& a : s.arms) {
+        if (a.known && a.dropped_share > 0) {
+          s.notes.push_back(fmt::format(
+              "{}'s tokens/s was measured dropping {:.2f}% of routed assignments, while the "
+              "deciding losses are dropless: a dropless run of {} computes every assignment "
+              "and waits for its most loaded rank, so the tokens/s ratio leans toward it",
+              a.arm, 100 * a.dropped_share, a.arm));
+        }
+      }
+    }
+    Evaluate(d, s, shared);
+  }
   return d;
 }
 

@@ -330,6 +330,19 @@ TEST(Decide, AnUndeterminedParameterIsCautioned) {
   EXPECT_NE(all.find("interval of beta has zero width"), std::string::npos) << all;
 }
 
+// The measured ep64 tokens/s dropped 9.97% of assignments while the deciding losses are
+// dropless: the scenario says so.
+TEST(Decide, ThroughputMeasuredWithDropsBesideDroplessLossesIsNoted) {
+  const Decision d = Decide(LoadStudy(kDefaultStudy));
+  ASSERT_FALSE(d.scenarios.empty());
+  ASSERT_EQ(d.scenarios[0].name, "measured");
+  ASSERT_EQ(d.scenarios[0].notes.size(), 1u);
+  EXPECT_EQ(d.scenarios[0].notes[0].rfind("ep64's tokens/s was measured dropping 9.97% of routed "
+                                          "assignments, while the deciding losses are dropless",
+                                          0),
+            0u);
+}
+
 TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {
   StudyConfig study = LoadStudy(kDefaultStudy);
   study.decision.results.reset();

@@ -232,6 +232,7 @@ std::string RenderDecisionHtml(const Decision& d) {
     body += fmt::format("<p><strong>Verdict ({} throughput): {}</strong><br>{}</p>\n",
                         EscapeXml(s.name), EscapeXml(s.verdict.chosen_arm),
                         EscapeXml(s.verdict.summary));
+    for (const std::string& note : s.notes) body += P("Note: " + note + ".", "note");
   }
   if (d.effective_compute) {
     body += P(fmt::format("Projected effective compute of {} at the target: {:.3f}×{}.",

@@ -177,6 +177,7 @@ std::string RenderDecisionText(const Decision& d) {
       }
       out += "\n";
     }
+    for (const std::string& note : s.notes) out += "    note: " + note + "\n";
   }
 
   for (const Scenario& s : d.scenarios) {
@@ -314,6 +315,7 @@ std::string RenderDecisionJson(const Decision& d) {
                          {"wall_clock_interval", IntervalJson(s.wall_clock_interval)},
                          {"loss_advantage", Optional(s.loss_advantage)},
                          {"criteria", criteria},
+                         {"notes", s.notes},
                          {"verdict",
                           {{"chosen_arm", s.verdict.chosen_arm},
                            {"challenger_picked", s.verdict.challenger_picked},

@@ -86,6 +86,9 @@ struct Scenario {
   std::optional<double> loss_advantage;      // (L_d(C) − L_c(r·C)) / L_d(C)
   std::vector<CriterionResult> criteria;
   Verdict verdict;
+  // What the ratio leaves out, one sentence each: an arm's tokens/s measured while dropping
+  // tokens when the deciding losses are dropless.
+  std::vector<std::string> notes;
 };
 
 struct NoiseSummary {
