@@ -768,6 +768,11 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
       "tests/fixtures/throughput/heldout.csv");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("Held-out rows (never fitted)"), std::string::npos);
+  // Rows that ran though the memory model puts them over the HBM are named, with their peak.
+  EXPECT_NE(r.out.find("\nMeasured, though predicted over the device's memory with every "
+                       "recompute policy"),
+            std::string::npos);
+  EXPECT_NE(r.out.find("X8 (123 GB)"), std::string::npos);
   for (const char* line : {"\nin-sample ", "\nleave-one-out ", "\nheld-out "}) {
     EXPECT_NE(r.out.find(line), std::string::npos) << line;
   }
