@@ -493,6 +493,21 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   } catch (const InputError& error) {
     throw InputError(fmt::format("{} [fit] pin: {}", study.origin, error.what()));
   }
+  // A result at or below the pinned floor cannot be fitted; one on a rung the fit leaves out is
+  // said here, since no fit will refuse it.
+  const scaling::LawFloor floor = scaling::PinnedFloor(d.law, spec.fit.pins);
+  if (floor.value > 0) {
+    for (const RungResult& r : d.results) {
+      const std::optional<double> loss = r.Loss(which);
+      if (loss && *loss <= floor.value) {
+        d.result_notes.push_back(fmt::format(
+            "{} at d{}: its {} loss {:g} is at or below the pinned floor {} = {:g}, which the "
+            "law cannot reach (check the row, or the pin)",
+            r.arm, r.d_model, ToString(which), *loss, fmt::join(floor.params, " + "),
+            floor.value));
+      }
+    }
+  }
 
   // Rungs to fit: those where both compared arms have the deciding loss, or each arm's own.
   std::vector<int64_t> common, all;

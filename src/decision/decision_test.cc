@@ -343,6 +343,21 @@ TEST(Decide, ThroughputMeasuredWithDropsBesideDroplessLossesIsNoted) {
             0u);
 }
 
+// With the fit on the common rung (d768), ep64's d2048 loss 2.4106 sits under a floor pinned at
+// 2.5 without any fit refusing it: the results say so.
+TEST(Decide, AResultUnderTheFloorOutsideTheFitIsNoted) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.fit.pins = {{"E", 2.5}, {"alpha", 0.0941}};
+  ASSERT_EQ(study.decision.fit.rungs, "common");
+  const Decision d = Decide(study);
+  int under = 0;
+  for (const std::string& note : d.result_notes) {
+    if (note.find("is at or below the pinned floor E = 2.5") != std::string::npos) ++under;
+  }
+  EXPECT_EQ(under, 1) << fmt::format("{}", fmt::join(d.result_notes, "\n"));
+  EXPECT_TRUE(d.fits[1].fitted) << d.fits[1].why_not;  // on d768 only, above the floor
+}
+
 TEST(Decide, AStudyWithoutDecisionSectionsIsRefused) {
   StudyConfig study = LoadStudy(kDefaultStudy);
   study.decision.results.reset();

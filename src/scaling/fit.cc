@@ -160,15 +160,9 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
   }
 }
 
-// Throws InputError when the data cannot identify the free parameters: an input that a free
-// parameter multiplies takes a single value, or the stacked term features are rank deficient.
-// Every term of a law is positive, so a term with no input whose parameters are all pinned (E
-// pinned in L = E + A/C^alpha) is a floor the law cannot reach: a loss at or below it has no fit
-// (the other terms would have to be negative; the solver drives their scales to 0 instead).
-void CheckAboveFloor(const Law& law, const FitData& data,
-                     const std::vector<std::optional<double>>& pinned) {
-  double floor = 0;
-  std::vector<std::string> names;
+// The floor of a law under pinned θ (PinnedFloor in fit.h).
+LawFloor FloorOf(const Law& law, const std::vector<std::optional<double>>& pinned) {
+  LawFloor floor;
   for (const LawTerm& term : law.terms) {
     double exponent = 0;
     bool constant = !term.factors.empty();
@@ -180,9 +174,19 @@ void CheckAboveFloor(const Law& law, const FitData& data,
       exponent += f.sign * *pinned[f.param];
     }
     if (!constant) continue;
-    floor += std::exp(exponent);
-    for (const Factor& f : term.factors) names.push_back(law.params[f.param].name);
+    floor.value += std::exp(exponent);
+    for (const Factor& f : term.factors) floor.params.push_back(law.params[f.param].name);
   }
+  return floor;
+}
+
+// A loss at or below the law's pinned floor has no fit (the other terms would have to be
+// negative; the solver drives their scales to 0 instead): InputError naming the point.
+void CheckAboveFloor(const Law& law, const FitData& data,
+                     const std::vector<std::optional<double>>& pinned) {
+  const LawFloor law_floor = FloorOf(law, pinned);
+  const double floor = law_floor.value;
+  const std::vector<std::string>& names = law_floor.params;
   if (!(floor > 0)) return;
   for (size_t i = 0; i < data.size(); ++i) {
     if (data.loss[i] > floor) continue;
@@ -197,6 +201,9 @@ void CheckAboveFloor(const Law& law, const FitData& data,
   }
 }
 
+// Throws InputError when the data cannot identify the free parameters: an input that a free
+// parameter multiplies takes a single value, the stacked term features are rank deficient, or a
+// loss is at or below the pinned floor.
 void CheckDesign(const Law& law, const FitData& data, const std::vector<std::optional<double>>&
                                                            pinned) {
   const int p = static_cast<int>(law.params.size());
@@ -258,6 +265,10 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
 }
 
 }  // namespace
+
+LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins) {
+  return FloorOf(law, PinnedTheta(law, pins));
+}
 
 FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   options.objective.Validate();

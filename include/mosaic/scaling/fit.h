@@ -88,6 +88,16 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options);
 std::vector<std::optional<double>> PinnedTheta(
     const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 
+// The loss a law cannot reach with `pins`: the sum of its terms that have no input and only
+// pinned parameters (E pinned in L = E + A/C^alpha), and those parameters' names; value 0 when
+// there is none. Every term of a law is positive, so a loss at or below it has no fit (Fit
+// refuses such a point). Throws as PinnedTheta does.
+struct LawFloor {
+  double value = 0;
+  std::vector<std::string> params;
+};
+LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins);
+
 // Parses "NAME=VALUE" (for --pin); throws InputError quoting the text.
 std::pair<std::string, double> ParsePin(std::string_view text);
 
