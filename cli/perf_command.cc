@@ -116,12 +116,12 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   row("tensor parallel", t.tp_seconds, "before overlap");
   row("context parallel", t.cp_seconds, "before overlap");
   // The links a collective crosses, named only where it moves something.
-  auto over = [&](double seconds, int64_t span) {
-    return seconds > 0 ? fmt::format("before overlap; over {}", cluster.DomainForSpan(span))
-                       : std::string("before overlap");
+  const CollectiveLinks links = LinksOf(cluster, l);
+  auto over = [](double seconds, const std::string& link) {
+    return seconds > 0 ? "before overlap; over " + link : std::string("before overlap");
   };
-  row("expert all-to-all", t.ep_seconds, over(t.ep_seconds, l.ep * l.etp));
-  row("fsdp gather/scatter", t.fsdp_seconds, over(t.fsdp_seconds, l.tp * l.cp * l.fsdp));
+  row("expert all-to-all", t.ep_seconds, over(t.ep_seconds, links.expert_all_to_all));
+  row("fsdp gather/scatter", t.fsdp_seconds, over(t.fsdp_seconds, links.fsdp));
   row("data-parallel reduce", t.dp_seconds, "before overlap");
   row("pipeline send/recv", t.pp_seconds, "before overlap");
   row("exposed communication", t.exposed_comm_seconds);

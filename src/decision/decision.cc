@@ -493,8 +493,8 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   } catch (const InputError& error) {
     throw InputError(fmt::format("{} [fit] pin: {}", study.origin, error.what()));
   }
-  // A result at or below the pinned floor cannot be fitted; one on a rung the fit leaves out is
-  // said here, since no fit will refuse it.
+  // A result at or below the pinned floor cannot be fitted. Every such result is noted beside the
+  // results: one on a rung the fit leaves out is refused by no fit.
   const scaling::LawFloor floor = scaling::PinnedFloor(d.law, spec.fit.pins);
   if (floor.value > 0) {
     for (const RungResult& r : d.results) {

@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <filesystem>
+#include <span>
 #include <fstream>
 
 #include <nlohmann/json.hpp>
@@ -103,11 +104,14 @@ const TeamRun kRuns[] = {
     {"tp2-ep8", "tp=2,ep=8,dp=8,mbs=2,recompute=modules", 256, "wall_time"},
 };
 
-std::string RunFile() {
+// A run file over `runs` (16 GPUs each, their tag and metric as WriteRun logs them) after
+// `skip_steps` warm-up steps.
+std::string RunFileFor(std::span<const TeamRun> runs, int64_t skip_steps = 10) {
   std::string text =
       "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nprofile = \"team-h100\"\n"
-      "seq_len = 4096\nformat = \"bf16\"\nrouting = \"balanced\"\nskip_steps = 10\n";
-  for (const TeamRun& r : kRuns) {
+      "seq_len = 4096\nformat = \"bf16\"\nrouting = \"balanced\"\nskip_steps = " +
+      std::to_string(skip_steps) + "\n";
+  for (const TeamRun& r : runs) {
     std::string tag = "throughput/tokens_per_sec_per_gpu";
     if (r.metric == "tokens_per_s") tag = "throughput/tokens_per_sec";
     if (r.metric == "step_seconds") tag = "timers/step_time";
@@ -118,6 +122,8 @@ std::string RunFile() {
   }
   return text;
 }
+
+std::string RunFile() { return RunFileFor(kRuns); }
 
 TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
   const PerfProfile truth = Truth();
@@ -156,16 +162,8 @@ TEST_F(LogCalibration, AFitAtABoundIsNoWorseThanAnyPointInside) {
       {"ep8-dp16", "ep=8,dp=16,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
       {"ep16-mbs2", "ep=16,dp=16,mbs=2,recompute=modules", 256, "tokens_per_s_per_gpu"}};
   const double measured[] = {5302.9, 5403.1, 8104.5};
-  std::string run_file =
-      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nprofile = \"team-h100\"\n"
-      "seq_len = 4096\nformat = \"bf16\"\nrouting = \"balanced\"\nskip_steps = 10\n"
-      "tag = \"throughput/tokens_per_sec_per_gpu\"\n";
-  for (size_t i = 0; i < std::size(runs); ++i) {
-    WriteRun(runs[i], measured[i]);
-    run_file += "\n[[run]]\nrun = \"" + runs[i].name + "\"\ngpus = 16\nlayout = \"" +
-                runs[i].layout + "\"\nglobal_batch = " + std::to_string(runs[i].global_batch) + "\n";
-  }
-  WriteFileAtomically((dir_ / kRunFileName).string(), run_file);
+  for (size_t i = 0; i < std::size(runs); ++i) WriteRun(runs[i], measured[i]);
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFileFor(runs));
   const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
   const CalibrationResult result = CalibrateFromLogs(rows, shipped_);
   const PerfProfile& fitted = result.profiles.Get("team-h100");
@@ -203,12 +201,7 @@ TEST_F(LogCalibration, GlitchedValuesAreLeftOutAndCounted) {
                                                         "throughput/tokens_per_sec_per_gpu", value));
   }
   WriteFileAtomically((run_dir / "events.out.tfevents.1700000000.node0").string(), events);
-  WriteFileAtomically((dir_ / kRunFileName).string(),
-                      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\n"
-                      "profile = \"team-h100\"\nseq_len = 4096\nformat = \"bf16\"\n"
-                      "routing = \"balanced\"\nskip_steps = 0\n"
-                      "tag = \"throughput/tokens_per_sec_per_gpu\"\n\n[[run]]\nrun = \"ep8-dp16\"\n"
-                      "gpus = 16\nlayout = \"ep=8,dp=16\"\nglobal_batch = 512\n");
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFileFor({&kRuns[0], 1}, 0));
   const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
   ASSERT_EQ(rows.size(), 1u);
   EXPECT_EQ(rows[0].measured_tokens_per_s_per_gpu, 5004.5);  // the median of 5000..5009
@@ -220,15 +213,11 @@ TEST_F(LogCalibration, GlitchedValuesAreLeftOutAndCounted) {
 // gaps between kept points").
 TEST_F(LogCalibration, WallTimeOnALogWithoutWallTimesIsNamed) {
   std::filesystem::create_directories(dir_ / "ep8-dp16");
-  std::string csv = "step,loss\n";
+  std::string csv = "step,train/loss\n";
   for (int step = 0; step < 20; ++step) csv += std::to_string(step) + ",3.0\n";
   WriteFileAtomically((dir_ / "ep8-dp16" / "metrics.csv").string(), csv);
-  WriteFileAtomically((dir_ / kRunFileName).string(),
-                      "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\n"
-                      "profile = \"team-h100\"\nseq_len = 4096\nformat = \"bf16\"\n"
-                      "routing = \"balanced\"\nskip_steps = 0\ntag = \"loss\"\n"
-                      "metric = \"wall_time\"\n\n[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\n"
-                      "layout = \"ep=8,dp=16\"\nglobal_batch = 512\n");
+  const TeamRun run = {"ep8-dp16", "ep=8,dp=16", 512, "wall_time"};
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFileFor({&run, 1}, 0));
   try {
     MeasurementsFromLogs({dir_.string()}, "", shipped_);
     FAIL() << "no error";

@@ -126,6 +126,10 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
   return notes;
 }
 
+CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l) {
+  return {cluster.DomainForSpan(l.ep * l.etp), cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
+}
+
 std::vector<std::string> EstimateCautions(const StepEstimate& e) {
   std::vector<std::string> notes;
   if (e.mfu > 1) {
@@ -234,10 +238,8 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-  // The links the expert all-to-all and the FSDP collectives cross, as the text names them.
-  const Layout& l = evaluated.layout;
-  j["links"] = {{"expert_all_to_all", s.cluster.DomainForSpan(l.ep * l.etp)},
-                {"fsdp", s.cluster.DomainForSpan(l.tp * l.cp * l.fsdp)}};
+  const CollectiveLinks links = LinksOf(s.cluster, evaluated.layout);
+  j["links"] = {{"expert_all_to_all", links.expert_all_to_all}, {"fsdp", links.fsdp}};
   for (const std::string& note : EstimateCautions(evaluated.estimate)) j["notes"].push_back(note);
   return j;
 }

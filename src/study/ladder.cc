@@ -106,8 +106,8 @@ LadderPlan PlanLadder(const StudyConfig& study) {
           CheckedProduct(study, where, "sequences per step", "batch_seqs_per_rack × racks",
                          study.batch_seqs_per_rack, rung.racks),
           study.seq_len);
-      CheckedProduct(study, where, "GPUs", "gpus_per_rack × racks", study.gpus_per_rack,
-                     rung.racks);
+      const int64_t gpus = CheckedProduct(study, where, "GPUs", "gpus_per_rack × racks",
+                                          study.gpus_per_rack, rung.racks);
       row.steps = RoundDivideHalfEven(row.token_budget, row.tokens_per_step);
       if (row.steps == 0) {
         throw InputError(fmt::format(
@@ -130,8 +130,8 @@ LadderPlan PlanLadder(const StudyConfig& study) {
           TrainFlops(row.forward_flops_per_token_levanter_table, row.token_budget);
       row.train_flops_physical = TrainFlops(row.forward_flops_per_token_physical, row.token_budget);
       row.train_flops = TrainFlops(row.forward_flops_per_token, row.token_budget);
-      const double cluster_flops_per_s = study.assumed_mfu * study.peak_flops_per_gpu *
-                                         static_cast<double>(study.gpus_per_rack * rung.racks);
+      const double cluster_flops_per_s =
+          study.assumed_mfu * study.peak_flops_per_gpu * static_cast<double>(gpus);
       row.est_hours = row.train_flops / cluster_flops_per_s / 3600.0;
       row.eval_every_steps = EvalEvery(study, rung.d_model);
       row.evals = row.eval_every_steps > 0 ? row.steps / row.eval_every_steps : 0;

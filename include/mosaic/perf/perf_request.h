@@ -94,6 +94,15 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
 // layout divides the batch: ...") before enumerating when UnsearchableReason finds none can.
 SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options = {});
 
+// The links a layout's expert all-to-all (its ep·etp ranks) and FSDP collectives (tp·cp·fsdp
+// ranks) cross on the cluster: the name of the smallest domain holding the span
+// (Cluster::DomainForSpan: "nvlink-node", "nvlink-rack", "network", ...).
+struct CollectiveLinks {
+  std::string expert_all_to_all;
+  std::string fsdp;
+};
+CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout);
+
 // The estimate as JSON: layout, step time, tokens/s per GPU, MFU, memory and time breakdowns
 // (seconds and bytes per GPU), dropped share; the field names of `mosaic perf --json`.
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
