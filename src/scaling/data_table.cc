@@ -290,10 +290,9 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     double weight = 1;
     if (weight_column >= 0) {
       weight = table.values[weight_column][r];
-      // A relative weight: bounded so that weighted sums of squares stay finite.
-      if (!(weight >= 0 && weight <= 1e100)) {
+      if (!IsValidFitWeight(weight)) {
         throw FieldError(CellLocation(table, weight_column, r), options.weight_column,
-                         CellValue(table, weight_column, r), "0 <= weight <= 1e100");
+                         CellValue(table, weight_column, r), kFitWeightRule);
       }
     }
     data.weight.push_back(weight);

@@ -95,8 +95,8 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
       throw FieldError(where, "loss", fmt::format("{}", loss), "loss > 0 and finite");
     }
     const double weight = data.weight.empty() ? 1.0 : data.weight[i];
-    if (!(weight >= 0 && weight <= 1e100)) {
-      throw FieldError(where, "weight", fmt::format("{}", weight), "0 <= weight <= 1e100");
+    if (!IsValidFitWeight(weight)) {
+      throw FieldError(where, "weight", fmt::format("{}", weight), kFitWeightRule);
     }
     y_[i] = objective.space == ResidualSpace::kLog ? std::log(loss) : loss;
     w_[i] = weight;

@@ -5,7 +5,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
 #include <cmath>
+#include <limits>
 
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/fit_problem.h"
@@ -104,6 +106,26 @@ TEST(Fit, ZeroWeightPointsDoNotCountAndScaledWeightsFitAlike) {
   for (size_t j = 0; j < base.params.size(); ++j) {
     EXPECT_NEAR(big.params[j].value / base.params[j].value, 1, 1e-6) << base.params[j].name;
   }
+}
+
+// A weight past kMaxFitWeight (or NaN, or negative) is refused by the fit itself, for data built in
+// code as for data read from a table, naming the point's line and the one rule both paths share.
+TEST(Fit, AWeightOutsideItsBoundIsRefusedWithItsLine) {
+  for (const double bad : {1e308, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    FitData data = Epoch240();
+    data.weight[3] = bad;
+    try {
+      Fit(FindLaw("chinchilla"), data, FitOptions{});
+      FAIL() << "no error for weight " << bad;
+    } catch (const InputError& e) {
+      const std::string what = e.what();
+      EXPECT_NE(what.find(fmt::format(":{}: weight = ", data.line[3])), std::string::npos)
+          << what;
+      EXPECT_NE(what.find(kFitWeightRule), std::string::npos) << what;
+    }
+  }
+  EXPECT_TRUE(IsValidFitWeight(kMaxFitWeight));
+  EXPECT_FALSE(IsValidFitWeight(std::nextafter(kMaxFitWeight, 1e300)));
 }
 
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {

@@ -8,12 +8,20 @@
 
 namespace mosaic::scaling {
 
+// The largest weight a point may carry: weights are relative, and the bound keeps every weighted
+// sum of squares of the objective finite (a weight of 1e308 overflows it).
+inline constexpr double kMaxFitWeight = 1e100;
+// The rule a point's weight must meet, as error messages name it.
+inline constexpr const char* kFitWeightRule = "0 <= weight <= 1e100";
+// True when `weight` meets kFitWeightRule (NaN does not).
+constexpr bool IsValidFitWeight(double weight) { return weight >= 0 && weight <= kMaxFitWeight; }
+
 struct FitData {
   std::string origin;                       // file name, for messages and the recipe
   std::vector<std::string> input_names;     // law input order
   std::vector<std::vector<double>> inputs;  // [input][point], raw units (e.g. N in parameters)
   std::vector<double> loss;                 // observed loss, > 0
-  std::vector<double> weight;               // per point, > 0 (1 when the data has none)
+  std::vector<double> weight;               // per point, in [0, kMaxFitWeight] (1 when none)
   std::vector<int> run;                     // run index per point, 0..num_runs-1
   std::vector<std::string> run_names;       // one per run
   std::vector<int> line;                    // source line per point (0 when unknown)
