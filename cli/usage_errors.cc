@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <charconv>
+#include <cstdint>
 #include <set>
 #include <string>
 #include <vector>
@@ -127,6 +129,32 @@ void OneValuePerOccurrence(CLI::App& app) {
   }
 }
 
+// For an option whose value is range-checked: what the value must be written as when `value` is
+// not a number of the option's type ("an integer", "a number"), or "" when it is one (the range
+// is then what it broke). CLI11 reports "2x" for an INT or FLOAT option as out of its range.
+std::string NotANumberRule(const CLI::Option* option, const std::string& value) {
+  if (option == nullptr) return "";
+  const std::string type = option->get_type_name();
+  const char* begin = value.data();
+  const char* end = begin + value.size();
+  if (type.starts_with("INT") || type.starts_with("UINT")) {
+    int64_t parsed = 0;
+    const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+    // An integer too large for int64 is still an integer: the range names its bound.
+    const bool integer = ptr == end && ptr != begin &&
+                         (ec == std::errc() || ec == std::errc::result_out_of_range);
+    return integer ? "" : "an integer";
+  }
+  if (type.starts_with("FLOAT")) {
+    double parsed = 0;
+    const auto [ptr, ec] = std::from_chars(begin, end, parsed);
+    const bool number = ptr == end && ptr != begin &&
+                        (ec == std::errc() || ec == std::errc::result_out_of_range);
+    return number ? "" : "a number";
+  }
+  return "";
+}
+
 // CLI11's message rewritten in mosaic's voice: "mosaic SUBCOMMAND: what. Violated constraint:
 // rule", or "mosaic SUBCOMMAND: X is required (what X is)", followed by where to find the flags.
 std::string UsageMessage(const CLI::ParseError& error, CLI::App& app, int argc, char** argv) {
@@ -212,6 +240,9 @@ std::string UsageMessage(const CLI::ParseError& error, CLI::App& app, int argc, 
     } else if (!name.empty()) {
       value = "";
       rule = rest;
+    }
+    if (const std::string kind = NotANumberRule(option, value); !value.empty() && !kind.empty()) {
+      rule = fmt::format("{} is {}, {}", shown, kind, rule);
     }
     if (message.empty()) {
       message = value.empty() ? fmt::format("{}: {}", shown.empty() ? name : shown, rule)

@@ -182,6 +182,12 @@ TEST_F(AblationCli, ErrorsAndExitCodes) {
               std::string::npos)
         << bad.err;
   }
+  const CommandResult word = RunMosaic(Command("--sigmas 2x"));
+  EXPECT_EQ(word.exit_code, 2);
+  EXPECT_NE(word.err.find("--sigmas = 2x. Violated constraint: --sigmas is a number, --sigmas in "
+                          "(0, 1000]"),
+            std::string::npos)
+      << word.err;
   const CommandResult no_dir = RunMosaic("runs ablation " + *root_ + "/nothing --baseline " +
                                          *root_ + "/baseline --offset-pair a=b --tag eval/loss");
   EXPECT_EQ(no_dir.exit_code, 1);

@@ -336,6 +336,20 @@ TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
   EXPECT_NE(r.err.find("--capacity-factor = nan. Violated constraint: --capacity-factor in [0.01, 1000]"),
             std::string::npos)
       << r.err;
+  // A value that is not a number of the option's type says so before the range.
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 2x --batch 8 --layout dp=8");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--gpus = 2x. Violated constraint: --gpus is an integer, 1 <= --gpus <= "
+                       "16777216"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 "
+                "--capacity-factor 1.2x");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--capacity-factor = 1.2x. Violated constraint: --capacity-factor is a "
+                       "number, --capacity-factor in [0.01, 1000]"),
+            std::string::npos)
+      << r.err;
   r = RunMosaic("perf mixtral-8x7b --hardware gb200 --gpus 8 --batch 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("(did you mean 'gb200-nvl72'?)"), std::string::npos) << r.err;
