@@ -130,17 +130,18 @@ std::string HealthSummary(const RunHealth& h) {
 
 std::string ComparedAtShort(const AblationRow& row) {
   const ComparedPoint& p = row.final_point;
-  if (row.alignment == runs::Alignment::kScheduleFraction) {
-    return fmt::format("f {:.3f}: {} ↔ {:g}{}", p.fraction, p.step, p.base_step,
-                       p.base_interpolated ? " (interp.)" : "");
-  }
-  const int64_t run_end = row.run_tag_steps, base_end = row.base_tag_steps;
-  if (p.step == run_end && p.step == base_end) return fmt::format("final {}", p.step);
-  if (p.step == run_end && base_end > run_end) {
-    return fmt::format("{} (run's final; baseline to {})", p.step, base_end);
-  }
-  if (p.step == base_end && run_end > base_end) {
-    return fmt::format("{} (baseline's final; run to {})", p.step, run_end);
+  switch (runs::ComparedEndOf(row)) {
+    case runs::ComparedEnd::kFraction:
+      return fmt::format("f {:.3f}: {} ↔ {:g}{}", p.fraction, p.step, p.base_step,
+                         p.base_interpolated ? " (interp.)" : "");
+    case runs::ComparedEnd::kBothFinal:
+      return fmt::format("final {}", p.step);
+    case runs::ComparedEnd::kRunFinal:
+      return fmt::format("{} (run's final; baseline to {})", p.step, row.base_tag_steps);
+    case runs::ComparedEnd::kBaseFinal:
+      return fmt::format("{} (baseline's final; run to {})", p.step, row.run_tag_steps);
+    case runs::ComparedEnd::kLastCommon:
+      break;
   }
   return fmt::format("{} (last common)", p.step);
 }

@@ -128,21 +128,22 @@ std::vector<ComparedPoint> CompareAtFractions(const std::map<int64_t, double>& r
 
 std::string ComparedAt(const AblationRow& row) {
   const ComparedPoint& p = row.final_point;
-  if (row.alignment == Alignment::kScheduleFraction) {
-    return fmt::format("fraction {:.3f}: step {} of {} ↔ baseline step {:g} of {}{}", p.fraction,
-                       p.step, row.run_steps, p.base_step, row.base_steps,
-                       p.base_interpolated ? " (interpolated)" : "");
-  }
-  // Matched steps: "final" is the compared tag's last step in each run.
   const int64_t run_end = row.run_tag_steps, base_end = row.base_tag_steps;
-  if (p.step == run_end && p.step == base_end) return fmt::format("final step {}", p.step);
-  if (p.step == run_end && base_end > run_end) {
-    return fmt::format("step {} (the run's final step; the baseline runs to {})", p.step,
-                       base_end);
-  }
-  if (p.step == base_end && run_end > base_end) {
-    return fmt::format("step {} (the baseline's final step; the run goes on to {})", p.step,
-                       run_end);
+  switch (ComparedEndOf(row)) {
+    case ComparedEnd::kFraction:
+      return fmt::format("fraction {:.3f}: step {} of {} ↔ baseline step {:g} of {}{}", p.fraction,
+                         p.step, row.run_steps, p.base_step, row.base_steps,
+                         p.base_interpolated ? " (interpolated)" : "");
+    case ComparedEnd::kBothFinal:
+      return fmt::format("final step {}", p.step);
+    case ComparedEnd::kRunFinal:
+      return fmt::format("step {} (the run's final step; the baseline runs to {})", p.step,
+                         base_end);
+    case ComparedEnd::kBaseFinal:
+      return fmt::format("step {} (the baseline's final step; the run goes on to {})", p.step,
+                         run_end);
+    case ComparedEnd::kLastCommon:
+      break;
   }
   return fmt::format("step {} (the last common step; the run ends at {}, the baseline at {})",
                      p.step, run_end, base_end);
@@ -151,6 +152,17 @@ std::string ComparedAt(const AblationRow& row) {
 std::string G(double v) { return fmt::format("{:.4g}", v); }
 
 }  // namespace
+
+ComparedEnd ComparedEndOf(const AblationRow& row) {
+  if (row.alignment == Alignment::kScheduleFraction) return ComparedEnd::kFraction;
+  // Matched steps: "final" is the compared tag's last step in each run.
+  const int64_t step = row.final_point.step;
+  const int64_t run_end = row.run_tag_steps, base_end = row.base_tag_steps;
+  if (step == run_end && step == base_end) return ComparedEnd::kBothFinal;
+  if (step == run_end && base_end > run_end) return ComparedEnd::kRunFinal;
+  if (step == base_end && run_end > base_end) return ComparedEnd::kBaseFinal;
+  return ComparedEnd::kLastCommon;
+}
 
 std::string_view ToString(Alignment alignment) {
   switch (alignment) {

@@ -323,5 +323,23 @@ TEST(Ablation, ParsesPairsAndAlignments) {
   EXPECT_THROW(AlignmentFromString("steps"), InputError);
 }
 
+// Each end of the compared tags: both final, one run's final while the other goes on, and the last
+// common step where each run logs the tag past it (the baseline's steps missing one the run has).
+TEST(Ablation, ComparedEndNamesWhichRunEndsWhere) {
+  AblationRow row;
+  row.final_point.step = 1000;
+  row.run_tag_steps = 1000;
+  row.base_tag_steps = 1000;
+  EXPECT_EQ(ComparedEndOf(row), ComparedEnd::kBothFinal);
+  row.base_tag_steps = 2000;
+  EXPECT_EQ(ComparedEndOf(row), ComparedEnd::kRunFinal);
+  row.run_tag_steps = 3000;
+  EXPECT_EQ(ComparedEndOf(row), ComparedEnd::kLastCommon);
+  row.base_tag_steps = 1000;
+  EXPECT_EQ(ComparedEndOf(row), ComparedEnd::kBaseFinal);
+  row.alignment = Alignment::kScheduleFraction;
+  EXPECT_EQ(ComparedEndOf(row), ComparedEnd::kFraction);
+}
+
 }  // namespace
 }  // namespace mosaic::runs

@@ -140,6 +140,14 @@ struct AblationRow {
   LoopDiagnostics diagnostics;
 };
 
+// Where an ablation row's final compared point lies: at matched schedule fractions, or (matched
+// steps) at the compared tag's final step in both runs, in the run only (the baseline goes on),
+// in the baseline only (the run goes on), or at the last step the two share before either ends.
+enum class ComparedEnd { kFraction, kBothFinal, kRunFinal, kBaseFinal, kLastCommon };
+
+// The ComparedEnd of `row`, from its alignment, final point and compared tags' last steps.
+ComparedEnd ComparedEndOf(const AblationRow& row);
+
 struct Ablation {
   AblationOptions options;
   std::string ablation_dir;  // as given (for the report)
