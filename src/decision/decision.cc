@@ -199,6 +199,23 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
       }
     }
   }
+  // A pattern that names no run at all is a wrong pattern (or logs), not a study without results.
+  if (!spec.run_pattern.empty() &&
+      std::none_of(wanted.begin(), wanted.end(),
+                   [&](const LogRunSpec& w) { return directories.count(w.run) > 0; })) {
+    const size_t shown = std::min<size_t>(names.size(), 8);
+    throw FieldError(
+        spec.where, "run_pattern", "\"" + spec.run_pattern + "\"",
+        fmt::format("run_pattern names runs in {} (as `mosaic runs` prints them); none of its {} "
+                    "names (e.g. {}) is there{}; the runs found: {}{}",
+                    fmt::join(spec.logs, ", "), wanted.size(), wanted.front().run,
+                    DidYouMean(wanted.front().run, names),
+                    names.empty() ? "none"
+                                  : fmt::format("{}", fmt::join(names.begin(),
+                                                                names.begin() + shown, ", ")),
+                    names.size() > shown ? fmt::format(" and {} more", names.size() - shown)
+                                         : ""));
+  }
   for (const LogRunSpec& w : wanted) {
     auto it = directories.find(w.run);
     if (it == directories.end()) {

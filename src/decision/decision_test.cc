@@ -210,6 +210,55 @@ TEST(Decide, ALogTagThatIsMissingIsAnError) {
   }
 }
 
+// The error of the embedded study on logs, with `results` keys in [results] and `tables` at the
+// end of the file.
+std::string LogsErrorOf(const std::string& results, const std::string& tables = "") {
+  ScratchDir scratch("logs-bad");
+  WriteLogs(scratch.path / "logs");
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const std::string csv_line = "csv = \"fsdp-vs-ep-results.csv\"";
+  text.replace(text.find(csv_line), csv_line.size(),
+               "logs = [\"logs\"]\ntag = \"eval/paloma/macro_loss\"\n" + results);
+  text += "\n" + tables;
+  try {
+    Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
+// A run pattern that names no run at all, or has a placeholder mosaic does not fill, is an
+// error (it gave a study of notes and UNKNOWNs); a second [[results.runs]] entry for one arm and
+// rung, or one run read for two arms, is an error naming the first.
+TEST(Decide, ResultsFromLogsThatCannotBeRightAreRefused) {
+  const std::string none = LogsErrorOf("run_pattern = \"runs/{arm}-d{d_model}\"");
+  EXPECT_NE(none.find("run_pattern = \"runs/{arm}-d{d_model}\". Violated constraint: run_pattern "
+                      "names runs in /"),
+            std::string::npos)
+      << none;
+  EXPECT_NE(none.find("none of its 12 names (e.g. runs/fsdp-chunk1-d768) is there (did you mean "
+                      "'fsdp-chunk1-d768'?)"),
+            std::string::npos)
+      << none;
+  const std::string placeholder = LogsErrorOf("run_pattern = \"{arm}-d{d_model}-{seed}\"");
+  EXPECT_NE(placeholder.find("run_pattern contains {arm} and {d_model} and no other placeholder"),
+            std::string::npos)
+      << placeholder;
+  const std::string entry = "[[results.runs]]\narm = \"ep64\"\nd_model = 768\nrun = \"ep64-d768\"\n";
+  const std::string twice = LogsErrorOf(
+      "", entry + "[[results.runs]]\narm = \"ep64\"\nd_model = 768\nrun = \"ep64-d1024\"\n");
+  EXPECT_NE(twice.find("[[results.runs]]: a second entry for arm ep64 at d_model 768 (first at "),
+            std::string::npos)
+      << twice;
+  const std::string shared = LogsErrorOf(
+      "", entry + "[[results.runs]]\narm = \"fsdp-chunk1\"\nd_model = 768\nrun = \"ep64-d768\"\n");
+  EXPECT_NE(shared.find("run = \"ep64-d768\". Violated constraint: each run is read for one arm "
+                        "and rung (it is already read for ep64 at d_model 768"),
+            std::string::npos)
+      << shared;
+}
+
 std::string ErrorOf(const std::string& replace, const std::string& with,
                     const std::string& csv = "") {
   ScratchDir scratch("bad");
@@ -274,6 +323,34 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
               "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nfsdp-chunk1,768,3.1\n");
   EXPECT_NE(twice.find("a second row for arm fsdp-chunk1 at d_model 768"), std::string::npos)
       << twice;
+}
+
+// [target] compute_flops stands alone: the budget is C as given, no tokens needed; neither is
+// an error naming both.
+TEST(Decide, ATargetBudgetInFlopsNeedsNoTokens) {
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const size_t at = text.find("tokens = 20e12");
+  ASSERT_NE(at, std::string::npos);
+  ScratchDir scratch("budget");
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << *FindEmbeddedFile("studies/fsdp-vs-ep-results.csv");
+  std::string budget = text;
+  budget.replace(at, 14, "compute_flops = 1e23");
+  const Decision d = Decide(LoadStudyFromToml(budget, (scratch.path / "study.toml").string()));
+  EXPECT_EQ(d.target_compute_flops, 1e23);
+  EXPECT_EQ(d.target_compute_rule, "[target] compute_flops");
+  EXPECT_TRUE(d.effective_compute.has_value());
+  std::string neither = text;
+  neither.replace(at, 14, "");
+  try {
+    LoadStudyFromToml(neither, "study.toml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("[target] needs tokens (training tokens, e.g. 20e12) or "
+                                         "compute_flops"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A pinned floor E above every loss leaves no compute that reaches the losses: the projection is

@@ -262,7 +262,8 @@ std::string RenderDecisionJson(const Decision& d) {
   j["fits"] = fits;
   j["fit_rungs"] = spec.fit.rungs;
   j["target"] = {{"description", spec.target ? spec.target->description : ""},
-                 {"tokens", spec.target ? Number(spec.target->tokens) : Json(nullptr)},
+                 {"tokens", spec.target && spec.target->tokens > 0 ? Number(spec.target->tokens)
+                                                                 : Json(nullptr)},
                  {"compute_flops", d.target_compute_flops > 0 ? Number(d.target_compute_flops)
                                                               : Json(nullptr)},
                  {"compute_rule", d.target_compute_rule},

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/enum_names.h"
@@ -105,10 +106,18 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   r.On("last_k", [&](auto& n, auto& w) { results.last_k = GetPositiveInt(n, w, "last_k"); });
   r.On("run_pattern", [&](auto& n, auto& w) {
     results.run_pattern = GetString(n, w, "run_pattern");
+    std::string rest = results.run_pattern;
+    for (const std::string_view key : {"{arm}", "{d_model}"}) {
+      for (size_t at = rest.find(key); at != std::string::npos; at = rest.find(key)) {
+        rest.erase(at, key.size());
+      }
+    }
     if (results.run_pattern.find("{arm}") == std::string::npos ||
-        results.run_pattern.find("{d_model}") == std::string::npos) {
+        results.run_pattern.find("{d_model}") == std::string::npos ||
+        rest.find_first_of("{}") != std::string::npos) {
       throw FieldError(w, "run_pattern", "\"" + results.run_pattern + "\"",
-                       "run_pattern contains {arm} and {d_model}, e.g. \"{arm}-d{d_model}\"");
+                       "run_pattern contains {arm} and {d_model} and no other placeholder, e.g. "
+                       "\"{arm}-d{d_model}\"");
     }
   });
   r.On("runs", [&](auto& n, auto& w) {
@@ -223,7 +232,11 @@ void ReadTarget(const toml::node& node, const SourceLocation& where, const Table
     }
   });
   r.Read(GetTable(node, where, "target"), "[target]");
-  if (t.tokens == 0) throw LocatedError(where, "[target] needs tokens (training tokens, e.g. 20e12)");
+  if (t.tokens == 0 && t.compute_flops == 0) {
+    throw LocatedError(where,
+                       "[target] needs tokens (training tokens, e.g. 20e12) or compute_flops (the "
+                       "target budget C, e.g. 1e24)");
+  }
   spec.target = std::move(t);
 }
 
@@ -387,9 +400,26 @@ void ValidateDecisionSpec(const StudyConfig& study) {
     }
   }
   if (spec.results) {
+    // One run per (arm, rung), and one (arm, rung) per run: a second entry would be silently
+    // shadowed, and one run read for two arms compares a run with itself.
+    std::map<std::pair<std::string, int64_t>, const LogRunSpec*> by_cell;
+    std::map<std::string, const LogRunSpec*> by_run;
     for (const LogRunSpec& r : spec.results->runs) {
       check_arm(r.arm, r.where, "arm");
       check_rung(r.d_model, r.where);
+      if (const auto [it, added] = by_cell.emplace(std::pair(r.arm, r.d_model), &r); !added) {
+        throw LocatedError(r.where,
+                           fmt::format("[[results.runs]]: a second entry for arm {} at d_model {} "
+                                       "(first at {}); each arm has one run per rung",
+                                       r.arm, r.d_model, it->second->where.ToString()));
+      }
+      if (const auto [it, added] = by_run.emplace(r.run, &r); !added) {
+        throw FieldError(r.where, "run", "\"" + r.run + "\"",
+                         fmt::format("each run is read for one arm and rung (it is already read "
+                                     "for {} at d_model {}, {})",
+                                     it->second->arm, it->second->d_model,
+                                     it->second->where.ToString()));
+      }
     }
   }
   for (const MeasuredThroughput& m : spec.throughput.measured) check_arm(m.arm, m.where, "arm");

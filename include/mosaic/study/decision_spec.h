@@ -91,10 +91,11 @@ struct TargetArm {
 // [target]: the shape and budget the decision is for.
 struct TargetSpec {
   std::string description;
-  double tokens = 0;             // training tokens of the target run
+  double tokens = 0;             // training tokens of the target run; 0: not given
   double compute_flops = 0;      // the target budget C in the ladder's FLOP convention; 0: derived
                                  // as 3 × forward FLOPs per token of the default arm's target
-                                 // model (the study's convention) × tokens
+                                 // model (the study's convention) × tokens. At least one of the
+                                 // two is given; compute_flops wins when both are.
   std::string hardware;          // device preset or file
   int64_t gpus = 0;
   int64_t batch_seqs = 0;        // sequences per step
