@@ -208,14 +208,7 @@ void Run(const PerfOptions& o) {
   if (o.batch < 1) throw UsageError("mosaic perf: --batch is required (sequences per step)");
   CheckOutputIsNotInput(o.output, {o.model, o.hardware, o.profiles_file});
   PerfRequest request;
-  for (const std::string& s : o.sets) {
-    FieldOverride f = ParseFieldOverride(s);
-    if (f.field.starts_with("hardware.")) {
-      request.hardware_sets.push_back({f.field.substr(9), f.value, f.where});
-    } else {
-      request.model_sets.push_back(f);
-    }
-  }
+  for (const std::string& s : o.sets) AddFieldOverride(request, ParseFieldOverride(s));
   auto format = NumberFormatFromString(o.format);
   if (!format) {
     throw UsageError(fmt::format("--format {}: expected bf16, fp8 or mxfp8", o.format));
@@ -337,7 +330,7 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--hardware", o->hardware, "device name (h100, h200, h800, b200, gb200-nvl72, "
                                              "gb300-nvl72, tpu-v5p, tpu-v6e) or a device TOML "
                                              "file");
-  cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, int64_t{1} << 24));
+  cmd->add_option("--gpus", o->gpus, "GPU count")->check(CLI::Range(int64_t{1}, kMaxPerfGpus));
   cmd->add_option("--layout", o->layout,
                   "tp=,pp=,vpp=,cp=,dp=,fsdp=,ep=,etp=,mbs=,recompute=none|selective|modules|moe|full,"
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
@@ -352,7 +345,7 @@ void AddPerfCommand(CLI::App& root) {
           },
           "KEY=VALUE,..."));
   cmd->add_option("--batch", o->batch, "global batch in sequences")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30));
+      ->check(CLI::Range(int64_t{1}, kMaxPerfBatch));
   cmd->add_option("--seq", o->seq, "sequence length in tokens")
       ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);

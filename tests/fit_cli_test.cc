@@ -356,6 +356,13 @@ TEST(FitCli, MeaninglessValuesAreRefused) {
   EXPECT_EQ(at.exit_code, 1);
   EXPECT_NE(at.err.find("--compare needs the matched budget --at C > 0"), std::string::npos)
       << at.err;
+  // A parameter pinned twice is refused (the last pin won), naming both values.
+  CommandResult twice = RunMosaic(base + "--pin E=2");
+  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_NE(twice.err.find("pin E = 2. Violated constraint: each parameter is pinned once (it is "
+                           "already pinned to 1.6)"),
+            std::string::npos)
+      << twice.err;
   CommandResult empty = RunMosaic(base + "--output ''");
   EXPECT_EQ(empty.exit_code, 2);
   EXPECT_NE(empty.err.find("--output: FILE is empty"), std::string::npos) << empty.err;

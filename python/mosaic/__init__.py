@@ -12,6 +12,7 @@ GIL, so threads run them in parallel.
 from __future__ import annotations
 
 import json
+import math
 import os
 from typing import Iterable, Mapping, Sequence
 
@@ -38,6 +39,38 @@ __all__ = [
     "Codesign",
     "codesign",
 ]
+
+
+def _integer(name: str, value, low: int, high: int) -> int:
+    """``value`` as an int in [low, high] (a Python or numpy integer, or a float that is one), or
+    InputError naming it and the rule; booleans and text are refused, as the command line does."""
+    ok = False
+    if not isinstance(value, (bool, np.bool_)):
+        if isinstance(value, (int, np.integer)):
+            ok = True
+        elif isinstance(value, (float, np.floating)) and math.isfinite(value):
+            ok = float(value).is_integer()
+    if not ok or not low <= int(value) <= high:
+        raise InputError(f"{name} = {value!r}. Violated constraint: an integer, "
+                         f"{low} <= {name} <= {high}")
+    return int(value)
+
+
+def _number(name: str, value, low: float, high: float, *, low_open: bool = False,
+            high_open: bool = False) -> float:
+    """``value`` as a finite float in the range (bounds open where asked), or InputError."""
+    ok = isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(
+        value, (bool, np.bool_))
+    v = float(value) if ok else math.nan
+    inside = (math.isfinite(v) and (v > low if low_open else v >= low)
+              and (v < high if high_open else v <= high))
+    if not inside:
+        rule = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+        raise InputError(f"{name} = {value!r}. Violated constraint: a number in {rule}")
+    return v
+
+
+_MAX_THREADS = 1024
 
 
 def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
@@ -84,20 +117,27 @@ class Model(_Document):
         return pd.DataFrame(self._document["components"])
 
 
-def model(name_or_path: str, *, seq: int = 4096, tokens: float = 0, **overrides) -> Model:
+def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0, **overrides) -> Model:
     """Parameter and FLOP breakdown of a preset or a model TOML file.
 
     ``overrides`` set model fields as ``--set`` does, e.g. ``model("marin-ladder", d_model=1024)``.
     ``seq`` (tokens) is the attention span of the FLOP counts; ``tokens`` > 0 adds the training
     FLOPs for that many tokens.
     """
-    return Model(json.loads(_mosaic.model_json(name_or_path, _text_overrides(overrides), seq, tokens)))
+    seq = _integer("seq", seq, 1, 2**30)
+    tokens = _number("tokens", tokens, 0, 1e30)
+    return Model(json.loads(_mosaic.model_json(os.fspath(name_or_path), _text_overrides(overrides),
+                                               seq, tokens)))
 
 
 def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor, profile,
                profiles, overrides):
-    return (model, _text_overrides(overrides), hardware, int(gpus), int(batch), int(seq), format,
-            routing, float(capacity_factor or 0), profile or "", profiles or "")
+    cf = 0.0 if capacity_factor is None else _number("capacity_factor", capacity_factor, 0.01,
+                                                      1000)
+    return (os.fspath(model), _text_overrides(overrides), os.fspath(hardware),
+            _integer("gpus", gpus, 1, 2**24), _integer("batch", batch, 1, 2**30),
+            _integer("seq", seq, 1, 2**30), format, routing, cf,
+            profile or "", os.fspath(profiles) if profiles else "")
 
 
 def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: int = 4096,
@@ -130,9 +170,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
                                                          routing, capacity_factor, profile,
                                                          profiles, overrides)
-    if int(top) < 1:
-        raise InputError(f"search: top = {top}: at least 1 layout")
-    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, p, pf, int(top)))
+    top = _integer("top", top, 1, 2**30)
+    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, p, pf, top))
     columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
     frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],
@@ -174,7 +213,8 @@ class Fit(_Document):
     def frontier(self, compute_flops: float) -> dict:
         """The compute-optimal parameters, tokens and loss at budget C (FLOPs, C = 6·N·D), for a
         law in N and D (chinchilla)."""
-        return self._handle.frontier(float(compute_flops))
+        return self._handle.frontier(_number("compute_flops", compute_flops, 0, 1e300,
+                                             low_open=True))
 
 
 def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: str = "",
@@ -190,11 +230,13 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     (``"N=Model Size"``, ``"D=C/(6*N)"``), ``where`` keeps rows (``"C < 1e21"``). ``pins`` fixes
     parameters by name. ``bootstrap`` resamples runs for percentile intervals.
     """
-    if int(bootstrap) < 0:
-        raise InputError(f"fit: bootstrap = {bootstrap}: resamples are 0 (none) or more")
-    args = (law, list(columns), where, int(drop_highest_loss), dict(pins or {}), objective, space,
-            float(delta), int(bootstrap), int(seed), float(confidence), int(threads), loss_column,
-            run_column)
+    pins = {str(name): _number(f"pins[{name!r}]", value, -1e300, 1e300)
+            for name, value in dict(pins or {}).items()}
+    args = (law, list(columns), where, _integer("drop_highest_loss", drop_highest_loss, 0, 10**6),
+            pins, objective, space, _number("delta", delta, 0, 1e6, low_open=True),
+            _integer("bootstrap", bootstrap, 0, 10**6), _integer("seed", seed, 0, 2**64 - 1),
+            _number("confidence", confidence, 0, 1, low_open=True, high_open=True),
+            _integer("threads", threads, 1, _MAX_THREADS), loss_column, run_column)
     if isinstance(data, (str, os.PathLike)):
         return Fit(_mosaic.fit_csv(os.fspath(data), *args))
     if not isinstance(data, pd.DataFrame):
@@ -313,8 +355,7 @@ def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
     directories too large for :func:`read_runs`. ``restarts`` and ``tags`` as there."""
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
-    if isinstance(last_k, bool) or not isinstance(last_k, int) or not 1 <= last_k <= 2**31 - 1:
-        raise InputError(f"last_k = {last_k!r}. Violated constraint: an integer in [1, 2^31 - 1]")
+    last_k = _integer("last_k", last_k, 1, 2**31 - 1)
     return RunsSummary(json.loads(_mosaic.summarize_runs(
         logdirs, restarts, tags or "", last_k)))
 
@@ -343,7 +384,8 @@ class Decision(_Document):
 
 def decide(study: str | os.PathLike = "fsdp-vs-ep", *, threads: int = 2) -> Decision:
     """Run the decision job on a study file or embedded study name (``mosaic decide``)."""
-    document, html = _mosaic.decide(os.fspath(study), int(threads))
+    document, html = _mosaic.decide(os.fspath(study), _integer("threads", threads, 1,
+                                                                _MAX_THREADS))
     return Decision(json.loads(document), html)
 
 
@@ -369,5 +411,6 @@ class Codesign(_Document):
 
 def codesign(space: str | os.PathLike, *, threads: int = 2) -> Codesign:
     """Run the co-design job on a space file or embedded space name (``mosaic codesign``)."""
-    document, html = _mosaic.codesign(os.fspath(space), int(threads))
+    document, html = _mosaic.codesign(os.fspath(space), _integer("threads", threads, 1,
+                                                                  _MAX_THREADS))
     return Codesign(json.loads(document), html)

@@ -54,7 +54,7 @@ PerfSetup Setup(const std::string& model, const std::map<std::string, std::strin
                 const std::string& profile, const std::string& profiles_file) {
   PerfRequest r;
   r.model = model;
-  r.model_sets = Overrides(sets);
+  for (FieldOverride& f : Overrides(sets)) AddFieldOverride(r, std::move(f));
   r.hardware = hardware;
   r.gpus = gpus;
   r.batch = batch;

@@ -197,3 +197,47 @@ def test_threads_run_searches_concurrently():
     for t in threads:
         t.join()
     assert results[0].equals(results[1])
+
+
+def test_arguments_are_checked_as_the_cli_checks_its_flags():
+    perf = dict(hardware="h100", layout="dp=8", batch=8)
+    # Not truncated, not reinterpreted: a fraction, a bool or text is refused, naming the rule.
+    for bad in (64.9, True, "64", float("nan"), 0, 2**70):
+        with pytest.raises(mosaic.InputError, match=r"gpus = .*Violated constraint: an integer"):
+            mosaic.perf("mixtral-8x7b", gpus=bad, **perf)
+    assert mosaic.perf("mixtral-8x7b", gpus=8.0, **perf) == mosaic.perf("mixtral-8x7b", gpus=8,
+                                                                        **perf)
+    for bad in (0, 1e6, float("inf")):
+        with pytest.raises(mosaic.InputError, match="capacity_factor = .*a number in"):
+            mosaic.perf("mixtral-8x7b", gpus=8, capacity_factor=bad, **perf)
+    with pytest.raises(mosaic.InputError, match="top = 1.5"):
+        mosaic.search("mixtral-8x7b", hardware="h100", gpus=8, batch=8, top=1.5)
+    for bad in (float("nan"), -1e22, 0, float("inf")):
+        with pytest.raises(mosaic.InputError, match="compute_flops = "):
+            mosaic.fit(EPOCH, law="chinchilla", columns=EPOCH_COLUMNS).frontier(bad)
+    for bad in (float("nan"), -1e12, float("inf")):
+        with pytest.raises(mosaic.InputError, match="tokens = "):
+            mosaic.model("deepseek-v3", tokens=bad)
+    arm = os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv")
+    for name, bad in (("threads", 0), ("threads", 100000), ("bootstrap", 1.5),
+                      ("drop_highest_loss", -1)):
+        with pytest.raises(mosaic.InputError, match=f"{name} = "):
+            mosaic.fit(arm, law="compute", **{name: bad})
+    for bad in (0, -1, 100000):
+        with pytest.raises(mosaic.InputError, match="threads = "):
+            mosaic.codesign("h100-sparsity", threads=bad)
+    # A numpy integer is an integer.
+    runs = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs")
+    assert (mosaic.summarize_runs(runs, last_k=np.int64(5)).runs
+            == mosaic.summarize_runs(runs, last_k=5).runs)
+
+
+def test_perf_sets_device_fields_as_set_does():
+    args = dict(hardware="gb200-nvl72", gpus=64, layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full",
+                batch=1024, capacity_factor=1.0, profile="marin-gb200")
+    p = mosaic.perf("marin-hero-fsdp", **args, **{"hardware.hbm_gb": 96})
+    cli = cli_json("perf", "marin-hero-fsdp", "--hardware", "gb200-nvl72", "--gpus", "64",
+                   "--layout", args["layout"], "--batch", "1024", "--capacity-factor", "1.0",
+                   "--profile", "marin-gb200", "--set", "hardware.hbm_gb=96")
+    assert p == cli
+    assert p != mosaic.perf("marin-hero-fsdp", **args)

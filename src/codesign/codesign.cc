@@ -14,6 +14,7 @@
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/text_input.h"
 
 namespace mosaic {
@@ -456,6 +457,7 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
 void EvaluateShare(const SweepContext& context, const std::vector<Architecture>& all,
                    size_t begin, size_t end, const CodesignOptions& options,
                    std::vector<ArchitectureResult>& out) {
+  CheckThreadCount(options.threads);
   std::atomic<size_t> next{begin}, done{0};
   constexpr size_t kChunk = 8;
   auto work = [&] {

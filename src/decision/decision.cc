@@ -15,6 +15,7 @@
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/atomic_file.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
@@ -481,6 +482,7 @@ void Evaluate(const Decision& d, Scenario& s, const std::vector<CriterionResult>
 }  // namespace
 
 Decision Decide(const StudyConfig& study, const DecideOptions& options) {
+  CheckThreadCount(options.threads);
   const DecisionSpec& spec = study.decision;
   const SourceLocation file = FileLocation(study.origin);
   if (!spec.results) {

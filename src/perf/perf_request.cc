@@ -25,18 +25,35 @@ void SetFormatAndRouting(PerfRequest& request, std::string_view format, std::str
   }
 }
 
-PerfSetup PreparePerf(const PerfRequest& request) {
-  if (request.gpus < 1) {
-    throw InputError(fmt::format("gpus = {}: the GPU count is at least 1", request.gpus));
+void AddFieldOverride(PerfRequest& request, FieldOverride override) {
+  constexpr std::string_view kDevice = "hardware.";
+  if (override.field.starts_with(kDevice)) {
+    override.field.erase(0, kDevice.size());
+    request.hardware_sets.push_back(std::move(override));
+  } else {
+    request.model_sets.push_back(std::move(override));
   }
-  if (request.batch < 1) {
-    throw InputError(fmt::format("batch = {}: the global batch is at least 1 sequence",
-                                 request.batch));
+}
+
+PerfSetup PreparePerf(const PerfRequest& request) {
+  // The ranges of `mosaic perf`'s flags, for callers that do not parse them (the Python package).
+  if (request.gpus < 1 || request.gpus > kMaxPerfGpus) {
+    throw InputError(fmt::format("gpus = {}. Violated constraint: 1 <= gpus <= {}", request.gpus,
+                                 kMaxPerfGpus));
+  }
+  if (request.batch < 1 || request.batch > kMaxPerfBatch) {
+    throw InputError(fmt::format("batch = {}. Violated constraint: 1 <= batch <= {} (sequences)",
+                                 request.batch, kMaxPerfBatch));
+  }
+  if (request.seq < 1 || request.seq > kMaxSeqLen) {
+    throw InputError(fmt::format("seq = {}. Violated constraint: 1 <= seq <= {} (tokens)",
+                                 request.seq, kMaxSeqLen));
   }
   if (request.capacity_factor != 0 &&
-      !(std::isfinite(request.capacity_factor) && request.capacity_factor > 0)) {
-    throw InputError(fmt::format("--capacity-factor = {}. Violated constraint: a finite number > 0",
-                                 request.capacity_factor));
+      !(request.capacity_factor >= 0.01 && request.capacity_factor <= kMaxCapacityFactor)) {
+    throw InputError(fmt::format(
+        "--capacity-factor = {}. Violated constraint: --capacity-factor in [0.01, {}]",
+        request.capacity_factor, kMaxCapacityFactor));
   }
   if (request.capacity_factor > 0 && request.routing && !CapsTokens(*request.routing)) {
     throw InputError(fmt::format(

@@ -3,13 +3,45 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <cmath>
+
 #include "mosaic/runs/run.h"
 #include "mosaic/scaling/log_losses.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/parallel_for.h"
 
 namespace mosaic::scaling {
 
+void CheckFitRequest(const FitRequest& r) {
+  const auto check = [](std::string_view name, double value, bool ok, std::string_view rule) {
+    if (!ok) {
+      throw InputError(fmt::format("{} = {}. Violated constraint: {}", name, value, rule));
+    }
+  };
+  check("drop_highest_loss", r.drop_highest_loss,
+        r.drop_highest_loss >= 0 && r.drop_highest_loss <= 1000000,
+        "0 <= drop_highest_loss <= 1e6");
+  check("last_k", r.last_k, r.last_k >= 1 && r.last_k <= 1000000, "1 <= last_k <= 1e6");
+  check("delta", r.delta, r.delta > 0 && r.delta <= 1e6, "0 < delta <= 1e6");
+  CheckThreadCount(r.threads);
+  check("bootstrap", r.bootstrap, r.bootstrap >= 0 && r.bootstrap <= 1000000,
+        "0 <= bootstrap <= 1e6 (resamples; 0 for none)");
+  check("confidence", r.confidence, r.confidence > 0 && r.confidence < 1, "0 < confidence < 1");
+  for (size_t i = 0; i < r.pins.size(); ++i) {
+    const auto& [name, value] = r.pins[i];
+    check(name, value, std::isfinite(value), "a pinned value is finite");
+    for (size_t j = 0; j < i; ++j) {
+      if (r.pins[j].first == name) {
+        throw InputError(fmt::format("pin {} = {}. Violated constraint: each parameter is pinned "
+                                     "once (it is already pinned to {})",
+                                     name, value, r.pins[j].second));
+      }
+    }
+  }
+}
+
 FitOptions MakeFitOptions(const FitRequest& r) {
+  CheckFitRequest(r);
   FitOptions options;
   options.objective.loss = LossKindFromString(r.objective);
   options.objective.space = ResidualSpaceFromString(r.space);

@@ -136,7 +136,8 @@ void EvaluateShare(const SweepContext& context, const std::vector<Architecture>&
                    size_t begin, size_t end, const CodesignOptions& options,
                    std::vector<ArchitectureResult>& out);
 
-// The whole job on one process: enumerate, evaluate on `threads` threads, summarize.
+// The whole job on one process: enumerate, evaluate on `threads` threads, summarize. Throws
+// InputError unless 1 <= options.threads <= kMaxThreads (parallel_for.h).
 CodesignResult RunCodesign(const SpaceConfig& space, const CodesignOptions& options = {});
 
 }  // namespace mosaic

@@ -20,6 +20,10 @@
 
 namespace mosaic {
 
+// The largest GPU count and global batch (sequences) a request may name (`mosaic perf`'s flags).
+inline constexpr int64_t kMaxPerfGpus = int64_t{1} << 24;
+inline constexpr int64_t kMaxPerfBatch = int64_t{1} << 30;
+
 struct PerfRequest {
   std::string model;                    // preset name or model TOML path
   std::vector<FieldOverride> model_sets;     // model field overrides
@@ -39,6 +43,10 @@ struct PerfRequest {
   std::string profiles_file;            // "" = the shipped profiles
   int64_t bp_segment_loops = 0;
 };
+
+// Adds one `--set` override to the request: a field named "hardware.FIELD" to hardware_sets (as
+// FIELD), any other to model_sets.
+void AddFieldOverride(PerfRequest& request, FieldOverride override);
 
 // Sets request.format and request.routing from their names ("bf16" | "fp8" | "mxfp8";
 // "auto" | "dropless" | "balanced" | "capacity" | "fixed-cells", "auto" leaving the routing to the

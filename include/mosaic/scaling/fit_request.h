@@ -48,8 +48,14 @@ struct FittedArm {
   std::optional<BootstrapResult> bootstrap;
 };
 
-// The fit options of a request (objective, pins, threads, cut-short). Throws InputError for an
-// unknown objective or residual space.
+// Checks the request's numbers as `mosaic fit` does its flags: 0 <= drop_highest_loss <= 1e6,
+// 1 <= last_k <= 1e6, 0 < delta <= 1e6, 1 <= threads <= 1024, 0 <= bootstrap <= 1e6,
+// 0 < confidence < 1, and each pin named once with a finite value. Throws InputError
+// "NAME = VALUE. Violated constraint: RULE" for the first that is not.
+void CheckFitRequest(const FitRequest& request);
+
+// The fit options of a request (objective, pins, threads, cut-short), checked by
+// CheckFitRequest. Throws InputError for an unknown objective or residual space.
 FitOptions MakeFitOptions(const FitRequest& request);
 
 // The rule that selected the points, for the recipe ("--column ...; drop the 5 rows ...").

@@ -7,8 +7,12 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <system_error>
 #include <thread>
+#include <string>
 #include <vector>
+
+#include "mosaic/util/error.h"
 
 namespace mosaic {
 
@@ -19,8 +23,21 @@ inline int ThreadCount(int threads) {
   return static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
 }
 
+// The most threads a job may be asked for (`--threads`, the Python package's `threads`).
+inline constexpr int kMaxThreads = 1024;
+
+// Throws InputError "threads = N. Violated constraint: 1 <= threads <= 1024" unless
+// 1 <= threads <= kMaxThreads.
+inline void CheckThreadCount(int threads) {
+  if (threads < 1 || threads > kMaxThreads) {
+    throw InputError("threads = " + std::to_string(threads) +
+                     ". Violated constraint: 1 <= threads <= " + std::to_string(kMaxThreads));
+  }
+}
+
 // Calls body(i) for every i in [0, n) on min(n, max(threads, 1)) threads, the calling thread one
-// of them; each takes the next index from a shared counter (so put the longest work first). When a
+// of them (fewer when the system cannot start that many; the result is the same); each takes the
+// next index from a shared counter (so put the longest work first). When a
 // call throws, no further index is started and the first exception is rethrown once every thread
 // has stopped.
 template <typename Body>
@@ -46,7 +63,13 @@ void ParallelFor(size_t n, int threads, Body body) {
   };
   std::vector<std::thread> pool;
   pool.reserve(workers - 1);
-  for (size_t t = 1; t < workers; ++t) pool.emplace_back(work);
+  for (size_t t = 1; t < workers; ++t) {
+    try {
+      pool.emplace_back(work);
+    } catch (const std::system_error&) {
+      break;  // the system has no more threads to give: the ones started share the work
+    }
+  }
   work();
   for (std::thread& thread : pool) thread.join();
   if (error) std::rethrow_exception(error);
