@@ -319,7 +319,6 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     af.why_not = fmt::format("the fit of {} did not converge: {}", arm, af.fit.message);
     return af;
   }
-  af.fitted = true;
   // With one run every resample is the data itself: no interval to report.
   if (bootstrap > 0 && data.num_runs() >= 2) {
     scaling::BootstrapOptions b;
@@ -329,6 +328,19 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     b.threads = options.threads;
     af.bootstrap = scaling::Bootstrap(d.law, data, fo, af.fit, b);
   }
+  // A law that lost a term projects on what is left: nothing to decide on (a FAIL on a
+  // degenerate projection is no answer). Its fit and bootstrap cautions are still reported.
+  if (!af.fit.negligible_params.empty()) {
+    const std::string lost = af.fit.negligible_params.front() + " = ";
+    for (const std::string& caution : af.fit.cautions) {
+      if (caution.starts_with(lost)) {
+        af.why_not = fmt::format("the fit of {} lost a term: {}", arm, caution);
+        break;
+      }
+    }
+    return af;
+  }
+  af.fitted = true;
   return af;
 }
 

@@ -400,11 +400,39 @@ TEST(Decide, AnUndeterminedParameterIsCautioned) {
   study.decision.fit.pins = {{"E", 1.6}};
   study.decision.fit.rungs = "all";
   const Decision d = Decide(study);
-  ASSERT_TRUE(d.fits[1].fitted) << d.fits[1].why_not;
+  // beta fitted so large that B/D^beta is nothing at every rung: the fit lost that term.
+  EXPECT_FALSE(d.fits[1].fitted);
+  EXPECT_NE(d.fits[1].why_not.find("the fit of ep64 lost a term: B = "), std::string::npos)
+      << d.fits[1].why_not;
   const std::vector<std::string> cautions = d.fits[1].Cautions();
   const std::string all = fmt::format("{}", fmt::join(cautions, "\n"));
   EXPECT_NE(all.find("4 free parameters on 4 points"), std::string::npos) << all;
   EXPECT_NE(all.find("interval of beta has zero width"), std::string::npos) << all;
+}
+
+// A fit that drives a scale to nothing (chinchilla with both exponents pinned on ep64's four
+// shipped rungs, where D is a fixed multiple of N) is not an arm's fit: the projection is
+// UNKNOWN with the reason, never a PASS or FAIL on the term that is left.
+TEST(Decide, AFitThatLostATermDecidesNothing) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.decision.fit.law = "chinchilla";
+  study.decision.fit.pins = {{"E", 1.6}, {"alpha", 0.34}, {"beta", 0.28}};
+  study.decision.fit.rungs = "all";
+  study.decision.rule->criteria = {"projected_advantage"};
+  const Decision d = Decide(study);
+  bool lost = false;
+  for (const ArmFit& f : d.fits) {
+    if (!f.fit.negligible_params.empty()) {
+      lost = true;
+      EXPECT_FALSE(f.fitted);
+      EXPECT_NE(f.why_not.find("lost a term: "), std::string::npos) << f.why_not;
+    }
+  }
+  ASSERT_TRUE(lost);
+  EXPECT_FALSE(d.effective_compute.has_value());
+  for (const Scenario& s : d.scenarios) {
+    EXPECT_EQ(Criterion(s, "projected_advantage").status, CriterionStatus::kUnknown);
+  }
 }
 
 // The measured ep64 tokens/s dropped 9.97% of assignments while the deciding losses are

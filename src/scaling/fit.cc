@@ -345,6 +345,33 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
       }
     }
   }
+  // A free scale the fit drove to nothing: halving it moves no weighted point's prediction by
+  // 1e-6 of itself, so its term is absent from the fitted law (A → 0 when the data cannot
+  // separate N from D, say) and what the law says beyond the data rests on the other terms.
+  if (s.termination != Termination::kFailure && !weighted.empty()) {
+    std::vector<double> x(law.inputs.size());
+    for (size_t j = 0; j < law.params.size(); ++j) {
+      if (pinned[j] || law.params[j].kind != ParamKind::kLogScale) continue;
+      std::vector<double> halved = s.theta;
+      halved[j] -= std::log(2.0);
+      double largest = 0;
+      for (size_t i : weighted) {
+        data.Point(i, x.data());
+        const double fitted = law.Predict(x.data(), s.theta.data());
+        largest = std::max(largest, std::abs(law.Predict(x.data(), halved.data()) - fitted) /
+                                        std::abs(fitted));
+      }
+      if (!(largest >= kNegligibleTermShare)) {
+        s.negligible_params.push_back(law.params[j].name);
+        s.cautions.push_back(fmt::format(
+            "{} = {:.6g}: halving it moves no prediction by {:g} of itself, so its term is "
+            "absent at every point (the fit dropped it, as it does when the data cannot "
+            "separate the law's inputs): projections and the frontier rest on the other terms "
+            "alone; pin a parameter of that term, or add points that vary its input",
+            law.params[j].name, s.params[j].value, kNegligibleTermShare));
+      }
+    }
+  }
   FitRecipe& r = s.recipe;
   r.law = law.name;
   r.formula = law.formula;

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <cmath>
 #include <limits>
 
@@ -126,6 +127,31 @@ TEST(Fit, AWeightOutsideItsBoundIsRefusedWithItsLine) {
   }
   EXPECT_TRUE(IsValidFitWeight(kMaxFitWeight));
   EXPECT_FALSE(IsValidFitWeight(std::nextafter(kMaxFitWeight, 1e300)));
+}
+
+// Three rungs with D = 20·N and both exponents pinned: the fit drives A to ~4e-10, where its
+// term is nothing at every point. Named in negligible_params and in the cautions; Epoch's fit
+// (every scale carrying its term) names none.
+TEST(Fit, AScaleDrivenToNothingIsNamed) {
+  FitData data;
+  data.origin = "ladder.csv";
+  data.input_names = {"N", "D"};
+  data.inputs = {{18481152, 54263808, 145489920}, {369623040, 1085276160, 2909798400}};
+  data.loss = {3.5, 3.3, 3.15};
+  data.weight = {1, 1, 1};
+  data.run = {0, 1, 2};
+  data.run_names = {"a", "b", "c"};
+  data.line = {2, 3, 4};
+  FitOptions options;
+  options.pins = {{"E", 1.6}, {"alpha", 0.34}, {"beta", 0.28}};
+  const FitSummary s = Fit(FindLaw("chinchilla"), data, options);
+  ASSERT_TRUE(s.ok()) << s.message;
+  EXPECT_LT(s.Value("A"), 1e-6);
+  EXPECT_EQ(s.negligible_params, std::vector<std::string>{"A"});
+  const std::string all = fmt::format("{}", fmt::join(s.cautions, "\n"));
+  EXPECT_NE(all.find("A = 4.0"), std::string::npos) << all;
+  EXPECT_NE(all.find("so its term is absent at every point"), std::string::npos) << all;
+  EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).negligible_params.empty());
 }
 
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {

@@ -49,6 +49,10 @@ struct FitRecipe {
   std::string solver;       // solver and its tolerances
 };
 
+// The relative change of every prediction under which a halved scale parameter counts as
+// negligible (FitSummary::negligible_params).
+inline constexpr double kNegligibleTermShare = 1e-6;
+
 struct FitSummary {
   Termination termination = Termination::kFailure;
   std::string message;
@@ -72,6 +76,9 @@ struct FitSummary {
   // passes through every point and nothing checks it), or an exponent fitted with the opposite
   // sign of the law's start grid (loss that grows with scale). Empty when none.
   std::vector<std::string> cautions;
+  // Free scale parameters whose term the fit drove to nothing (halving one moves no prediction
+  // by kNegligibleTermShare): the fitted law has lost that term. Each is also in `cautions`.
+  std::vector<std::string> negligible_params;
 
   // The fitted value of parameter `name` (paper name); asserts it exists.
   double Value(std::string_view name) const;
