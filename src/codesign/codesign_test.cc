@@ -192,6 +192,18 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                 .find("[axes] expert_width: expert_width = \"d/0\" at d = 768. Violated constraint: "
                       "no division by zero"),
             std::string::npos);
+  // A law the form forbids, located at the value: a scale <= 0, an exponent < 0 (it ranked
+  // architectures by a loss of 397330).
+  EXPECT_NE(ErrorOf(replace(kSpace, "alpha = 0.3", "alpha = -0.3"))
+                .find("space.toml:15:47: alpha = -0.3. Violated constraint: alpha >= 0 (an "
+                      "exponent of law sparse: "),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "alpha = 0.3", "alpha = -0.3"));
+  EXPECT_NE(ErrorOf(replace(kSpace, "B = 400", "B = -400"))
+                .find("space.toml:15:34: B = -400. Violated constraint: B > 0 (a scale of law "
+                      "sparse)"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
   // A budget past any run is refused: its FLOPs would be infinite.
   EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1e300"))
                 .find("days = 1e+300. Violated constraint: 0 < days <= 36525"),

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
@@ -139,6 +140,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   space.origin = origin;
   TableReader reader(text, origin);
   SourceLocation base_where, law_where, budget_where, axes_where, cluster_where;
+  std::map<std::string, SourceLocation> param_where;  // [law] params, each value's place
   std::string fit_json;
   reader.On("name", [&](auto& n, auto& w) { space.name = GetString(n, w, "name"); });
   reader.On("title", [&](auto& n, auto& w) { space.title = GetString(n, w, "title"); });
@@ -230,6 +232,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
           throw FieldError(r.Locate(value), name, TomlValueText(value), name + " is finite");
         }
         space.law.params.emplace_back(name, v);
+        param_where[name] = r.Locate(value);
       }
     });
     r.On("fit_json", [&](auto& n2, auto& w2) { fit_json = GetString(n2, w2, "fit_json"); });
@@ -342,6 +345,22 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
       throw FieldError(law_where, "params", name,
                        fmt::format("law {} has parameters {}{}", law.name,
                                    fmt::join(param_names, ", "), DidYouMean(name, param_names)));
+    }
+  }
+  // Values the law's form allows: a scale > 0, an exponent >= 0 (a negative one ranks
+  // architectures by a loss that grows with scale).
+  for (const auto& [name, value] : space.law.params) {
+    const int j = law.ParamIndex(name);
+    const auto at = param_where.find(name);
+    const SourceLocation& where = at != param_where.end() ? at->second : law_where;
+    if (law.params[j].kind == scaling::ParamKind::kLogScale && !(value > 0)) {
+      throw FieldError(where, name, fmt::format("{}", value),
+                       fmt::format("{} > 0 (a scale of law {})", name, law.name));
+    }
+    if (law.ExpectsNonNegative(j) && value < 0) {
+      throw FieldError(where, name, fmt::format("{}", value),
+                       fmt::format("{} >= 0 (an exponent of law {}: {})", name, law.name,
+                                   law.formula));
     }
   }
   std::vector<std::string> missing;

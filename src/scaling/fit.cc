@@ -334,10 +334,8 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   if (s.termination != Termination::kFailure) {
     for (size_t j = 0; j < law.params.size(); ++j) {
       const LawParam& param = law.params[j];
-      if (pinned[j] || param.kind != ParamKind::kLinear || param.grid.empty()) continue;
-      const bool grid_positive =
-          std::all_of(param.grid.begin(), param.grid.end(), [](double v) { return v >= 0; });
-      if (grid_positive && s.params[j].value < 0) {
+      if (pinned[j]) continue;
+      if (law.ExpectsNonNegative(static_cast<int>(j)) && s.params[j].value < 0) {
         s.cautions.push_back(fmt::format(
             "{} = {:.6g} < 0, against the law's form ({}): the fitted loss grows with scale, and "
             "predictions beyond the data extrapolate that",

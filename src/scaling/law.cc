@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "location.h"
@@ -47,6 +48,12 @@ double Law::ToTheta(int param, double value) const {
       return value;
   }
   return value;
+}
+
+bool Law::ExpectsNonNegative(int param) const {
+  const LawParam& p = params[param];
+  return p.kind == ParamKind::kLinear && !p.grid.empty() &&
+         std::all_of(p.grid.begin(), p.grid.end(), [](double v) { return v >= 0; });
 }
 
 std::string Law::ValidateInput(int input, double x) const {

@@ -98,6 +98,10 @@ struct Law {
   double ToValue(int param, double theta) const;
   double ToTheta(int param, double value) const;
 
+  // True for a kLinear parameter whose start grid is all >= 0: an exponent the law's form expects
+  // non-negative (a negative one makes the loss grow with scale).
+  bool ExpectsNonNegative(int param) const;
+
   // Predicted loss at raw inputs x (one value per input, in `inputs` order) for θ.
   double Predict(const double* x, const double* theta) const;
 
