@@ -30,9 +30,8 @@ struct CodesignCliOptions {
 void Run(const CodesignCliOptions& o) {
   const MpiSession session;
   const SpaceConfig space = LoadSpace(o.space);
-  for (const std::string& output : {o.output, o.html}) {
-    CheckOutputIsNotInput(output, {o.space, space.base, space.law.origin});
-  }
+  CheckOutputIsNotInput(o.output, {o.space, space.base, space.law.origin});
+  CheckOutputIsNotInput(o.html, {o.space, space.base, space.law.origin}, "--html");
   if (!o.html.empty() && o.html == o.output) {
     throw UsageError("--html and --output name the same file " + o.html);
   }

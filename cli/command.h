@@ -50,8 +50,10 @@ CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output,
 
 // Throws InputError when `output` is an existing file that is also one of `inputs` (the same file
 // by std::filesystem::equivalent, whatever the spelling: "./a.csv", links). Inputs that are not
-// existing files (preset names, "") are skipped; an empty `output` (stdout) never conflicts.
-void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs);
+// existing files (preset names, "") are skipped; an empty `output` (stdout) never conflicts. The
+// error names `flag`, the option that gave `output`.
+void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs,
+                           const std::string& flag = "--output");
 
 // A range check for a number flag whose message shows the bounds as written ("-3 is not in
 // [0, 1e+06]"): CLI11's own ranges print the full digits of their default bounds and let NaN pass.

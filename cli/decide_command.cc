@@ -29,7 +29,8 @@ void Run(const DecideOptions& o) {
     inputs.push_back(study.decision.results->csv);
     for (const std::string& dir : study.decision.results->logs) inputs.push_back(dir);
   }
-  for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
+  CheckOutputIsNotInput(o.output, inputs);
+  CheckOutputIsNotInput(o.html, inputs, "--html");
   if (!o.html.empty() && o.html == o.output) {
     throw UsageError("--html and --output name the same file " + o.html);
   }

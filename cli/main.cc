@@ -81,13 +81,14 @@ CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output, const std::stri
           "FILE"));
 }
 
-void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs) {
+void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs,
+                           const std::string& flag) {
   if (output.empty()) return;
   for (const std::string& input : inputs) {
     std::error_code ec;
     if (input.empty() || !std::filesystem::is_regular_file(input, ec)) continue;
     if (std::filesystem::equivalent(output, input, ec) && !ec) {
-      throw FieldError({}, "--output", output,
+      throw FieldError({}, flag, output,
                        fmt::format("not one of the command's input files ({} is read)", input));
     }
   }

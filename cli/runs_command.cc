@@ -467,7 +467,8 @@ void RunAblationCommand(const AblationCliOptions& o) {
   options.sigmas = o.sigmas;
   options.noise_window = o.noise_window;
   const std::vector<std::string> inputs = LogFiles(DiscoverRuns({o.ablation_dir, o.baseline_dir}));
-  for (const std::string& output : {o.output, o.html}) CheckOutputIsNotInput(output, inputs);
+  CheckOutputIsNotInput(o.output, inputs);
+  CheckOutputIsNotInput(o.html, inputs, "--html");
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
   // The text report quotes run names, tags and paths from the logs in many places: none reaches

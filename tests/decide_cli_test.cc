@@ -69,6 +69,9 @@ TEST(DecideCli, HtmlReportRendersInHeadlessChromium) {
             std::string::npos);
   EXPECT_NE(rendered.find("Sensitivity, not used to decide: fitted on every rung each arm ran"),
             std::string::npos);
+  EXPECT_NE(rendered.find("measured: tokens/s ratio ep64 / fsdp-chunk1 = 1.360; wall-clock "
+                          "advantage 1.601×."),
+            std::string::npos);
   // The page raised no console error.
   EXPECT_EQ(rendered_page.log.find("CONSOLE"), std::string::npos) << rendered_page.log;
   std::filesystem::remove_all(dir);
@@ -86,6 +89,17 @@ TEST(DecideCli, AnUnwritableOutputWritesNeither) {
   r = RunMosaic("decide --output " + dir + "/out.txt --html " + dir + "/missing/page.html");
   EXPECT_EQ(r.exit_code, 1) << r.err;
   EXPECT_FALSE(std::filesystem::exists(dir + "/out.txt"));
+  // --html over the study names --html, and leaves the study as it was.
+  std::filesystem::copy_file(SourcePath("data/studies/fsdp-vs-ep.toml"), dir + "/study.toml");
+  std::filesystem::copy_file(SourcePath("data/studies/fsdp-vs-ep-results.csv"),
+                             dir + "/fsdp-vs-ep-results.csv");
+  r = RunMosaic("decide " + dir + "/study.toml --html " + dir + "/study.toml");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--html = " + dir + "/study.toml. Violated constraint: not one of the "
+                       "command's input files"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(ReadText(dir + "/study.toml"), ReadText(SourcePath("data/studies/fsdp-vs-ep.toml")));
   std::filesystem::remove_all(dir);
 }
 

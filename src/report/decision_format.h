@@ -16,4 +16,8 @@ std::string SensitivityText(const Decision& d);
 // noise; "" without noise or a projection.
 std::string NoiseComparisonText(const Decision& d);
 
+// "tokens/s ratio ep64 / fsdp-chunk1 = 1.360; wall-clock advantage 1.601× [0.406, 2.238]" for
+// one throughput scenario (the interval when the bootstrap gave one); "" without a ratio.
+std::string ThroughputRatioText(const Decision& d, const Scenario& s);
+
 }  // namespace mosaic::report::decision_format

@@ -360,6 +360,11 @@ std::string RenderDecisionHtml(const Decision& d) {
     if (!rows.empty()) {
       body += HtmlTable({"source", "arm", "tokens/s per GPU", "MFU", "dropped", "from"}, rows);
     }
+    for (const Scenario& s : d.scenarios) {
+      if (const std::string ratio = decision_format::ThroughputRatioText(d, s); !ratio.empty()) {
+        body += P(s.name + ": " + ratio + ".");
+      }
+    }
   }
   body += "<h2>Token dropping</h2>\n";
   body += DroppedChart(d);

@@ -168,14 +168,8 @@ std::string RenderDecisionText(const Decision& d) {
                          a.dropped_share >= 0 ? fmt::format("{:.2f}%", 100 * a.dropped_share) : "—",
                          a.source);
     }
-    if (s.tokens_per_s_ratio) {
-      out += fmt::format("    tokens/s ratio {} / {} = {:.3f}", rule.challenger, rule.default_arm,
-                         *s.tokens_per_s_ratio);
-      if (s.wall_clock) {
-        out += fmt::format("; wall-clock advantage {:.3f}×{}", *s.wall_clock,
-                           IntervalText(s.wall_clock_interval));
-      }
-      out += "\n";
+    if (const std::string ratio = decision_format::ThroughputRatioText(d, s); !ratio.empty()) {
+      out += "    " + ratio + "\n";
     }
     for (const std::string& note : s.notes) out += "    note: " + note + "\n";
   }
@@ -355,6 +349,18 @@ std::string NoiseComparisonText(const Decision& d) {
                           100 * d.study.decision.fit.confidence, gain ? "low" : "high",
                           100 * (near_end - 1));
     }
+  }
+  return text;
+}
+
+std::string ThroughputRatioText(const Decision& d, const Scenario& s) {
+  if (!s.tokens_per_s_ratio) return "";
+  const RuleSpec& rule = *d.study.decision.rule;
+  std::string text = fmt::format("tokens/s ratio {} / {} = {:.3f}", rule.challenger,
+                                 rule.default_arm, *s.tokens_per_s_ratio);
+  if (s.wall_clock) {
+    text += fmt::format("; wall-clock advantage {:.3f}×{}", *s.wall_clock,
+                        IntervalText(s.wall_clock_interval));
   }
   return text;
 }
