@@ -136,6 +136,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   StudyConfig study;
   study.origin = origin;
   TableReader reader(text, origin);
+  std::map<std::string, SourceLocation> layout_where;  // each arm's layout value, by arm name
   reader.On("name", [&](auto& n, auto& w) { study.name = GetString(n, w, "name"); });
   reader.On("title", [&](auto& n, auto& w) { study.title = GetString(n, w, "title"); });
   reader.On("model", [&](auto& n, auto& w) { study.model = GetString(n, w, "model"); });
@@ -226,6 +227,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
         } catch (const InputError& e) {
           throw LocatedError(w2, e.what());
         }
+        layout_where[arm.name.empty() ? std::to_string(study.arms.size()) : arm.name] = w2;
       });
       arm_reader.On("set", [&](auto& n2, auto& w2) {
         arm.overrides = ReadOverrides(GetTable(n2, w2, "set"), arm_reader);
@@ -275,6 +277,33 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     study.model = ResolveBeside(study.model, origin);
   }
   if (study.title.empty()) study.title = study.name;
+  // An arm's layout names the degrees it was trained with (a label: unnamed degrees are filled by
+  // the trainer), so what it names must fit every rung: its model-parallel product
+  // tp·pp·cp·dp·fsdp, and its expert-parallel group ep·etp, divide the rung's GPU count.
+  for (size_t i = 0; i < study.arms.size(); ++i) {
+    const Arm& arm = study.arms[i];
+    if (arm.layout.empty()) continue;
+    const Layout l = ParseLayout(arm.layout, "layout");
+    auto at = layout_where.find(arm.name);
+    if (at == layout_where.end()) at = layout_where.find(std::to_string(i));
+    const SourceLocation where = at != layout_where.end() ? at->second : file;
+    for (const Rung& rung : study.rungs) {
+      const int64_t gpus = rung.racks * study.gpus_per_rack;
+      const int64_t product = l.tp * l.pp * l.cp * l.dp * l.fsdp;
+      const int64_t group = l.ep * l.etp;
+      for (const auto& [what, value] : {std::pair<std::string, int64_t>{
+                                            fmt::format("tp·pp·cp·dp·fsdp = {}", product), product},
+                                        {fmt::format("ep·etp = {}", group), group}}) {
+        if (gpus % value != 0) {
+          throw FieldError(where, "layout", "\"" + arm.layout + "\"",
+                           fmt::format("the layout fits every rung: {} divides the {} GPUs of "
+                                       "d{} ({} × {} per rack)",
+                                       what, gpus, rung.d_model, rung.racks,
+                                       study.gpus_per_rack));
+        }
+      }
+    }
+  }
   ValidateDecisionSpec(study);
   return study;
 }

@@ -82,6 +82,17 @@ TEST(LoadStudy, ArmLayoutIsALayout) {
             "           ^");
   EXPECT_NE(ErrorOf(with_layout("ep=0")), "");
   EXPECT_NE(ErrorOf(with_layout("fsdp")), "");
+  // What the layout names fits the rung's 64 GPUs (it was only parsed: ep=63 planned and decided).
+  EXPECT_NE(ErrorOf(with_layout("ep=63"))
+                .find("study.toml:8:10: layout = \"ep=63\". Violated constraint: the layout fits "
+                      "every rung: ep·etp = 63 divides the 64 GPUs of d768 (1 × 64 per rack)"),
+            std::string::npos)
+      << ErrorOf(with_layout("ep=63"));
+  EXPECT_NE(ErrorOf(with_layout("ep=64,tp=3")).find("tp·pp·cp·dp·fsdp = 3 divides the 64 GPUs"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(with_layout("fsdp=65")).find("tp·pp·cp·dp·fsdp = 65 divides"),
+            std::string::npos);
+  EXPECT_EQ(ErrorOf(with_layout("ep=64")), "");
 }
 
 TEST(LoadStudy, RungsHaveDistinctWidths) {
