@@ -552,14 +552,18 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
     }
     // A last line without its newline is one its writer had not finished (a live or crashed run).
     const bool truncated_tail = !has_newline && !parse_error.empty();
+    if (truncated_tail) {
+      // Once per file at most, and what a reader of a live run most needs to see: past the cap.
+      log.notes.push_back(fmt::format("{}:{}: truncated last line dropped", path, line_number));
+      continue;
+    }
     if (!parse_error.empty() || !object.is_object()) {
       Note(&log, fmt::format("{}:{}: {}", path, line_number,
-                             truncated_tail ? "truncated last line dropped"
-                             : parse_error.empty()
+                             parse_error.empty()
                                  ? fmt::format("a JSON {}, not an object; line skipped",
                                                object.type_name())
                                  : fmt::format("not JSON ({}); line skipped", parse_error)));
-      if (!truncated_tail) ++log.malformed_rows;
+      ++log.malformed_rows;
       continue;
     }
     leaves.clear();

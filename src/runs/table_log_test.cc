@@ -251,6 +251,13 @@ TEST(JsonlLog, FlattensNestedObjectsAndToleratesATruncatedLastLine) {
   EXPECT_EQ(log.non_numeric_cells, 1);
   EXPECT_EQ(log.notes.back(), "m.jsonl:3: truncated last line dropped");
   EXPECT_THROW(ReadJsonlLog("{\"a\": 1}\n", "m.jsonl"), InputError);
+  // Past the cap on notes per file (five bad lines before it), the truncated tail is still named.
+  std::string noisy = "{\"step\": 1, \"loss\": 2.5}\n";
+  for (int i = 0; i < 6; ++i) noisy += "not json\n";
+  noisy += "{\"step\": 9, \"loss\": 2.";
+  const TableLog capped = ReadJsonlLog(noisy, "n.jsonl");
+  EXPECT_EQ(capped.malformed_rows, 6);
+  EXPECT_EQ(capped.notes.back(), "n.jsonl:8: truncated last line dropped");
 }
 
 // A step is whole as written, not after rounding to a double: 1e-400 (read as 0) and
