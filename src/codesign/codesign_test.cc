@@ -204,6 +204,11 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "sparse)"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
+  // A value listed twice on an axis would rank each architecture twice.
+  EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8, 16, 8]"))
+                .find("experts = 8. Violated constraint: each value of experts is listed once"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8, 16, 8]"));
   // A budget past any run is refused: its FLOPs would be infinite.
   EXPECT_NE(ErrorOf(replace(kSpace, "days = 1", "days = 1e300"))
                 .find("days = 1e+300. Violated constraint: 0 < days <= 36525"),

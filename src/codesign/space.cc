@@ -24,13 +24,25 @@ namespace {
 
 constexpr int64_t kMaxAxisValues = 4096;
 
+// Throws when the value just added to an axis is already on it: each architecture would be
+// ranked twice, and the repeats would weigh in the median MFU of a FLOPs-only budget.
+template <typename T>
+void RefuseRepeat(const std::vector<T>& values, const SourceLocation& at, std::string_view key) {
+  if (std::find(values.begin(), values.end() - 1, values.back()) != values.end() - 1) {
+    throw FieldError(at, key, fmt::format("{}", values.back()),
+                     fmt::format("each value of {} is listed once", key));
+  }
+}
+
 // An integer axis: [1, 2, 4] or { from = 8, to = 512, factor = 2 } / { from = 1, to = 8, step = 1 }.
 std::vector<int64_t> ReadIntAxis(const toml::node& node, const SourceLocation& where,
                                  const TableReader& parent, std::string_view key, int64_t minimum) {
   std::vector<int64_t> values;
   if (auto array = node.as_array()) {
     for (const toml::node& element : *array) {
-      values.push_back(GetPositiveInt(element, parent.Locate(element), key, minimum));
+      const SourceLocation at = parent.Locate(element);
+      values.push_back(GetPositiveInt(element, at, key, minimum));
+      RefuseRepeat(values, at, key);
     }
   } else if (auto table = node.as_table()) {
     int64_t from = 0, to = 0, step = 0, factor = 0;
@@ -89,6 +101,7 @@ std::vector<AxisValue> ReadExpressionAxis(const toml::node& node, const SourceLo
     } else {
       values.push_back(std::to_string(GetPositiveInt(element, at, key, 0)));
     }
+    RefuseRepeat(values, at, key);
   }
   if (values.empty()) throw FieldError(where, key, "[]", fmt::format("{} has at least one value", key));
   return values;
