@@ -204,6 +204,18 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "sparse)"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
+  // The sweep's own checks, located in the space file.
+  EXPECT_NE(ErrorOf(replace(kSpace, "[search]", "[search]\nprofile = \"nope\""))
+                .find("space.toml:17:11: unknown perf profile 'nope'"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "[search]", "[search]\nprofile = \"nope\""));
+  EXPECT_NE(ErrorOf(replace(kSpace, "[search]", "[search]\nprofile = \"nope\""))
+                .find("unknown perf profile 'nope'"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "seq_len = 1024", "seq_len = 100000000000"))
+                .find("seq_len = 100000000000. Violated constraint: 1 <= seq_len <= 1073741824"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "seq_len = 1024", "seq_len = 100000000000"));
   // A value listed twice on an axis would rank each architecture twice.
   EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8, 16, 8]"))
                 .find("experts = 8. Violated constraint: each value of experts is listed once"),

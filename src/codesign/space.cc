@@ -11,6 +11,7 @@
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
+#include "mosaic/perf/profile.h"
 #include "mosaic/scaling/law.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/embedded_data.h"
@@ -254,7 +255,14 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   reader.On("search", [&](auto& n, auto& w) {
     SearchSpec& s = space.search;
     TableReader r(text, origin);
-    r.On("profile", [&](auto& n2, auto& w2) { s.profile = GetString(n2, w2, "profile"); });
+    r.On("profile", [&](auto& n2, auto& w2) {
+      s.profile = GetString(n2, w2, "profile");
+      try {
+        LoadProfiles().Get(s.profile);  // the shipped profiles, as the sweep reads them
+      } catch (const InputError& error) {
+        throw LocatedError(w2, error.what());
+      }
+    });
     r.On("format", [&](auto& n2, auto& w2) {
       s.format = GetString(n2, w2, "format");
       if (s.format != "bf16" && s.format != "fp8" && s.format != "mxfp8") {
@@ -278,7 +286,13 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
       }
     });
     r.On("batch_seqs", [&](auto& n2, auto& w2) { s.batch_seqs = GetPositiveInt(n2, w2, "batch_seqs"); });
-    r.On("seq_len", [&](auto& n2, auto& w2) { s.seq_len = GetPositiveInt(n2, w2, "seq_len"); });
+    r.On("seq_len", [&](auto& n2, auto& w2) {
+      s.seq_len = GetPositiveInt(n2, w2, "seq_len");
+      if (s.seq_len > kMaxSeqLen) {
+        throw FieldError(w2, "seq_len", TomlValueText(n2),
+                         fmt::format("1 <= seq_len <= {}", kMaxSeqLen));
+      }
+    });
     r.On("max_cp", [&](auto& n2, auto& w2) { s.max_cp = GetPositiveInt(n2, w2, "max_cp"); });
     r.On("max_vpp", [&](auto& n2, auto& w2) { s.max_vpp = GetPositiveInt(n2, w2, "max_vpp"); });
     r.Read(GetTable(n, w, "search"), "[search]");
