@@ -11,6 +11,14 @@ namespace mosaic::report::ablation_format {
 // "+0.0123" with `decimals` decimals; "n/a" when not finite.
 std::string Signed(double value, int decimals = 4);
 
+// The decimals the report prints the compared tag's values with: `base` for values of order 1
+// (a loss), more for smaller ones (one more per power of ten below 1 of the largest compared
+// value, so a learning rate of 2e-4 shows as 0.00020000, not 0.0002), at most 15.
+int Decimals(const runs::Ablation& ablation, int base = 4);
+
+// `value` with `decimals` decimals; "n/a" when not finite.
+std::string Fixed(double value, int decimals);
+
 // The steps logged twice, merged over files: "1000–1500", "1000–1500, 8000–8400"; "" when none.
 std::string StepRanges(const std::vector<runs::LoggedTwice>& logged_twice);
 

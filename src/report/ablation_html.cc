@@ -88,7 +88,7 @@ std::string EffectOverTimeChart(const Ablation& a) {
   }
   if (x_min <= x_max) {
     const double band = a.options.sigmas * a.offset_band;
-    XySeries zero{fmt::format("offset band ±{:.4f}", band), "#888888", {x_min, x_max}, {0, 0},
+    XySeries zero{"offset band ±" + Fixed(band, Decimals(a)), "#888888", {x_min, x_max}, {0, 0},
                   {-band, -band}, {band, band}, false, true, true};
     chart.series.insert(chart.series.begin(), std::move(zero));
   }
@@ -102,7 +102,7 @@ std::string EffectChart(const Ablation& a) {
   chart.x_label = "run (in table order)";
   chart.y_label = "effect on " + a.options.tag;
   const double band = a.options.sigmas * a.offset_band;
-  XySeries zero{fmt::format("offset band ±{:.4f}", band), "#888888",
+  XySeries zero{"offset band ±" + Fixed(band, Decimals(a)), "#888888",
                 {0.5, static_cast<double>(a.rows.size()) + 0.5}, {0, 0}, {-band, -band},
                 {band, band}, false, true, true};
   chart.series.push_back(std::move(zero));
@@ -116,15 +116,16 @@ std::string EffectChart(const Ablation& a) {
 }
 
 std::string EffectTable(const Ablation& a) {
+  const int d = Decimals(a);
   std::vector<std::vector<Cell>> rows;
   for (const AblationRow& r : a.rows) {
     const std::string health = HealthSummary(r.health);
     rows.push_back({Cell(r.run + (r.offset_pair ? " (offset pair)" : "")),
                     Cell(r.base_run + (r.explicit_pair ? "" : " (default)")), Cell(r.compared_at),
-                    Cell(fmt::format("{:.4f}", r.final_point.value), "num"),
-                    Cell(fmt::format("{:.4f}", r.final_point.base_value), "num"),
-                    Cell(Signed(r.final_point.difference), "num"),
-                    Cell(Signed(r.effect) + " ± " + fmt::format("{:.4f}", r.uncertainty), "num"),
+                    Cell(Fixed(r.final_point.value, d), "num"),
+                    Cell(Fixed(r.final_point.base_value, d), "num"),
+                    Cell(Signed(r.final_point.difference, d), "num"),
+                    Cell(Signed(r.effect, d) + " ± " + Fixed(r.uncertainty, d), "num"),
                     Cell(InsideText(r), r.inside_offset_uncertainty ? "unknown" : "pass"),
                     Cell(health, health == "ok" ? "pass" : "unknown")});
   }
@@ -264,17 +265,18 @@ std::string RenderAblationHtml(const Ablation& a) {
                                         a.baseline_dir.empty() ? "baseline runs" : a.baseline_dir);
   body += "<h1>" + EscapeXml(title) + "</h1>\n";
   body += "<div class=\"verdict\" id=\"offset\">\n";
-  body += fmt::format("<p><strong>Platform offset {} ± {:.5f}</strong> ({} − {}, mean over {} "
-                      "common steps {}–{}; standard error; sd {:.5f}).</p>\n",
-                      EscapeXml(Signed(off.mean_difference, 5)), off.standard_error,
+  const int d = Decimals(a) + 1;
+  body += fmt::format("<p><strong>Platform offset {} ± {}</strong> ({} − {}, mean over {} "
+                      "common steps {}–{}; standard error; sd {}).</p>\n",
+                      EscapeXml(Signed(off.mean_difference, d)), Fixed(off.standard_error, d),
                       EscapeXml(o.offset_pair.run), EscapeXml(o.offset_pair.base_run),
                       off.common_steps, off.first_common_step, off.last_common_step,
-                      off.sd_difference);
+                      Fixed(off.sd_difference, d));
   size_t inside = 0;
   for (const AblationRow& r : a.rows) inside += r.inside_offset_uncertainty;
   body += P(fmt::format("{} of {} runs have an effect inside the offset's uncertainty (|effect| "
-                        "<= {:g} × sqrt(SE² + sd²) = {:.5f}).",
-                        inside, a.rows.size(), o.sigmas, o.sigmas * a.offset_band));
+                        "<= {:g} × sqrt(SE² + sd²) = {}).",
+                        inside, a.rows.size(), o.sigmas, Fixed(o.sigmas * a.offset_band, d)));
   body += "</div>\n";
   body += P(fmt::format(
                 "effect = (run − baseline) − offset at the compared step; uncertainty = sqrt(SE² + "

@@ -34,6 +34,21 @@ std::string Signed(double value, int decimals) {
   return fmt::format("{:+.{}f}", value, decimals);
 }
 
+int Decimals(const Ablation& ablation, int base) {
+  double scale = 0;
+  for (const AblationRow& r : ablation.rows) {
+    for (double v : {r.final_point.value, r.final_point.base_value}) {
+      if (std::isfinite(v)) scale = std::max(scale, std::abs(v));
+    }
+  }
+  const int extra = scale > 0 && scale < 1 ? static_cast<int>(-std::floor(std::log10(scale))) : 0;
+  return std::min(base + extra, 15);
+}
+
+std::string Fixed(double value, int decimals) {
+  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : "n/a";
+}
+
 std::string StepRanges(const std::vector<LoggedTwice>& logged_twice) {
   std::vector<std::pair<int64_t, int64_t>> ranges;
   for (const LoggedTwice& l : logged_twice) ranges.emplace_back(l.from_step, l.to_step);
@@ -164,8 +179,6 @@ std::string FirstMetric(const Ablation& a, DiagMetricKind kind) {
 namespace {
 
 using namespace ablation_format;
-
-std::string Value(double v) { return std::isfinite(v) ? fmt::format("{:.4f}", v) : "n/a"; }
 
 std::string G4(double v) { return std::isfinite(v) ? fmt::format("{:.4g}", v) : "n/a"; }
 
@@ -400,14 +413,16 @@ std::string RenderAblationText(const Ablation& a) {
   out += fmt::format("Platform offset, {} − {} over {} common steps ({}–{}):\n", o.offset_pair.run,
                      o.offset_pair.base_run, off.common_steps, off.first_common_step,
                      off.last_common_step);
-  out += fmt::format("  {} ± {:.5f} (standard error); sd {:.5f}, range {} to {}\n",
-                     Signed(off.mean_difference, 5), off.standard_error, off.sd_difference,
-                     Signed(off.min_difference, 5), Signed(off.max_difference, 5));
+  const int d = Decimals(a);
+  out += fmt::format("  {} ± {} (standard error); sd {}, range {} to {}\n",
+                     Signed(off.mean_difference, d + 1), Fixed(off.standard_error, d + 1),
+                     Fixed(off.sd_difference, d + 1), Signed(off.min_difference, d + 1),
+                     Signed(off.max_difference, d + 1));
   out += fmt::format(
       "effect = (run − baseline) − offset at the compared step; ± sqrt(SE² + σ²), σ the noise of one "
       "difference\nfrom the run's last {} compared points; inside: |effect| <= {:g} × sqrt(SE² + "
-      "sd²) = {:.5f}.\n",
-      o.noise_window, o.sigmas, o.sigmas * a.offset_band);
+      "sd²) = {}.\n",
+      o.noise_window, o.sigmas, Fixed(o.sigmas * a.offset_band, d + 1));
   out += o.alignment == runs::Alignment::kStep
              ? "Compared at common steps: a run shorter than its baseline at its own final step "
                "(--align fraction matches\nschedule fractions instead).\n\n"
@@ -417,9 +432,9 @@ std::string RenderAblationText(const Ablation& a) {
   std::vector<std::vector<std::string>> rows;
   for (const AblationRow& r : a.rows) {
     rows.push_back({r.run + (r.offset_pair ? " *" : ""), r.base_run + (r.explicit_pair ? "" : " †"),
-                    ComparedAtShort(r), Value(r.final_point.value), Value(r.final_point.base_value),
-                    Signed(r.final_point.difference), Signed(r.effect) + " ± " +
-                    fmt::format("{:.4f}", r.uncertainty) +
+                    ComparedAtShort(r), Fixed(r.final_point.value, d),
+                    Fixed(r.final_point.base_value, d), Signed(r.final_point.difference, d),
+                    Signed(r.effect, d) + " ± " + Fixed(r.uncertainty, d) +
                     (r.noise_source == runs::NoiseSource::kOffsetPair ? " ‡" : ""),
                     InsideText(r), HealthSummary(r.health)});
   }
@@ -490,7 +505,7 @@ std::string RenderAblationText(const Ablation& a) {
                                                     : fmt::format("{}", key.second)};
       for (size_t i = 0; i < a.rows.size(); ++i) {
         const auto it = effects.find(i);
-        cells.push_back(it == effects.end() ? "" : Signed(it->second));
+        cells.push_back(it == effects.end() ? "" : Signed(it->second, d));
       }
       table.push_back(std::move(cells));
     }
