@@ -196,12 +196,21 @@ class Fit(_Document):
 
     def predict(self, **inputs) -> pd.DataFrame:
         """Loss at the law's inputs, given as equal-length arrays or scalars by name (e.g.
-        ``N=..., D=...`` or ``C=...``). Returns a DataFrame with the inputs, ``loss`` and, with a
+        ``N=..., D=...`` or ``C=...``; a scalar goes with every element of the arrays). Returns a DataFrame with the inputs, ``loss`` and, with a
         bootstrap, ``low`` and ``high``."""
         try:
-            arrays = {k: np.atleast_1d(np.asarray(v, dtype=float)) for k, v in inputs.items()}
+            arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
         except (TypeError, ValueError) as error:
             raise InputError(f"predict: the inputs are numbers ({error})") from None
+        try:
+            shaped = np.broadcast_arrays(*arrays.values())
+        except ValueError:
+            lengths = {k: np.shape(v) for k, v in arrays.items()}
+            raise InputError(f"predict: the inputs are scalars or arrays of one length {lengths}"
+                             ) from None
+        if any(a.ndim > 1 for a in shaped):
+            raise InputError("predict: the inputs are scalars or one-dimensional arrays")
+        arrays = {k: np.atleast_1d(np.ascontiguousarray(a)) for k, a in zip(arrays, shaped)}
         loss, low, high = self._handle.predict(arrays)
         frame = pd.DataFrame(arrays)
         frame["loss"] = loss

@@ -241,3 +241,15 @@ def test_perf_sets_device_fields_as_set_does():
                    "--profile", "marin-gb200", "--set", "hardware.hbm_gb=96")
     assert p == cli
     assert p != mosaic.perf("marin-hero-fsdp", **args)
+
+
+def test_predict_broadcasts_scalars_and_refuses_shapes_it_cannot_use():
+    fit = mosaic.fit(EPOCH, law="chinchilla", columns=EPOCH_COLUMNS, drop_highest_loss=5)
+    both = fit.predict(N=[7e9, 70e9], D=1.4e12)
+    assert list(both["D"]) == [1.4e12, 1.4e12]
+    assert list(both["loss"]) == [fit.predict(N=7e9, D=1.4e12)["loss"][0],
+                                  fit.predict(N=70e9, D=1.4e12)["loss"][0]]
+    with pytest.raises(mosaic.InputError, match="one-dimensional"):
+        fit.predict(N=[[7e9, 7e9]], D=[[1e12, 1e12]])
+    with pytest.raises(mosaic.InputError, match="of one length"):
+        fit.predict(N=[7e9, 70e9, 1e9], D=[1e12, 2e12])
