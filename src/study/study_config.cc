@@ -288,7 +288,9 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     if (at == layout_where.end()) at = layout_where.find(std::to_string(i));
     const SourceLocation where = at != layout_where.end() ? at->second : file;
     for (const Rung& rung : study.rungs) {
-      const int64_t gpus = rung.racks * study.gpus_per_rack;
+      int64_t gpus = 0;
+      // A GPU count past 64 bits is the ladder's to refuse (ladder.cc, CheckedProduct).
+      if (__builtin_mul_overflow(rung.racks, study.gpus_per_rack, &gpus)) continue;
       const int64_t product = l.tp * l.pp * l.cp * l.dp * l.fsdp;
       const int64_t group = l.ep * l.etp;
       for (const auto& [what, value] : {std::pair<std::string, int64_t>{

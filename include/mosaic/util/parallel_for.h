@@ -7,9 +7,9 @@
 #include <cstddef>
 #include <exception>
 #include <mutex>
+#include <string>
 #include <system_error>
 #include <thread>
-#include <string>
 #include <vector>
 
 #include "mosaic/util/error.h"
@@ -37,9 +37,8 @@ inline void CheckThreadCount(int threads) {
 
 // Calls body(i) for every i in [0, n) on min(n, max(threads, 1)) threads, the calling thread one
 // of them (fewer when the system cannot start that many; the result is the same); each takes the
-// next index from a shared counter (so put the longest work first). When a
-// call throws, no further index is started and the first exception is rethrown once every thread
-// has stopped.
+// next index from a shared counter (so put the longest work first). When a call throws, no
+// further index is started and the first exception is rethrown once every thread has stopped.
 template <typename Body>
 void ParallelFor(size_t n, int threads, Body body) {
   const size_t workers = std::min<size_t>(n, static_cast<size_t>(std::max(1, threads)));
