@@ -70,7 +70,7 @@ def _number(name: str, value, low: float, high: float, *, low_open: bool = False
     return v
 
 
-_MAX_THREADS = 1024
+_MAX_THREADS = _mosaic.MAX_THREADS
 
 
 def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
@@ -117,14 +117,15 @@ class Model(_Document):
         return pd.DataFrame(self._document["components"])
 
 
-def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0, **overrides) -> Model:
+def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0,
+          **overrides) -> Model:
     """Parameter and FLOP breakdown of a preset or a model TOML file.
 
     ``overrides`` set model fields as ``--set`` does, e.g. ``model("marin-ladder", d_model=1024)``.
     ``seq`` (tokens) is the attention span of the FLOP counts; ``tokens`` > 0 adds the training
     FLOPs for that many tokens.
     """
-    seq = _integer("seq", seq, 1, 2**30)
+    seq = _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN)
     tokens = _number("tokens", tokens, 0, 1e30)
     return Model(json.loads(_mosaic.model_json(os.fspath(name_or_path), _text_overrides(overrides),
                                                seq, tokens)))
@@ -133,10 +134,11 @@ def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0
 def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor, profile,
                profiles, overrides):
     cf = 0.0 if capacity_factor is None else _number("capacity_factor", capacity_factor, 0.01,
-                                                      1000)
+                                                      _mosaic.MAX_CAPACITY_FACTOR)
     return (os.fspath(model), _text_overrides(overrides), os.fspath(hardware),
-            _integer("gpus", gpus, 1, 2**24), _integer("batch", batch, 1, 2**30),
-            _integer("seq", seq, 1, 2**30), format, routing, cf,
+            _integer("gpus", gpus, 1, _mosaic.MAX_GPUS),
+            _integer("batch", batch, 1, _mosaic.MAX_BATCH),
+            _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN), format, routing, cf,
             profile or "", os.fspath(profiles) if profiles else "")
 
 
@@ -196,8 +198,8 @@ class Fit(_Document):
 
     def predict(self, **inputs) -> pd.DataFrame:
         """Loss at the law's inputs, given as equal-length arrays or scalars by name (e.g.
-        ``N=..., D=...`` or ``C=...``; a scalar goes with every element of the arrays). Returns a DataFrame with the inputs, ``loss`` and, with a
-        bootstrap, ``low`` and ``high``."""
+        ``N=..., D=...`` or ``C=...``; a scalar goes with every element of the arrays). Returns a
+        DataFrame with the inputs, ``loss`` and, with a bootstrap, ``low`` and ``high``."""
         try:
             arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
         except (TypeError, ValueError) as error:

@@ -26,6 +26,7 @@
 #include "mosaic/scaling/projection.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/parallel_for.h"
 
 namespace py = pybind11;
 using namespace mosaic;
@@ -216,6 +217,13 @@ PYBIND11_MODULE(_mosaic, m) {
       input_error(e.what());
     }
   });
+
+  // The library's limits, so that the package checks its arguments against the same bounds.
+  m.attr("MAX_THREADS") = kMaxThreads;
+  m.attr("MAX_GPUS") = kMaxPerfGpus;
+  m.attr("MAX_BATCH") = kMaxPerfBatch;
+  m.attr("MAX_SEQ_LEN") = kMaxSeqLen;
+  m.attr("MAX_CAPACITY_FACTOR") = kMaxCapacityFactor;
 
   m.def("model_json",
         [](const std::string& model, const std::map<std::string, std::string>& sets, int64_t seq,

@@ -233,8 +233,9 @@ def test_arguments_are_checked_as_the_cli_checks_its_flags():
 
 
 def test_perf_sets_device_fields_as_set_does():
-    args = dict(hardware="gb200-nvl72", gpus=64, layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full",
-                batch=1024, capacity_factor=1.0, profile="marin-gb200")
+    args = dict(hardware="gb200-nvl72", gpus=64,
+                layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full", batch=1024,
+                capacity_factor=1.0, profile="marin-gb200")
     p = mosaic.perf("marin-hero-fsdp", **args, **{"hardware.hbm_gb": 96})
     cli = cli_json("perf", "marin-hero-fsdp", "--hardware", "gb200-nvl72", "--gpus", "64",
                    "--layout", args["layout"], "--batch", "1024", "--capacity-factor", "1.0",

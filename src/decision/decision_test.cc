@@ -210,6 +210,16 @@ TEST(Decide, ALogTagThatIsMissingIsAnError) {
   }
 }
 
+// The error of deciding the study `text` written in `scratch`, or "" when it decides.
+std::string DecideError(const std::string& text, const ScratchDir& scratch) {
+  try {
+    Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  } catch (const InputError& error) {
+    return error.what();
+  }
+  return "";
+}
+
 // The error of the embedded study on logs, with `results` keys in [results] and `tables` at the
 // end of the file.
 std::string LogsErrorOf(const std::string& results, const std::string& tables = "") {
@@ -220,12 +230,7 @@ std::string LogsErrorOf(const std::string& results, const std::string& tables = 
   text.replace(text.find(csv_line), csv_line.size(),
                "logs = [\"logs\"]\ntag = \"eval/paloma/macro_loss\"\n" + results);
   text += "\n" + tables;
-  try {
-    Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  return "";
+  return DecideError(text, scratch);
 }
 
 // A run pattern that names no run at all, or has a placeholder mosaic does not fill, is an
@@ -268,12 +273,7 @@ std::string ErrorOf(const std::string& replace, const std::string& with,
   text.replace(at, replace.size(), with);
   std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
       << (csv.empty() ? std::string(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv")) : csv);
-  try {
-    Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
-  } catch (const InputError& error) {
-    return error.what();
-  }
-  return "";
+  return DecideError(text, scratch);
 }
 
 TEST(Decide, BadStudyFilesGetClearErrors) {

@@ -131,7 +131,8 @@ struct CodesignOptions {
 
 // Evaluates architectures [begin, end) of `all` on `options.threads` threads (chunks taken in
 // turn; each result written to its own slot of `out`, so the split does not change them), calling
-// `options.progress` with (done, end − begin) from the calling thread.
+// `options.progress` with (done, end − begin) from the calling thread. Throws InputError unless
+// 1 <= options.threads <= kMaxThreads (parallel_for.h).
 void EvaluateShare(const SweepContext& context, const std::vector<Architecture>& all,
                    size_t begin, size_t end, const CodesignOptions& options,
                    std::vector<ArchitectureResult>& out);
