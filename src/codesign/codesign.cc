@@ -7,7 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
-#include <thread>
+#include <mutex>
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
@@ -458,26 +458,25 @@ void EvaluateShare(const SweepContext& context, const std::vector<Architecture>&
                    size_t begin, size_t end, const CodesignOptions& options,
                    std::vector<ArchitectureResult>& out) {
   CheckThreadCount(options.threads);
-  std::atomic<size_t> next{begin}, done{0};
   constexpr size_t kChunk = 8;
-  auto work = [&] {
-    for (size_t b = next.fetch_add(kChunk); b < end; b = next.fetch_add(kChunk)) {
-      const size_t e = std::min(end, b + kChunk);
-      EvaluateRange(context, all, b, e, out);
-      done += e - b;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (int t = 0; t < std::max(1, options.threads); ++t) pool.emplace_back(work);
   const size_t total = end - begin;
-  if (options.progress) {
-    while (done.load() < total) {
-      options.progress(done.load(), total);
-      std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  std::atomic<size_t> done{0};
+  std::mutex progress_mutex;  // one progress call at a time
+  auto next_report = std::chrono::steady_clock::now();
+  ParallelFor((total + kChunk - 1) / kChunk, options.threads, [&](size_t chunk) {
+    const size_t b = begin + chunk * kChunk, e = std::min(end, b + kChunk);
+    EvaluateRange(context, all, b, e, out);
+    done += e - b;
+    if (options.progress && progress_mutex.try_lock()) {
+      const std::lock_guard<std::mutex> lock(progress_mutex, std::adopt_lock);
+      const auto now = std::chrono::steady_clock::now();
+      if (now >= next_report) {
+        options.progress(done.load(), total);
+        next_report = now + std::chrono::milliseconds(250);
+      }
     }
-    options.progress(total, total);
-  }
-  for (std::thread& th : pool) th.join();
+  });
+  if (options.progress) options.progress(total, total);
 }
 
 CodesignResult RunCodesign(const SpaceConfig& space, const CodesignOptions& options) {

@@ -4,11 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
 
 #include "location.h"
 #include "mosaic/scaling/fit_problem.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/parallel_for.h"
 
 namespace mosaic::scaling {
 
@@ -88,28 +88,20 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
 
   std::vector<std::vector<double>> theta(options.resamples);
   std::vector<char> ok(options.resamples, 0);
-  auto work = [&](int t, int threads) {
-    std::vector<double> weights(data.size());
-    for (int b = t; b < options.resamples; b += threads) {
-      uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
-      std::fill(weights.begin(), weights.end(), 0.0);
-      for (int draw = 0; draw < runs; ++draw) {
-        const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
-        for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
-      }
-      const SolverResult r =
-          Minimize(problem, x0.data(), fit_options.multistart.solver, nullptr, weights.data());
-      if (r.termination != Termination::kConverged) continue;
-      theta[b].resize(law.params.size());
-      problem.Expand(r.x.data(), theta[b].data());
-      ok[b] = 1;
+  ParallelFor(static_cast<size_t>(options.resamples), options.threads, [&](size_t b) {
+    uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
+    std::vector<double> weights(data.size(), 0.0);
+    for (int draw = 0; draw < runs; ++draw) {
+      const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
+      for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
     }
-  };
-  const int threads = std::max(1, std::min(options.threads, options.resamples));
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t, threads);
-  work(0, threads);
-  for (std::thread& th : pool) th.join();
+    const SolverResult r =
+        Minimize(problem, x0.data(), fit_options.multistart.solver, nullptr, weights.data());
+    if (r.termination != Termination::kConverged) return;
+    theta[b].resize(law.params.size());
+    problem.Expand(r.x.data(), theta[b].data());
+    ok[b] = 1;
+  });
 
   BootstrapResult result;
   result.resamples = options.resamples;

@@ -9,10 +9,10 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
-#include <thread>
 
 #include "location.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/parallel_for.h"
 #include "mosaic/util/spellcheck.h"
 
 namespace mosaic::scaling {
@@ -411,19 +411,14 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
     return x;
   };
   std::vector<StartResult> results(starts);
-  const int threads = std::max(1, std::min<int>(options.multistart.threads,
-                                                 static_cast<int>(starts)));
-  {
-    std::vector<std::thread> pool;
-    for (int t = 0; t < threads; ++t) {
-      pool.emplace_back([&, t] {
-        ExpressionFitter fitter(law, data, options, values, free);
-        const size_t begin = starts * t / threads, end = starts * (t + 1) / threads;
-        for (size_t s = begin; s < end; ++s) results[s] = fitter.Solve(start(s));
-      });
-    }
-    for (std::thread& t : pool) t.join();
-  }
+  // One block of starts per thread, each with a fitter of its own; a start's result does not
+  // depend on its block.
+  const size_t blocks = std::min<size_t>(starts, std::max(1, options.multistart.threads));
+  ParallelFor(blocks, options.multistart.threads, [&](size_t block) {
+    ExpressionFitter fitter(law, data, options, values, free);
+    const size_t begin = starts * block / blocks, end = starts * (block + 1) / blocks;
+    for (size_t s = begin; s < end; ++s) results[s] = fitter.Solve(start(s));
+  });
   size_t best = 0;
   int failed = 0;
   for (size_t s = 0; s < starts; ++s) {

@@ -179,6 +179,23 @@ TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
               s.failed_starts, s.iterations);
 }
 
+// The start grid is split into the same blocks whatever the thread count (multistart.h), so a
+// fit on 1 thread and on 5 is the same to the bit: the optimum and every count.
+TEST(ChinchillaFit, TheThreadCountDoesNotChangeTheFit) {
+  const FitData data = Epoch240();
+  FitOptions one, five;
+  one.multistart.threads = 1;
+  five.multistart.threads = 5;
+  const FitSummary a = Fit(FindLaw("chinchilla"), data, one);
+  const FitSummary b = Fit(FindLaw("chinchilla"), data, five);
+  EXPECT_EQ(a.objective, b.objective);
+  EXPECT_EQ(a.theta, b.theta);
+  EXPECT_EQ(a.converged_starts, b.converged_starts);
+  EXPECT_EQ(a.inferred_starts, b.inferred_starts);
+  EXPECT_EQ(a.cut_short_starts, b.cut_short_starts);
+  EXPECT_EQ(a.iterations, b.iterations);
+}
+
 // Without the basin memo every start runs to the end, so every count is certified; the grid is
 // the reference's and the best objective the same.
 TEST(ChinchillaFit, EpochGridWithoutCutOffCertifiesEveryStart) {

@@ -5,7 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <thread>
+
+#include "mosaic/util/parallel_for.h"
 
 namespace mosaic::scaling {
 
@@ -58,11 +59,11 @@ std::vector<Objective> ContinuationStages(const Objective& objective, bool conti
 MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
                                const MultiStartOptions& options) {
   const size_t total = grid.size();
-  const int threads = std::max(1, std::min<int>(options.threads, static_cast<int>(total)));
+  const size_t blocks = std::min(total, kStartBlocks);
   MultiStartResult result;
   result.starts.resize(total);
-  std::vector<SolverResult> best(threads);
-  std::vector<size_t> best_index(threads, 0);
+  std::vector<SolverResult> best(blocks);
+  std::vector<size_t> best_index(blocks, 0);
   const std::vector<Objective> objectives =
       ContinuationStages(problem.objective(), options.continuation);
   std::vector<FitProblem> stages;
@@ -73,13 +74,13 @@ MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
   SolverOptions loose = options.solver;
   loose.function_tolerance = 1e-8;
   loose.parameter_tolerance = 1e-5;
-  auto work = [&](int t) {
-    const size_t begin = total * t / threads;
-    const size_t end = total * (t + 1) / threads;
+  auto work = [&](size_t block) {
+    const size_t begin = total * block / blocks;
+    const size_t end = total * (block + 1) / blocks;
     BasinMemo memo;
     std::vector<std::vector<double>> paths(stages.size() + 1);
     double x0[kMaxLawParams];
-    best[t].objective = INFINITY;
+    best[block].objective = INFINITY;
     for (size_t s = begin; s < end; ++s) {
       grid.Start(s, x0);
       BasinMemo* m = options.cut_short ? &memo : nullptr;
@@ -119,18 +120,15 @@ MultiStartResult RunMultiStart(const FitProblem& problem, const StartGrid& grid,
         const int reached = std::min(stage, static_cast<int>(stages.size()));
         for (int k = 0; k <= reached; ++k) memo.Add(paths[k], problem.num_free(), minimum, k);
       }
-      if (r.objective < best[t].objective) {
-        best[t] = std::move(r);
-        best_index[t] = s;
+      if (r.objective < best[block].objective) {
+        best[block] = std::move(r);
+        best_index[block] = s;
       }
     }
   };
-  std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, t);
-  work(0);
-  for (std::thread& th : pool) th.join();
-  int winner = 0;
-  for (int t = 1; t < threads; ++t) {
+  ParallelFor(blocks, options.threads, work);
+  size_t winner = 0;
+  for (size_t t = 1; t < blocks; ++t) {
     if (best[t].objective < best[winner].objective) winner = t;
   }
   result.best = std::move(best[winner]);

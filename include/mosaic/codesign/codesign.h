@@ -125,13 +125,15 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
 
 struct CodesignOptions {
   int threads = 2;
-  // Called from the calling thread about every 0.25 s with (done, total); may be empty.
+  // Called about every 0.25 s with (done, total), from one of the evaluating threads (never two
+  // calls at once), and once with (total, total) at the end; may be empty.
   std::function<void(size_t, size_t)> progress;
 };
 
 // Evaluates architectures [begin, end) of `all` on `options.threads` threads (chunks taken in
-// turn; each result written to its own slot of `out`, so the split does not change them), calling
-// `options.progress` with (done, end − begin) from the calling thread. Throws InputError unless
+// turn through ParallelFor, the calling thread one of them; each result written to its own slot of
+// `out`, so the split does not change them), calling `options.progress` with (done, end − begin)
+// as CodesignOptions says. Throws InputError unless
 // 1 <= options.threads <= kMaxThreads (parallel_for.h).
 void EvaluateShare(const SweepContext& context, const std::vector<Architecture>& all,
                    size_t begin, size_t end, const CodesignOptions& options,
