@@ -162,6 +162,16 @@ TEST(FitCli, PredictInputGivenTwiceIsAnError) {
       << r.err;
 }
 
+// A budget with both N and D has nothing left to resolve: refused, not silently ignored.
+TEST(FitCli, PredictBudgetWithBothParamsAndTokensIsAnError) {
+  CommandResult r = RunMosaic("fit " + kEpoch + " --predict C=1e21,N=1e9,D=1e10");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--predict: C = 1e+21 with both N = 1e+09 and D = 1e+10. Violated "
+                       "constraint: C alone"),
+            std::string::npos)
+      << r.err;
+}
+
 // D = 20·N at every point: log D = log N + log 20, so N and D cannot be told apart.
 TEST(FitCli, CollinearInputsAreASingularDesign) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/collinear_d20n.csv --law chinchilla");

@@ -197,9 +197,12 @@ class Fit(_Document):
         return self._document.get("intervals")
 
     def predict(self, **inputs) -> pd.DataFrame:
-        """Loss at the law's inputs, given as equal-length arrays or scalars by name (e.g.
-        ``N=..., D=...`` or ``C=...``; a scalar goes with every element of the arrays). Returns a
-        DataFrame with the inputs, ``loss`` and, with a bootstrap, ``low`` and ``high``."""
+        """Loss at the law's inputs, given as equal-length arrays or scalars by name (a scalar
+        goes with every element of the arrays), as ``mosaic fit --predict`` takes them: ``N=...,
+        D=...``; for a law in N and D also ``C=...`` alone (the compute-optimal N and D at that
+        budget) or ``C`` with one of ``N``, ``D`` (C = 6·N·D gives the other). Returns a DataFrame
+        with the inputs given, the law's inputs they resolve to, ``loss`` and, with a bootstrap,
+        ``low`` and ``high`` (a budget is re-allocated per resample)."""
         try:
             arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
         except (TypeError, ValueError) as error:
@@ -213,8 +216,11 @@ class Fit(_Document):
         if any(a.ndim > 1 for a in shaped):
             raise InputError("predict: the inputs are scalars or one-dimensional arrays")
         arrays = {k: np.atleast_1d(np.ascontiguousarray(a)) for k, a in zip(arrays, shaped)}
-        loss, low, high = self._handle.predict(arrays)
+        resolved, loss, low, high = self._handle.predict(arrays)
         frame = pd.DataFrame(arrays)
+        for name, values in resolved.items():
+            if name not in frame:
+                frame[name] = values
         frame["loss"] = loss
         if "intervals" in self._document:
             frame["low"] = low

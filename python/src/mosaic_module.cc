@@ -75,54 +75,46 @@ struct FitHandle {
 
   std::string Json() const { return DumpJson(scaling::FitJson(law, arm), -1); }
 
-  // Loss at the given inputs (equal-length arrays by input name), with the bootstrap interval
-  // when there is one: (loss, low, high); low and high are NaN without a bootstrap.
+  // The law's inputs, resolved, and the loss at each element of the given equal-length arrays
+  // (by input name; C for a law in N and D as scaling::ResolveInputs allows), with the bootstrap
+  // interval when there is one: (inputs by name, loss, low, high); low and high are NaN without a
+  // bootstrap. One path with `mosaic fit --predict` (scaling::Predict).
   py::tuple Predict(const std::map<std::string, py::array_t<double>>& inputs) const {
-    size_t n = 0;
-    std::vector<py::array_t<double>> columns;
-    for (const scaling::LawInput& in : law.inputs) {
-      auto it = inputs.find(in.name);
-      if (it == inputs.end()) {
-        std::string names;
-        for (const scaling::LawInput& i : law.inputs) names += (names.empty() ? "" : ", ") + i.name;
-        throw InputError("predict: law " + law.name + " needs input " + in.name + " (inputs: " +
-                         names + ")");
-      }
-      if (columns.empty()) n = static_cast<size_t>(it->second.size());
-      if (static_cast<size_t>(it->second.size()) != n) {
+    const size_t n = inputs.empty() ? 0 : static_cast<size_t>(inputs.begin()->second.size());
+    for (const auto& [name, column] : inputs) {
+      if (static_cast<size_t>(column.size()) != n) {
         throw InputError("predict: the input arrays differ in length");
       }
-      columns.push_back(it->second);
     }
-    for (const auto& [name, unused] : inputs) {
-      if (law.InputIndex(name) < 0) throw InputError("predict: law " + law.name + " has no input " + name);
-    }
+    std::vector<py::array_t<double>> resolved;
+    for (size_t k = 0; k < law.inputs.size(); ++k) resolved.emplace_back(n);
     py::array_t<double> loss(n), low(n), high(n);
     auto l = loss.mutable_unchecked<1>();
     auto lo = low.mutable_unchecked<1>();
     auto hi = high.mutable_unchecked<1>();
-    std::vector<double> x(law.inputs.size());
-    for (size_t i = 0; i < n; ++i) {
-      for (size_t k = 0; k < columns.size(); ++k) {
-        x[k] = columns[k].at(static_cast<py::ssize_t>(i));
-        const std::string rule = law.ValidateInput(static_cast<int>(k), x[k]);
-        if (!rule.empty()) {
-          throw InputError("predict: " + law.inputs[k].name + " = " + std::to_string(x[k]) +
-                           " violates " + rule);
-        }
-      }
-      l(i) = law.Predict(x.data(), arm.fit.theta.data());
-      lo(i) = hi(i) = NAN;
-      if (arm.bootstrap && !arm.bootstrap->theta.empty()) {
-        std::vector<double> values;
-        for (const auto& th : arm.bootstrap->theta) values.push_back(law.Predict(x.data(), th.data()));
-        const scaling::Interval band =
-            scaling::PercentileInterval(std::move(values), arm.bootstrap->confidence);
-        lo(i) = band.low;
-        hi(i) = band.high;
-      }
+    const scaling::BootstrapResult* boot = arm.bootstrap ? &*arm.bootstrap : nullptr;
+    scaling::InputPoint point;
+    for (const auto& [name, unused] : inputs) point.emplace_back(name, 0.0);
+    if (inputs.empty()) {  // names the first input the law needs
+      scaling::Predict(law, arm.fit, boot, point, flops_per_param_token, "predict");
     }
-    return py::make_tuple(loss, low, high);
+    for (size_t i = 0; i < n; ++i) {
+      size_t k = 0;
+      for (const auto& [name, column] : inputs) {
+        point[k++].second = column.at(static_cast<py::ssize_t>(i));
+      }
+      const scaling::Prediction p =
+          scaling::Predict(law, arm.fit, boot, point, flops_per_param_token, "predict");
+      for (size_t j = 0; j < p.inputs.size(); ++j) {
+        resolved[j].mutable_at(static_cast<py::ssize_t>(i)) = p.inputs[j];
+      }
+      l(i) = p.loss;
+      lo(i) = p.interval ? p.interval->low : NAN;
+      hi(i) = p.interval ? p.interval->high : NAN;
+    }
+    py::dict by_name;
+    for (size_t k = 0; k < law.inputs.size(); ++k) by_name[law.inputs[k].name.c_str()] = resolved[k];
+    return py::make_tuple(by_name, loss, low, high);
   }
 
   py::dict Frontier(double compute_flops) const {

@@ -169,9 +169,12 @@ def test_bad_input_raises_input_error_with_the_cli_message():
         mosaic.model("mixtral-8x8b")
     with pytest.raises(ValueError):  # InputError is a ValueError
         mosaic.perf("mixtral-8x7b", hardware="h100", gpus=8, layout="tp=3", batch=8)
-    with pytest.raises(mosaic.InputError, match="law compute needs input C"):
-        mosaic.fit(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"), law="compute",
-                   pins={"E": 1.6, "alpha": 0.0941}).predict(N=[1e9])
+    compute_fit = mosaic.fit(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"),
+                             law="compute", pins={"E": 1.6, "alpha": 0.0941})
+    with pytest.raises(mosaic.InputError, match="law compute has no input 'N' \\(did you mean"):
+        compute_fit.predict(N=[1e9])
+    with pytest.raises(mosaic.InputError, match="predict: law compute needs input C"):
+        compute_fit.predict()
     with pytest.raises(mosaic.InputError):
         mosaic.read_runs("/nonexistent/logdir")
     arm = os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv")
@@ -242,6 +245,24 @@ def test_perf_sets_device_fields_as_set_does():
                    "--profile", "marin-gb200", "--set", "hardware.hbm_gb=96")
     assert p == cli
     assert p != mosaic.perf("marin-hero-fsdp", **args)
+
+
+def test_predict_at_a_budget_is_the_cli_prediction_and_the_frontier_point():
+    fit = mosaic.fit(EPOCH, law="chinchilla", columns=EPOCH_COLUMNS, drop_highest_loss=5)
+    at_budget = fit.predict(C=[1e21, 1e23])
+    cli = cli_json("fit", EPOCH, "--column", "N=Model Size", "--column", "C=Training FLOP",
+                   "--column", "D=C/(6*N)", "--drop-highest-loss", "5", "--predict", "C=1e21",
+                   "--predict", "C=1e23")
+    assert list(at_budget["loss"]) == [p["loss"] for p in cli["predictions"]]
+    assert list(at_budget["N"]) == [p["inputs"]["N"] for p in cli["predictions"]]
+    frontier = fit.frontier(1e21)
+    assert at_budget["N"][0] == frontier["params"] and at_budget["D"][0] == frontier["tokens"]
+    one_given = fit.predict(C=6e21, N=1e10)
+    assert one_given["D"][0] == pytest.approx(1e11, rel=1e-15)
+    with pytest.raises(mosaic.InputError, match="predict: C = 1e\\+21 with both N"):
+        fit.predict(C=1e21, N=1e9, D=1e10)
+    with pytest.raises(mosaic.InputError, match="predict: law chinchilla has no input 'X'"):
+        fit.predict(X=1.0)
 
 
 def test_predict_broadcasts_scalars_and_refuses_shapes_it_cannot_use():

@@ -79,7 +79,8 @@ FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
 }
 
 std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& theta,
-                                  const InputPoint& point, double flops_per_param_token) {
+                                  const InputPoint& point, double flops_per_param_token,
+                                  std::string_view caller) {
   std::vector<double> x(law.inputs.size(), NAN);
   std::optional<double> compute;
   std::vector<std::string> names;
@@ -91,13 +92,19 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
     } else if (name == "C" && HasNAndD(law)) {
       compute = value;
     } else {
-      throw InputError(fmt::format("--predict: law {} has no input '{}'{}; inputs: {}", law.name,
+      throw InputError(fmt::format("{}: law {} has no input '{}'{}; inputs: {}", caller, law.name,
                                    name, DidYouMean(name, names), fmt::join(names, ", ")));
     }
   }
   if (compute) {
     const int n = law.InputIndex("N"), d = law.InputIndex("D");
     const double nd = *compute / flops_per_param_token;
+    if (!std::isnan(x[n]) && !std::isnan(x[d])) {
+      throw InputError(fmt::format(
+          "{}: C = {:g} with both N = {:g} and D = {:g}. Violated constraint: C alone (the "
+          "compute-optimal N and D), or C with one of N, D (C = {:g}·N·D gives the other)",
+          caller, *compute, x[n], x[d], flops_per_param_token));
+    }
     if (std::isnan(x[n]) && std::isnan(x[d])) {
       const FrontierPoint f = ComputeOptimal(law, theta, *compute, flops_per_param_token);
       x[n] = f.params;
@@ -110,28 +117,29 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
   }
   for (size_t i = 0; i < x.size(); ++i) {
     if (std::isnan(x[i])) {
-      throw InputError(fmt::format("--predict: law {} needs input {} ({})", law.name,
+      throw InputError(fmt::format("{}: law {} needs input {} ({})", caller, law.name,
                                    law.inputs[i].name, law.inputs[i].meaning));
     }
     const std::string rule = law.ValidateInput(static_cast<int>(i), x[i]);
     if (!rule.empty()) {
-      throw FieldError(At("--predict"), law.inputs[i].name, fmt::format("{}", x[i]), rule);
+      throw FieldError(At(std::string(caller)), law.inputs[i].name, fmt::format("{}", x[i]), rule);
     }
   }
   return x;
 }
 
 Prediction Predict(const Law& law, const FitSummary& fit, const BootstrapResult* bootstrap,
-                   const InputPoint& point, double flops_per_param_token) {
+                   const InputPoint& point, double flops_per_param_token,
+                   std::string_view caller) {
   Prediction p;
   p.point = point;
-  p.inputs = ResolveInputs(law, fit.theta, point, flops_per_param_token);
+  p.inputs = ResolveInputs(law, fit.theta, point, flops_per_param_token, caller);
   p.loss = law.Predict(p.inputs.data(), fit.theta.data());
   if (bootstrap != nullptr && !bootstrap->theta.empty()) {
     std::vector<double> losses;
     for (const auto& th : bootstrap->theta) {
       // A point given by C is re-allocated per resample: the interval covers the allocation too.
-      const std::vector<double> x = ResolveInputs(law, th, point, flops_per_param_token);
+      const std::vector<double> x = ResolveInputs(law, th, point, flops_per_param_token, caller);
       losses.push_back(law.Predict(x.data(), th.data()));
     }
     p.interval = PercentileInterval(std::move(losses), bootstrap->confidence);

@@ -30,9 +30,11 @@ InputPoint ParseInputPoint(std::string_view text);
 
 // Raw inputs of `law` for `point`. For a law with inputs N and D (and not C), a point giving C
 // resolves N and D by compute-optimal allocation under C = k·N·D, or the missing one of N, D
-// from C. Throws InputError naming a missing or unknown input.
+// from C. Throws InputError, opening with `caller` (the flag or function asked), for a missing or
+// unknown input, an input outside its law's range, or C given with both N and D.
 std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& theta,
-                                  const InputPoint& point, double flops_per_param_token);
+                                  const InputPoint& point, double flops_per_param_token,
+                                  std::string_view caller = "--predict");
 
 struct Prediction {
   InputPoint point;               // as asked
@@ -41,8 +43,12 @@ struct Prediction {
   std::optional<Interval> interval;  // from the bootstrap when there is one
 };
 
+// The loss `fit` predicts at `point` (inputs resolved by ResolveInputs), with the bootstrap's
+// percentile interval when `bootstrap` has resamples (a point given by C is re-allocated per
+// resample, so the interval covers the allocation too). Errors as ResolveInputs.
 Prediction Predict(const Law& law, const FitSummary& fit, const BootstrapResult* bootstrap,
-                   const InputPoint& point, double flops_per_param_token = 6);
+                   const InputPoint& point, double flops_per_param_token = 6,
+                   std::string_view caller = "--predict");
 
 struct FrontierPoint {
   double compute_flops = 0;
