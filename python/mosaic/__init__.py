@@ -292,12 +292,15 @@ class Runs:
     ``scalars``: a long DataFrame with columns ``run``, ``tag``, ``step``, ``wall_time``
     (seconds), ``value``, ``pass`` (1 for the first pass over a step; restarts add passes).
     ``findings``: a DataFrame of health findings (``run``, ``kind``, ``tag``, ``steps``,
-    ``message``). ``summary``: one row per run and tag (points, last step, final value).
+    ``message``). ``notes``: what the reader left out or doubted, as ``mosaic runs`` prints it
+    (``run``, ``note``: skipped files, rows and cells, a truncated last line, file order).
+    ``summary``: one row per run and tag (points, last step, final value).
     """
 
-    def __init__(self, scalars: pd.DataFrame, findings: pd.DataFrame):
+    def __init__(self, scalars: pd.DataFrame, findings: pd.DataFrame, notes: pd.DataFrame):
         self.scalars = scalars
         self.findings = findings
+        self.notes = notes
 
     @property
     def summary(self) -> pd.DataFrame:
@@ -314,7 +317,8 @@ class Runs:
 
     def __repr__(self) -> str:
         runs = self.scalars["run"].nunique() if len(self.scalars) else 0
-        return f"Runs({runs} runs, {len(self.scalars)} points, {len(self.findings)} findings)"
+        return (f"Runs({runs} runs, {len(self.scalars)} points, {len(self.findings)} findings, "
+                f"{len(self.notes)} notes)")
 
 
 def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, restarts: str = "first",
@@ -324,8 +328,8 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
     written twice to keep); ``tags`` keeps tags matching a regular expression."""
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
-    (run_names, tag_names, run, tag, step, wall, value, passes, findings) = _mosaic.read_runs(
-        logdirs, restarts, tags or "")
+    (run_names, tag_names, run, tag, step, wall, value, passes, findings,
+     notes) = _mosaic.read_runs(logdirs, restarts, tags or "")
     scalars = pd.DataFrame({
         "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
         "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
@@ -334,7 +338,8 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
         "value": value,
         "pass": passes,
     })
-    return Runs(scalars, pd.DataFrame(findings, columns=["run", "kind", "tag", "steps", "message"]))
+    return Runs(scalars, pd.DataFrame(findings, columns=["run", "kind", "tag", "steps", "message"]),
+                pd.DataFrame(notes, columns=["run", "note"]))
 
 
 class RunsSummary:

@@ -323,7 +323,7 @@ PYBIND11_MODULE(_mosaic, m) {
           auto va = value.mutable_unchecked<1>();
           std::vector<std::string> run_names, tag_names;
           std::map<std::string, int32_t> tag_codes;
-          py::list findings;
+          py::list findings, notes;
           size_t i = 0;
           for (size_t r = 0; r < loaded.size(); ++r) {
             run_names.push_back(loaded[r].name);
@@ -350,8 +350,15 @@ PYBIND11_MODULE(_mosaic, m) {
               d["message"] = f.message;
               findings.append(d);
             }
+            for (const std::string& note : loaded[r].notes) {
+              py::dict d;
+              d["run"] = loaded[r].name;
+              d["note"] = note;
+              notes.append(d);
+            }
           }
-          return py::make_tuple(run_names, tag_names, run, tag, step, wall, value, pass, findings);
+          return py::make_tuple(run_names, tag_names, run, tag, step, wall, value, pass, findings,
+                                notes);
         });
 
   m.def("summarize_runs",

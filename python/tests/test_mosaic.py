@@ -93,6 +93,18 @@ def test_read_runs_gives_a_long_dataframe():
     assert (summary["points"] > 0).all()
 
 
+def test_read_runs_keeps_the_readers_notes(tmp_path):
+    (tmp_path / "run1").mkdir()
+    (tmp_path / "run1" / "metrics.csv").write_text("step,loss\n1,2.5\n2,abc\n3,2.3\n")
+    runs = mosaic.read_runs(tmp_path)
+    assert list(runs.notes.columns) == ["run", "note"]
+    assert list(runs.notes["run"]) == ["run1", "run1"]
+    csv = str(tmp_path / "run1" / "metrics.csv")
+    assert runs.notes["note"][0] == f"{csv}:3: loss = 'abc' is not a number; such cells are skipped"
+    assert list(runs.scalars["step"]) == [1, 3]
+    assert "2 notes" in repr(runs)
+
+
 def test_read_runs_restart_policies_keep_first_or_all_passes():
     path = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs/duplicate_steps")
     first = mosaic.read_runs(path, restarts="first").scalars
