@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <memory>
 #include <string>
 
@@ -27,14 +28,47 @@ struct CodesignCliOptions {
   std::string output;
 };
 
+// Under mpirun every rank reads and checks the same inputs, so an error there is usually the same
+// on each: the lowest rank that met one prints it (naming itself when it is not rank 0, as when a
+// file is missing on one node only) and the others end with the same exit status, silently,
+// instead of each printing it. A rank that met no error ends too (the others will not take part
+// in the sweep). Collective: every rank calls it once.
+void AgreeOnError(const MpiSession& session, const std::exception_ptr& error) {
+  const int failing = LowestFailingRank(session, error != nullptr);
+  if (failing < 0) return;
+  int exit_code = 1;
+  try {
+    if (error) std::rethrow_exception(error);
+  } catch (const UsageError& e) {
+    if (session.rank() == failing && failing > 0) {
+      throw UsageError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
+    }
+    if (session.rank() == failing) throw;
+    exit_code = 2;
+  } catch (const InputError& e) {
+    if (session.rank() == failing && failing > 0) {
+      throw InputError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
+    }
+    if (session.rank() == failing) throw;
+  }
+  throw QuietExit{exit_code};
+}
+
 void Run(const CodesignCliOptions& o) {
   const MpiSession session;
-  const SpaceConfig space = LoadSpace(o.space);
-  CheckOutputIsNotInput(o.output, {o.space, space.base, space.law.origin});
-  CheckOutputIsNotInput(o.html, {o.space, space.base, space.law.origin}, "--html");
-  if (!o.html.empty() && o.html == o.output) {
-    throw UsageError("--html and --output name the same file " + o.html);
+  SpaceConfig space;
+  std::exception_ptr error;
+  try {
+    space = LoadSpace(o.space);
+    CheckOutputIsNotInput(o.output, {o.space, space.base, space.law.origin});
+    CheckOutputIsNotInput(o.html, {o.space, space.base, space.law.origin}, "--html");
+    if (!o.html.empty() && o.html == o.output) {
+      throw UsageError("--html and --output name the same file " + o.html);
+    }
+  } catch (...) {
+    error = std::current_exception();
   }
+  AgreeOnError(session, error);
   CodesignOptions options;
   options.threads = o.threads;
   // A progress line for sweeps longer than a second, on a terminal only.

@@ -27,6 +27,12 @@ void AddRunsCommand(CLI::App& root);
 void AddDecideCommand(CLI::App& root);
 void AddCodesignCommand(CLI::App& root);
 
+// Thrown by a command to end with `exit_code` without printing anything (another process of the
+// same job prints the error: see codesign_command.cc).
+struct QuietExit {
+  int exit_code = 1;
+};
+
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
 

@@ -198,6 +198,8 @@ int main(int argc, char** argv) {
   } catch (const mosaic::InputError& e) {
     std::cerr << "mosaic: error: " << mosaic::PrintableText(e.what()) << "\n";
     return kExitUserError;
+  } catch (const mosaic::cli::QuietExit& e) {
+    return e.exit_code;
   }
   return 0;
 }

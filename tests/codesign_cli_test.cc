@@ -50,22 +50,34 @@ TEST(CodesignCli, TextCsvAndHtml) {
   std::filesystem::remove(page);
 }
 
-// `mpirun -n 2` gives each rank half of the architectures; rank 0 gathers and prints exactly what
-// one process prints. Skipped only when mosaic was built without MPI.
-TEST(CodesignCli, MpiRanksGiveTheSameOutputAsOneProcess) {
-  if (!BuiltWithMpi()) GTEST_SKIP() << "mosaic was built without MPI (libopenmpi-dev)";
-  ASSERT_EQ(access("/usr/bin/mpirun", X_OK), 0) << "MPI is built in but mpirun is missing";
-  // Loopback only, as root where tests run as root, oversubscribing the cores.
+// `mpirun -n 2 ` with the options that start it here (loopback only, as root where tests run as
+// root, oversubscribing the cores), from the source folder; empty, with the reason in `why`, when
+// mosaic was built without MPI or the machine cannot start two ranks of anything (no shared
+// memory, a locked-down container): such a machine cannot run a comparison.
+std::string Mpirun(std::string* why) {
+  if (!BuiltWithMpi()) {
+    *why = "mosaic was built without MPI (libopenmpi-dev)";
+    return "";
+  }
+  EXPECT_EQ(access("/usr/bin/mpirun", X_OK), 0) << "MPI is built in but mpirun is missing";
   const std::string mpirun =
       "cd '" + std::string(MOSAIC_SOURCE_DIR) +
       "' && OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_plm=isolated "
       "OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1 "
       "timeout 300 mpirun -n 2 --oversubscribe --mca btl self,vader ";
-  // A machine that cannot start two ranks of anything (no shared memory, a locked-down
-  // container) cannot run this comparison; say so rather than fail on the environment.
   if (std::system((mpirun + "true > /dev/null 2>&1").c_str()) != 0) {
-    GTEST_SKIP() << "mpirun cannot start two ranks here";
+    *why = "mpirun cannot start two ranks here";
+    return "";
   }
+  return mpirun;
+}
+
+// `mpirun -n 2` gives each rank half of the architectures; rank 0 gathers and prints exactly what
+// one process prints. Skipped only when mosaic was built without MPI.
+TEST(CodesignCli, MpiRanksGiveTheSameOutputAsOneProcess) {
+  std::string why;
+  const std::string mpirun = Mpirun(&why);
+  if (mpirun.empty()) GTEST_SKIP() << why;
   const CommandResult one = RunMosaic("codesign gb200-nvl72-sparsity --json");
   ASSERT_EQ(one.exit_code, 0) << one.err;
   const std::string command =
@@ -74,6 +86,23 @@ TEST(CodesignCli, MpiRanksGiveTheSameOutputAsOneProcess) {
   const int status = std::system(command.c_str());
   ASSERT_EQ(status, 0) << ReadText(::testing::TempDir() + "mpi_err.txt");
   EXPECT_EQ(ReadText(::testing::TempDir() + "mpi_out.json"), one.out);
+}
+
+// An input error every rank meets is printed once, by rank 0, and the job fails.
+TEST(CodesignCli, MpiRanksPrintAnInputErrorOnce) {
+  std::string why;
+  const std::string mpirun = Mpirun(&why);
+  if (mpirun.empty()) GTEST_SKIP() << why;
+  const std::string err = ::testing::TempDir() + "mpi_error.txt";
+  const std::string command = mpirun + "'" + std::string(MOSAIC_BINARY) +
+                              "' codesign gb200-sparsity > /dev/null 2> '" + err + "'";
+  EXPECT_NE(std::system(command.c_str()), 0);
+  const std::string text = ReadText(err);
+  const std::string message = "mosaic: error: unknown space 'gb200-sparsity'";
+  const size_t first = text.find(message);
+  ASSERT_NE(first, std::string::npos) << text;
+  EXPECT_EQ(text.find(message, first + 1), std::string::npos) << text;
+  EXPECT_EQ(text.find("rank 1 of 2"), std::string::npos) << text;
 }
 
 TEST(CodesignCli, UnknownSpaceSuggestsAName) {

@@ -106,6 +106,20 @@ void DecodeResults(std::string_view in, std::vector<ArchitectureResult>& out, si
   }
 }
 
+int LowestFailingRank(const MpiSession& session, bool failed) {
+#ifdef MOSAIC_HAVE_MPI
+  if (session.size() > 1) {
+    // The minimum over ranks of (rank if failed, else size): size when none failed.
+    const int mine = failed ? session.rank() : session.size();
+    int lowest = mine;
+    MPI_Allreduce(&mine, &lowest, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+    return lowest < session.size() ? lowest : -1;
+  }
+#endif
+  (void)session;
+  return failed ? 0 : -1;
+}
+
 std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
                                                      const CodesignOptions& options,
                                                      const MpiSession& session) {

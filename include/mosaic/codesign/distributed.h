@@ -34,6 +34,11 @@ class MpiSession {
   bool active_ = false;
 };
 
+// Collective: every rank of the session calls it once, at the same point, with whether it failed.
+// Returns the lowest rank that failed, or -1 when none did. With one rank (no MPI): 0 when
+// `failed`, else -1.
+int LowestFailingRank(const MpiSession& session, bool failed);
+
 // The sweep sharded over the session's ranks: the result on rank 0, nullopt on the others.
 // With one rank it is RunCodesign.
 std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
