@@ -193,12 +193,16 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "no division by zero"),
             std::string::npos);
   // A law the form forbids, located at the value: a scale <= 0, an exponent < 0 (it ranked
-  // architectures by a loss of 397330).
+  // architectures by a loss of 397330) or past 10.
   EXPECT_NE(ErrorOf(replace(kSpace, "alpha = 0.3", "alpha = -0.3"))
-                .find("space.toml:15:47: alpha = -0.3. Violated constraint: alpha >= 0 (an "
-                      "exponent of law sparse: "),
+                .find("space.toml:15:47: alpha = -0.3. Violated constraint: 0 <= alpha <= 10 "
+                      "(an exponent of law sparse: "),
             std::string::npos)
       << ErrorOf(replace(kSpace, "alpha = 0.3", "alpha = -0.3"));
+  EXPECT_NE(ErrorOf(replace(kSpace, "gamma = 0.5", "gamma = 1e9"))
+                .find("gamma = 1000000000. Violated constraint: 0 <= gamma <= 10"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "gamma = 0.5", "gamma = 1e9"));
   EXPECT_NE(ErrorOf(replace(kSpace, "B = 400", "B = -400"))
                 .find("space.toml:15:34: B = -400. Violated constraint: B > 0 (a scale of law "
                       "sparse)"),

@@ -374,8 +374,10 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
                                    fmt::join(param_names, ", "), DidYouMean(name, param_names)));
     }
   }
-  // Values the law's form allows: a scale > 0, an exponent >= 0 (a negative one ranks
-  // architectures by a loss that grows with scale).
+  // Values the law's form allows: a scale > 0, an exponent in [0, 10] (a negative one ranks
+  // architectures by a loss that grows with scale; gamma = 1e9 made (1 − S)^gamma 0 at every
+  // sparse architecture).
+  constexpr double kMaxLawExponent = 10;
   for (const auto& [name, value] : space.law.params) {
     const int j = law.ParamIndex(name);
     const auto at = param_where.find(name);
@@ -384,10 +386,12 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
       throw FieldError(where, name, fmt::format("{}", value),
                        fmt::format("{} > 0 (a scale of law {})", name, law.name));
     }
-    if (law.ExpectsNonNegative(j) && value < 0) {
+    if (law.ExpectsNonNegative(j) && !(value >= 0 && value <= kMaxLawExponent)) {
       throw FieldError(where, name, fmt::format("{}", value),
-                       fmt::format("{} >= 0 (an exponent of law {}: {})", name, law.name,
-                                   law.formula));
+                       fmt::format("0 <= {} <= {:g} (an exponent of law {}: {}; published fits "
+                                   "lie below 1, and past {:g} its term vanishes or explodes "
+                                   "across the space)",
+                                   name, kMaxLawExponent, law.name, law.formula, kMaxLawExponent));
     }
   }
   std::vector<std::string> missing;
