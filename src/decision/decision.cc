@@ -331,13 +331,8 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
   // A law that lost a term projects on what is left: nothing to decide on (a FAIL on a
   // degenerate projection is no answer). Its fit and bootstrap cautions are still reported.
   if (!af.fit.negligible_params.empty()) {
-    const std::string lost = af.fit.negligible_params.front() + " = ";
-    for (const std::string& caution : af.fit.cautions) {
-      if (caution.starts_with(lost)) {
-        af.why_not = fmt::format("the fit of {} lost a term: {}", arm, caution);
-        break;
-      }
-    }
+    af.why_not = fmt::format("the fit of {} lost a term: {}", arm,
+                             af.fit.NegligibleCaution(af.fit.negligible_params.front()));
     return af;
   }
   af.fitted = true;

@@ -24,6 +24,15 @@ double FitSummary::Value(std::string_view name) const {
   return NAN;
 }
 
+std::string FitSummary::NegligibleCaution(std::string_view name) const {
+  return fmt::format(
+      "{} = {:.6g}: halving it moves no prediction by {:g} of itself, so its term is absent at "
+      "every point (the fit dropped it, as it does when the data cannot separate the law's "
+      "inputs): projections and the frontier rest on the other terms alone; pin a parameter of "
+      "that term, or add points that vary its input",
+      name, Value(name), kNegligibleTermShare);
+}
+
 std::pair<std::string, double> ParsePin(std::string_view text) {
   const size_t eq = text.find('=');
   double value = NAN;
@@ -361,12 +370,7 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
       }
       if (!(largest >= kNegligibleTermShare)) {
         s.negligible_params.push_back(law.params[j].name);
-        s.cautions.push_back(fmt::format(
-            "{} = {:.6g}: halving it moves no prediction by {:g} of itself, so its term is "
-            "absent at every point (the fit dropped it, as it does when the data cannot "
-            "separate the law's inputs): projections and the frontier rest on the other terms "
-            "alone; pin a parameter of that term, or add points that vary its input",
-            law.params[j].name, s.params[j].value, kNegligibleTermShare));
+        s.cautions.push_back(s.NegligibleCaution(law.params[j].name));
       }
     }
   }

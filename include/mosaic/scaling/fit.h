@@ -82,6 +82,9 @@ struct FitSummary {
 
   // The fitted value of parameter `name` (paper name); asserts it exists.
   double Value(std::string_view name) const;
+  // The caution on negligible parameter `name` (one of negligible_params), as `cautions` has it:
+  // "B = 1: halving it moves no prediction by 1e-06 of itself, ...".
+  std::string NegligibleCaution(std::string_view name) const;
   bool ok() const { return termination == Termination::kConverged; }
 };
 
