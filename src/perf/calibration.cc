@@ -477,6 +477,15 @@ std::vector<RepeatedMeasurement> RepeatedMeasurements(
   return repeated;
 }
 
+// What makes two measurements different points of a fit: the model, device, GPUs, layout, batch,
+// sequence, format, routing and recompute (not the measured figure, the source or the id).
+std::string ConfigurationKey(const MeasuredRow& r) {
+  return fmt::format("{} {} {} {} {} {} {} {} {} {}", r.model, r.hardware, r.gpus,
+                     ToString(r.layout), r.global_batch, r.seq_len, ToString(r.format),
+                     ToString(r.routing), r.capacity_factor,
+                     r.recompute ? ToString(*r.recompute) : "profile");
+}
+
 CalibrationResult Report(const std::vector<PreparedRow>& prepared,
                          const std::vector<PreparedRow>& heldout, const ProfileSet& fitted,
                          bool leave_one_out, bool search, CalibrationScope scope) {
@@ -492,13 +501,21 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
   const int n = ParamMap::Profiles(fitted);
   const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, fitted.profiles.size());
   const std::vector<bool> used = UsedProfiles(rows_of_profile);
-  auto identifiable_without = [&](const PreparedRow& p) {
-    const int pi = p.profile_index;
+  // Rows of one configuration are one point: those left must hold as many configurations as the
+  // profile has free parameters (else the refit keeps what the full fit, this row included, set).
+  auto identifiable_without = [&](size_t row) {
+    const int pi = prepared[row].profile_index;
     int free = 0;
     for (int block = 0; block < ParamMap::kPerProfile; ++block) {
       free += ParamMap::Free(fitted, block * n + pi, scope, used) ? 1 : 0;
     }
-    return rows_of_profile[pi] - 1 >= free;
+    std::set<std::string> configurations;
+    for (int j : all) {
+      if (j != static_cast<int>(row) && prepared[j].profile_index == pi) {
+        configurations.insert(ConfigurationKey(*prepared[j].row));
+      }
+    }
+    return static_cast<int>(configurations.size()) >= free;
   };
   std::vector<std::string> ids, loo_ids;
   std::vector<double> predicted, measured, loo_predicted, loo_measured;
@@ -511,7 +528,7 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
       predicted.push_back(r.predicted);
       measured.push_back(r.measured);
     }
-    if (leave_one_out && p.valid && !identifiable_without(p)) {
+    if (leave_one_out && p.valid && !identifiable_without(i)) {
       result.loo_not_run.push_back(r.id);
     } else if (leave_one_out && p.valid) {
       std::vector<int> use;
@@ -615,14 +632,11 @@ ErrorSummary SummarizeErrors(const std::vector<std::string>& ids,
 // only go to its bounds.
 void CheckTeamRows(const std::vector<PreparedRow>& prepared, const std::vector<int>& valid,
                    const std::vector<int>& rows_of_profile, const ProfileSet& initial) {
-  // The distinct configurations (layout, GPUs, batch, sequence, format) of each profile's runs:
-  // runs of one configuration are one point, whatever their number.
+  // The distinct configurations of each profile's runs: runs of one configuration are one point,
+  // whatever their number.
   std::vector<std::set<std::string>> configurations(rows_of_profile.size());
   for (int i : valid) {
-    const MeasuredRow& r = *prepared[i].row;
-    configurations[prepared[i].profile_index].insert(
-        fmt::format("{} {} {} {} {}", ToString(r.layout), r.gpus, r.global_batch, r.seq_len,
-                    ToString(r.format)));
+    configurations[prepared[i].profile_index].insert(ConfigurationKey(*prepared[i].row));
   }
   for (size_t pi = 0; pi < rows_of_profile.size(); ++pi) {
     if (rows_of_profile[pi] == 0) continue;
@@ -955,17 +969,19 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   line("in-sample", r.in_sample, "");
   line("leave-one-out", r.leave_one_out,
        r.loo_not_run.empty() ? "(not run: it needs two valid rows)"
-                             : "(not run: no profile has more rows than fitted parameters)");
+                             : "(not run: no profile has more configurations than fitted "
+                               "parameters)");
   if (!r.loo_not_run.empty()) {
     out += fmt::format("{:<14} {:>5}  not left out ({}){}\n", "", r.loo_not_run.size(),
                        fmt::join(r.loo_not_run, ", "),
                        r.leave_one_out.rows > 0
-                           ? ": their profile would keep fewer rows than fitted parameters"
+                           ? ": the rest of their profile would hold fewer distinct "
+                             "configurations than fitted parameters"
                            : "");
   }
   line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
                                                      : "(no valid held-out row)");
-  if (!r.solver_report.empty()) out += "Ceres: " + r.solver_report + "\n";
+  if (!r.solver_report.empty()) out += r.solver_report + "\n";
   if (!r.repeated.empty()) {
     // Whether the model follows what changed between two measurements of one job; rows of one
     // setting get one prediction, so past 1.3 / 0.7 no prediction is within 30% of both.

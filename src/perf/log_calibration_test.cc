@@ -252,6 +252,23 @@ TEST_F(LogCalibration, NoLeaveOneOutWhereTheRestCannotDetermineTheProfile) {
   EXPECT_FALSE(j["rms_log_error"].is_null());
 }
 
+// Two runs of one configuration are one point: leaving out the run of the other configuration
+// leaves too little to refit, so it is not left out (its refit kept the full fit, which holds its
+// own measurement: its leave-one-out prediction followed what it measured).
+TEST_F(LogCalibration, RunsOfOneConfigurationAreOnePointWhenOneIsLeftOut) {
+  const PerfProfile truth = Truth();
+  TeamRun again = kRuns[0];
+  again.name = "ep8-dp16-again";
+  const TeamRun runs[] = {kRuns[0], again, kRuns[1]};
+  for (const TeamRun& r : runs) WriteRun(r, Predicted(r, truth) * (r.name == "pp2-ep8" ? 1.3 : 1));
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFileFor(runs));
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  ASSERT_EQ(rows.size(), 3u);
+  const CalibrationResult result = CalibrateFromLogs(rows, shipped_);
+  EXPECT_EQ(result.loo_not_run, (std::vector<std::string>{"pp2-ep8"}));
+  EXPECT_EQ(result.leave_one_out.rows, 2);
+}
+
 TEST_F(LogCalibration, OneRunFileForManyLogDirectories) {
   const PerfProfile truth = Truth();
   for (const TeamRun& r : kRuns) WriteRun(r, Predicted(r, truth));

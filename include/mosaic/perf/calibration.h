@@ -101,9 +101,10 @@ struct CalibrationResult {
   double loo_rms_log_error = 0;  // 0 when leave-one-out was not run
   ErrorSummary in_sample;         // the calibration rows, predicted by `profiles`
   ErrorSummary leave_one_out;     // each calibration row by a fit without it (rows = 0 if not run)
-  // Valid rows not left out: without them their profile would keep fewer rows than it has fitted
-  // parameters, so the fit without them could not move off the full fit (a perfect, leaked
-  // prediction). Each is in no leave-one-out figure.
+  // Valid rows not left out: without them their profile would keep fewer distinct configurations
+  // (rows differing in more than the measured figure) than it has fitted parameters, so the fit
+  // without them could not move off the full fit (a leaked prediction). Each is in no
+  // leave-one-out figure.
   std::vector<std::string> loo_not_run;
   std::vector<RowResult> heldout_rows;  // never fitted; predicted by `profiles`
   ErrorSummary heldout;           // rows = 0 without held-out rows
