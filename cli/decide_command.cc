@@ -7,6 +7,7 @@
 #include "command.h"
 #include "mosaic/decision/decision.h"
 #include "mosaic/report/decision_report.h"
+#include "mosaic/runs/run.h"
 #include "mosaic/util/atomic_file.h"
 
 namespace mosaic::cli {
@@ -27,7 +28,10 @@ void Run(const DecideOptions& o) {
   std::vector<std::string> inputs = {o.study, study.model};
   if (study.decision.results) {
     inputs.push_back(study.decision.results->csv);
-    for (const std::string& dir : study.decision.results->logs) inputs.push_back(dir);
+    // The log files under each results directory are read too: none may be overwritten.
+    for (const std::string& file : runs::LogFiles(runs::DiscoverRuns(study.decision.results->logs))) {
+      inputs.push_back(file);
+    }
   }
   CheckOutputIsNotInput(o.output, inputs);
   CheckOutputIsNotInput(o.html, inputs, "--html");

@@ -103,6 +103,40 @@ TEST(DecideCli, AnUnwritableOutputWritesNeither) {
   std::filesystem::remove_all(dir);
 }
 
+// A study whose results are training logs reads every event file under them: --html and --output
+// over one are refused, and the file is left as it was.
+TEST(DecideCli, AnOutputOverALogFileItReadsIsRefused) {
+  const std::filesystem::path dir =
+      ::testing::TempDir() + "decide_logs_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir / "runs" / "ep64-d768");
+  const std::filesystem::path events = dir / "runs" / "ep64-d768" / "events.out.tfevents.1.host";
+  std::FILE* f = std::fopen(events.c_str(), "wb");
+  ASSERT_NE(f, nullptr);
+  std::fputs("not yet read", f);
+  std::fclose(f);
+  std::string study = ReadText(SourcePath("data/studies/fsdp-vs-ep.toml"));
+  const std::string csv_line = "csv = \"fsdp-vs-ep-results.csv\"";
+  ASSERT_NE(study.find(csv_line), std::string::npos);
+  study.replace(study.find(csv_line), csv_line.size(),
+                "logs = [\"runs/\"]\ntag = \"eval/paloma/macro_loss\"\n"
+                "run_pattern = \"{arm}-d{d_model}\"");
+  f = std::fopen((dir / "study.toml").c_str(), "w");
+  ASSERT_NE(f, nullptr);
+  std::fputs(study.c_str(), f);
+  std::fclose(f);
+  for (const std::string flag : {"--html", "--output"}) {
+    const CommandResult r =
+        RunMosaic("decide " + (dir / "study.toml").string() + " " + flag + " " + events.string());
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(flag + " = " + events.string() + ". Violated constraint: not one of the "
+                         "command's input files"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(ReadText(events.string()), "not yet read");
+  }
+  std::filesystem::remove_all(dir);
+}
+
 TEST(DecideCli, AStudyWithoutResultsIsAnInputError) {
   const CommandResult r = RunMosaic("decide data/studies/fsdp-vs-ep.toml --json --threads 0");
   EXPECT_EQ(r.exit_code, 2) << r.err;
