@@ -314,6 +314,13 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
     throw FieldError({}, "--offset-pair", offset_value,
                      fmt::format("the two runs must share a step with a finite '{}' value", tag));
   }
+  if (offset->common_steps < 2) {
+    throw FieldError({}, "--offset-pair", offset_value,
+                     fmt::format("the two runs must share at least 2 steps with a finite '{}' "
+                                 "value: they share step {} only, and the spread of the offset "
+                                 "(the noise every effect is judged against) needs two",
+                                 tag, offset->first_common_step));
+  }
   out.offset = *offset;
   out.offset_band = std::hypot(offset->standard_error, offset->sd_difference);
 

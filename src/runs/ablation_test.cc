@@ -297,6 +297,27 @@ TEST(Ablation, FractionsBetweenBaselinePointsAreInterpolated) {
   EXPECT_EQ(by_step.rows[1].compared_at, "step 300 (the run's final step; the baseline runs to 600)");
 }
 
+// An offset measured at one step has no spread: refused, rather than an exact offset against
+// which every effect is "outside".
+TEST(Ablation, AnOffsetPairWithOneCommonStepIsRefused) {
+  auto linear = [](int64_t step) { return 1.0 + step / 1000.0; };
+  const std::vector<runs::Run> ablation = {MakeRun("eq", "loss", {2000}, linear)};
+  const std::vector<runs::Run> baseline = {MakeRun("beq", "loss", {100, 1000, 2000}, linear)};
+  AblationOptions o;
+  o.tag = "loss";
+  o.offset_pair = {"eq", "beq"};
+  try {
+    AnalyzeAblation(ablation, baseline, o);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "--offset-pair = eq=beq. Violated constraint: the two runs must share at least "
+                  "2 steps with a finite 'loss' value: they share step 2000 only"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(Ablation, ARunWhoseLearningRateNeverDecayedEndedEarly) {
   runs::Run run = MakeRun("cut", "train/lr", {0, 1000, 2000, 3000, 4000, 6000},
                     [](int64_t step) { return step == 0 ? 0.0 : 2e-4; });
