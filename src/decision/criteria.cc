@@ -99,11 +99,11 @@ CriterionResult WinsAtLargestRung(const LargestRungInputs& in, const RuleSpec& r
     r.status = CriterionStatus::kUnknown;
     std::vector<std::string> missing, settle;
     if (!in.default_loss) {
-      missing.push_back(fmt::format("no {} run at d{}", rule.default_arm, in.d_model));
+      missing.push_back(fmt::format("no {} loss at d{}", rule.default_arm, in.d_model));
       settle.push_back(in.settle_default);
     }
     if (!in.challenger_loss) {
-      missing.push_back(fmt::format("no {} run at d{}", rule.challenger, in.d_model));
+      missing.push_back(fmt::format("no {} loss at d{}", rule.challenger, in.d_model));
       settle.push_back(in.settle_challenger);
     }
     r.missing = fmt::format("{}", fmt::join(missing, "; "));

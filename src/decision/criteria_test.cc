@@ -87,14 +87,14 @@ TEST(WinsAtLargestRung, PassFailAndUnknown) {
   in.common_challenger_loss = 3.0331;
   const CriterionResult unknown = WinsAtLargestRung(in, Rule());
   EXPECT_EQ(unknown.status, CriterionStatus::kUnknown);
-  EXPECT_EQ(unknown.missing, "no fsdp run at d2048");
+  EXPECT_EQ(unknown.missing, "no fsdp loss at d2048");
   EXPECT_EQ(unknown.settle, "train fsdp at d2048");
   EXPECT_NE(unknown.reason.find("at d768, the largest rung both have"), std::string::npos);
 
   in.challenger_loss.reset();
   in.settle_challenger = "train ep at d2048";
   const CriterionResult both = WinsAtLargestRung(in, Rule());
-  EXPECT_EQ(both.missing, "no fsdp run at d2048; no ep run at d2048");
+  EXPECT_EQ(both.missing, "no fsdp loss at d2048; no ep loss at d2048");
   EXPECT_EQ(both.settle, "train fsdp at d2048; train ep at d2048");
 }
 

@@ -235,7 +235,6 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     r.d_model = w.d_model;
     r.run = w.run;
     const double loss = *LastKMean(run, spec.tag, spec.last_k, true, where);
-    (spec.loss == DecisionLoss::kDropless ? r.loss_dropless : r.loss_with_drop) = loss;
     if (!spec.dropped_tag.empty()) {
       r.dropped_share = LastKMean(run, spec.dropped_tag, spec.last_k, false, where);
     }
@@ -243,16 +242,19 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
                            spec.last_k == 1 ? "final value"
                                             : fmt::format("mean of the last {}", spec.last_k));
     // A run that stopped well before its step budget (crashed, or still running) has not
-    // reached the rung's loss: allowed one eval interval (or a tenth of the budget) of slack.
+    // reached the rung's loss (allowed one eval interval, or a tenth of the budget, of slack):
+    // its arm has no loss at that rung yet, as when the run is missing; its health still counts.
     const LadderRow& row = PlanRow(plan, w.arm, w.d_model);
     const int64_t last_step = run.FindSeries(spec.tag)->LastStep();
     if (last_step < row.steps - std::max(row.eval_every_steps, row.steps / 10)) {
       notes.push_back(fmt::format(
           "run {} stopped at step {} of the {}-step budget of {} at d{}: its {} is not yet the "
-          "rung's result (finish the run, or leave it out of [results])",
+          "rung's result, so {} has no loss at d{} (finish the run)",
           w.run, FormatThousands(last_step), FormatThousands(row.steps), w.arm, w.d_model,
-          spec.tag));
-      r.source += fmt::format(", stopped at step {} of {}", last_step, row.steps);
+          spec.tag, w.arm, w.d_model));
+      r.source += fmt::format(", stopped at step {} of {}: no loss yet", last_step, row.steps);
+    } else {
+      (spec.loss == DecisionLoss::kDropless ? r.loss_dropless : r.loss_with_drop) = loss;
     }
     for (const runs::Finding& f : runs::CheckHealth(run)) {
       if (IsAnomaly(f.kind)) r.anomalies.push_back(fmt::format("{}: {}", w.run, f.message));

@@ -64,7 +64,7 @@ TEST(Decide, EmbeddedVerdictKeepsTheDefaultAndNamesTheUnknowns) {
   EXPECT_EQ(Criterion(measured, "projected_advantage").status, CriterionStatus::kPass);
   const CriterionResult& largest = Criterion(measured, "wins_at_largest_rung");
   EXPECT_EQ(largest.status, CriterionStatus::kUnknown);
-  EXPECT_EQ(largest.missing, "no fsdp-chunk1 run at d2048");
+  EXPECT_EQ(largest.missing, "no fsdp-chunk1 loss at d2048");
   EXPECT_NE(largest.settle.find("47,414 steps"), std::string::npos) << largest.settle;
   const CriterionResult& extension = Criterion(measured, "context_extension");
   EXPECT_EQ(extension.status, CriterionStatus::kUnknown);
@@ -178,8 +178,9 @@ TEST(Decide, ANonFiniteGradientInTheChallengersRunsFailsNoAnomalies) {
   EXPECT_EQ(d.scenarios[0].verdict.decided_by, std::vector<std::string>{"no_anomalies"});
 }
 
-// Runs that stopped far short of their step budget (here at step 5000) are noted: their last
-// loss is not the rung's result. Runs at their budget (the test above) get no such note.
+// Runs that stopped far short of their step budget (here at step 5000) are noted, and their last
+// loss is not taken as the rung's result (it made a criterion FAIL on a run still training).
+// Runs at their budget (the test above) get no such note.
 TEST(Decide, RunsStoppedShortOfTheirBudgetAreNoted) {
   ScratchDir scratch("short");
   WriteLogs(scratch.path / "logs", "", 5000);
@@ -189,9 +190,17 @@ TEST(Decide, RunsStoppedShortOfTheirBudgetAreNoted) {
     if (note.find("stopped at step 5,000 of the") != std::string::npos) ++stopped;
   }
   EXPECT_EQ(stopped, 6) << fmt::format("{}", fmt::join(d.result_notes, "\n"));
+  // Their loss is not a result: no fit, projection or rung comparison rests on it.
   const RungResult* r = d.Find("ep64", 1024);
   ASSERT_NE(r, nullptr);
   EXPECT_NE(r->source.find(", stopped at step 5000 of "), std::string::npos) << r->source;
+  EXPECT_FALSE(r->Loss(DecisionLoss::kDropless).has_value());
+  const CriterionResult& largest = Criterion(d.scenarios[0], "wins_at_largest_rung");
+  EXPECT_EQ(largest.status, CriterionStatus::kUnknown);
+  EXPECT_EQ(largest.reason, "no fsdp-chunk1 loss at d2048; no ep64 loss at d2048");
+  EXPECT_EQ(Criterion(d.scenarios[0], "projected_advantage").status, CriterionStatus::kUnknown);
+  // The stopped runs were read all the same: their health counts.
+  EXPECT_EQ(Criterion(d.scenarios[0], "no_anomalies").status, CriterionStatus::kPass);
 }
 
 TEST(Decide, ALogTagThatIsMissingIsAnError) {
