@@ -217,6 +217,9 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
                     names.size() > shown ? fmt::format(" and {} more", names.size() - shown)
                                          : ""));
   }
+  // A dropped_tag that no run logs is a misspelling (a dropless run may well not log it).
+  bool dropped_tag_found = false;
+  std::set<std::string> tags_of_runs_without_it;
   for (const LogRunSpec& w : wanted) {
     auto it = directories.find(w.run);
     if (it == directories.end()) {
@@ -237,6 +240,12 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     const double loss = *LastKMean(run, spec.tag, spec.last_k, true, where);
     if (!spec.dropped_tag.empty()) {
       r.dropped_share = LastKMean(run, spec.dropped_tag, spec.last_k, false, where);
+      if (run.FindSeries(spec.dropped_tag) != nullptr) {
+        dropped_tag_found = true;
+      } else {
+        const std::vector<std::string> tags = run.Tags();
+        tags_of_runs_without_it.insert(tags.begin(), tags.end());
+      }
     }
     r.source = fmt::format("{} ({} {})", it->second.directory, spec.tag,
                            spec.last_k == 1 ? "final value"
@@ -260,6 +269,14 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
       if (IsAnomaly(f.kind)) r.anomalies.push_back(fmt::format("{}: {}", w.run, f.message));
     }
     results.push_back(std::move(r));
+  }
+  if (!spec.dropped_tag.empty() && !dropped_tag_found && !results.empty()) {
+    const std::vector<std::string> tags(tags_of_runs_without_it.begin(),
+                                        tags_of_runs_without_it.end());
+    throw FieldError(spec.where, "dropped_tag", "\"" + spec.dropped_tag + "\"",
+                     fmt::format("dropped_tag names a tag that some run read logs{}; the runs' "
+                                 "tags: {}",
+                                 DidYouMean(spec.dropped_tag, tags), fmt::join(tags, ", ")));
   }
   std::stable_sort(results.begin(), results.end(), [&](const RungResult& a, const RungResult& b) {
     auto arm_index = [&](const std::string& name) {

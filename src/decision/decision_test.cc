@@ -203,6 +203,25 @@ TEST(Decide, RunsStoppedShortOfTheirBudgetAreNoted) {
   EXPECT_EQ(Criterion(d.scenarios[0], "no_anomalies").status, CriterionStatus::kPass);
 }
 
+// A dropped_tag that no run logs is a misspelling, not runs without drops: an error with the tags.
+TEST(Decide, ADroppedTagThatNoRunLogsIsAnError) {
+  ScratchDir scratch("dropped_tag");
+  WriteLogs(scratch.path / "logs");
+  StudyConfig study = StudyOnLogs(scratch.path);
+  study.decision.results->dropped_tag = "train/droped_share";
+  std::string error;
+  try {
+    Decide(study);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("dropped_tag = \"train/droped_share\". Violated constraint: dropped_tag "
+                       "names a tag that some run read logs (did you mean "
+                       "'train/dropped_share'?)"),
+            std::string::npos)
+      << error;
+}
+
 TEST(Decide, ALogTagThatIsMissingIsAnError) {
   ScratchDir scratch("tag");
   WriteLogs(scratch.path / "logs");
