@@ -30,28 +30,22 @@ struct CodesignCliOptions {
 
 // Under mpirun every rank reads and checks the same inputs, so an error there is usually the same
 // on each: the lowest rank that met one prints it (naming itself when it is not rank 0, as when a
-// file is missing on one node only) and the others end with the same exit status, silently,
-// instead of each printing it. A rank that met no error ends too (the others will not take part
-// in the sweep). Collective: every rank calls it once.
+// file is missing on one node only) and ends with the error's status; the others end at once,
+// silently and with status 0, so that mpirun does not abort the job (and the printing rank with
+// it, before it has printed) on their status: the job's status is the printing rank's.
+// Collective: every rank calls it once.
 void AgreeOnError(const MpiSession& session, const std::exception_ptr& error) {
   const int failing = LowestFailingRank(session, error != nullptr);
   if (failing < 0) return;
-  int exit_code = 1;
+  if (session.rank() != failing) throw QuietExit{0};
+  if (failing == 0) std::rethrow_exception(error);
   try {
-    if (error) std::rethrow_exception(error);
+    std::rethrow_exception(error);
   } catch (const UsageError& e) {
-    if (session.rank() == failing && failing > 0) {
-      throw UsageError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
-    }
-    if (session.rank() == failing) throw;
-    exit_code = 2;
+    throw UsageError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
   } catch (const InputError& e) {
-    if (session.rank() == failing && failing > 0) {
-      throw InputError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
-    }
-    if (session.rank() == failing) throw;
+    throw InputError(fmt::format("rank {} of {}: {}", failing, session.size(), e.what()));
   }
-  throw QuietExit{exit_code};
 }
 
 void Run(const CodesignCliOptions& o) {

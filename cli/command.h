@@ -28,7 +28,7 @@ void AddDecideCommand(CLI::App& root);
 void AddCodesignCommand(CLI::App& root);
 
 // Thrown by a command to end with `exit_code` without printing anything (another process of the
-// same job prints the error: see codesign_command.cc).
+// same MPI job prints the error and sets the job's status: see codesign_command.cc).
 struct QuietExit {
   int exit_code = 1;
 };

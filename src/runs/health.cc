@@ -127,6 +127,8 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
                   ordered.end());
   }
   const size_t count = direct ? s.points.size() : ordered.size();
+  // Restarts followed by a stall's worth of time before the next new step, and that time.
+  std::vector<std::pair<const Restart*, double>> restart_seconds;
   auto at = [&](size_t i) -> const ScalarPoint& { return direct ? s.points[i] : *ordered[i]; };
   // The step interval after the i-th point and the wall time between the (i-1)-th and i-th.
   auto interval = [&](size_t i) { return StepDistance(at(i).step, at(i + 1).step); };
@@ -182,6 +184,15 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
         const double dt = wall_interval(i);
         if (std::isfinite(dt) && dt > options.stall_factor * typical_seconds &&
             dt > options.stall_min_seconds) {
+          // The time from where a run went back to its next new step (the downtime and the
+          // replayed steps) belongs to that restart's finding, not to a stall as well.
+          const auto restart = std::find_if(
+              run.restarts.begin(), run.restarts.end(),
+              [&](const Restart& r) { return r.tag == s.tag && r.from_step == at(i - 1).step; });
+          if (restart != run.restarts.end()) {
+            restart_seconds.emplace_back(&*restart, dt);
+            continue;
+          }
           stalls.push_back(at(i - 1).step);
           longest = std::max(longest, dt);
         }
@@ -195,10 +206,17 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
 
   for (const Restart& r : run.restarts) {
     if (r.tag != s.tag) continue;
-    out->push_back({FindingKind::kRestart, s.tag, {r.back_to_step},
-                    fmt::format("in {}: back from step {} to step {}, {} point{} overlapped",
-                                run.files[r.source].path, r.from_step, r.back_to_step,
-                                r.overlapped_points, r.overlapped_points == 1 ? "" : "s")});
+    std::string message =
+        fmt::format("in {}: back from step {} to step {}, {} point{} overlapped",
+                    run.files[r.source].path, r.from_step, r.back_to_step, r.overlapped_points,
+                    r.overlapped_points == 1 ? "" : "s");
+    for (const auto& [restart, seconds] : restart_seconds) {
+      if (restart == &r) {
+        message += fmt::format("; {:.0f} s from step {} to the next new step", seconds,
+                               r.from_step);
+      }
+    }
+    out->push_back({FindingKind::kRestart, s.tag, {r.back_to_step}, std::move(message)});
   }
 }
 

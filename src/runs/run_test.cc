@@ -716,6 +716,33 @@ TEST(Health, FindsNonFiniteSpikesGapsAndRestarts) {
   EXPECT_NE(findings[0].message.find("update skipped"), std::string::npos) << findings[0].message;
 }
 
+// A restart that replays steps takes time before the next new step: that time is the restart's
+// (its finding says how long), not a stall reported beside it.
+TEST(Health, TheTimeARestartTakesIsInItsFindingNotAStall) {
+  runs::Run run;
+  run.name = "r";
+  run.files.push_back({"f", SourceFormat::kEvents, {}, 0, true});
+  TimeSeries loss{"r", "loss", {}, false};
+  double wall = 1000;
+  // Under `first`: steps 0-39 at 30 s each, then 40-59 after 10 replayed steps (330 s to 40).
+  for (int64_t step = 0; step < 60; ++step) {
+    loss.points.push_back({step, wall += step == 40 ? 330 : 30, 1.0});
+  }
+  run.series = {loss};
+  run.restarts.push_back({"loss", 0, 39, 30, 10});
+  const std::vector<Finding> findings = CheckHealth(run);
+  ASSERT_EQ(findings.size(), 1u);
+  EXPECT_EQ(findings[0].kind, FindingKind::kRestart);
+  EXPECT_EQ(findings[0].message,
+            "in f: back from step 39 to step 30, 10 points overlapped; 330 s from step 39 to the "
+            "next new step");
+  // Without the restart the same wait is a stall.
+  run.restarts.clear();
+  const std::vector<Finding> stalled = CheckHealth(run);
+  ASSERT_EQ(stalled.size(), 1u);
+  EXPECT_EQ(stalled[0].kind, FindingKind::kStall);
+}
+
 // Steps spanning the whole 64-bit range: the intervals are measured without overflow (-5 to
 // 2^63 - 1 is a gap of about 9.2e18 steps, not a negative one), and the gap names both ends.
 TEST(Health, StepGapsAcrossTheWholeSixtyFourBitRange) {
