@@ -642,6 +642,20 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
   EXPECT_EQ(RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 1.25 --routing capacity")
                 .exit_code,
             0);
+  // A dense model has no routed experts to cap.
+  r = RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,dp=8 "
+                "--routing capacity --capacity-factor 1.0");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--capacity-factor = 1 on llama3-70b. Violated constraint: a capacity "
+                       "factor caps the tokens of routed experts, and llama3-70b is dense"),
+            std::string::npos)
+      << r.err;
+  // A device is chosen by name, not renamed: the specifications would stay the old device's.
+  r = RunMosaic(base + "--layout ep=8 --set hardware.name=b200");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("hardware.name = b200. Violated constraint: the device is chosen by name"),
+            std::string::npos)
+      << r.err;
   r = RunMosaic(base + "--layout ep=4,dp=8,moe_chunk=2");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("moe_chunk > 1 needs expert weights sharded by FSDP (fsdp 1, "

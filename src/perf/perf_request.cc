@@ -27,6 +27,13 @@ void SetFormatAndRouting(PerfRequest& request, std::string_view format, std::str
 
 void AddFieldOverride(PerfRequest& request, FieldOverride override) {
   constexpr std::string_view kDevice = "hardware.";
+  if (override.field == "hardware.name") {
+    throw InputError(fmt::format(
+        "hardware.name = {}. Violated constraint: the device is chosen by name (--hardware, or "
+        "hardware= in Python), not set: a new name would keep the old device's specifications "
+        "under another device's profile",
+        Printable(override.value)));
+  }
   if (override.field.starts_with(kDevice)) {
     override.field.erase(0, kDevice.size());
     request.hardware_sets.push_back(std::move(override));
@@ -63,6 +70,12 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   }
   PerfSetup s;
   s.spec = LoadModel(request.model, request.model_sets);
+  if (!s.spec.config.is_moe() && request.capacity_factor > 0) {
+    throw InputError(fmt::format(
+        "--capacity-factor = {} on {}. Violated constraint: a capacity factor caps the tokens of "
+        "routed experts, and {} is dense (experts = 0)",
+        request.capacity_factor, s.spec.config.name, s.spec.config.name));
+  }
   if (request.bp_segment_loops < 0) {
     throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment >= 0",
                                  request.bp_segment_loops));
