@@ -296,7 +296,7 @@ void RunRuns(const RunsOptions& options) {
   // The runs are read a batch at a time (LoadRunsInBatches), each batch exported or digested
   // before the next is read: the memory held is one batch's points, whatever the directory's size.
   const int64_t batch_bytes = options.batch_mb << 20;
-  ReadCheck read;
+  ReadCheck read(options.tags);
   if (!options.export_format.empty()) {
     const ExportFormat format = ExportFormatFromString(options.export_format);
     StreamOutput(options.output, [&](const auto& write) {

@@ -162,6 +162,15 @@ TEST(RunsCli, ErrorsAndExitCodes) {
   EXPECT_NE(regex.err.find("--tags = (x. Violated constraint: a valid regular expression"),
             std::string::npos)
       << regex.err;
+  // A filter that keeps no tag is a mistake, not runs without tags.
+  for (const char* export_flag : {"", " --export csv"}) {
+    CommandResult none = RunMosaic("runs " + kRerun + " --tags zzz" + export_flag);
+    EXPECT_EQ(none.exit_code, 1) << export_flag;
+    EXPECT_NE(none.err.find("--tags = zzz. Violated constraint: a pattern that matches some tag "
+                            "of the runs read"),
+              std::string::npos)
+        << none.err;
+  }
   CommandResult tag = RunMosaic("runs compare " + kRerun + " " + kRerun + " --tag Metrics/Los");
   EXPECT_EQ(tag.exit_code, 1);
   EXPECT_NE(tag.err.find("no run has the tag 'Metrics/Los' (did you mean 'Metrics/Loss'?)"),

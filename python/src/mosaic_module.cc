@@ -303,7 +303,7 @@ PYBIND11_MODULE(_mosaic, m) {
             loaded = runs::LoadRuns(runs::DiscoverRuns(logdirs), options);
             // As `mosaic runs`: reading goes on past a file that cannot be read, but logs of
             // which nothing could be read are an error.
-            runs::ReadCheck read;
+            runs::ReadCheck read(tags);
             for (const runs::Run& r : loaded) read.Add(r);
             read.Require();
           }
@@ -375,7 +375,7 @@ PYBIND11_MODULE(_mosaic, m) {
           // Digested batch by batch, as `mosaic runs --json` reads: the points are not kept.
           const std::vector<runs::RunDigest> digests =
               runs::ReadRunDigests(runs::DiscoverRuns(logdirs), options, last_k);
-          runs::ReadCheck read;
+          runs::ReadCheck read(tags);
           for (const runs::RunDigest& d : digests) read.Add(d.run);
           read.Require();
           return runs::RunDigestsJson(digests);

@@ -413,22 +413,32 @@ std::vector<std::string> LogFiles(const std::vector<RunDirectory>& runs) {
   return files;
 }
 
+namespace {
+
+// A --tags pattern as messages quote it: shortened past 80 characters.
+std::string ShownPattern(const std::string& pattern) {
+  constexpr size_t kShown = 80;
+  return pattern.size() <= kShown
+             ? pattern
+             : fmt::format("{}… ({} characters)", pattern.substr(0, kShown), pattern.size());
+}
+
+}  // namespace
+
 std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
   RE2::Options options;
   options.set_log_errors(false);
   auto compiled = std::make_shared<const RE2>(pattern, options);
   if (compiled->ok()) return compiled;
-  constexpr size_t kShown = 80;
-  const std::string shown =
-      pattern.size() <= kShown
-          ? pattern
-          : fmt::format("{}… ({} characters)", pattern.substr(0, kShown), pattern.size());
-  throw FieldError({}, "--tags", shown,
+  throw FieldError({}, "--tags", ShownPattern(pattern),
                    fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
 }
 
+ReadCheck::ReadCheck(std::string tag_filter) : tag_filter_(std::move(tag_filter)) {}
+
 void ReadCheck::Add(const Run& run) {
   any_run_ = true;
+  if (!run.series.empty() || !run.histograms.empty()) any_tag_ = true;
   if (run.AnyFileRead()) any_read_ = true;
   if (any_read_) return;
   if (!run.unreadable.empty()) reasons_.push_back(Printable(run.unreadable));
@@ -436,7 +446,14 @@ void ReadCheck::Add(const Run& run) {
 }
 
 void ReadCheck::Require() const {
-  if (any_read_) return;
+  if (any_read_) {
+    if (!tag_filter_.empty() && !any_tag_) {
+      throw FieldError({}, "--tags", Printable(ShownPattern(tag_filter_)),
+                       "a pattern that matches some tag of the runs read (it matches none; "
+                       "without --tags, `mosaic runs` lists them)");
+    }
+    return;
+  }
   if (!any_run_) throw InputError("nothing could be read: no run found");
   throw InputError(fmt::format("nothing could be read:\n  {}", fmt::join(reasons_, "\n  ")));
 }

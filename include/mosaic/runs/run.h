@@ -154,13 +154,18 @@ struct Run {
 // every run, then Require.
 class ReadCheck {
  public:
+  // `tag_filter`: the --tags pattern the runs were read with ("" for none).
+  explicit ReadCheck(std::string tag_filter = "");
   void Add(const Run& run);
   bool any_read() const { return any_read_; }
   // Throws InputError "nothing could be read:" with every reason (one per line) when no run had
-  // a file read, or "no run found" when none was added.
+  // a file read, or "no run found" when none was added; and FieldError naming --tags when files
+  // were read but the tag filter kept no tag of any run.
   void Require() const;
 
  private:
+  std::string tag_filter_;
+  bool any_tag_ = false;
   bool any_read_ = false;
   bool any_run_ = false;
   std::vector<std::string> reasons_;
