@@ -1,7 +1,9 @@
 #include "mosaic/scaling/log_losses.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -21,6 +23,8 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
   for (const runs::Run& run : runs) run_names.push_back(run.name);
 
   std::vector<double> losses(table.rows(), std::numeric_limits<double>::quiet_NaN());
+  // Runs with fewer finite values than last_k: their mean is over all they have.
+  std::vector<std::string> short_runs;
   for (size_t row = 0; row < table.rows(); ++row) {
     const std::string& name = table.text[run_column][row];
     SourceLocation where{table.origin, table.line[row], table.cell_column[run_column][row],
@@ -45,6 +49,9 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
                                             options.tag));
     }
     losses[row] = loss;
+    int64_t finite = 0;
+    for (const runs::ScalarPoint& p : series->points) finite += std::isfinite(p.value) ? 1 : 0;
+    if (finite < options.last_k) short_runs.push_back(fmt::format("{} ({})", name, finite));
   }
 
   int column = table.Find(options.loss_column);
@@ -60,6 +67,16 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
       options.last_k == 1 ? fmt::format("final '{}' of each run", options.tag)
                           : fmt::format("mean of the last {} '{}' of each run", options.last_k,
                                         options.tag);
+  if (!short_runs.empty()) {
+    constexpr size_t kNamed = 3;
+    table.derivations[column] += fmt::format(
+        "; of every value where fewer: {}{}", fmt::join(short_runs.begin(),
+                                                         short_runs.begin() +
+                                                             std::min(short_runs.size(), kNamed),
+                                                         ", "),
+        short_runs.size() > kNamed ? fmt::format(" and {} more runs", short_runs.size() - kNamed)
+                                   : "");
+  }
   for (size_t row = 0; row < table.rows(); ++row) {
     table.values[column][row] = losses[row];
     table.text[column][row] = fmt::format("{}", losses[row]);

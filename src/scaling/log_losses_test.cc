@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <string>
 
 #include "mosaic/util/error.h"
@@ -43,6 +45,18 @@ TEST(AttachLossesFromLogs, LastKMeanUsesTheSeries) {
   }
   ASSERT_NE(series, nullptr);
   EXPECT_DOUBLE_EQ(table.values[table.Find("loss")][1], series->MeanOfLast(10));
+  // Every run has 10 values or more: the derivation says the mean of the last 10, nothing else.
+  EXPECT_EQ(table.derivations[table.Find("loss")], "mean of the last 10 'strict/foo' of each run");
+  // Asked for more values than a run has, the mean is over all it has, and the recipe says so.
+  DataTable more = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
+                           "/tests/fixtures/scaling/logged_runs.csv");
+  const int64_t points = static_cast<int64_t>(series->points.size());
+  AttachLossesFromLogs(more, loaded, {.tag = "strict/foo", .last_k = static_cast<int>(points + 1)});
+  EXPECT_DOUBLE_EQ(more.values[more.Find("loss")][1], series->MeanOfLast(static_cast<int>(points)));
+  EXPECT_NE(more.derivations[more.Find("loss")].find(
+                fmt::format("; of every value where fewer: strict/run_1 ({}), ", points)),
+            std::string::npos)
+      << more.derivations[more.Find("loss")];
 }
 
 TEST(AttachLossesFromLogs, UnknownRunAndTagAreErrors) {
