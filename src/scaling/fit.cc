@@ -336,9 +336,9 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;
   if (free_params > 0 && s.points == free_params) {
     s.cautions.push_back(fmt::format(
-        "{} free parameters on {} points: the law passes through every point, so the fit "
+        "{} free parameter{} on {} point{}: the law passes through every point, so the fit "
         "checks nothing; add points or pin parameters",
-        free_params, s.points));
+        free_params, free_params == 1 ? "" : "s", s.points, s.points == 1 ? "" : "s"));
   }
   if (s.termination != Termination::kFailure) {
     for (size_t j = 0; j < law.params.size(); ++j) {
