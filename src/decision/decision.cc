@@ -238,6 +238,12 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     r.d_model = w.d_model;
     r.run = w.run;
     const double loss = *LastKMean(run, spec.tag, spec.last_k, true, where);
+    const runs::ScalarPoint& last = run.FindSeries(spec.tag)->points.back();
+    if (!std::isfinite(last.value)) {
+      notes.push_back(fmt::format(
+          "run {}: its last {} (step {}) is {}: the loss is of the last {} finite value{} before it",
+          w.run, spec.tag, last.step, last.value, spec.last_k, spec.last_k == 1 ? "" : "s"));
+    }
     if (!spec.dropped_tag.empty()) {
       r.dropped_share = LastKMean(run, spec.dropped_tag, spec.last_k, false, where);
       if (run.FindSeries(spec.dropped_tag) != nullptr) {
@@ -266,7 +272,10 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
       (spec.loss == DecisionLoss::kDropless ? r.loss_dropless : r.loss_with_drop) = loss;
     }
     for (const runs::Finding& f : runs::CheckHealth(run)) {
-      if (IsAnomaly(f.kind)) r.anomalies.push_back(fmt::format("{}: {}", w.run, f.message));
+      if (IsAnomaly(f.kind)) {
+        r.anomalies.push_back(
+            fmt::format("{}: {}{}", w.run, f.tag.empty() ? "" : f.tag + ": ", f.message));
+      }
     }
     results.push_back(std::move(r));
   }

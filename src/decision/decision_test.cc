@@ -99,9 +99,10 @@ struct ScratchDir {
 };
 
 // One event file per row of the shipped results: a few earlier evals, then the row's dropless
-// loss at the last step; `nan_arm` also logs a non-finite gradient norm.
+// loss at the last step; `nan_arm` also logs a non-finite gradient norm; `nan_final_run` (e.g.
+// "ep64-d768") logs a NaN eval one step after its last.
 void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "",
-               int64_t stop_at = 0) {
+               int64_t stop_at = 0, const std::string& nan_final_run = "") {
   const std::string csv(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv"));
   const scaling::DataTable table = scaling::ParseCsv(csv, "results.csv");
   const int arm = table.Find("arm"), d = table.Find("d_model"), loss = table.Find("loss_dropless");
@@ -129,6 +130,11 @@ void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "
       const double grad = table.text[arm][i] == nan_arm && step == 3000 ? NAN : 0.5;
       bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "grad/norm/total",
                                                          grad, runs::ScalarEncoding::kDoubleVal));
+    }
+    if (run == nan_final_run) {
+      bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + budget + 1, budget + 1,
+                                                         "eval/paloma/macro_loss", NAN,
+                                                         runs::ScalarEncoding::kDoubleVal));
     }
     std::ofstream(logs / run / "events.out.tfevents.1700000000.host.1.0", std::ios::binary)
         << bytes;
@@ -173,7 +179,7 @@ TEST(Decide, ANonFiniteGradientInTheChallengersRunsFailsNoAnomalies) {
   const Decision d = Decide(StudyOnLogs(scratch.path));
   const CriterionResult& c = Criterion(d.scenarios[0], "no_anomalies");
   EXPECT_EQ(c.status, CriterionStatus::kFail);
-  EXPECT_NE(c.reason.find("ep64-d768"), std::string::npos) << c.reason;
+  EXPECT_NE(c.reason.find("ep64-d768: grad/norm/total: "), std::string::npos) << c.reason;
   EXPECT_NE(c.reason.find("step 3000"), std::string::npos) << c.reason;
   EXPECT_EQ(d.scenarios[0].verdict.decided_by, std::vector<std::string>{"no_anomalies"});
 }
@@ -220,6 +226,22 @@ TEST(Decide, ADroppedTagThatNoRunLogsIsAnError) {
                        "'train/dropped_share'?)"),
             std::string::npos)
       << error;
+}
+
+// A final eval that is not finite is passed over for the finite ones before it, and noted.
+TEST(Decide, ANonFiniteFinalEvalIsNoted) {
+  ScratchDir scratch("nan_final");
+  WriteLogs(scratch.path / "logs", "", 0, "ep64-d768");
+  const Decision d = Decide(StudyOnLogs(scratch.path));
+  const std::string notes = fmt::format("{}", fmt::join(d.result_notes, "\n"));
+  EXPECT_NE(notes.find("run ep64-d768: its last eval/paloma/macro_loss (step "),
+            std::string::npos)
+      << notes;
+  EXPECT_NE(notes.find(") is nan: the loss is of the last 1 finite value before it"),
+            std::string::npos)
+      << notes;
+  EXPECT_DOUBLE_EQ(*d.Find("ep64", 768)->Loss(DecisionLoss::kDropless),
+                   *Decide(LoadStudy(kDefaultStudy)).Find("ep64", 768)->Loss(DecisionLoss::kDropless));
 }
 
 TEST(Decide, ALogTagThatIsMissingIsAnError) {
