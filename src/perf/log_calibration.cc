@@ -317,7 +317,12 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       const std::string file = (std::filesystem::path(dir) / kRunFileName).string();
       std::error_code ec;
       if (!std::filesystem::is_directory(dir, ec)) {
-        throw InputError(fmt::format("{}: not a log directory (no such directory)", dir));
+        throw InputError(fmt::format(
+            "{}: not a log directory ({})", dir,
+            std::filesystem::exists(dir, ec)
+                ? "a file: --logs takes every argument after it as a log directory, so give files "
+                  "before it"
+                : "no such directory"));
       }
       // One directory spelt two ways ("logs", "./logs/") would count its runs twice.
       const std::string canonical = std::filesystem::weakly_canonical(dir, ec).string();

@@ -386,6 +386,16 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
               std::string::npos)
         << e.what();
   }
+  // A file after --logs (the measurements CSV put last) is named as a file.
+  try {
+    MeasurementsFromLogs({dir_.string(), (dir_ / kRunFileName).string()}, "", shipped_);
+    ADD_FAILURE() << "no error for a file given as a log directory";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(": not a log directory (a file: --logs takes every "
+                                         "argument after it as a log directory"),
+              std::string::npos)
+        << e.what();
+  }
   std::filesystem::remove(dir_ / kRunFileName);
   try {
     MeasurementsFromLogs({dir_.string()}, "", shipped_);
