@@ -89,7 +89,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
                      CalibrationText(profile),
                      job.global_batch, job.seq_len, ToString(job.format));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
-  for (const std::string& note : EstimateCautions(e)) out += "note: " + note + "\n";
+  for (const std::string& note : EstimateCautions(e, job.format)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
                      e.step_seconds, e.micro_batches, e.micro_batches == 1 ? "" : "es");
@@ -186,6 +186,11 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   if (r.best.empty()) return out + "No feasible layout.\n";
   out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
                      "MFU(fs)", "step s", "memory GB", "dropped", "layout");
+  if (setup.job.format != NumberFormat::kBf16) {
+    out += fmt::format("     (MFU(fs): full-square FLOPs against the bf16 dense peak; {} matrix "
+                       "multiplies run faster than that peak, so it can pass 1)\n",
+                       ToString(setup.job.format));
+  }
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {
     out += fmt::format("{:>4} {:>12.1f} {:>8.4f} {:>9.3f} {:>10.2f} {:>8.4f}  {}\n", rank++,

@@ -160,9 +160,14 @@ CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l) {
   return {cluster.DomainForSpan(l.ep * l.etp), cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
 }
 
-std::vector<std::string> EstimateCautions(const StepEstimate& e) {
+std::vector<std::string> EstimateCautions(const StepEstimate& e, NumberFormat format) {
   std::vector<std::string> notes;
-  if (e.mfu > 1) {
+  if (e.mfu_causal > 1) {
+    notes.push_back(fmt::format(
+        "the MFU ({:.4f}; causal {:.4f}) passes 1 because it is measured against the bf16 dense "
+        "peak, and {} matrix multiplies run on tensor cores faster than that peak",
+        e.mfu, e.mfu_causal, ToString(format)));
+  } else if (e.mfu > 1) {
     notes.push_back(fmt::format(
         "the full-square MFU ({:.4f}) passes 1 because it counts the whole attention square, "
         "half of which a causal kernel skips; the causal MFU ({:.4f}) counts only what such a "
@@ -270,7 +275,9 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
   const CollectiveLinks links = LinksOf(s.cluster, evaluated.layout);
   j["links"] = {{"expert_all_to_all", links.expert_all_to_all}, {"fsdp", links.fsdp}};
-  for (const std::string& note : EstimateCautions(evaluated.estimate)) j["notes"].push_back(note);
+  for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
+    j["notes"].push_back(note);
+  }
   return j;
 }
 

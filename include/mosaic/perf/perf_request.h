@@ -84,11 +84,12 @@ inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
 // tokens: within 6%). Empty when there is none.
 std::vector<std::string> PerfCautions(const PerfSetup& setup);
 
-// Cautions about one estimate, in PerfCautions's form: a full-square MFU above 1 (it counts the
-// whole s×s attention square, PaLM's convention, where a causal kernel computes half of it, so
-// at long sequences it can pass 1 while the causal MFU, the count MaxText and Megatron-LM use,
-// stays below). Empty when there is none.
-std::vector<std::string> EstimateCautions(const StepEstimate& estimate);
+// Cautions about one estimate of a job in `format`, in PerfCautions's form: an MFU above 1. The
+// causal MFU above 1 too: MFU is against the bf16 dense peak and fp8 or mxfp8 GEMMs run faster.
+// Only the full-square MFU: it counts the whole s×s attention square, PaLM's convention, where a
+// causal kernel computes half of it, so at long sequences it can pass 1 while the causal MFU, the
+// count MaxText and Megatron-LM use, stays below. Empty when there is none.
+std::vector<std::string> EstimateCautions(const StepEstimate& estimate, NumberFormat format);
 
 // Parses `layout_text` (layout.h grammar), checks it against the model and job, and evaluates
 // one step. Throws InputError naming the layout, the violated constraint and its rule.
