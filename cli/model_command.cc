@@ -116,6 +116,10 @@ void Run(const ModelOptions& options) {
     return;
   }
   if (options.list) {
+    if (!options.model.empty()) {
+      throw UsageError("--list lists every preset: give it without a model (" + options.model +
+                       ")");
+    }
     nlohmann::ordered_json presets = nlohmann::ordered_json::array();
     std::string out;
     for (const std::string& name : PresetNames()) {

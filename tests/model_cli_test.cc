@@ -115,6 +115,12 @@ TEST(ModelCli, MissingModelIsAUsageError) {
   CommandResult r = RunMosaic("model");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "mosaic model: name a preset or a CONFIG.toml (see mosaic model --list)\n");
+  // --list lists every preset; a model beside it was silently ignored.
+  r = RunMosaic("model mixtral-8x7b --list");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--list lists every preset: give it without a model (mixtral-8x7b)"),
+            std::string::npos)
+      << r.err;
 }
 
 // A repeatable flag takes one value each time: the positional argument after it stays the

@@ -156,7 +156,17 @@ TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json links = nlohmann::json::parse(r.out)["links"];
   EXPECT_EQ(links["expert_all_to_all"], "network");
-  EXPECT_EQ(links["fsdp"], "nvlink-node");
+  EXPECT_TRUE(links["fsdp"].is_null());  // fsdp = 1: no FSDP collective
+  r = RunMosaic("perf qwen3-30b-a3b --hardware h100 --gpus 16 --batch 64 --layout ep=16,fsdp=16 "
+                "--json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["links"]["fsdp"], "network");
+  // A dense model routes nothing: no routing, no all-to-all.
+  r = RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,dp=8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json dense = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(dense["routing"].is_null());
+  EXPECT_TRUE(dense["links"]["expert_all_to_all"].is_null());
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout ep=8,dp=8");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("note:"), std::string::npos);

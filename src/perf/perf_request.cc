@@ -259,7 +259,9 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   j["batch"] = s.job.global_batch;
   j["seq"] = s.job.seq_len;
   j["format"] = ToString(s.job.format);
-  j["routing"] = ToString(s.job.routing);
+  // A dense model routes nothing.
+  j["routing"] = s.spec.config.is_moe() ? nlohmann::ordered_json(ToString(s.job.routing))
+                                        : nlohmann::ordered_json(nullptr);
   // Only a capping routing has a capacity factor (null under dropless and balanced).
   j["capacity_factor"] = CapsTokens(s.job.routing) ? nlohmann::ordered_json(s.job.capacity_factor)
                                                    : nlohmann::ordered_json(nullptr);
@@ -273,8 +275,14 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
+  // The link each collective runs over; null where it moves nothing (as the text names them).
   const CollectiveLinks links = LinksOf(s.cluster, evaluated.layout);
-  j["links"] = {{"expert_all_to_all", links.expert_all_to_all}, {"fsdp", links.fsdp}};
+  const StepBreakdown& t = evaluated.estimate.time;
+  const auto link = [](double seconds, std::string_view name) {
+    return seconds > 0 ? nlohmann::ordered_json(name) : nlohmann::ordered_json(nullptr);
+  };
+  j["links"] = {{"expert_all_to_all", link(t.ep_seconds, links.expert_all_to_all)},
+                {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
   for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
     j["notes"].push_back(note);
   }

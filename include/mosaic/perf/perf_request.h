@@ -118,8 +118,10 @@ nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& es
 
 // `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
 // was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions, then
-// EstimateCautions), EstimateJson's fields, and "links": the scale-up or scale-out links the
-// expert all-to-all and the FSDP collectives cross (Cluster::DomainForSpan).
+// EstimateCautions; "routing" null for a dense model), EstimateJson's fields, and "links": the
+// scale-up or scale-out links the expert all-to-all and the FSDP collectives cross
+// (Cluster::DomainForSpan), each null where that collective moves nothing (as the text report
+// names them only where they take time).
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
