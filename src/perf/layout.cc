@@ -89,7 +89,8 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
       ++i;
     } else if (ch == '(') {
       const size_t close = text.find_first_of("()", i + 1);
-      if (close == std::string_view::npos || text[close] == '(') {
+      if (close == std::string_view::npos) throw fail("each '(' is closed by ')'");
+      if (text[close] == '(') {
         throw fail("each '(' is closed by ')' before another '(' (groups do not nest)");
       }
       std::string inner;
@@ -122,6 +123,13 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
       ++i;
     }
   }
+  for (char ch : expanded) {
+    if (std::string_view("|EtmL").find(ch) == std::string_view::npos) {
+      throw fail(fmt::format("'{}' is not a layer: E (embedding), t (decoder layer), m (MTP "
+                             "layer), L (loss), '|' between stages, (group)*N and x*N",
+                             Printable(std::string(1, ch))));
+    }
+  }
   if (expanded.empty() || expanded.front() != 'E') {
     throw fail("the first layer is the embedding (E)");
   }
@@ -144,10 +152,7 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
       case 't': ++stages.back().decoder; break;
       case 'm': ++stages.back().mtp; break;
       case 'L': ++stages.back().loss; break;
-      default:
-        throw fail(fmt::format("'{}' is not a layer: E (embedding), t (decoder layer), m (MTP "
-                               "layer), L (loss), '|' between stages, (group)*N and x*N",
-                               ch));
+      default: break;  // every other character was refused above
     }
   }
   return stages;

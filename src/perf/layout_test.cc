@@ -284,14 +284,20 @@ TEST(Layout, PipelineLayoutStringsExpandAsMegatronCoreReadsThem) {
                           "Et|(t)*99999999999|L"}) {
     EXPECT_THROW(PipelineLayoutStages(bad), InputError) << bad;
   }
-  try {
-    PipelineLayoutStages("Et|tx|L");
-    FAIL();
-  } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("pp_layout = Et|tx|L. Violated constraint: 'x' is not a "
-                                         "layer"),
-              std::string::npos)
-        << e.what();
+  // Each refused for what is wrong with it: a character that is no layer, even at the end where
+  // the loss goes; an unclosed group.
+  for (const auto& [bad, rule] : {std::pair<std::string, std::string>{"Et|tx|L", "'x' is not a layer"},
+                                  {"Et|(tt|)*30mLx", "'x' is not a layer"},
+                                  {"Et|(tt|*30mL", "each '(' is closed by ')'"}}) {
+    try {
+      PipelineLayoutStages(bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("pp_layout = " + bad + ". Violated constraint: " + rule),
+                std::string::npos)
+          << e.what();
+      EXPECT_EQ(std::string(e.what()).find("nest"), std::string::npos) << e.what();
+    }
   }
 }
 
