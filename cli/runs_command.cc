@@ -75,16 +75,6 @@ struct AblationCliOptions {
   std::string output;
 };
 
-LoadOptions MakeLoadOptions(const std::string& restarts, const std::string& tags,
-                            const std::string& step_column) {
-  LoadOptions options;
-  options.restarts = RestartPolicyFromString(restarts);
-  if (!tags.empty()) options.tags = CompileTagFilter(tags);
-  options.step_column = step_column;
-  options.threads = 0;  // files read on every core; the result is the same
-  return options;
-}
-
 std::string ShortValue(double v) {
   if (!std::isfinite(v)) return FormatValue(v, false);
   return fmt::format("{:.6g}", v);

@@ -286,6 +286,11 @@ def _check_tags(tags) -> None:
             f"tags = {tags!r}. Violated constraint: a regular expression (str) or None")
 
 
+def _check_text(name: str, value) -> None:
+    if value is not None and not isinstance(value, str):
+        raise InputError(f"{name} = {value!r}. Violated constraint: a str or None")
+
+
 class Runs:
     """Training logs read by the run reader (``mosaic runs``).
 
@@ -322,14 +327,16 @@ class Runs:
 
 
 def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, restarts: str = "first",
-              tags: str | None = None) -> Runs:
+              tags: str | None = None, step_column: str | None = None) -> Runs:
     """Read TensorBoard event files, CSV and JSONL logs under ``logdirs`` (searched recursively),
     as ``mosaic runs`` does. ``restarts`` is ``first``, ``last`` or ``all`` (which pass of a step
-    written twice to keep); ``tags`` keeps tags matching a regular expression."""
+    written twice to keep); ``tags`` keeps tags matching a regular expression; ``step_column``
+    names the step column of CSV and JSONL logs (``--step-column``; None finds it)."""
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
+    _check_text("step_column", step_column)
     (run_names, tag_names, run, tag, step, wall, value, passes, findings,
-     notes) = _mosaic.read_runs(logdirs, restarts, tags or "")
+     notes) = _mosaic.read_runs(logdirs, restarts, tags or "", step_column or "")
     scalars = pd.DataFrame({
         "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
         "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
@@ -371,15 +378,17 @@ class RunsSummary:
 
 def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
                    restarts: str = "first", tags: str | None = None,
-                   last_k: int = 10) -> RunsSummary:
+                   step_column: str | None = None, last_k: int = 10) -> RunsSummary:
     """Summarize the logs under ``logdirs`` as ``mosaic runs --json`` does (``last_k``: values in
     each tag's final mean), reading them in batches without keeping their points: for log
-    directories too large for :func:`read_runs`. ``restarts`` and ``tags`` as there."""
+    directories too large for :func:`read_runs`. ``restarts``, ``tags`` and ``step_column`` as
+    there."""
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
+    _check_text("step_column", step_column)
     last_k = _integer("last_k", last_k, 1, 2**31 - 1)
     return RunsSummary(json.loads(_mosaic.summarize_runs(
-        logdirs, restarts, tags or "", last_k)))
+        logdirs, restarts, tags or "", step_column or "", last_k)))
 
 
 class Decision(_Document):

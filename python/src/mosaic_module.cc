@@ -292,14 +292,11 @@ PYBIND11_MODULE(_mosaic, m) {
 
   m.def("read_runs",
         [](const std::vector<std::string>& logdirs, const std::string& restarts,
-           const std::string& tags) {
+           const std::string& tags, const std::string& step_column) {
           std::vector<runs::Run> loaded;
           {
             py::gil_scoped_release release;
-            runs::LoadOptions options;
-            options.restarts = runs::RestartPolicyFromString(restarts);
-            if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
-            options.threads = 0;  // every core; the same result
+            const runs::LoadOptions options = runs::MakeLoadOptions(restarts, tags, step_column);
             loaded = runs::LoadRuns(runs::DiscoverRuns(logdirs), options);
             // As `mosaic runs`: reading goes on past a file that cannot be read, but logs of
             // which nothing could be read are an error.
@@ -363,15 +360,12 @@ PYBIND11_MODULE(_mosaic, m) {
 
   m.def("summarize_runs",
         [](const std::vector<std::string>& logdirs, const std::string& restarts,
-           const std::string& tags, int last_k) {
+           const std::string& tags, const std::string& step_column, int last_k) {
           if (last_k < 1) {
             throw InputError(fmt::format("last_k = {}. Violated constraint: at least 1", last_k));
           }
           py::gil_scoped_release release;
-          runs::LoadOptions options;
-          options.restarts = runs::RestartPolicyFromString(restarts);
-          if (!tags.empty()) options.tags = runs::CompileTagFilter(tags);
-          options.threads = 0;  // every core; the same result
+          const runs::LoadOptions options = runs::MakeLoadOptions(restarts, tags, step_column);
           // Digested batch by batch, as `mosaic runs --json` reads: the points are not kept.
           const std::vector<runs::RunDigest> digests =
               runs::ReadRunDigests(runs::DiscoverRuns(logdirs), options, last_k);

@@ -105,6 +105,20 @@ def test_read_runs_keeps_the_readers_notes(tmp_path):
     assert "2 notes" in repr(runs)
 
 
+def test_read_runs_takes_a_step_column_as_mosaic_runs_does(tmp_path):
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "log.csv").write_text("it,loss\n1,2.5\n2,2.25\n")
+    with pytest.raises(mosaic.InputError, match="no step column"):
+        mosaic.read_runs(tmp_path)
+    runs = mosaic.read_runs(tmp_path, step_column="it")
+    assert list(runs.scalars["step"]) == [1, 2]
+    summary = mosaic.summarize_runs(tmp_path, step_column="it")
+    cli = cli_json("runs", str(tmp_path), "--step-column", "it")
+    assert summary.runs == cli
+    with pytest.raises(mosaic.InputError, match="step_column = 3"):
+        mosaic.read_runs(tmp_path, step_column=3)
+
+
 def test_read_runs_restart_policies_keep_first_or_all_passes():
     path = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs/duplicate_steps")
     first = mosaic.read_runs(path, restarts="first").scalars

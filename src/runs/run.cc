@@ -434,6 +434,16 @@ std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
                    fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
 }
 
+LoadOptions MakeLoadOptions(std::string_view restarts, const std::string& tags,
+                            const std::string& step_column) {
+  LoadOptions options;
+  options.restarts = RestartPolicyFromString(restarts);
+  if (!tags.empty()) options.tags = CompileTagFilter(tags);
+  options.step_column = step_column;
+  options.threads = 0;  // files read on every core; the result is the same
+  return options;
+}
+
 ReadCheck::ReadCheck(std::string tag_filter) : tag_filter_(std::move(tag_filter)) {}
 
 void ReadCheck::Add(const Run& run) {

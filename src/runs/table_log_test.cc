@@ -53,6 +53,16 @@ TEST(CsvLog, WandbAndRayStyleColumns) {
   EXPECT_EQ(ray.step_column, "timesteps_total");
   EXPECT_EQ(ray.non_numeric_cells, 2);
   EXPECT_EQ(Tag(ray, "training_iteration").points[0].step, 4000);
+  // TensorBoard's own CSV download: one tag's Value by Step, with its wall time.
+  const TableLog tensorboard = ReadCsvLog(
+      "Wall time,Step,Value\n1700000000.25,100,3.5\n1700000010.5,200,3.25\n",
+      "run-base-tag-train_loss.csv");
+  EXPECT_EQ(tensorboard.step_column, "Step");
+  EXPECT_EQ(tensorboard.wall_time_column, "Wall time");
+  ASSERT_EQ(Tag(tensorboard, "Value").points.size(), 2u);
+  EXPECT_EQ(Tag(tensorboard, "Value").points[1].step, 200);
+  EXPECT_EQ(Tag(tensorboard, "Value").points[1].wall_time_seconds, 1700000010.5);
+  EXPECT_EQ(Tag(tensorboard, "Value").points[1].value, 3.25);
 }
 
 TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
@@ -62,7 +72,7 @@ TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
   } catch (const InputError& e) {
     EXPECT_EQ(std::string(e.what()),
               "m.csv:1: no step column (looked for step, _step, global_step, timesteps_total, "
-              "training_iteration, iteration, epoch); name one with --step-column");
+              "training_iteration, iteration, epoch, Step); name one with --step-column");
   }
   try {
     ReadCsvLog("a,b\n1,2\n", "m.csv", "it");

@@ -110,6 +110,13 @@ struct LoadOptions {
   int64_t min_part_bytes = int64_t{16} << 20;
 };
 
+// The options of `mosaic runs` and the Python package's readers: `restarts` ("first", "last",
+// "all"), the `tags` filter ("" keeps every tag; compiled by CompileTagFilter), the CSV/JSONL
+// `step_column` ("" detects it), files read on every core. Throws InputError for an unknown
+// policy or a pattern RE2 refuses.
+LoadOptions MakeLoadOptions(std::string_view restarts, const std::string& tags,
+                            const std::string& step_column);
+
 // Compiles `--tags` with RE2 (github.com/google/re2/wiki/Syntax): matching takes time linear in
 // the tag and compiling is bounded in memory, whatever the pattern. Throws InputError naming the
 // flag, the pattern (shortened when long) and RE2's complaint (syntax, pattern too large).

@@ -23,13 +23,15 @@
 
 namespace mosaic::runs {
 
-// Step column names searched in this order.
-inline constexpr std::array<std::string_view, 7> kStepColumns = {
-    "step", "_step", "global_step", "timesteps_total", "training_iteration", "iteration", "epoch"};
+// Step column names searched in this order ("Step": TensorBoard's CSV download, whose header is
+// "Wall time,Step,Value").
+inline constexpr std::array<std::string_view, 8> kStepColumns = {
+    "step",      "_step", "global_step", "timesteps_total", "training_iteration", "iteration",
+    "epoch",     "Step"};
 
 // Wall-time column names (seconds since the Unix epoch), searched in this order.
-inline constexpr std::array<std::string_view, 3> kWallTimeColumns = {"_timestamp", "timestamp",
-                                                                     "wall_time"};
+inline constexpr std::array<std::string_view, 4> kWallTimeColumns = {"_timestamp", "timestamp",
+                                                                     "wall_time", "Wall time"};
 
 struct TagPoints {
   std::string tag;
