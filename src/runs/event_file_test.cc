@@ -451,15 +451,52 @@ TEST_F(DamagedFile, BadPayloadCrcSkipsOneRecordAndNamesItsOffset) {
       << c.issues[0].Message();
 }
 
-TEST_F(DamagedFile, BadLengthCrcStopsTheFile) {
+// A bad length CRC loses the framing at that header: reading goes on from the next intact record
+// (found byte by byte, both CRCs matching), so one flipped bit costs one record, not the file.
+TEST_F(DamagedFile, BadLengthCrcSkipsToTheNextIntactRecord) {
   std::string bytes = original_;
   bytes[offsets_[60]] ^= 0x01;  // the length of record 60
   const FileContent c = ReadBytes(bytes);
-  EXPECT_EQ(c.stats.records, 60);
-  EXPECT_EQ(TotalPoints(c), 59);
+  EXPECT_EQ(c.stats.records, 100);
+  EXPECT_EQ(TotalPoints(c), 99);
   ASSERT_EQ(c.issues.size(), 1u);
   EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadLengthCrc);
   EXPECT_EQ(c.issues[0].offset_bytes, offsets_[60]);
+  EXPECT_NE(c.issues[0].Message().find(fmt::format(
+                "; {} bytes skipped to the next intact record, at byte offset {}",
+                offsets_[61] - offsets_[60], offsets_[61])),
+            std::string::npos)
+      << c.issues[0].Message();
+  // Damage to the last record's length leaves nothing to resume from: the rest is unread.
+  std::string last = original_;
+  last[offsets_[100]] ^= 0x01;
+  const FileContent end = ReadBytes(last);
+  EXPECT_EQ(end.stats.records, 100);
+  ASSERT_EQ(end.issues.size(), 1u);
+  EXPECT_NE(end.issues[0].Message().find("no intact record after it: the rest of the file unread"),
+            std::string::npos)
+      << end.issues[0].Message();
+}
+
+// A length that lies yet carries a matching CRC (written so, or two errors agreeing) takes the
+// reader into the middle of later records: the payload CRC fails there, the next header's CRC
+// fails, and the reader resumes at the first intact record instead of losing the file.
+TEST_F(DamagedFile, ALyingLengthWithAValidCrcCostsOnlyTheRecordsItCovers) {
+  std::string bytes = original_;
+  const uint64_t length = 1000;
+  std::memcpy(&bytes[offsets_[30]], &length, sizeof length);
+  const uint32_t crc = MaskCrc32c(Crc32c(std::string_view(&bytes[offsets_[30]], 8)));
+  std::memcpy(&bytes[offsets_[30] + 8], &crc, sizeof crc);
+  const FileContent c = ReadBytes(bytes);
+  ASSERT_GE(c.issues.size(), 2u);
+  EXPECT_EQ(c.issues[0].kind, RecordIssueKind::kBadPayloadCrc);
+  EXPECT_EQ(c.issues[0].offset_bytes, offsets_[30]);
+  EXPECT_EQ(c.issues[1].kind, RecordIssueKind::kBadLengthCrc);
+  // Every record past the 1000 + 16 bytes the lie covered is read.
+  int64_t covered_to = offsets_[30] + 1016;
+  int64_t lost = 0;
+  for (int i = 30; i <= 100 && offsets_[i] < covered_to; ++i) ++lost;
+  EXPECT_EQ(c.stats.records, 101 - lost);
 }
 
 // A source that hands out at most 7 bytes per read, so that records arrive in pieces.
@@ -480,7 +517,7 @@ class TrickleSource : public ByteSource {
 TEST_F(DamagedFile, EveryBufferSizeAndReadSizeGivesTheSameRecords) {
   std::string damaged = original_;
   damaged[offsets_[30] + 12 + 3] ^= 0x40;  // a bad payload CRC in record 30
-  damaged[offsets_[70]] ^= 0x01;           // a bad length CRC in record 70: the rest unread
+  damaged[offsets_[70]] ^= 0x01;           // a bad length CRC in record 70: skipped to 71
   for (const std::string* bytes : {&original_, &damaged}) {
     struct Read {
       std::vector<std::pair<int64_t, std::string>> records;
@@ -499,7 +536,7 @@ TEST_F(DamagedFile, EveryBufferSizeAndReadSizeGivesTheSameRecords) {
       return r;
     };
     const Read reference = read(MemorySource(*bytes), size_t{1} << 20);
-    EXPECT_EQ(reference.records.size(), bytes == &original_ ? 101u : 69u);
+    EXPECT_EQ(reference.records.size(), bytes == &original_ ? 101u : 99u);
     for (size_t buffer_bytes : {16, 17, 31, 64, 100, 257, 4096}) {
       SCOPED_TRACE(buffer_bytes);
       EXPECT_TRUE(read(MemorySource(*bytes), buffer_bytes) == reference);

@@ -287,9 +287,21 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
     const uint32_t stored_length_crc = UnmaskCrc32c(LoadU32(header + 8));
     const uint32_t length_crc = Crc32cExtend(0, header, 8);
     if (stored_length_crc != length_crc) {
-      issues_.push_back({path_, offset_, RecordIssueKind::kBadLengthCrc,
-                         fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored_length_crc,
-                                     length_crc)});
+      // Framing is lost at this header: reading goes on from the next intact record, if any (a
+      // flipped bit, or a length that lied in the record before, costs only the bytes between).
+      const std::string crcs =
+          fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored_length_crc, length_crc);
+      const int64_t damaged_at = offset_;
+      if (size_bytes_ >= 0 && SkipToIntactRecord()) {
+        issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc,
+                           fmt::format("{}; {} bytes skipped to the next intact record, at byte "
+                                       "offset {}",
+                                       crcs, offset_ - damaged_at, offset_)});
+        continue;
+      }
+      issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc,
+                         crcs + "; no intact record after it: the rest of the file unread"});
+      offset_ = damaged_at;  // where the readable records end
       stopped_ = true;
       return false;
     }

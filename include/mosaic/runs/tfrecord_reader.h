@@ -49,7 +49,8 @@ enum class RecordIssueKind {
   kTruncatedTail,    // the file ends inside a record; the complete records before it are kept
   kLengthBeyondEnd,  // a length claims more than the file holds, yet intact records follow: the
                      // bytes up to the next one skipped
-  kBadLengthCrc,     // the length's CRC does not match: framing lost, the rest of the file unread
+  kBadLengthCrc,     // the length's CRC does not match: framing lost, the bytes up to the next
+                     // intact record skipped (the rest of the file when there is none)
   kBadPayloadCrc,    // the payload's CRC does not match: that record skipped
   kBadPayload,       // the payload is not a valid Event protobuf: that record skipped
 };
