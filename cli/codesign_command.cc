@@ -8,6 +8,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "command.h"
 #include "mosaic/codesign/distributed.h"
@@ -54,8 +55,10 @@ void Run(const CodesignCliOptions& o) {
   std::exception_ptr error;
   try {
     space = LoadSpace(o.space);
-    CheckOutputIsNotInput(o.output, {o.space, space.base, space.law.origin});
-    CheckOutputIsNotInput(o.html, {o.space, space.base, space.law.origin}, "--html");
+    const std::vector<std::string> inputs = {o.space, space.base, space.hardware,
+                                             space.law.origin};
+    CheckOutputIsNotInput(o.output, inputs);
+    CheckOutputIsNotInput(o.html, inputs, "--html");
     if (!o.html.empty() && o.html == o.output) {
       throw UsageError("--html and --output name the same file " + o.html);
     }

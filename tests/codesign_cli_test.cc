@@ -7,6 +7,7 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 
 #include "cli_support.h"
 #include "mosaic/codesign/distributed.h"
@@ -103,6 +104,35 @@ TEST(CodesignCli, MpiRanksPrintAnInputErrorOnce) {
   ASSERT_NE(first, std::string::npos) << text;
   EXPECT_EQ(text.find(message, first + 1), std::string::npos) << text;
   EXPECT_EQ(text.find("rank 1 of 2"), std::string::npos) << text;
+}
+
+// A device file the space names is an input too: --output and --html over it are refused, and it
+// is found beside the space file.
+TEST(CodesignCli, AnOutputOverTheDeviceFileIsRefused) {
+  const std::filesystem::path dir =
+      ::testing::TempDir() + "codesign_device_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::filesystem::copy_file(SourcePath("data/hardware/h100.toml"), dir / "my-h100.toml");
+  std::string space = ReadText(SourcePath("data/spaces/h100-sparsity.toml"));
+  const size_t at = space.find("hardware = \"h100\"");
+  ASSERT_NE(at, std::string::npos) << space;
+  space.replace(at, std::string("hardware = \"h100\"").size(), "hardware = \"my-h100.toml\"");
+  {
+    std::ofstream f(dir / "space.toml");
+    f << space;
+  }
+  const std::string device = (dir / "my-h100.toml").string();
+  for (const std::string flag : {"--output", "--html"}) {
+    const CommandResult r =
+        RunMosaic("codesign " + (dir / "space.toml").string() + " " + flag + " " + device);
+    EXPECT_EQ(r.exit_code, 1) << r.err;
+    EXPECT_NE(r.err.find(flag + " = " + device + ". Violated constraint: not one of the "
+                         "command's input files"),
+              std::string::npos)
+        << r.err;
+  }
+  EXPECT_EQ(ReadText(device), ReadText(SourcePath("data/hardware/h100.toml")));
+  std::filesystem::remove_all(dir);
 }
 
 TEST(CodesignCli, UnknownSpaceSuggestsAName) {

@@ -208,6 +208,23 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "sparse)"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
+  // Values of an axis that resolve alike would rank one architecture twice.
+  EXPECT_NE(ErrorOf(replace(kSpace, "top_k = [2]", "top_k = [2]\nexpert_width = [\"d/2\", 384]"))
+                .find("[axes] expert_width: \"d/2\" and \"384\" both give 384 at d_model = 768. "
+                      "Violated constraint: each value of an axis gives an architecture of its "
+                      "own"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "top_k = [2]", "top_k = [2]\nexpert_width = [\"d/2\", 384]"));
+  // A space is bounded before anything is made (8.6e10 architectures ran out of memory).
+  EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]\ntop_k = [2]",
+                            "experts = { from = 1, to = 4096, step = 1 }\n"
+                            "top_k = { from = 1, to = 4096, step = 1 }"))
+                .find("[axes] give 1.678e+07 architectures (the product of the axes' lengths). "
+                      "Violated constraint: at most 1,000,000"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "experts = [8, 16]\ntop_k = [2]",
+                         "experts = { from = 1, to = 4096, step = 1 }\n"
+                         "top_k = { from = 1, to = 4096, step = 1 }"));
   // The sweep's own checks, located in the space file.
   EXPECT_NE(ErrorOf(replace(kSpace, "[search]", "[search]\nprofile = \"nope\""))
                 .find("space.toml:17:11: unknown perf profile 'nope'"),

@@ -16,7 +16,9 @@
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
+#include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -24,6 +26,8 @@ namespace mosaic {
 namespace {
 
 constexpr int64_t kMaxAxisValues = 4096;
+// The most architectures a space may hold (each is searched for its best layout and kept).
+constexpr int64_t kMaxArchitectures = 1000000;
 
 // Throws when the value just added to an axis is already on it: each architecture would be
 // ranked twice, and the repeats would weigh in the median MFU of a FLOPs-only budget.
@@ -316,11 +320,32 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   }
   // The base model and the device must load; their errors keep their own locations.
   if (space.base.ends_with(".toml")) space.base = ResolveBeside(space.base, origin);
+  if (IsPathArgument(space.hardware)) space.hardware = ResolveBeside(space.hardware, origin);
   int64_t base_d_model = 0;
   try {
     base_d_model = LoadModel(space.base).config.d_model;
   } catch (const InputError& error) {
     throw LocatedError(base_where, fmt::format("base = \"{}\": {}", space.base, error.what()));
+  }
+  // Every architecture's result is kept: the product of the axes is bounded before any is made.
+  double architectures = static_cast<double>(std::max<size_t>(space.axes.d_model.size(), 1));
+  for (size_t n : {space.axes.layers.size(), space.axes.experts.size(), space.axes.top_k.size(),
+                   space.axes.expert_width.size() + space.axes.granularity.size(),
+                   space.axes.shared_experts.size(), space.axes.latent_dim.size()}) {
+    architectures *= static_cast<double>(std::max<size_t>(n, 1));
+  }
+  if (architectures > kMaxArchitectures) {
+    throw LocatedError(axes_where,
+                       fmt::format("[axes] give {:.4g} architectures (the product of the axes' "
+                                   "lengths). Violated constraint: at most {} (split the space, or "
+                                   "sweep it with coarser steps)",
+                                   architectures, FormatThousands(kMaxArchitectures)));
+  }
+  try {
+    LoadHardware(space.hardware);
+  } catch (const InputError& error) {
+    throw LocatedError(cluster_where,
+                       fmt::format("[cluster] hardware = \"{}\": {}", space.hardware, error.what()));
   }
   // Expressions in d must evaluate for every width swept.
   const std::vector<int64_t> widths =
@@ -328,24 +353,29 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   for (const auto& [field, values] : {std::pair<std::string, const std::vector<AxisValue>*>{
                                           "expert_width", &space.axes.expert_width},
                                       {"latent_dim", &space.axes.latent_dim}}) {
-    for (const AxisValue& value : *values) {
-      for (int64_t d : widths) {
+    // Values of one axis that resolve alike at some width ("d/2" and 768 at d = 1536) would rank
+    // one architecture twice, as a value listed twice would.
+    for (int64_t d : widths) {
+      std::map<std::string, const AxisValue*> seen;
+      for (const AxisValue& value : *values) {
         ArmOverride o;
         o.field = field;
         o.value = value;
+        std::string resolved;
         try {
-          ResolveOverride(o, d);
+          resolved = ResolveOverride(o, d);
         } catch (const InputError& error) {
           throw LocatedError(axes_where, fmt::format("[axes] {}: {}", field, error.what()));
         }
+        if (const auto [it, fresh] = seen.emplace(resolved, &value); !fresh) {
+          throw LocatedError(
+              axes_where,
+              fmt::format("[axes] {}: \"{}\" and \"{}\" both give {} at d_model = {}. Violated "
+                          "constraint: each value of an axis gives an architecture of its own",
+                          field, Printable(*it->second), Printable(value), resolved, d));
+        }
       }
     }
-  }
-  try {
-    LoadHardware(space.hardware);
-  } catch (const InputError& error) {
-    throw LocatedError(cluster_where,
-                       fmt::format("[cluster] hardware = \"{}\": {}", space.hardware, error.what()));
   }
   // The law: known, its parameters complete and known.
   const std::vector<std::string> names = scaling::LawNames();
