@@ -395,6 +395,14 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
       r.cluster_tokens = r.estimate.tokens_per_s_per_gpu * gpus * result.cluster_seconds;
       r.cluster_loss = Loss(law, result.theta, r, r.cluster_tokens);
     }
+    // A loss the law cannot give as a number ranks nothing: the law's values are at fault.
+    const double loss = !std::isfinite(r.flops_loss) ? r.flops_loss : r.cluster_loss;
+    if (!std::isfinite(r.flops_loss) || (r.feasible() && !std::isfinite(r.cluster_loss))) {
+      throw InputError(fmt::format(
+          "[law] {} ({}) gives a loss of {} for {}. Violated constraint: a finite loss for every "
+          "architecture (the law's values are out of their range)",
+          space.law.name, space.law.origin, loss, r.arch.Name()));
+    }
   }
   for (const ArchitectureResult& r : archs) result.layouts_evaluated += r.layouts_evaluated;
   for (size_t i = 0; i < archs.size(); ++i) {

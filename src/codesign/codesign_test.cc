@@ -204,10 +204,40 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
             std::string::npos)
       << ErrorOf(replace(kSpace, "gamma = 0.5", "gamma = 1e9"));
   EXPECT_NE(ErrorOf(replace(kSpace, "B = 400", "B = -400"))
-                .find("space.toml:15:34: B = -400. Violated constraint: B > 0 (a scale of law "
-                      "sparse)"),
+                .find("space.toml:15:34: B = -400. Violated constraint: 0 < B <= 1e+30 (a scale "
+                      "of law sparse"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
+  EXPECT_NE(ErrorOf(replace(kSpace, "A = 400", "A = 1e308"))
+                .find("A = 1e+308. Violated constraint: 0 < A <= 1e+30"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "A = 400", "A = 1e308"));
+  // A loss that is not a number (a signed exponent of abnar's pushed to 1e9) is refused with the
+  // architecture, not ranked as +inf.
+  const std::string abnar = replace(
+      kSpace, "name = \"sparse\"\nparams = { E = 1.5, A = 400, B = 400, alpha = 0.3, beta = 0.3, "
+              "gamma = 0.5 }",
+      "name = \"abnar\"\nparams = { e = 1, a = 10, b = 10, c = 1, d = 1, alpha = 1e9, beta = -0.3, "
+      "gamma = -0.2, lambda = 0.5, delta = 0.5 }");
+  ASSERT_EQ(ErrorOf(abnar), "");
+  std::string swept;
+  try {
+    RunCodesign(LoadSpaceFromToml(abnar, "space.toml"), {.threads = 1});
+  } catch (const InputError& error) {
+    swept = error.what();
+  }
+  EXPECT_NE(swept.find("[law] abnar (inline in space.toml) gives a loss of inf for d768 "),
+            std::string::npos)
+      << swept;
+  EXPECT_NE(swept.find("Violated constraint: a finite loss for every architecture"),
+            std::string::npos)
+      << swept;
+  // A law of the budget alone cannot rank architectures.
+  EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"\nparams = { E = 1.5, A = 400, B = 400, alpha = "
+                                    "0.3, beta = 0.3, gamma = 0.5 }",
+                            "name = \"compute\"\nparams = { E = 1.6, A = 88.32, alpha = 0.0941 }"))
+                .find("Violated constraint: a law with an input of the architecture"),
+            std::string::npos);
   // Values of an axis that resolve alike would rank one architecture twice.
   EXPECT_NE(ErrorOf(replace(kSpace, "top_k = [2]", "top_k = [2]\nexpert_width = [\"d/2\", 384]"))
                 .find("[axes] expert_width: \"d/2\" and \"384\" both give 384 at d_model = 768. "

@@ -385,6 +385,15 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
                                  DidYouMean(space.law.name, names)));
   }
   const scaling::Law& law = scaling::FindLaw(space.law.name);
+  // A law of the budget alone gives every architecture one loss under the FLOPs-only budget:
+  // it cannot rank them.
+  if (law.inputs.size() == 1 && law.inputs[0].name == "C") {
+    throw FieldError(law_where, "name", "\"" + space.law.name + "\"",
+                     fmt::format("a law with an input of the architecture (N, D, S, G or "
+                                 "E_count); {} depends on the FLOPs budget C alone, the same for "
+                                 "every architecture",
+                                 space.law.name));
+  }
   if (!fit_json.empty()) {
     if (!space.law.params.empty()) {
       throw LocatedError(law_where, "[law] gives params or fit_json, not both");
@@ -408,13 +417,17 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   // architectures by a loss that grows with scale; gamma = 1e9 made (1 − S)^gamma 0 at every
   // sparse architecture).
   constexpr double kMaxLawExponent = 10;
+  constexpr double kMaxLawScale = 1e30;
   for (const auto& [name, value] : space.law.params) {
     const int j = law.ParamIndex(name);
     const auto at = param_where.find(name);
     const SourceLocation& where = at != param_where.end() ? at->second : law_where;
-    if (law.params[j].kind == scaling::ParamKind::kLogScale && !(value > 0)) {
+    if (law.params[j].kind == scaling::ParamKind::kLogScale &&
+        !(value > 0 && value <= kMaxLawScale)) {
       throw FieldError(where, name, fmt::format("{}", value),
-                       fmt::format("{} > 0 (a scale of law {})", name, law.name));
+                       fmt::format("0 < {} <= {:g} (a scale of law {}; published fits lie below "
+                                   "1e5, and past {:g} a loss is no longer a number to rank by)",
+                                   name, kMaxLawScale, law.name, kMaxLawScale));
     }
     if (law.ExpectsNonNegative(j) && !(value >= 0 && value <= kMaxLawExponent)) {
       throw FieldError(where, name, fmt::format("{}", value),
