@@ -180,6 +180,13 @@ void RunExpression(const FitCliOptions& o) {
   for (const auto& [name, value] : fit_options.pins) pinned.push_back(name);
   const DataTable table = LoadTable(o.data, o);
   const ExpressionLaw expression = MakeExpressionLaw(o.law_expr, params, table.names, pinned);
+  if (std::find(expression.inputs.begin(), expression.inputs.end(), o.loss_column) !=
+      expression.inputs.end()) {
+    throw FieldError(Flag("--law-expr"), "--law-expr", "'" + o.law_expr + "'",
+                     fmt::format("an expression of the inputs, not of the loss column '{}' it "
+                                 "is fitted to",
+                                 o.loss_column));
+  }
   const Law law = expression.Describe();
   Arm arm;
   arm.data = SelectFitData(table, law,
@@ -207,7 +214,14 @@ void RunExpression(const FitCliOptions& o) {
                                      text, law.inputs[i].name, fmt::join(expression.inputs, ", ")));
       }
     }
-    predictions.emplace_back(point, evaluate(x.data(), arm.fit.theta.data()));
+    const double loss = evaluate(x.data(), arm.fit.theta.data());
+    if (!std::isfinite(loss)) {
+      throw InputError(fmt::format("--predict {}: the fitted expression gives {} there. Violated "
+                                   "constraint: a finite loss (an input outside the range the "
+                                   "law holds for)",
+                                   text, loss));
+    }
+    predictions.emplace_back(point, loss);
   }
   if (o.json) {
     Json j = FitJson(law, arm);
@@ -280,11 +294,7 @@ void Run(const FitCliOptions& o) {
   }
   std::optional<Arm> other;
   std::optional<Comparison> comparison;
-  if (!o.compare.empty()) {
-    if (!(o.at_flops > 0)) {
-      throw FieldError(Flag("--at"), "--at", fmt::format("{}", o.at_flops),
-                       "--compare needs the matched budget --at C > 0 (FLOPs)");
-    }
+  if (!o.compare.empty()) {  // with --at > 0: the flags need each other
     other = FitFile(law, o.compare, request, 1);
     comparison = CompareArms(law, base.fit, other->fit, o.at_flops, o.tps_ratio, boot,
                              other->bootstrap ? &*other->bootstrap : nullptr, o.confidence,
@@ -409,7 +419,14 @@ void AddFitCommand(CLI::App& root) {
   cmd->add_option("--law-expr", o->law_expr,
                   "a user-written law over data columns and parameters (muparser), e.g. "
                   "'E + A*N^(-alpha) + B*D^(-beta)'; parameters need --param")
-      ->excludes(law_option);
+      ->excludes(law_option)
+      ->check(CLI::Validator(
+          [](const std::string& text) {
+            return text.find_first_not_of(" \t") == std::string::npos
+                       ? std::string("an expression, not empty")
+                       : std::string();
+          },
+          "EXPRESSION"));
   cmd->add_option("--param", o->params,
                   "start values of --law-expr parameters: NAME=START or NAME=LO:HI:STEP (a start "
                   "grid), comma separated, e.g. E=1.5,A=400,alpha=0:2:0.5 (repeatable)")
@@ -467,9 +484,11 @@ void AddFitCommand(CLI::App& root) {
                 "fit on the smaller budgets, report the error on the largest");
   CLI::Option* ratio =
       cmd->add_option("--holdout-ratio", o->holdout_ratio,
-                      "held out: the points within this factor of the largest compute (default)")
+                      "held out: the points within this factor of the largest compute (default; "
+                      "implies --holdout)")
           ->default_val(1.5)
-          ->check(InRange(1, 1e300));
+          ->check(InRange(1, 1e300))
+          ->each([o](const std::string&) { o->holdout = true; });
   CLI::Option* fraction =
       cmd->add_option("--holdout-fraction", o->holdout_fraction,
                       "held out: this fraction of the points, those with the largest compute "
@@ -484,9 +503,10 @@ void AddFitCommand(CLI::App& root) {
   above->excludes(fraction);
   CLI::Option* compare =
       cmd->add_option("--compare", o->compare, "second arm's CSV: effective-compute multiplier");
-  cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare")
-      ->check(InRange(0, 1e300, true))
-      ->needs(compare);
+  CLI::Option* at = cmd->add_option("--at", o->at_flops, "matched budget C (FLOPs) for --compare")
+                        ->check(InRange(0, 1e300, true))
+                        ->needs(compare);
+  compare->needs(at);
   cmd->add_option("--tps-ratio", o->tps_ratio, "arm tokens/s over base tokens/s")
       ->default_val(1)
       ->check(InRange(0, 1e300, true));

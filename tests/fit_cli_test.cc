@@ -101,6 +101,23 @@ TEST(FitCli, EveryParameterPinned) {
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["termination"].get<std::string>(), "converged");
   EXPECT_NEAR(j["objective"].get<double>(), objective, objective * 1e-9);
+  // An expression of the loss it is fitted to, an empty one, and a prediction it cannot give as
+  // a number are refused.
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*loss' --param E=1,A=1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: an expression of the inputs, not of the loss column "
+                       "'loss' it is fitted to"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr ''");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("an expression, not empty"), std::string::npos) << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)'" + pins +
+                " --predict C=-1");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("--predict C=-1: the fitted expression gives "), std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("Violated constraint: a finite loss"), std::string::npos) << r.err;
 }
 
 TEST(FitCli, NonPositiveValueNamesFileLineColumnAndRule) {
@@ -203,6 +220,10 @@ TEST(FitCli, HoldoutChoosesWhatIsHeldOut) {
   CommandResult none = RunMosaic("fit " + kEpoch + " --holdout-above 1e30");
   EXPECT_EQ(none.exit_code, 1);
   EXPECT_NE(none.err.find("holds out 0 of the 240 points"), std::string::npos) << none.err;
+  // --holdout-ratio alone holds out, as --holdout-fraction does (it was ignored without --holdout).
+  CommandResult ratio = RunMosaic("fit " + kEpoch + " --holdout-ratio 1e300");
+  EXPECT_EQ(ratio.exit_code, 1);
+  EXPECT_NE(ratio.err.find("holds out 240 of the 240 points"), std::string::npos) << ratio.err;
 }
 
 TEST(FitCli, RangeErrorsShowReadableBounds) {
@@ -363,9 +384,8 @@ TEST(FitCli, MeaninglessValuesAreRefused) {
     EXPECT_NE(r.err.find(needs), std::string::npos) << flag << r.err;
   }
   CommandResult at = RunMosaic(base + "--compare tests/fixtures/scaling/arm_other.csv");
-  EXPECT_EQ(at.exit_code, 1);
-  EXPECT_NE(at.err.find("--compare needs the matched budget --at C > 0"), std::string::npos)
-      << at.err;
+  EXPECT_EQ(at.exit_code, 2);
+  EXPECT_NE(at.err.find("--compare requires --at"), std::string::npos) << at.err;
   // A parameter pinned twice is refused (the last pin won), naming both values.
   CommandResult twice = RunMosaic(base + "--pin E=2");
   EXPECT_EQ(twice.exit_code, 1);
