@@ -11,6 +11,7 @@
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
+#include "mosaic/scaling/fit.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
@@ -347,12 +348,10 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   result.space = space;
   result.law = scaling::FindLaw(space.law.name);
   const scaling::Law& law = result.law;
+  // As `mosaic fit --pin` reads values (a scale of 0 drops its terms: θ = −inf).
+  const std::vector<std::optional<double>> pinned = scaling::PinnedTheta(law, space.law.params);
   result.theta.resize(law.params.size());
-  for (size_t j = 0; j < law.params.size(); ++j) {
-    for (const auto& [name, value] : space.law.params) {
-      if (name == law.params[j].name) result.theta[j] = law.ToTheta(int(j), value);
-    }
-  }
+  for (size_t j = 0; j < law.params.size(); ++j) result.theta[j] = pinned[j].value_or(0);
   const HardwareSpec hardware = LoadHardware(space.hardware);
   result.peak_flops_per_gpu = hardware.peak_bf16_tflops * 1e12;
   std::vector<double> mfus;

@@ -204,12 +204,22 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
             std::string::npos)
       << ErrorOf(replace(kSpace, "gamma = 0.5", "gamma = 1e9"));
   EXPECT_NE(ErrorOf(replace(kSpace, "B = 400", "B = -400"))
-                .find("space.toml:15:34: B = -400. Violated constraint: 0 < B <= 1e+30 (a scale "
-                      "of law sparse"),
+                .find("space.toml:15:34: B = -400. Violated constraint: 0 <= B <= 1e+30 (a "
+                      "scale of law sparse"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "B = 400", "B = -400"));
+  // The irreducible loss may be 0 (`mosaic fit --pin E=0`): the sweep ranks by the other terms.
+  ASSERT_EQ(ErrorOf(replace(kSpace, "E = 1.5", "E = 0")), "");
+  const CodesignResult floorless =
+      RunCodesign(LoadSpaceFromToml(replace(kSpace, "E = 1.5", "E = 0"), "space.toml"),
+                  {.threads = 1});
+  ASSERT_FALSE(floorless.ranking.empty());
+  EXPECT_GT(floorless.architectures[floorless.ranking[0]].cluster_loss, 0);
+  EXPECT_NE(ErrorOf(replace(kSpace, "E = 1.5", "E = -1"))
+                .find("E = -1. Violated constraint: 0 <= E <= 1e+30 (a scale of law sparse"),
+            std::string::npos);
   EXPECT_NE(ErrorOf(replace(kSpace, "A = 400", "A = 1e308"))
-                .find("A = 1e+308. Violated constraint: 0 < A <= 1e+30"),
+                .find("A = 1e+308. Violated constraint: 0 <= A <= 1e+30"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "A = 400", "A = 1e308"));
   // A loss that is not a number (a signed exponent of abnar's pushed to 1e9) is refused with the

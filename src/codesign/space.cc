@@ -12,6 +12,7 @@
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/perf/profile.h"
+#include "mosaic/scaling/fit.h"
 #include "mosaic/scaling/law.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/embedded_data.h"
@@ -422,12 +423,21 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     const int j = law.ParamIndex(name);
     const auto at = param_where.find(name);
     const SourceLocation& where = at != param_where.end() ? at->second : law_where;
+    // A scale may be 0 where `mosaic fit --pin` allows it (E = 0: no irreducible loss; checked
+    // with the others below), never negative.
     if (law.params[j].kind == scaling::ParamKind::kLogScale &&
-        !(value > 0 && value <= kMaxLawScale)) {
+        !(value >= 0 && value <= kMaxLawScale)) {
       throw FieldError(where, name, fmt::format("{}", value),
-                       fmt::format("0 < {} <= {:g} (a scale of law {}; published fits lie below "
+                       fmt::format("0 <= {} <= {:g} (a scale of law {}; published fits lie below "
                                    "1e5, and past {:g} a loss is no longer a number to rank by)",
                                    name, kMaxLawScale, law.name, kMaxLawScale));
+    }
+    if (law.params[j].kind == scaling::ParamKind::kLogScale && value == 0) {
+      try {
+        scaling::PinnedTheta(law, {{name, value}});
+      } catch (const InputError& error) {
+        throw LocatedError(where, error.what());
+      }
     }
     if (law.ExpectsNonNegative(j) && !(value >= 0 && value <= kMaxLawExponent)) {
       throw FieldError(where, name, fmt::format("{}", value),
