@@ -249,6 +249,8 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     """
     pins = {str(name): _number(f"pins[{name!r}]", value, -1e300, 1e300)
             for name, value in dict(pins or {}).items()}
+    if isinstance(columns, str):  # one mapping, not its characters
+        columns = [columns]
     args = (law, list(columns), where, _integer("drop_highest_loss", drop_highest_loss, 0, 10**6),
             pins, objective, space, _number("delta", delta, 0, 1e6, low_open=True),
             _integer("bootstrap", bootstrap, 0, 10**6), _integer("seed", seed, 0, 2**64 - 1),

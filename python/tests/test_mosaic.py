@@ -289,6 +289,16 @@ def test_predict_at_a_budget_is_the_cli_prediction_and_the_frontier_point():
         fit.predict(C=1e21, N=1e9, D=1e10)
     with pytest.raises(mosaic.InputError, match="predict: law chinchilla has no input 'X'"):
         fit.predict(X=1.0)
+    # A NaN given is a value out of range, not a missing input.
+    with pytest.raises(mosaic.InputError, match="N = nan. Violated constraint: N > 0 and finite"):
+        fit.predict(N=np.nan, D=1e12)
+    # One column mapping may be given as a str (it was split into its characters).
+    frame = pd.read_csv(EPOCH)
+    frame["D"] = frame["Training FLOP"] / (6 * frame["Model Size"])
+    frame = frame.rename(columns={"Model Size": "params"})[["params", "D", "loss"]]
+    as_str = mosaic.fit(frame, columns="N=params", drop_highest_loss=5, pins={"E": 1.8172})
+    as_list = mosaic.fit(frame, columns=["N=params"], drop_highest_loss=5, pins={"E": 1.8172})
+    assert as_str.params == as_list.params
 
 
 def test_predict_broadcasts_scalars_and_refuses_shapes_it_cannot_use():

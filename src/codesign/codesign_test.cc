@@ -242,6 +242,12 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
   EXPECT_NE(swept.find("Violated constraint: a finite loss for every architecture"),
             std::string::npos)
       << swept;
+  // The cluster's and the job's sizes are checked at their line, as the perf model bounds them.
+  EXPECT_NE(ErrorOf(replace(kSpace, "gpus = 8", "gpus = 99999999999"))
+                .find("space.toml:5:8: gpus = 99999999999. Violated constraint: 1 <= gpus <= "
+                      "16777216"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "gpus = 8", "gpus = 99999999999"));
   // A law of the budget alone cannot rank architectures.
   EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"\nparams = { E = 1.5, A = 400, B = 400, alpha = "
                                     "0.3, beta = 0.3, gamma = 0.5 }",

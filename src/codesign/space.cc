@@ -11,6 +11,7 @@
 
 #include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
+#include "mosaic/perf/perf_request.h"
 #include "mosaic/perf/profile.h"
 #include "mosaic/scaling/fit.h"
 #include "mosaic/scaling/law.h"
@@ -172,7 +173,12 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     cluster_where = w;
     TableReader r(text, origin);
     r.On("hardware", [&](auto& n2, auto& w2) { space.hardware = GetString(n2, w2, "hardware"); });
-    r.On("gpus", [&](auto& n2, auto& w2) { space.gpus = GetPositiveInt(n2, w2, "gpus"); });
+    r.On("gpus", [&](auto& n2, auto& w2) {
+      space.gpus = GetPositiveInt(n2, w2, "gpus");
+      if (space.gpus > kMaxPerfGpus) {
+        throw FieldError(w2, "gpus", TomlValueText(n2), fmt::format("1 <= gpus <= {}", kMaxPerfGpus));
+      }
+    });
     r.Read(GetTable(n, w, "cluster"), "[cluster]");
     if (space.hardware.empty() || space.gpus == 0) {
       throw LocatedError(w, "[cluster] needs hardware and gpus");
@@ -290,7 +296,13 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
         throw FieldError(w2, "capacity_factor", TomlValueText(n2), "0 < capacity_factor <= 1000");
       }
     });
-    r.On("batch_seqs", [&](auto& n2, auto& w2) { s.batch_seqs = GetPositiveInt(n2, w2, "batch_seqs"); });
+    r.On("batch_seqs", [&](auto& n2, auto& w2) {
+      s.batch_seqs = GetPositiveInt(n2, w2, "batch_seqs");
+      if (s.batch_seqs > kMaxPerfBatch) {
+        throw FieldError(w2, "batch_seqs", TomlValueText(n2),
+                         fmt::format("1 <= batch_seqs <= {}", kMaxPerfBatch));
+      }
+    });
     r.On("seq_len", [&](auto& n2, auto& w2) {
       s.seq_len = GetPositiveInt(n2, w2, "seq_len");
       if (s.seq_len > kMaxSeqLen) {

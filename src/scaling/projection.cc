@@ -82,6 +82,7 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
                                   const InputPoint& point, double flops_per_param_token,
                                   std::string_view caller) {
   std::vector<double> x(law.inputs.size(), NAN);
+  std::vector<bool> given(law.inputs.size(), false);  // a NaN given is checked, not "missing"
   std::optional<double> compute;
   std::vector<std::string> names;
   for (const LawInput& in : law.inputs) names.push_back(in.name);
@@ -89,6 +90,7 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
     const int i = law.InputIndex(name);
     if (i >= 0) {
       x[i] = value;
+      given[i] = true;
     } else if (name == "C" && HasNAndD(law)) {
       compute = value;
     } else {
@@ -99,24 +101,25 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
   if (compute) {
     const int n = law.InputIndex("N"), d = law.InputIndex("D");
     const double nd = *compute / flops_per_param_token;
-    if (!std::isnan(x[n]) && !std::isnan(x[d])) {
+    if (given[n] && given[d]) {
       throw InputError(fmt::format(
           "{}: C = {:g} with both N = {:g} and D = {:g}. Violated constraint: C alone (the "
           "compute-optimal N and D), or C with one of N, D (C = {:g}·N·D gives the other)",
           caller, *compute, x[n], x[d], flops_per_param_token));
     }
-    if (std::isnan(x[n]) && std::isnan(x[d])) {
+    if (!given[n] && !given[d]) {
       const FrontierPoint f = ComputeOptimal(law, theta, *compute, flops_per_param_token);
       x[n] = f.params;
       x[d] = f.tokens;
-    } else if (std::isnan(x[d])) {
+    } else if (!given[d]) {
       x[d] = nd / x[n];
-    } else if (std::isnan(x[n])) {
+    } else {
       x[n] = nd / x[d];
     }
+    given[n] = given[d] = true;
   }
   for (size_t i = 0; i < x.size(); ++i) {
-    if (std::isnan(x[i])) {
+    if (!given[i]) {
       throw InputError(fmt::format("{}: law {} needs input {} ({})", caller, law.name,
                                    law.inputs[i].name, law.inputs[i].meaning));
     }
