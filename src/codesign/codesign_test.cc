@@ -248,6 +248,12 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "16777216"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "gpus = 8", "gpus = 99999999999"));
+  // An integer written as a float is named as such (it read "experts = 8 ... is an integer").
+  EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8.0, 16]"))
+                .find("experts = 8 (a float). Violated constraint: experts is an integer, written "
+                      "without a decimal point or exponent"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8.0, 16]"));
   // A law of the budget alone cannot rank architectures.
   EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"\nparams = { E = 1.5, A = 400, B = 400, alpha = "
                                     "0.3, beta = 0.3, gamma = 0.5 }",

@@ -31,6 +31,12 @@ std::string GetString(const toml::node& node, const SourceLocation& where, std::
 int64_t GetPositiveInt(const toml::node& node, const SourceLocation& where, std::string_view key,
                        int64_t minimum) {
   auto v = node.as_integer();
+  if (!v && node.is_floating_point()) {
+    // 8.0 or 1e9 is a float in TOML, whatever its value.
+    throw FieldError(where, key, TomlValueText(node) + " (a float)",
+                     fmt::format("{} is an integer, written without a decimal point or exponent",
+                                 key));
+  }
   if (!v) throw FieldError(where, key, TomlValueText(node), fmt::format("{} is an integer", key));
   if (v->get() < minimum) {
     throw FieldError(where, key, std::to_string(v->get()), fmt::format("{} >= {}", key, minimum));
