@@ -160,6 +160,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   space.origin = origin;
   TableReader reader(text, origin);
   SourceLocation base_where, law_where, budget_where, axes_where, cluster_where;
+  std::map<std::string, SourceLocation> expression_where;  // expert_width, latent_dim
   std::map<std::string, SourceLocation> param_where;  // [law] params, each value's place
   std::string fit_json;
   reader.On("name", [&](auto& n, auto& w) { space.name = GetString(n, w, "name"); });
@@ -228,14 +229,17 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     r.On("top_k", [&](auto& n2, auto& w2) { a.top_k = ReadIntAxis(n2, w2, r, "top_k", 1); });
     r.On("expert_width", [&](auto& n2, auto& w2) {
       a.expert_width = ReadExpressionAxis(n2, w2, r, "expert_width");
+      expression_where["expert_width"] = w2;
     });
     r.On("granularity",
          [&](auto& n2, auto& w2) { a.granularity = ReadIntAxis(n2, w2, r, "granularity", 1); });
     r.On("shared_experts", [&](auto& n2, auto& w2) {
       a.shared_experts = ReadIntAxis(n2, w2, r, "shared_experts", 0);
     });
-    r.On("latent_dim",
-         [&](auto& n2, auto& w2) { a.latent_dim = ReadExpressionAxis(n2, w2, r, "latent_dim"); });
+    r.On("latent_dim", [&](auto& n2, auto& w2) {
+      a.latent_dim = ReadExpressionAxis(n2, w2, r, "latent_dim");
+      expression_where["latent_dim"] = w2;
+    });
     r.Read(GetTable(n, w, "axes"), "[axes]");
     if (!a.expert_width.empty() && !a.granularity.empty()) {
       throw LocatedError(w, "[axes] gives expert_width or granularity, not both");
@@ -375,14 +379,15 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
         o.field = field;
         o.value = value;
         std::string resolved;
+        const SourceLocation& at = expression_where[field];
         try {
           resolved = ResolveOverride(o, d);
         } catch (const InputError& error) {
-          throw LocatedError(axes_where, fmt::format("[axes] {}: {}", field, error.what()));
+          throw LocatedError(at, fmt::format("[axes] {}: {}", field, error.what()));
         }
         if (const auto [it, fresh] = seen.emplace(resolved, &value); !fresh) {
           throw LocatedError(
-              axes_where,
+              at,
               fmt::format("[axes] {}: \"{}\" and \"{}\" both give {} at d_model = {}. Violated "
                           "constraint: each value of an axis gives an architecture of its own",
                           field, Printable(*it->second), Printable(value), resolved, d));
