@@ -394,6 +394,17 @@ bool ParseNumber(std::string_view text, double* value) {
   return ec == std::errc() && ptr == end;
 }
 
+// Why a cell ParseNumber refused is skipped: a number past the range of a double (1e400), or text.
+std::string_view CellProblem(std::string_view text) {
+  text = Trim(text);
+  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
+  double value;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  return ec == std::errc::result_out_of_range && ptr == text.data() + text.size()
+             ? "is a number beyond the range of a double (about ±1.8e308)"
+             : "is not a number";
+}
+
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column) {
   text = StripByteOrderMark(text);
@@ -496,8 +507,8 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
       double value;
       if (!ParseNumber(cells[col], &value)) {
         if (log.non_numeric_cells++ == 0) {
-          Note(&log, fmt::format("{}:{}: {} = '{}' is not a number; such cells are skipped", path,
-                                 line, header[col], cells[col].substr(0, 40)));
+          Note(&log, fmt::format("{}:{}: {} = '{}' {}; such cells are skipped", path, line,
+                                 header[col], cells[col].substr(0, 40), CellProblem(cells[col])));
         }
         continue;
       }

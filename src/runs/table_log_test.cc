@@ -63,6 +63,11 @@ TEST(CsvLog, WandbAndRayStyleColumns) {
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].step, 200);
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].wall_time_seconds, 1700000010.5);
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].value, 3.25);
+  // A cell past a double's range is named as such, not as text.
+  const TableLog huge = ReadCsvLog("step,loss\n1,-1e400\n2,2.5\n", "m.csv");
+  ASSERT_FALSE(huge.notes.empty());
+  EXPECT_EQ(huge.notes[0], "m.csv:2: loss = '-1e400' is a number beyond the range of a double "
+                           "(about ±1.8e308); such cells are skipped");
 }
 
 TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
