@@ -54,7 +54,7 @@ void EventFileReader::TakeEvent(std::string_view payload, int64_t offset) {
   next_value_ = 0;
   if (!DecodeEvent(payload, &event_, &error)) {
     event_.values.clear();  // what a partial decode left
-    payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error});
+    payload_issues_.push_back({records_.path(), offset, RecordIssueKind::kBadPayload, error, ""});
     return;
   }
   CountRecord(event_.wall_time_seconds, event_.file_version);

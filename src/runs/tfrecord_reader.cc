@@ -126,13 +126,13 @@ std::string_view ToString(RecordIssueKind kind) {
 }
 
 std::string RecordIssue::Message() const {
-  std::string consequence;
-  switch (kind) {
+  std::string consequence = outcome;
+  if (consequence.empty()) switch (kind) {
     case RecordIssueKind::kTruncatedTail:
       consequence = "the complete records before it were read";
       break;
     case RecordIssueKind::kBadLengthCrc:
-      consequence = "framing lost, rest of the file not read";
+      consequence = "framing lost";
       break;
     case RecordIssueKind::kLengthBeyondEnd:
       consequence = "the bytes up to the next intact record skipped";
@@ -258,6 +258,11 @@ __attribute__((target("sse4.2"))) bool TfRecordReader::IntactSse42(const char* h
 }
 #endif
 
+std::string TfRecordReader::SkippedTo(int64_t damaged_at) const {
+  return fmt::format("{} bytes skipped to the next intact record, at byte offset {}",
+                     offset_ - damaged_at, offset_);
+}
+
 bool TfRecordReader::SkipToIntactRecord() {
   while (offset_ + 1 < stop_bytes_) {
     ++begin_;
@@ -277,7 +282,7 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
     if (!Fill(kHeaderBytes)) {
       if (end_ > begin_) {
         issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
-                           fmt::format("{} of 12 header bytes", end_ - begin_)});
+                           fmt::format("{} of 12 header bytes", end_ - begin_), ""});
       }
       stopped_ = true;
       return false;
@@ -293,14 +298,12 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
           fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored_length_crc, length_crc);
       const int64_t damaged_at = offset_;
       if (size_bytes_ >= 0 && SkipToIntactRecord()) {
-        issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc,
-                           fmt::format("{}; {} bytes skipped to the next intact record, at byte "
-                                       "offset {}",
-                                       crcs, offset_ - damaged_at, offset_)});
+        issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc, crcs,
+                           SkippedTo(damaged_at)});
         continue;
       }
-      issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc,
-                         crcs + "; no intact record after it: the rest of the file unread"});
+      issues_.push_back({path_, damaged_at, RecordIssueKind::kBadLengthCrc, crcs,
+                         "no intact record after it: the rest of the file unread"});
       offset_ = damaged_at;  // where the readable records end
       stopped_ = true;
       return false;
@@ -323,10 +326,11 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
       if (size_bytes_ >= 0 && SkipToIntactRecord()) {
         issues_.push_back({path_, claimed_at, RecordIssueKind::kLengthBeyondEnd,
                            fmt::format("{}; the next intact record is at byte offset {}", claim,
-                                       offset_)});
+                                       offset_),
+                           ""});
         continue;
       }
-      issues_.push_back({path_, claimed_at, RecordIssueKind::kTruncatedTail, claim});
+      issues_.push_back({path_, claimed_at, RecordIssueKind::kTruncatedTail, claim, ""});
       offset_ = claimed_at;  // where the readable records end
       stopped_ = true;
       return false;
@@ -334,7 +338,8 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
     if (!Fill(kHeaderBytes + length + kFooterBytes)) {
       issues_.push_back({path_, offset_, RecordIssueKind::kTruncatedTail,
                          fmt::format("record of {} bytes, {} available", length,
-                                     end_ - begin_ - std::min(end_ - begin_, kHeaderBytes))});
+                                     end_ - begin_ - std::min(end_ - begin_, kHeaderBytes)),
+                         ""});
       stopped_ = true;
       return false;
     }
@@ -347,9 +352,29 @@ bool TfRecordReader::NextChecked(std::string_view* payload, int64_t* offset_byte
       const uint32_t stored = UnmaskCrc32c(LoadU32(data + length));
       const uint32_t computed = Crc32cExtend(0, data, length);
       if (stored != computed) {
-        issues_.push_back({path_, record_offset, RecordIssueKind::kBadPayloadCrc,
-                           fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored, computed)});
-        continue;
+        // The payload, or the length that framed it (a length CRC can match by chance or be
+        // written so): the next record is searched for from the byte after this header, so a
+        // wrong length costs no intact record after it.
+        const std::string crcs = fmt::format("stored 0x{:08x}, computed 0x{:08x}", stored, computed);
+        const int64_t framed_end = offset_;
+        begin_ -= record_bytes;
+        offset_ = record_offset;
+        if (size_bytes_ >= 0 && SkipToIntactRecord()) {
+          issues_.push_back({path_, record_offset, RecordIssueKind::kBadPayloadCrc, crcs,
+                             offset_ == framed_end ? "" : SkippedTo(record_offset)});
+          continue;
+        }
+        if (size_bytes_ < 0) {  // no search without the file's size: trust the length
+          begin_ += record_bytes;
+          offset_ = framed_end;
+          issues_.push_back({path_, record_offset, RecordIssueKind::kBadPayloadCrc, crcs, ""});
+          continue;
+        }
+        issues_.push_back({path_, record_offset, RecordIssueKind::kBadPayloadCrc, crcs,
+                           "no intact record after it: the rest of the file unread"});
+        offset_ = record_offset;
+        stopped_ = true;
+        return false;
       }
     }
     *payload = std::string_view(data, length);

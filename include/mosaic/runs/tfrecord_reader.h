@@ -51,7 +51,8 @@ enum class RecordIssueKind {
                      // bytes up to the next one skipped
   kBadLengthCrc,     // the length's CRC does not match: framing lost, the bytes up to the next
                      // intact record skipped (the rest of the file when there is none)
-  kBadPayloadCrc,    // the payload's CRC does not match: that record skipped
+  kBadPayloadCrc,    // the payload's CRC does not match: that record skipped (reading resumes at
+                     // the next intact record after its header, in case its length was wrong)
   kBadPayload,       // the payload is not a valid Event protobuf: that record skipped
 };
 
@@ -62,7 +63,10 @@ struct RecordIssue {
   std::string path;
   int64_t offset_bytes = 0;  // where the record starts in the file
   RecordIssueKind kind = RecordIssueKind::kTruncatedTail;
-  std::string detail;        // e.g. "stored 0x12345678, computed 0x9abcdef0"
+  std::string detail;        // e.g. "stored 0x12345678, computed 0x9abcdef0" (unmasked CRCs)
+  // What reading did past it when not the kind's usual ("record skipped" for a bad payload CRC):
+  // e.g. "42 bytes skipped to the next intact record, at byte offset 4242".
+  std::string outcome;
 
   // True for the kinds that lose data (everything but kTruncatedTail).
   bool is_error() const { return kind != RecordIssueKind::kTruncatedTail; }
@@ -153,6 +157,8 @@ class TfRecordReader {
   // length fits in the file and whose two CRCs match (the buffer holds at most one record);
   // false when none starts before the file's end or stop_bytes_. Needs a known size.
   bool SkipToIntactRecord();
+  // "N bytes skipped to the next intact record, at byte offset X", from `damaged_at` to offset_.
+  std::string SkippedTo(int64_t damaged_at) const;
 
   std::unique_ptr<ByteSource> source_;
   int64_t size_bytes_;  // the source's size, -1 when unknown
