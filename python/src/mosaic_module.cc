@@ -347,7 +347,13 @@ PYBIND11_MODULE(_mosaic, m) {
               d["message"] = f.message;
               findings.append(d);
             }
-            for (const std::string& note : loaded[r].notes) {
+            // As `mosaic runs` prints them: record issues that lose nothing, then the notes.
+            std::vector<std::string> texts;
+            for (const runs::RecordIssue& issue : loaded[r].record_issues) {
+              if (!issue.is_error()) texts.push_back(issue.Message());
+            }
+            texts.insert(texts.end(), loaded[r].notes.begin(), loaded[r].notes.end());
+            for (const std::string& note : texts) {
               py::dict d;
               d["run"] = loaded[r].name;
               d["note"] = note;

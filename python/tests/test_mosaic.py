@@ -4,6 +4,7 @@ at build/python, MOSAIC_BINARY at the built command line and MOSAIC_SOURCE_DIR a
 
 import json
 import os
+import pathlib
 import subprocess
 import threading
 
@@ -103,6 +104,13 @@ def test_read_runs_keeps_the_readers_notes(tmp_path):
     assert runs.notes["note"][0] == f"{csv}:3: loss = 'abc' is not a number; such cells are skipped"
     assert list(runs.scalars["step"]) == [1, 3]
     assert "2 notes" in repr(runs)
+    # A truncated last record of an event file is a note too, as `mosaic runs` prints it.
+    events = (pathlib.Path(SOURCE) / "tests/fixtures/orktes__go-tensorboard").rglob("events*")
+    first = sorted(events)[0].read_bytes()
+    (tmp_path / "run2").mkdir()
+    (tmp_path / "run2" / "events.out.tfevents.1.host").write_bytes(first[:-3])
+    cut = mosaic.read_runs(tmp_path / "run2")
+    assert len(cut.notes) == 1 and "truncated last record" in cut.notes["note"][0], cut.notes
 
 
 def test_read_runs_takes_a_step_column_as_mosaic_runs_does(tmp_path):

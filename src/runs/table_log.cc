@@ -424,9 +424,19 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     return -1;
   };
   // Takes `cells` as the column names; false when they lack the step column.
-  auto use_header = [&](const std::vector<std::string>& cells, bool first) {
+  auto use_header = [&](const std::vector<std::string>& cells, bool first, int header_line) {
     header.clear();
     for (const std::string& name : cells) header.emplace_back(Trim(name));
+    // Two columns of one name would be read as one tag written twice per step (a false restart).
+    std::map<std::string_view, size_t> column_of;
+    for (size_t i = 0; i < header.size(); ++i) {
+      if (header[i].empty()) continue;
+      if (const auto [it, fresh] = column_of.emplace(header[i], i); !fresh) {
+        throw InputError(fmt::format("{}:{}: column '{}' appears twice in the header (columns {} "
+                                     "and {}): each column is a tag of its own",
+                                     path, header_line, header[i], it->second + 1, i + 1));
+      }
+    }
     if (!step_column.empty()) {
       step_index = find(step_column);
       if (step_index < 0 && first) {
@@ -449,7 +459,7 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     if (wall_index >= 0 && log.wall_time_column.empty()) log.wall_time_column = header[wall_index];
     return true;
   };
-  use_header(records.front(), true);
+  use_header(records.front(), true, lines.front());
   // A header written again (a logger appending after a resume, maybe with new columns): a row
   // that names the step column and holds no number.
   auto is_header = [&](const std::vector<std::string>& cells) {
@@ -469,7 +479,7 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     const bool last = row + 1 == records.size();
     if (is_header(cells)) {
       const size_t before = header.size();
-      use_header(cells, false);
+      use_header(cells, false, line);
       ++log.repeated_headers;
       Note(&log, fmt::format("{}:{}: header written again ({} columns, {} before); the rows after "
                              "it are read with it",

@@ -63,6 +63,14 @@ TEST(CsvLog, WandbAndRayStyleColumns) {
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].step, 200);
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].wall_time_seconds, 1700000010.5);
   EXPECT_EQ(Tag(tensorboard, "Value").points[1].value, 3.25);
+  // A column named twice would be one tag written twice a step: the file is refused.
+  try {
+    ReadCsvLog("step,loss,loss\n1,3,4\n2,2,5\n", "dup.csv");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "dup.csv:1: column 'loss' appears twice in the header "
+                                     "(columns 2 and 3): each column is a tag of its own");
+  }
   // A cell past a double's range is named as such, not as text.
   const TableLog huge = ReadCsvLog("step,loss\n1,-1e400\n2,2.5\n", "m.csv");
   ASSERT_FALSE(huge.notes.empty());
