@@ -186,9 +186,13 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
             dt > options.stall_min_seconds) {
           // The time from where a run went back to its next new step (the downtime and the
           // replayed steps) belongs to that restart's finding, not to a stall as well.
+          // The wait sits after the step the run went back from (policies `first`, `all`) or
+          // before the step it went back to (`last`, which keeps the later pass there).
           const auto restart = std::find_if(
-              run.restarts.begin(), run.restarts.end(),
-              [&](const Restart& r) { return r.tag == s.tag && r.from_step == at(i - 1).step; });
+              run.restarts.begin(), run.restarts.end(), [&](const Restart& r) {
+                return r.tag == s.tag &&
+                       (r.from_step == at(i - 1).step || r.back_to_step == at(i).step);
+              });
           if (restart != run.restarts.end()) {
             restart_seconds.emplace_back(&*restart, dt);
             continue;
@@ -212,8 +216,7 @@ void CheckSeries(const Run& run, const TimeSeries& s, const HealthOptions& optio
                     r.overlapped_points == 1 ? "" : "s");
     for (const auto& [restart, seconds] : restart_seconds) {
       if (restart == &r) {
-        message += fmt::format("; {:.0f} s from step {} to the next new step", seconds,
-                               r.from_step);
+        message += fmt::format("; {:.0f} s of wall time before the run went on", seconds);
       }
     }
     out->push_back({FindingKind::kRestart, s.tag, {r.back_to_step}, std::move(message)});

@@ -734,8 +734,21 @@ TEST(Health, TheTimeARestartTakesIsInItsFindingNotAStall) {
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_EQ(findings[0].kind, FindingKind::kRestart);
   EXPECT_EQ(findings[0].message,
-            "in f: back from step 39 to step 30, 10 points overlapped; 330 s from step 39 to the "
-            "next new step");
+            "in f: back from step 39 to step 30, 10 points overlapped; 330 s of wall time before "
+            "the run went on");
+  // Under `last` the later pass is kept from step 30 on: the wait is before step 30.
+  TimeSeries last{"r", "loss", {}, false};
+  wall = 1000;
+  for (int64_t step = 0; step < 60; ++step) {
+    last.points.push_back({step, wall += step == 30 ? 630 : 30, 1.0});
+  }
+  run.series = {last};
+  const std::vector<Finding> under_last = CheckHealth(run);
+  ASSERT_EQ(under_last.size(), 1u);
+  EXPECT_EQ(under_last[0].kind, FindingKind::kRestart);
+  EXPECT_NE(under_last[0].message.find("; 630 s of wall time before the run went on"),
+            std::string::npos)
+      << under_last[0].message;
   // Without the restart the same wait is a stall.
   run.restarts.clear();
   const std::vector<Finding> stalled = CheckHealth(run);
