@@ -256,12 +256,14 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     r.source = fmt::format("{} ({} {})", it->second.directory, spec.tag,
                            spec.last_k == 1 ? "final value"
                                             : fmt::format("mean of the last {}", spec.last_k));
-    // A run that stopped well before its step budget (crashed, or still running) has not
-    // reached the rung's loss (allowed one eval interval, or a tenth of the budget, of slack):
-    // its arm has no loss at that rung yet, as when the run is missing; its health still counts.
+    // A run that stopped before its step budget (crashed, or still running) has not reached the
+    // rung's loss: its arm has no loss at that rung yet, as when the run is missing; its health
+    // still counts. Its last eval may be up to one eval interval short (a tenth of the budget
+    // when the study sets no cadence).
     const LadderRow& row = PlanRow(plan, w.arm, w.d_model);
     const int64_t last_step = run.FindSeries(spec.tag)->LastStep();
-    if (last_step < row.steps - std::max(row.eval_every_steps, row.steps / 10)) {
+    const int64_t slack = row.eval_every_steps > 0 ? row.eval_every_steps : row.steps / 10;
+    if (last_step < row.steps - slack) {
       notes.push_back(fmt::format(
           "run {} stopped at step {} of the {}-step budget of {} at d{}: its {} is not yet the "
           "rung's result, so {} has no loss at d{} (finish the run)",

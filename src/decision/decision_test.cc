@@ -102,7 +102,7 @@ struct ScratchDir {
 // loss at the last step; `nan_arm` also logs a non-finite gradient norm; `nan_final_run` (e.g.
 // "ep64-d768") logs a NaN eval one step after its last.
 void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "",
-               int64_t stop_at = 0, const std::string& nan_final_run = "") {
+               int64_t stop_at = 0, const std::string& nan_final_run = "", int64_t short_by = 0) {
   const std::string csv(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv"));
   const scaling::DataTable table = scaling::ParseCsv(csv, "results.csv");
   const int arm = table.Find("arm"), d = table.Find("d_model"), loss = table.Find("loss_dropless");
@@ -120,6 +120,7 @@ void WriteLogs(const std::filesystem::path& logs, const std::string& nan_arm = "
       }
     }
     if (stop_at > 0) budget = stop_at;
+    budget -= short_by;
     for (int64_t step : {int64_t{1000}, int64_t{2000}, int64_t{3000}, int64_t{4000}, budget}) {
       const double value = step == budget ? table.values[loss][i] : 3.5 - step * 1e-5;
       bytes += runs::FrameRecord(runs::EncodeScalarEvent(1.7e9 + step, step, "eval/paloma/macro_loss",
@@ -242,6 +243,18 @@ TEST(Decide, ANonFiniteFinalEvalIsNoted) {
       << notes;
   EXPECT_DOUBLE_EQ(*d.Find("ep64", 768)->Loss(DecisionLoss::kDropless),
                    *Decide(LoadStudy(kDefaultStudy)).Find("ep64", 768)->Loss(DecisionLoss::kDropless));
+}
+
+// Two eval intervals short of the budget is short, though within a tenth of it (d1536: 6,000 of
+// about 75,000 steps, evals every 3,000): the partial loss made a criterion PASS.
+TEST(Decide, ARunShortByMoreThanAnEvalIntervalGivesNoLoss) {
+  ScratchDir scratch("short_by");
+  WriteLogs(scratch.path / "logs", "", 0, "", 6000);
+  const Decision d = Decide(StudyOnLogs(scratch.path));
+  const RungResult* r = d.Find("ep64", 1536);
+  ASSERT_NE(r, nullptr);
+  EXPECT_FALSE(r->Loss(DecisionLoss::kDropless).has_value()) << r->source;
+  EXPECT_NE(r->source.find("no loss yet"), std::string::npos) << r->source;
 }
 
 TEST(Decide, ALogTagThatIsMissingIsAnError) {
