@@ -203,10 +203,12 @@ class Fit(_Document):
         budget) or ``C`` with one of ``N``, ``D`` (C = 6·N·D gives the other). Returns a DataFrame
         with the inputs given, the law's inputs they resolve to, ``loss`` and, with a bootstrap,
         ``low`` and ``high`` (a budget is re-allocated per resample)."""
-        try:
-            arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
-        except (TypeError, ValueError) as error:
-            raise InputError(f"predict: the inputs are numbers ({error})") from None
+        for name, value in inputs.items():  # numbers only: no text read as a number
+            kind = np.asarray(value).dtype.kind
+            if kind not in "biuf":
+                raise InputError(f"predict: {name} = {value!r}. Violated constraint: numbers "
+                                 "(an int or float, or an array of them)")
+        arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
         try:
             shaped = np.broadcast_arrays(*arrays.values())
         except ValueError:

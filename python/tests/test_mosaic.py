@@ -297,6 +297,8 @@ def test_predict_at_a_budget_is_the_cli_prediction_and_the_frontier_point():
         fit.predict(C=1e21, N=1e9, D=1e10)
     with pytest.raises(mosaic.InputError, match="predict: law chinchilla has no input 'X'"):
         fit.predict(X=1.0)
+    with pytest.raises(mosaic.InputError, match="predict: N = '1e9'. Violated constraint: numbers"):
+        fit.predict(N="1e9", D=1e12)
     # A NaN given is a value out of range, not a missing input.
     with pytest.raises(mosaic.InputError, match="N = nan. Violated constraint: N > 0 and finite"):
         fit.predict(N=np.nan, D=1e12)

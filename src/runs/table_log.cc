@@ -9,6 +9,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <filesystem>
 #include <map>
 #include <optional>
 
@@ -460,6 +461,13 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     return true;
   };
   use_header(records.front(), true, lines.front());
+  // TensorBoard's CSV download holds one tag, named by the file ("run-<run>-tag-<tag>.csv", '/'
+  // written '_'), not by its "Value" column: several downloads in one run are several tags.
+  if (header == std::vector<std::string>{"Wall time", "Step", "Value"}) {
+    const std::string stem = std::filesystem::path(path).stem().string();
+    const size_t at = stem.rfind("-tag-");
+    header[2] = at != std::string::npos && at + 5 < stem.size() ? stem.substr(at + 5) : stem;
+  }
   // A header written again (a logger appending after a resume, maybe with new columns): a row
   // that names the step column and holds no number.
   auto is_header = [&](const std::vector<std::string>& cells) {

@@ -59,10 +59,12 @@ TEST(CsvLog, WandbAndRayStyleColumns) {
       "run-base-tag-train_loss.csv");
   EXPECT_EQ(tensorboard.step_column, "Step");
   EXPECT_EQ(tensorboard.wall_time_column, "Wall time");
-  ASSERT_EQ(Tag(tensorboard, "Value").points.size(), 2u);
-  EXPECT_EQ(Tag(tensorboard, "Value").points[1].step, 200);
-  EXPECT_EQ(Tag(tensorboard, "Value").points[1].wall_time_seconds, 1700000010.5);
-  EXPECT_EQ(Tag(tensorboard, "Value").points[1].value, 3.25);
+  // The tag is named by the file, as TensorBoard names the download.
+  ASSERT_EQ(Tag(tensorboard, "train_loss").points.size(), 2u);
+  EXPECT_EQ(Tag(tensorboard, "train_loss").points[1].step, 200);
+  EXPECT_EQ(Tag(tensorboard, "train_loss").points[1].wall_time_seconds, 1700000010.5);
+  EXPECT_EQ(Tag(tensorboard, "train_loss").points[1].value, 3.25);
+  EXPECT_EQ(ReadCsvLog("Wall time,Step,Value\n1.5,1,2\n", "dir/lr.csv").tags[0].tag, "lr");
   // A column named twice would be one tag written twice a step: the file is refused.
   try {
     ReadCsvLog("step,loss,loss\n1,3,4\n2,2,5\n", "dup.csv");
