@@ -216,7 +216,7 @@ def test_bad_input_raises_input_error_with_the_cli_message():
         mosaic.fit(arm, law="compute", pins={"E": 1.6, "alpha": 0.0941}, bootstrap=-1)
     plain = mosaic.fit(arm, law="compute", pins={"E": 1.6, "alpha": 0.0941})
     assert plain.intervals is None
-    with pytest.raises(mosaic.InputError, match="the inputs are numbers"):
+    with pytest.raises(mosaic.InputError, match="Violated constraint: numbers"):
         plain.predict(C=[1e20, "x"])
     with pytest.raises(mosaic.InputError, match="top = 0"):
         mosaic.search("mixtral-8x7b", hardware="h100", gpus=8, batch=8, top=0)
