@@ -145,7 +145,8 @@ std::string ComparedAt(const AblationRow& row) {
     case ComparedEnd::kLastCommon:
       break;
   }
-  return fmt::format("step {} (the last common step; the run ends at {}, the baseline at {})",
+  return fmt::format("step {} (the last common step with finite values; the run ends at {}, the "
+                     "baseline at {})",
                      p.step, run_end, base_end);
 }
 
@@ -353,8 +354,10 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
     row.base_steps = LastStep(base);
     const std::map<int64_t, double> a = FiniteByStep(*run->FindSeries(tag));
     const std::map<int64_t, double> b = FiniteByStep(*base.FindSeries(tag));
-    row.run_tag_steps = a.empty() ? 0 : a.rbegin()->first;
-    row.base_tag_steps = b.empty() ? 0 : b.rbegin()->first;
+    // The tag's last step, finite or not: a run whose last eval is NaN did not end where its
+    // last finite value is.
+    row.run_tag_steps = run->FindSeries(tag)->LastStep();
+    row.base_tag_steps = base.FindSeries(tag)->LastStep();
     row.points = options.alignment == Alignment::kStep
                      ? CompareAtSteps(a, b, row.run_steps)
                      : CompareAtFractions(a, b, row.run_steps, row.base_steps);

@@ -318,6 +318,24 @@ TEST(Ablation, AnOffsetPairWithOneCommonStepIsRefused) {
   }
 }
 
+// A run whose last eval is NaN did not end at its last finite step: the compared step is named
+// as the last common finite one (it read "the run's final step").
+TEST(Ablation, ANonFiniteLastEvalIsNotTheRunsFinalStep) {
+  auto linear = [](int64_t step) { return 1.0 + step / 1000.0; };
+  auto nan_at_end = [](int64_t step) { return step == 300 ? NAN : 1.1 + step / 1000.0; };
+  const std::vector<runs::Run> ablation = {MakeRun("eq", "loss", {100, 200, 300}, linear),
+                                           MakeRun("x", "loss", {100, 200, 300}, nan_at_end)};
+  const std::vector<runs::Run> baseline = {MakeRun("beq", "loss", {100, 200, 300}, linear)};
+  AblationOptions o;
+  o.tag = "loss";
+  o.offset_pair = {"eq", "beq"};
+  const Ablation a = AnalyzeAblation(ablation, baseline, o);
+  ASSERT_EQ(a.rows.size(), 2u);
+  EXPECT_EQ(a.rows[1].compared_at,
+            "step 200 (the last common step with finite values; the run ends at 300, the "
+            "baseline at 300)");
+}
+
 TEST(Ablation, ARunWhoseLearningRateNeverDecayedEndedEarly) {
   runs::Run run = MakeRun("cut", "train/lr", {0, 1000, 2000, 3000, 4000, 6000},
                     [](int64_t step) { return step == 0 ? 0.0 : 2e-4; });

@@ -125,7 +125,7 @@ struct AblationRow {
   bool explicit_pair = false;  // named with --pair (or the offset pair); else the default baseline
   int64_t run_steps = 0;   // schedule lengths (last logged step over every tag)
   int64_t base_steps = 0;
-  int64_t run_tag_steps = 0;   // last step of the compared tag with a finite value
+  int64_t run_tag_steps = 0;   // last step of the compared tag (its value finite or not)
   int64_t base_tag_steps = 0;
   Alignment alignment = Alignment::kStep;
   std::string compared_at;  // e.g. "final step 10000", "step 5000 (run's final; baseline to 10000)"
