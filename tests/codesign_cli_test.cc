@@ -132,6 +132,10 @@ TEST(CodesignCli, AnOutputOverTheDeviceFileIsRefused) {
         << r.err;
   }
   EXPECT_EQ(ReadText(device), ReadText(SourcePath("data/hardware/h100.toml")));
+  // The report names the device, not the file it was read from.
+  const CommandResult r = RunMosaic("codesign " + (dir / "space.toml").string() + " --quiet");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find(" — 256 × h100\n"), std::string::npos) << r.out.substr(0, 300);
   std::filesystem::remove_all(dir);
 }
 

@@ -353,6 +353,7 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   result.theta.resize(law.params.size());
   for (size_t j = 0; j < law.params.size(); ++j) result.theta[j] = pinned[j].value_or(0);
   const HardwareSpec hardware = LoadHardware(space.hardware);
+  result.device = hardware.name;
   result.peak_flops_per_gpu = hardware.peak_bf16_tflops * 1e12;
   std::vector<double> mfus;
   for (const ArchitectureResult& r : archs) {

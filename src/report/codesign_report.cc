@@ -57,7 +57,7 @@ std::string Header() {
 
 std::string RenderCodesignText(const CodesignResult& r, size_t top) {
   const SpaceConfig& s = r.space;
-  std::string out = fmt::format("{} — {} × {}\n", s.title, s.gpus, s.hardware);
+  std::string out = fmt::format("{} — {} × {}\n", s.title, s.gpus, r.device);
   if (!s.source.empty()) out += fmt::format("source: {}\n", s.source);
   out += fmt::format("base {}; law {} ({}), parameters {}\n", s.base, r.law.name, r.law.formula,
                      s.law.origin);
@@ -113,7 +113,7 @@ std::string RenderCodesignJson(const CodesignResult& r) {
   const SpaceConfig& s = r.space;
   Json j;
   j["space"] = {{"name", s.name}, {"title", s.title}, {"origin", s.origin}, {"source", s.source},
-                {"base", s.base}, {"hardware", s.hardware}, {"gpus", s.gpus}};
+                {"base", s.base}, {"hardware", s.hardware}, {"device", r.device}, {"gpus", s.gpus}};
   Json params = Json::object();
   for (const auto& [name, value] : s.law.params) params[name] = value;
   j["law"] = {{"name", r.law.name}, {"formula", r.law.formula}, {"params", params},
@@ -223,7 +223,7 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
   const SpaceConfig& s = r.space;
   std::string body = "<h1>" + EscapeXml(s.title) + "</h1>\n";
   body += "<p class=\"note\">" + EscapeXml(fmt::format("{} × {}; base {}; law {} ({}); budget {}",
-                                                        s.gpus, s.hardware, s.base, r.law.name,
+                                                        s.gpus, r.device, s.base, r.law.name,
                                                         r.law.formula, Budget(r))) +
           "</p>\n";
   body += "<div class=\"verdict\" id=\"verdict\">\n";

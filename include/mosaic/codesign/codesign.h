@@ -93,6 +93,7 @@ struct CodesignResult {
   SpaceConfig space;
   scaling::Law law;
   std::vector<double> theta;            // the law's θ from the space's parameters
+  std::string device;                   // the device's name (space.hardware may be a file path)
   double peak_flops_per_gpu = 0;        // bf16 dense
   double cluster_seconds = 0;           // wall-clock of the cluster budget
   double flops_budget = 0;              // model FLOPs of the FLOPs-only budget
