@@ -254,6 +254,10 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
                       "without a decimal point or exponent"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8.0, 16]"));
+  EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"\n", ""))
+                .find("[law] has no name (name = \"LAW\", a law of `mosaic fit`: "),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "name = \"sparse\"\n", ""));
   // A law of the budget alone cannot rank architectures.
   EXPECT_NE(ErrorOf(replace(kSpace, "name = \"sparse\"\nparams = { E = 1.5, A = 400, B = 400, alpha = "
                                     "0.3, beta = 0.3, gamma = 0.5 }",

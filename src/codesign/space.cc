@@ -397,6 +397,11 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
   }
   // The law: known, its parameters complete and known.
   const std::vector<std::string> names = scaling::LawNames();
+  if (space.law.name.empty()) {
+    throw LocatedError(law_where, fmt::format("[law] has no name (name = \"LAW\", a law of "
+                                              "`mosaic fit`: {})",
+                                              fmt::join(names, ", ")));
+  }
   if (std::find(names.begin(), names.end(), space.law.name) == names.end()) {
     throw FieldError(law_where, "name", "\"" + space.law.name + "\"",
                      fmt::format("name is a law of `mosaic fit` ({}){}", fmt::join(names, ", "),
