@@ -240,7 +240,9 @@ std::string HoldoutSelection::Describe(double threshold_flops) const {
   const std::string at = fmt::format("compute >= {:.4g}", threshold_flops);
   if (above_flops > 0) return at + " (--holdout-above)";
   if (fraction > 0) {
-    return fmt::format("{} (the {:g}% of points with the largest compute)", at, 100 * fraction);
+    return fmt::format("{} (the {:g}% of points with the largest compute, rounded up to whole "
+                       "points)",
+                       at, 100 * fraction);
   }
   return fmt::format("{} (within a factor {:g} of the largest budget)", at, budget_ratio);
 }
