@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <numeric>
 
@@ -62,6 +63,11 @@ double ParseNumber(std::string_view s) {
   if (s.front() == '+') s.remove_prefix(1);
   double value = NAN;
   auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (ec == std::errc::result_out_of_range && end == s.data() + s.size()) {
+    // A number past a double's range (1e400, 1e-400) is read as strtod rounds it (±inf, 0), so
+    // that its rule ("> 0 and finite") names it, not "is a number".
+    return std::strtod(std::string(s).c_str(), nullptr);
+  }
   if (ec != std::errc() || end != s.data() + s.size()) return NAN;
   return value;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,15 @@ TEST(DataTable, ByteOrderMarkIsNotPartOfTheFirstColumnName) {
   ASSERT_EQ(table.names.size(), 3u);
   EXPECT_EQ(table.names[0], "N");
   EXPECT_EQ(table.Find("N"), 0);
+}
+
+// A number past a double's range is read as rounded (±inf, or 0 below it), so that the input's
+// own rule names it ("D > 0 and finite"), not "D is a number".
+TEST(DataTable, NumbersPastADoublesRangeAreRounded) {
+  const DataTable table = ParseCsv("N,D,loss\n1e400,-1e400,1e-400\n", "runs.csv");
+  EXPECT_EQ(table.values[0][0], INFINITY);
+  EXPECT_EQ(table.values[1][0], -INFINITY);
+  EXPECT_EQ(table.values[2][0], 0.0);
 }
 
 // --drop-highest-loss over a column with empty cells (NaN): the highest numbers go, the empty
