@@ -403,6 +403,7 @@ void RunCompare(const CompareOptions& options) {
           offset->has_relative() ? nlohmann::ordered_json(offset->mean_relative_difference)
                                  : nlohmann::ordered_json(nullptr);
       j["relative_steps"] = offset->relative_steps;  // the common steps where A is not 0
+      j["non_finite_steps"] = offset->non_finite_steps;  // steps of both left out
     } else {
       // No common step with finite values in both runs: the same keys, nothing measured.
       j["common_steps"] = 0;
@@ -412,6 +413,7 @@ void RunCompare(const CompareOptions& options) {
         j[key] = nullptr;
       }
       j["relative_steps"] = 0;
+      j["non_finite_steps"] = nullptr;
     }
     EmitOutput(options.output, DumpJson(j) + "\n");
     return;
@@ -421,8 +423,12 @@ void RunCompare(const CompareOptions& options) {
   if (!offset) {
     out += "  no common steps with finite values in both runs: no offset measured\n";
   } else {
-    out += fmt::format("  common steps        {} (steps {}–{})\n", offset->common_steps,
-                       offset->first_common_step, offset->last_common_step);
+    out += fmt::format("  common steps        {} (steps {}–{}){}\n", offset->common_steps,
+                       offset->first_common_step, offset->last_common_step,
+                       offset->non_finite_steps == 0
+                           ? ""
+                           : fmt::format("; {} more left out: a non-finite value",
+                                         offset->non_finite_steps));
     out += fmt::format("  mean difference     {:+.6g} (B − A)\n", offset->mean_difference);
     if (offset->has_spread()) {
       out += fmt::format("  spread              sd {:.6g}, standard error {:.3g}, range {:+.6g} to "

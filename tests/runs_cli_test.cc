@@ -497,6 +497,15 @@ TEST(RunsCli, CompareNamesCommonTagsAndSaysNotAvailable) {
   const nlohmann::json j = nlohmann::json::parse(json.out);
   EXPECT_TRUE(j["standard_error"].is_null());
   EXPECT_TRUE(j["mean_relative_difference"].is_null());
+  EXPECT_EQ(j["non_finite_steps"], 0);
+  // Steps both runs logged but one as NaN are left out, and counted.
+  { std::ofstream(root / "a" / "m.csv") << "step,loss\n1,1\n2,nan\n3,1\n"; }
+  { std::ofstream(root / "b" / "m.csv") << "step,loss\n1,1.5\n2,1.5\n3,1.5\n"; }
+  CommandResult nan = RunMosaic("runs compare " + a + " " + b + " --tag loss");
+  ASSERT_EQ(nan.exit_code, 0) << nan.err;
+  EXPECT_NE(nan.out.find("common steps        2 (steps 1–3); 1 more left out: a non-finite value"),
+            std::string::npos)
+      << nan.out;
   fs::remove_all(root);
 }
 

@@ -3,17 +3,21 @@
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <set>
 
 namespace mosaic::runs {
 
 std::optional<SeriesOffset> CompareSeries(const TimeSeries& a, const TimeSeries& b) {
   std::map<int64_t, double> a_by_step;
+  std::set<int64_t> a_steps, common_steps;  // every step, finite or not
   for (const ScalarPoint& p : a.points) {
+    a_steps.insert(p.step);
     if (std::isfinite(p.value)) a_by_step.try_emplace(p.step, p.value);
   }
   std::map<int64_t, double> diffs;
   std::map<int64_t, double> relative;
   for (const ScalarPoint& p : b.points) {
+    if (a_steps.count(p.step) != 0) common_steps.insert(p.step);
     if (!std::isfinite(p.value)) continue;
     auto it = a_by_step.find(p.step);
     if (it == a_by_step.end() || diffs.count(p.step) != 0) continue;
@@ -23,6 +27,7 @@ std::optional<SeriesOffset> CompareSeries(const TimeSeries& a, const TimeSeries&
   if (diffs.empty()) return std::nullopt;
   SeriesOffset o;
   o.common_steps = static_cast<int64_t>(diffs.size());
+  o.non_finite_steps = static_cast<int64_t>(common_steps.size() - diffs.size());
   o.first_common_step = diffs.begin()->first;
   o.last_common_step = diffs.rbegin()->first;
   double sum = 0;

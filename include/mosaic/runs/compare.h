@@ -22,6 +22,7 @@ struct SeriesOffset {
   double max_difference = 0;
   double mean_relative_difference = 0;  // mean of (b − a) / a over steps with a != 0
   int64_t relative_steps = 0;           // common steps with a != 0 (0: no relative difference)
+  int64_t non_finite_steps = 0;  // steps in both runs left out: a non-finite value in either
 
   // Whether the spread (sd, standard error) is measured: it takes two common steps or more.
   bool has_spread() const { return common_steps > 1; }
