@@ -238,7 +238,8 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     r.d_model = w.d_model;
     r.run = w.run;
     const double loss = *LastKMean(run, spec.tag, spec.last_k, true, where);
-    const runs::ScalarPoint& last = run.FindSeries(spec.tag)->points.back();
+    const runs::TimeSeries& series = *run.FindSeries(spec.tag);  // LastKMean required it
+    const runs::ScalarPoint& last = series.points.back();
     if (!std::isfinite(last.value)) {
       notes.push_back(fmt::format(
           "run {}: its last {} (step {}) is {}: the loss is of the last {} finite value{} before it",
@@ -261,7 +262,7 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     // still counts. Its last eval may be up to one eval interval short (a tenth of the budget
     // when the study sets no cadence).
     const LadderRow& row = PlanRow(plan, w.arm, w.d_model);
-    const int64_t last_step = run.FindSeries(spec.tag)->LastStep();
+    const int64_t last_step = series.LastStep();
     const int64_t slack = row.eval_every_steps > 0 ? row.eval_every_steps : row.steps / 10;
     if (last_step < row.steps - slack) {
       notes.push_back(fmt::format(
