@@ -177,9 +177,15 @@ void ReadThroughput(const toml::node& node, const SourceLocation& where, const T
       });
       mr.On("source", [&](auto& n2, auto& w2) { m.source = GetString(n2, w2, "source"); });
       mr.Read(*element.as_table(), "[[throughput.measured]]");
-      if (m.arm.empty() || m.tokens_per_s == 0 || m.gpus == 0 || m.source.empty()) {
-        throw LocatedError(m.where, "[[throughput.measured]] entry needs arm, tokens_per_s, gpus "
-                                    "and source");
+      std::vector<std::string> missing;
+      if (m.arm.empty()) missing.emplace_back("arm");
+      if (m.tokens_per_s == 0) missing.emplace_back("tokens_per_s");
+      if (m.gpus == 0) missing.emplace_back("gpus");
+      if (m.source.empty()) missing.emplace_back("source");
+      if (!missing.empty()) {
+        throw LocatedError(m.where, fmt::format("[[throughput.measured]] entry lacks {} (each entry "
+                                                "needs arm, tokens_per_s, gpus and source)",
+                                                fmt::join(missing, ", ")));
       }
       for (const MeasuredThroughput& other : t.measured) {
         if (other.arm == m.arm) {

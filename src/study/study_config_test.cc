@@ -169,5 +169,15 @@ TEST(LoadStudy, PeakFlopsMustBeFinite) {
             "                       ^");
 }
 
+TEST(LoadStudy, AMeasuredThroughputNamesTheKeysItLacks) {
+  const std::string error =
+      ErrorOf(std::string(kMinimal) + "[throughput]\n[[throughput.measured]]\narm = \"base\"\n"
+              "tokens_per_s = 1000.0\n");
+  EXPECT_NE(error.find("[[throughput.measured]] entry lacks gpus, source (each entry needs arm, "
+                       "tokens_per_s, gpus and source)"),
+            std::string::npos)
+      << error;
+}
+
 }  // namespace
 }  // namespace mosaic
