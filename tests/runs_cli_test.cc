@@ -178,6 +178,26 @@ TEST(RunsCli, ErrorsAndExitCodes) {
       << tag.err;
 }
 
+// A run folder holding mosaic's own export reads back as the same points (not as tags named
+// "run", "tag" and "value"), restarts and all.
+TEST(RunsCli, AnExportReadsBackAsTheSamePoints) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_runs_reexport";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  const std::string csv = (dir / "points.csv").string();
+  CommandResult exported = RunMosaic("runs " + kRerun + " --restarts all --export csv --output " + csv);
+  ASSERT_EQ(exported.exit_code, 0) << exported.err;
+  CommandResult original = RunMosaic("runs " + kRerun + " --restarts all --export csv");
+  CommandResult again = RunMosaic("runs " + dir.string() + " --restarts all --export csv");
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_EQ(again.out, original.out);
+  CommandResult summary = RunMosaic("runs " + dir.string());
+  EXPECT_NE(summary.out.find("back from step 99 to step 0, 100 points overlapped"),
+            std::string::npos)
+      << summary.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(RunsCli, DamagedFileIsReportedAndTheRestKept) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_runs_damaged";
   std::filesystem::remove_all(dir);

@@ -855,6 +855,11 @@ detail::LoadedRun AssembleRun(const RunDirectory& directory, const LoadOptions& 
                                         path, log.rows_with_extra_cells,
                                         log.rows_with_extra_cells == 1 ? "row" : "rows"));
       }
+      if (log.rows_without_tag > 0) {
+        run.notes.push_back(fmt::format("{}: {} {} with an empty tag cell skipped in all", path,
+                                        log.rows_without_tag,
+                                        log.rows_without_tag == 1 ? "row" : "rows"));
+      }
       if (log.rows_without_step > 0) {
         run.notes.push_back(fmt::format("{}: {} {} without an integer step skipped in all", path,
                                         log.rows_without_step,

@@ -406,6 +406,79 @@ std::string_view CellProblem(std::string_view text) {
              : "is not a number";
 }
 
+namespace {
+
+// The columns a long-format CSV is read from, by index into its header.
+struct LongFormatColumns {
+  int tag = -1;
+  int value = -1;
+  int run = -1;  // -1 when the file has no run column
+};
+
+// Notes the columns of a long-format `header` that are not read (each row is one point: its tag,
+// step, wall time and value; a run column names the run; `pass` is what a restart policy makes).
+void NoteUnreadLongFormatColumns(const std::vector<std::string>& header, const std::string& path,
+                                 int header_line, TableLog* log) {
+  std::vector<std::string_view> unread;
+  for (const std::string& name : header) {
+    const bool read = name == "tag" || name == "value" || name == "run" || name == "pass" ||
+                      name == log->step_column || name == log->wall_time_column;
+    if (!read) unread.push_back(name.empty() ? std::string_view("(unnamed)") : name);
+  }
+  if (!unread.empty()) {
+    Note(log, fmt::format("{}:{}: a long-format file (a tag and a value column, one point a "
+                          "row); {} {} not read",
+                          path, header_line, fmt::join(unread, ", "),
+                          unread.size() == 1 ? "is" : "are"));
+  }
+}
+
+// Adds one row of a long-format CSV: the point (step, wall, value) of the tag its tag cell names.
+// The run column, where there is one, must name one run throughout the file (`*run_name` and
+// `*run_line` hold the first row's); throws InputError at the first row naming another.
+void AddLongFormatRow(const std::vector<std::string>& cells, const std::string& path, int line,
+                      const LongFormatColumns& columns, int64_t step, double wall,
+                      int64_t sequence, std::string* run_name, int* run_line, TagCollector* tags,
+                      TableLog* log) {
+  auto cell = [&](int index) {
+    return index >= 0 && index < static_cast<int>(cells.size()) ? Trim(cells[index])
+                                                                : std::string_view();
+  };
+  if (columns.run >= 0) {
+    const std::string_view run = cell(columns.run);
+    if (*run_line == 0) {
+      *run_name = run;
+      *run_line = line;
+    } else if (run != *run_name) {
+      throw InputError(fmt::format(
+          "{}:{}: run = '{}', but line {} has run = '{}': a long-format CSV in a run's folder "
+          "holds one run (export each run to a file of its own, e.g. mosaic runs DIR/RUN "
+          "--export csv)",
+          path, line, Shortened(run), *run_line, Shortened(*run_name)));
+    }
+  }
+  const std::string_view tag = cell(columns.tag);
+  if (tag.empty()) {
+    if (log->rows_without_tag++ == 0) {
+      Note(log, fmt::format("{}:{}: the tag cell is empty; such rows are skipped", path, line));
+    }
+    return;
+  }
+  const std::string_view text = cell(columns.value);
+  if (text.empty()) return;  // a missing value
+  double value;
+  if (!ParseNumber(text, &value)) {
+    if (log->non_numeric_cells++ == 0) {
+      Note(log, fmt::format("{}:{}: value = '{}' {}; such cells are skipped", path, line,
+                            text.substr(0, 40), CellProblem(text)));
+    }
+    return;
+  }
+  tags->Add(std::string(tag), {step, wall, value, sequence, 0});
+}
+
+}  // namespace
+
 TableLog ReadCsvLog(std::string_view text, const std::string& path,
                     const std::string& step_column) {
   text = StripByteOrderMark(text);
@@ -418,6 +491,11 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
   std::vector<std::string> header;
   int step_index = -1;
   int wall_index = -1;
+  // A long-format header (one point a row: mosaic's own `--export csv`, pandas frames of
+  // scalars): the tag and value columns, the run and pass columns where present.
+  int tag_index = -1;
+  int value_index = -1;
+  int run_index = -1;
   auto find = [&](std::string_view name) {
     for (size_t i = 0; i < header.size(); ++i) {
       if (header[i] == name) return static_cast<int>(i);
@@ -458,6 +536,11 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     }
     log.step_column = header[step_index];
     if (wall_index >= 0 && log.wall_time_column.empty()) log.wall_time_column = header[wall_index];
+    tag_index = find("tag");
+    value_index = find("value");
+    if (tag_index < 0 || value_index < 0) tag_index = value_index = -1;
+    run_index = tag_index >= 0 ? find("run") : -1;
+    if (tag_index >= 0) NoteUnreadLongFormatColumns(header, path, header_line, &log);
     return true;
   };
   use_header(records.front(), true, lines.front());
@@ -481,6 +564,8 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
   };
 
   TagCollector tags(&log);
+  std::string run_name;  // the run a long-format file's rows name, from its first row
+  int run_line = 0;
   for (size_t row = 1; row < records.size(); ++row) {
     const std::vector<std::string>& cells = records[row];
     const int line = lines[row];
@@ -517,6 +602,12 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
     double wall = kNaN;
     if (wall_index >= 0 && wall_index < static_cast<int>(cells.size())) {
       if (!ParseNumber(cells[wall_index], &wall)) wall = kNaN;
+    }
+    if (tag_index >= 0) {
+      ++log.rows;
+      AddLongFormatRow(cells, path, line, {tag_index, value_index, run_index}, step, wall,
+                       static_cast<int64_t>(row - 1), &run_name, &run_line, &tags, &log);
+      continue;
     }
     ++log.rows;
     for (size_t col = 0; col < cells.size(); ++col) {

@@ -238,6 +238,53 @@ TEST(TableLog, StepsAreExactSixtyFourBitIntegers) {
 // A line nested thousands of levels deep is skipped before it is parsed (its flattening would
 // recurse as deep); a complete last line that is not JSON is skipped with the parser's reason,
 // not taken for a truncated one; a JSON value other than an object says what it is.
+// mosaic's own `runs --export csv` (run,tag,step,wall_time,value[,pass]) reads back as the
+// points it holds, not as tags named "run", "tag" and "value".
+TEST(CsvLog, LongFormatRowsArePointsOfTheirTag) {
+  const std::string text =
+      "run,tag,step,wall_time,value,pass\n"
+      "r1,train/loss,0,100.5,3.5,1\n"
+      "r1,train/loss,10,101.5,3.25,1\n"
+      "r1,eval/loss,10,101.75,,1\n"     // a missing value
+      "r1,,20,102.0,1.0,1\n"            // no tag
+      "r1,eval/loss,20,102.5,inf,1\n"
+      "r1,eval/loss,30,103.0,high,1\n";  // not a number
+  const TableLog log = ReadCsvLog(text, "points.csv");
+  EXPECT_EQ(log.wall_time_column, "wall_time");
+  ASSERT_EQ(log.tags.size(), 2u);
+  const TagPoints& loss = Tag(log, "train/loss");
+  ASSERT_EQ(loss.points.size(), 2u);
+  EXPECT_EQ(loss.points[1].step, 10);
+  EXPECT_EQ(loss.points[1].value, 3.25);
+  EXPECT_EQ(loss.points[1].wall_time_seconds, 101.5);
+  const TagPoints& eval = Tag(log, "eval/loss");
+  ASSERT_EQ(eval.points.size(), 1u);
+  EXPECT_TRUE(std::isinf(eval.points[0].value));
+  EXPECT_EQ(log.rows_without_tag, 1);
+  EXPECT_EQ(log.non_numeric_cells, 1);
+  ASSERT_EQ(log.notes.size(), 2u);
+  EXPECT_EQ(log.notes[0], "points.csv:5: the tag cell is empty; such rows are skipped");
+  EXPECT_EQ(log.notes[1], "points.csv:7: value = 'high' is not a number; such cells are skipped");
+}
+
+TEST(CsvLog, LongFormatNamesItsUnreadColumnsAndHoldsOneRun) {
+  const TableLog log = ReadCsvLog("tag,step,value,host\nloss,1,2.5,a\n", "scalars.csv");
+  ASSERT_EQ(log.tags.size(), 1u);
+  EXPECT_EQ(log.tags[0].tag, "loss");
+  ASSERT_EQ(log.notes.size(), 1u);
+  EXPECT_EQ(log.notes[0], "scalars.csv:1: a long-format file (a tag and a value column, one point "
+                          "a row); host is not read");
+  try {
+    ReadCsvLog("run,tag,step,value\na,loss,1,2.5\nb,loss,1,2.0\n", "all.csv");
+    FAIL() << "two runs in one file were read as one";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "all.csv:3: run = 'b', but line 2 has run = 'a': a long-format CSV in a run's folder "
+              "holds one run (export each run to a file of its own, e.g. mosaic runs DIR/RUN "
+              "--export csv)");
+  }
+}
+
 TEST(JsonlLog, SkipsDeepLinesAndNamesEachLinesReason) {
   const std::string deep =
       "{\"step\": 2, \"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n";

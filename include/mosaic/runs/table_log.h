@@ -1,7 +1,10 @@
 // Metric logs as tables: CSV files (seed 004's wide module_diag.csv, W&B history exports with
 // `_step`, Ray Tune progress.csv, plain metrics CSVs with `epoch`) and JSONL files (one object per
 // line, nested objects flattened with '/'). Every column other than the step and the wall-time
-// column becomes a tag.
+// column becomes a tag; a CSV whose header has a `tag` and a `value` column is long-format
+// instead (one point a row, as mosaic's own `runs --export csv` writes and pandas frames of
+// scalars are saved): each row is a point of the tag its tag cell names, a `run` column must name
+// one run throughout, and other columns (`pass`) are not read.
 //
 // Rules (docs/logs.md): the step column is the one named by the caller, else the first of
 // kStepColumns present. Empty cells (and JSON null) are missing values; cells that are not numbers
@@ -49,6 +52,7 @@ struct TableLog {
   int64_t repeated_headers = 0;       // CSV header lines written again (each starts a column set)
   int64_t malformed_rows = 0;     // JSONL lines that are not JSON objects (a truncated tail aside)
   int64_t non_numeric_cells = 0;
+  int64_t rows_without_tag = 0;   // long-format rows whose tag cell is empty
   std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
 };
 
