@@ -300,7 +300,7 @@ namespace mosaic::testing {
 namespace {
 
 // Names that are not UTF-8 (a Latin-1 folder, CSV column and event tag) reach JSON as U+FFFD, so
-// the JSON stays valid; the CSV export keeps the bytes as they were.
+// the JSON stays valid; the CSV export keeps the bytes as they were and the text escapes them.
 TEST(RunsCli, NamesThatAreNotUtf8GiveValidJson) {
   namespace fs = std::filesystem;
   const fs::path root =
@@ -324,6 +324,11 @@ TEST(RunsCli, NamesThatAreNotUtf8GiveValidJson) {
   CommandResult csv = RunMosaic("runs '" + root.string() + "' --export csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_NE(csv.out.find("r\xE9sum\xE9,caf\xE9_loss,1,"), std::string::npos) << csv.out;
+  // The text table shows each such byte escaped, as the guide says.
+  CommandResult text = RunMosaic("runs '" + root.string() + "'");
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_NE(text.out.find("caf\\xe9_loss"), std::string::npos) << text.out;
+  EXPECT_EQ(text.out.find("caf\xE9"), std::string::npos) << text.out;
   fs::remove_all(root);
 }
 
