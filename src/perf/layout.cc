@@ -245,13 +245,20 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
   while (pos <= text.size()) {
     size_t end = text.find(',', pos);
     if (end == std::string_view::npos) end = text.size();
+    const size_t start = pos;
     std::string_view item = text.substr(pos, end - pos);
     pos = end + 1;
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (item.empty()) {
-      if (end == text.size()) break;
-      continue;
+      // A blank text is refused below as holding no key=value; ",," is a key left out.
+      if (text.find_first_not_of(' ') == std::string_view::npos) break;
+      throw InputError(fmt::format("{} {}: an empty item ({}). Violated constraint: items are "
+                                   "KEY=VALUE separated by single commas",
+                                   shown_label, shown,
+                                   end == text.size() ? "a ',' at the end"
+                                   : start == 0       ? "a ',' at the start"
+                                                      : "two ',' in a row"));
     }
     const size_t eq = item.find('=');
     if (eq == std::string_view::npos) {

@@ -39,6 +39,24 @@ TEST(Layout, RejectsUnknownKeyWithSuggestion) {
   EXPECT_THROW(ParseLayout("recompute=some"), InputError);
 }
 
+// An empty item is a key left out ("tp=8,,dp=8"), not nothing.
+TEST(Layout, RefusesEmptyItems) {
+  auto error = [](const char* text) {
+    try {
+      ParseLayout(text);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("tp=8,,dp=8"), "--layout tp=8,,dp=8: an empty item (two ',' in a row). Violated "
+                                 "constraint: items are KEY=VALUE separated by single commas");
+  EXPECT_NE(error("tp=8,dp=8, ").find("(a ',' at the end)"), std::string::npos);
+  EXPECT_NE(error(",tp=8").find("(a ',' at the start)"), std::string::npos);
+  EXPECT_NE(error(" ").find("no key=value"), std::string::npos);
+  EXPECT_EQ(ParseLayout(" tp = 8 , dp = 8 ").gpus(), 64);
+}
+
 // Degrees whose product overflows 64 bits (found by fuzz/layout_fuzz.cc) are refused when the
 // layout is read: each degree and the GPU count are at most 2^24.
 TEST(Layout, DegreesAndGpuCountAreBounded) {
