@@ -34,6 +34,14 @@ TEST(PerfCli, JsonHasTheContractKeys) {
   EXPECT_GT(j["mfu"].get<double>(), 0.0);
   EXPECT_LT(j["mfu"].get<double>(), 1.0);  // a fraction, not a percentage
   EXPECT_TRUE(j["fits"].get<bool>());
+  // Memory is in whole bytes, and its parts add up to the peak.
+  int64_t parts = 0;
+  for (const auto& [key, value] : j["memory"].items()) {
+    ASSERT_TRUE(value.is_number_integer()) << key << " = " << value;
+    if (key != "peak_bytes" && key != "capacity_bytes") parts += value.get<int64_t>();
+  }
+  EXPECT_EQ(parts, j["memory"]["peak_bytes"].get<int64_t>());
+  EXPECT_EQ(j["peak_memory_bytes"], j["memory"]["peak_bytes"]);
 }
 
 TEST(PerfCli, TextShowsBreakdown) {

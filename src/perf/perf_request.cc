@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <cstdint>
+#include <utility>
 
 #include "mosaic/util/error.h"
 #include "mosaic/util/terminal_text.h"
@@ -201,15 +203,41 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
                        setup.drop, options);
 }
 
+namespace {
+
+// The memory breakdown in whole bytes: each part is the model's estimate rounded, and the peak
+// is their sum, so the parts add up to it exactly.
+nlohmann::ordered_json MemoryJson(const StepEstimate& e) {
+  const MemoryBreakdown& m = e.memory;
+  const std::pair<const char*, double> parts[] = {
+      {"weights_bytes", m.weights_bytes},       {"gradients_bytes", m.gradients_bytes},
+      {"optimizer_bytes", m.optimizer_bytes},   {"gather_buffer_bytes", m.gather_buffer_bytes},
+      {"activation_bytes", m.activation_bytes}, {"logits_bytes", m.logits_bytes},
+      {"dispatch_bytes", m.dispatch_bytes},     {"reserve_bytes", m.reserve_bytes}};
+  nlohmann::ordered_json memory;
+  int64_t peak_bytes = 0;
+  for (const auto& [name, bytes] : parts) {
+    const int64_t whole = std::llround(bytes);
+    memory[name] = whole;
+    peak_bytes += whole;
+  }
+  memory["peak_bytes"] = peak_bytes;
+  memory["capacity_bytes"] = std::llround(e.capacity_bytes);
+  return memory;
+}
+
+}  // namespace
+
 nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   nlohmann::ordered_json j;
+  nlohmann::ordered_json memory = MemoryJson(e);
   j["layout"] = ToString(l);
   j["step_seconds"] = e.step_seconds;
   j["tokens_per_s_per_gpu"] = e.tokens_per_s_per_gpu;
   j["mfu"] = e.mfu;
   j["mfu_convention"] = "full-square";
   j["mfu_causal"] = e.mfu_causal;
-  j["peak_memory_bytes"] = e.memory.peak_bytes;
+  j["peak_memory_bytes"] = memory["peak_bytes"];
   j["fits"] = e.fits;
   j["dropped_fraction"] = e.dropped_fraction;
   j["micro_batches"] = e.micro_batches;
@@ -231,17 +259,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"host_seconds", t.host_seconds},
                {"bubble_seconds", t.bubble_seconds},
                {"overhead_seconds", t.overhead_seconds}};
-  const MemoryBreakdown& m = e.memory;
-  j["memory"] = {{"weights_bytes", m.weights_bytes},
-                 {"gradients_bytes", m.gradients_bytes},
-                 {"optimizer_bytes", m.optimizer_bytes},
-                 {"gather_buffer_bytes", m.gather_buffer_bytes},
-                 {"activation_bytes", m.activation_bytes},
-                 {"logits_bytes", m.logits_bytes},
-                 {"dispatch_bytes", m.dispatch_bytes},
-                 {"reserve_bytes", m.reserve_bytes},
-                 {"peak_bytes", m.peak_bytes},
-                 {"capacity_bytes", e.capacity_bytes}};
+  j["memory"] = std::move(memory);
   return j;
 }
 
