@@ -29,6 +29,7 @@ namespace {
 // The last point of one writer's stream of points.
 struct Stream {
   bool any = false;
+  int64_t first_step = 0;  // the smallest step written
   int64_t last_step = 0;
   double last_wall_time_seconds = 0;
   int32_t last_source = 0;
@@ -42,6 +43,7 @@ struct Stream {
     return p.source != last_source || p.wall_time_seconds < last_wall_time_seconds;
   }
   void Add(const WrittenPoint& p) {
+    first_step = any ? std::min(first_step, p.step) : p.step;
     any = true;
     last_step = p.step;
     last_wall_time_seconds = p.wall_time_seconds;
@@ -52,6 +54,7 @@ struct Stream {
 struct RestartMark {
   size_t index = 0;       // of the point that went back
   int64_t from_step = 0;  // the step its stream had reached: its last point's
+  int64_t first_step = 0;  // the smallest step its stream had written
 };
 
 // The points that start a restart, in write order. Points of a concurrent file form a stream of
@@ -65,7 +68,7 @@ std::vector<RestartMark> MarkRestarts(const std::vector<WrittenPoint>& written) 
   for (size_t i = 0; i < written.size(); ++i) {
     const WrittenPoint& p = written[i];
     Stream* own = p.concurrent ? &concurrent[p.source] : &run_stream;
-    if (own->GoesBack(p)) marks.push_back({i, own->last_step});
+    if (own->GoesBack(p)) marks.push_back({i, own->last_step, own->first_step});
     if (p.concurrent) own->Add(p);
     if (!p.concurrent || !run_stream.any || p.step >= run_stream.last_step) run_stream.Add(p);
   }
@@ -86,12 +89,13 @@ std::vector<Restart> FindRestarts(std::string_view tag, const std::vector<Writte
     const WrittenPoint& at = written[marks[k].index];
     Restart restart{std::string(tag), at.source, marks[k].from_step, at.step, 0};
     // The overlap: the points of this stream that follow, up to the next restart, while their
-    // steps stay at or below the step the stream had reached.
+    // steps stay at or below the step the stream had reached; those below the smallest step it
+    // had written (a pass going back past the first pass's start) repeat nothing.
     const size_t end = k + 1 < marks.size() ? marks[k + 1].index : written.size();
     for (size_t i = marks[k].index; i < end; ++i) {
       if (!SameStream(written[i], at)) continue;
       if (written[i].step > restart.from_step) break;
-      ++restart.overlapped_points;
+      if (written[i].step >= marks[k].first_step) ++restart.overlapped_points;
     }
     restarts.push_back(std::move(restart));
   }

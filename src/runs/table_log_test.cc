@@ -285,6 +285,21 @@ TEST(CsvLog, LongFormatNamesItsUnreadColumnsAndHoldsOneRun) {
   }
 }
 
+// A pass that goes back below the first pass's start repeats only the steps written before: a
+// run of steps 0..5 resumed at -3..1 overlaps at 0 and 1, not at -3..-1.
+TEST(CsvLog, AnOverlapCountsOnlyStepsWrittenBefore) {
+  const TableLog log = ReadCsvLog("step,loss\n0,1\n1,1\n2,1\n3,1\n4,1\n5,1\n-3,2\n-2,2\n-1,2\n0,2\n"
+                                  "1,2\n",
+                                  "m.csv");
+  const std::vector<Restart> restarts = FindRestarts("loss", Tag(log, "loss").points);
+  ASSERT_EQ(restarts.size(), 1u);
+  EXPECT_EQ(restarts[0].from_step, 5);
+  EXPECT_EQ(restarts[0].back_to_step, -3);
+  EXPECT_EQ(restarts[0].overlapped_points, 2);
+  const TableLog below = ReadCsvLog("step,loss\n0,1\n5,1\n-1,2\n", "m.csv");
+  EXPECT_EQ(FindRestarts("loss", Tag(below, "loss").points)[0].overlapped_points, 0);
+}
+
 TEST(JsonlLog, SkipsDeepLinesAndNamesEachLinesReason) {
   const std::string deep =
       "{\"step\": 2, \"a\": " + std::string(100000, '[') + std::string(100000, ']') + "}\n";

@@ -54,7 +54,9 @@ struct PurgeMarker {
 
 // A place where a tag went back: at the point written in `source`, the step fell from
 // `from_step` (the largest step so far) to `back_to_step`; the next `overlapped_points` points of
-// that pass (this one included) repeat steps at or below `from_step`.
+// that pass (this one included) repeat steps at or below `from_step` and at or above the
+// smallest step written before (a pass reaching below the first pass's start repeats nothing
+// there, so `overlapped_points` can be 0).
 struct Restart {
   std::string tag;
   int32_t source = 0;
