@@ -9,6 +9,7 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <stdexcept>
 
 #include "location.h"
 #include "mosaic/util/error.h"
@@ -361,6 +362,11 @@ class ExpressionFitter {
 }  // namespace
 
 FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const FitOptions& options) {
+  if (data.input_names != law.inputs) {
+    throw std::invalid_argument(fmt::format("FitExpression: data inputs ({}) are not the law's ({})",
+                                            fmt::join(data.input_names, ", "),
+                                            fmt::join(law.inputs, ", ")));
+  }
   options.objective.Validate();
   const int p = static_cast<int>(law.params.size());
   std::vector<double> values(p, NAN);
@@ -435,12 +441,15 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
       at_inputs.push_back(fmt::format("{}={:g}", law.inputs[i], data.inputs[i][r.bad_point]));
     }
     const int line = data.line.empty() ? 0 : data.line[r.bad_point];
+    // An expression of parameters alone predicts the same at every point.
+    const std::string where =
+        at_inputs.empty() ? "at every point (it reads no data column)"
+                          : fmt::format("for the point ({})", fmt::join(at_inputs, ", "));
     throw InputError(fmt::format(
-        "{}:{}: --law-expr '{}' predicts {} at the start ({}) for the point ({}). Violated "
-        "constraint: a finite prediction{} at every point from some start (change the start "
-        "values with --param)",
-        data.origin, line, law.expression, r.bad_value, fmt::join(at_values, ", "),
-        fmt::join(at_inputs, ", "),
+        "{}:{}: --law-expr '{}' predicts {} at the start ({}) {}. Violated constraint: a finite "
+        "prediction{} at every point from some start (change the start values with --param)",
+        data.origin, line, law.expression, std::isnan(r.bad_value) ? std::fabs(r.bad_value) : r.bad_value,
+        fmt::join(at_values, ", "), where,
         options.objective.space == ResidualSpace::kLog ? " > 0 (residuals of log loss)" : ""));
   }
 

@@ -145,6 +145,21 @@ TEST(ExpressionLaw, InputErrors) {
               std::string::npos)
         << e.what();
   }
+  // An expression of parameters alone fails at every point, not at an empty one; NaN has no sign.
+  const ExpressionLaw constant = MakeExpressionLaw("log(E)", Params("E=-1"), columns, {});
+  EXPECT_THROW(FitExpression(constant, data, FitOptions{}), std::invalid_argument);
+  FitData no_inputs = data;
+  no_inputs.input_names.clear();
+  no_inputs.inputs.clear();
+  try {
+    FitExpression(constant, no_inputs, FitOptions{});
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("predicts nan at the start (E=-1) at every point (it "
+                                         "reads no data column)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A name muparser cannot define (a column "2", a parameter "0E") is an input error, never an

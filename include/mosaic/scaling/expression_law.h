@@ -66,7 +66,8 @@ class ExpressionEvaluator {
 // parameters' grids; options.objective, options.multistart.threads, .solver.max_iterations and
 // options.convergence_tolerance apply). FitSummary::theta holds the parameter values as written.
 // Throws InputError for bad input, including a prediction that is not finite (or not positive,
-// for residuals of log loss) at some point at every start.
+// for residuals of log loss) at some point at every start; std::invalid_argument when `data`'s
+// inputs are not the law's, in its order.
 FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const FitOptions& options);
 
 }  // namespace mosaic::scaling
