@@ -5,15 +5,18 @@ performance model (step time, MFU, memory, best layout), scaling-law fits with b
 intervals, training-log reading into pandas, and the decision and co-design jobs.
 
 Every function raises :class:`InputError` (a ``ValueError``) with the command line's message on
-bad input. Long computations (layout search, multi-start fits, log reading, the jobs) release the
+bad input (fit's messages name its keyword arguments where the command line names flags, and a
+DataFrame's rows by position: ``DataFrame row 2``). Long computations (layout search, multi-start fits, log reading, the jobs) release the
 GIL, so threads run them in parallel.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
+import re
 from typing import Iterable, Mapping, Sequence
 
 import numpy as np
@@ -236,6 +239,28 @@ class Fit(_Document):
                                              low_open=True))
 
 
+# The command line's flags that fit's messages name, as fit's keyword arguments.
+_FIT_KEYWORDS = {"column": "columns", "pin": "pins", "where": "where",
+                 "drop-highest-loss": "drop_highest_loss", "objective": "objective",
+                 "space": "space", "delta": "delta", "bootstrap": "bootstrap", "seed": "seed",
+                 "confidence": "confidence", "law": "law", "threads": "threads"}
+
+
+@contextlib.contextmanager
+def _fit_terms():
+    """Re-raises the library's InputError in fit's terms: ``columns=['N=COLUMN']`` where the
+    command line would say ``--column N=COLUMN``, ``pins={'E': VALUE}`` for ``--pin E=VALUE``."""
+    try:
+        yield
+    except InputError as error:
+        text = str(error)
+        text = re.sub(r"--column (\w+)=COLUMN", r"columns=['\1=COLUMN']", text)
+        text = re.sub(r"--pin (\w+)=VALUE", r"pins={'\1': VALUE}", text)
+        text = re.sub(r"--([a-z]+(?:-[a-z]+)*)",
+                      lambda m: _FIT_KEYWORDS.get(m.group(1), m.group(0)), text)
+        raise InputError(text) from None
+
+
 def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: str = "",
         drop_highest_loss: int = 0, pins: Mapping[str, float] | None = None,
         objective: str = "huber", space: str = "log", delta: float = 1e-3, bootstrap: int = 0,
@@ -259,7 +284,8 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
             _number("confidence", confidence, 0, 1, low_open=True, high_open=True),
             _integer("threads", threads, 1, _MAX_THREADS), loss_column, run_column)
     if isinstance(data, (str, os.PathLike)):
-        return Fit(_mosaic.fit_csv(os.fspath(data), *args))
+        with _fit_terms():
+            return Fit(_mosaic.fit_csv(os.fspath(data), *args))
     if not isinstance(data, pd.DataFrame):
         raise InputError("fit: data is a CSV path or a pandas DataFrame")
     numeric, text = {}, {}
@@ -269,7 +295,8 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
             numeric[str(name)] = series.to_numpy(dtype=float)
         else:
             text[str(name)] = ["" if pd.isna(v) else str(v) for v in series]
-    return Fit(_mosaic.fit_columns(numeric, text, *args))
+    with _fit_terms():
+        return Fit(_mosaic.fit_columns(numeric, text, *args))
 
 
 def _log_directories(logdirs) -> list[str]:

@@ -156,6 +156,7 @@ scaling::DataTable TableFromColumns(const std::map<std::string, py::array_t<doub
                                     const std::map<std::string, std::vector<std::string>>& text) {
   scaling::DataTable t;
   t.origin = "DataFrame";
+  t.lines_are_rows = true;
   size_t rows = 0;
   bool first = true;
   auto check_rows = [&](size_t n) {
@@ -184,12 +185,15 @@ scaling::DataTable TableFromColumns(const std::map<std::string, py::array_t<doub
     check_rows(values.size());
     t.names.push_back(name);
     t.derivations.emplace_back();
-    t.values.emplace_back(rows, NAN);
+    // Text cells are read as a CSV's are: an object column of numbers is numbers.
+    std::vector<double> v(rows);
+    for (size_t i = 0; i < rows; ++i) v[i] = scaling::ParseCellNumber(values[i]);
+    t.values.push_back(std::move(v));
     t.text.push_back(values);
     t.cell_column.emplace_back(rows, 0);
   }
   for (size_t i = 0; i < rows; ++i) {
-    t.line.push_back(static_cast<int>(i + 2));
+    t.line.push_back(static_cast<int>(i));  // the row's position (lines_are_rows)
     t.line_text.emplace_back();
   }
   return t;

@@ -83,6 +83,28 @@ def test_fit_of_a_dataframe_predicts_on_arrays_with_intervals():
     assert (p["low"] <= p["loss"]).all() and (p["loss"] <= p["high"]).all()
 
 
+def test_fit_of_a_dataframe_reads_text_cells_and_names_rows_and_arguments():
+    frame = pd.read_csv(EPOCH)[["Model Size", "Training FLOP", "loss"]]
+    frame.columns = ["N", "C", "loss"]
+    frame["D"] = frame["C"] / (6 * frame["N"])
+    numbers = mosaic.fit(frame, drop_highest_loss=5)
+    # An object column of numbers is numbers, as a CSV's cells are.
+    as_text = frame.assign(N=frame["N"].map(repr))
+    assert mosaic.fit(as_text, drop_highest_loss=5).params == numbers.params
+    missing = frame.copy()
+    missing.loc[2, "loss"] = np.nan
+    with pytest.raises(mosaic.InputError, match=r"^DataFrame row 2: loss = NaN \(a missing value\)"):
+        mosaic.fit(missing)
+    word = frame.astype({"loss": object})
+    word.loc[3, "loss"] = "abc"
+    with pytest.raises(mosaic.InputError, match=r"^DataFrame row 3: loss = 'abc'"):
+        mosaic.fit(word)
+    with pytest.raises(mosaic.InputError, match=r"Map one with columns=\['N=COLUMN'\]$"):
+        mosaic.fit(frame.rename(columns={"N": "params"}))
+    with pytest.raises(mosaic.InputError, match=r"^pins Q=1: law chinchilla has no parameter 'Q'"):
+        mosaic.fit(frame, pins={"Q": 1})
+
+
 def test_read_runs_gives_a_long_dataframe():
     runs = mosaic.read_runs(os.path.join(SOURCE, "tests/fixtures/orktes__go-tensorboard"))
     s = runs.scalars

@@ -54,9 +54,7 @@ void DataTable::KeepRows(const std::vector<bool>& keep) {
   filter(line_text);
 }
 
-namespace {
-
-double ParseNumber(std::string_view s) {
+double ParseCellNumber(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
   if (s.empty()) return NAN;
@@ -71,8 +69,6 @@ double ParseNumber(std::string_view s) {
   if (ec != std::errc() || end != s.data() + s.size()) return NAN;
   return value;
 }
-
-}  // namespace
 
 DataTable ParseCsv(std::string_view text, const std::string& origin) {
   std::vector<CsvRecord> records = ParseCsvRecords(text, origin);
@@ -96,7 +92,7 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
                                      table.names.size()));
     }
     for (size_t c = 0; c < record.fields.size(); ++c) {
-      table.values[c].push_back(ParseNumber(record.fields[c].text));
+      table.values[c].push_back(ParseCellNumber(record.fields[c].text));
       table.text[c].push_back(std::move(record.fields[c].text));
       table.cell_column[c].push_back(record.fields[c].column);
     }
@@ -247,11 +243,19 @@ void DropHighest(DataTable& table, std::string_view column, int count) {
 namespace {
 
 SourceLocation CellLocation(const DataTable& table, int column, size_t row) {
+  if (table.lines_are_rows) {
+    SourceLocation where;
+    where.origin = fmt::format("{} row {}", table.origin, table.line[row]);
+    return where;
+  }
   return CsvLocation(table.origin, table.line[row], table.line_text[row],
                      table.cell_column[column][row]);
 }
 
 std::string CellValue(const DataTable& table, int column, size_t row) {
+  if (table.lines_are_rows && table.text[column][row].empty() && table.derivations[column].empty()) {
+    return "NaN (a missing value)";
+  }
   if (!table.text[column][row].empty() || table.derivations[column].empty()) {
     return fmt::format("'{}'", table.text[column][row]);
   }
@@ -263,6 +267,7 @@ std::string CellValue(const DataTable& table, int column, size_t row) {
 FitData SelectFitData(const DataTable& table, const Law& law, const SelectOptions& options) {
   FitData data;
   data.origin = table.origin;
+  data.lines_are_rows = table.lines_are_rows;
   std::vector<int> input_columns;
   for (const LawInput& in : law.inputs) {
     input_columns.push_back(
@@ -303,7 +308,9 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     }
     data.weight.push_back(weight);
     const std::string run_name =
-        run_column >= 0 ? table.text[run_column][r] : fmt::format("line {}", table.line[r]);
+        run_column >= 0                ? table.text[run_column][r]
+        : table.lines_are_rows ? fmt::format("row {}", table.line[r])
+                               : fmt::format("line {}", table.line[r]);
     // An empty cell would make one run of every row that lacks a name, resampled together.
     if (run_name.find_first_not_of(" \t\r") == std::string::npos) {
       throw FieldError(CellLocation(table, run_column, r), options.run_column,

@@ -397,7 +397,7 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
   }
   for (size_t i = 0; i < data.size(); ++i) {
     if (!(std::isfinite(data.loss[i]) && data.loss[i] > 0)) {
-      throw FieldError(At(data.origin, data.line.empty() ? 0 : data.line[i]), "loss",
+      throw FieldError(data.Where(i), "loss",
                        fmt::format("{}", data.loss[i]), "loss > 0 and finite");
     }
   }
@@ -440,15 +440,15 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
     for (size_t i = 0; i < law.inputs.size(); ++i) {
       at_inputs.push_back(fmt::format("{}={:g}", law.inputs[i], data.inputs[i][r.bad_point]));
     }
-    const int line = data.line.empty() ? 0 : data.line[r.bad_point];
     // An expression of parameters alone predicts the same at every point.
     const std::string where =
         at_inputs.empty() ? "at every point (it reads no data column)"
                           : fmt::format("for the point ({})", fmt::join(at_inputs, ", "));
     throw InputError(fmt::format(
-        "{}:{}: --law-expr '{}' predicts {} at the start ({}) {}. Violated constraint: a finite "
+        "{}: --law-expr '{}' predicts {} at the start ({}) {}. Violated constraint: a finite "
         "prediction{} at every point from some start (change the start values with --param)",
-        data.origin, line, law.expression, std::isnan(r.bad_value) ? std::fabs(r.bad_value) : r.bad_value,
+        data.Where(r.bad_point).ToString(), law.expression,
+        std::isnan(r.bad_value) ? std::fabs(r.bad_value) : r.bad_value,
         fmt::join(at_values, ", "), where,
         options.objective.space == ResidualSpace::kLog ? " > 0 (residuals of log loss)" : ""));
   }

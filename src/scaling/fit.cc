@@ -202,7 +202,7 @@ void CheckAboveFloor(const Law& law, const FitData& data,
     const std::string run =
         data.run.empty() ? "" : fmt::format(" ({})", data.run_names[data.run[i]]);
     throw FieldError(
-        At(data.origin, data.line.empty() ? 0 : data.line[i]), "loss",
+        data.Where(i), "loss",
         fmt::format("{}{}", data.loss[i], run),
         fmt::format("loss > the pinned floor {} = {:.6g} of law {}: every other term is positive, so "
                     "no fit reaches a loss at or below it (lower the pin, or check the row)",

@@ -20,6 +20,7 @@ FitData FitData::Subset(const std::vector<size_t>& indices) const {
   FitData out;
   out.origin = origin;
   out.input_names = input_names;
+  out.lines_are_rows = lines_are_rows;
   out.inputs.resize(inputs.size());
   std::vector<int> renumber(run_names.size(), -1);
   for (size_t i : indices) {
@@ -35,6 +36,18 @@ FitData FitData::Subset(const std::vector<size_t>& indices) const {
     out.run.push_back(r);
   }
   return out;
+}
+
+SourceLocation FitData::Where(size_t i) const {
+  SourceLocation where;
+  where.origin = origin;
+  if (i >= line.size()) return where;
+  if (lines_are_rows) {
+    where.origin = fmt::format("{} row {}", origin, line[i]);
+  } else {
+    where.line = line[i];
+  }
+  return where;
 }
 
 FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& objective,
@@ -84,7 +97,7 @@ FitProblem::FitProblem(const Law& law, const FitData& data, const Objective& obj
   double x[kMaxLawParams];
   double v[kMaxLawParams * kMaxLawParams];
   for (size_t i = 0; i < n; ++i) {
-    const SourceLocation where = At(data.origin, i < data.line.size() ? data.line[i] : 0);
+    const SourceLocation where = data.Where(i);
     for (size_t j = 0; j < law.inputs.size(); ++j) {
       x[j] = data.inputs[j][i];
       std::string rule = law.ValidateInput(static_cast<int>(j), x[j]);

@@ -25,6 +25,9 @@ struct DataTable {
   std::vector<std::vector<int>> cell_column;   // [column][row] 1-based character column (0: derived)
   std::vector<int> line;                       // [row] 1-based file line
   std::vector<std::string> line_text;          // [row] the line, for carets
+  // A DataFrame rather than a file: `line` holds each row's 0-based position, messages name it
+  // "<origin> row <position>", and an empty cell is a missing value (NaN), not ''.
+  bool lines_are_rows = false;
 
   size_t rows() const { return line.size(); }
   // Index of the column called `name`, or −1.
@@ -35,6 +38,11 @@ struct DataTable {
   // Keeps the rows whose flag is true, in order.
   void KeepRows(const std::vector<bool>& keep);
 };
+
+// A cell's number: the whole cell (spaces around it and a leading '+' allowed) as a decimal or
+// exponent literal, "nan" or "inf"; a literal past a double's range as strtod rounds it (±inf,
+// 0), so that a rule such as "> 0 and finite" names it. NaN for an empty cell or other text.
+double ParseCellNumber(std::string_view text);
 
 // Parses CSV text; origin labels messages. Throws InputError for a row whose field count differs
 // from the header's, an unterminated quote, or an empty file.

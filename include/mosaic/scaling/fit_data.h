@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "mosaic/util/error.h"
+
 namespace mosaic::scaling {
 
 // The largest weight a point may carry: weights are relative, and the bound keeps every weighted
@@ -25,6 +27,9 @@ struct FitData {
   std::vector<int> run;                     // run index per point, 0..num_runs-1
   std::vector<std::string> run_names;       // one per run
   std::vector<int> line;                    // source line per point (0 when unknown)
+  // Points from a DataFrame rather than a file: `line` holds each point's 0-based row position,
+  // and messages name it "<origin> row <position>".
+  bool lines_are_rows = false;
 
   size_t size() const { return loss.size(); }
   int num_runs() const { return static_cast<int>(run_names.size()); }
@@ -32,6 +37,9 @@ struct FitData {
   void Point(size_t i, double* x) const;
   // The subset at `indices` (runs renumbered, order kept).
   FitData Subset(const std::vector<size_t>& indices) const;
+  // Where point `i` came from, for messages: "<origin>:<line>", "<origin> row <position>" for a
+  // DataFrame, "<origin>" when its line is unknown.
+  SourceLocation Where(size_t i) const;
 };
 
 }  // namespace mosaic::scaling
