@@ -31,6 +31,8 @@ __all__ = [
     "model",
     "perf",
     "search",
+    "Plan",
+    "plan",
     "Fit",
     "fit",
     "Runs",
@@ -232,11 +234,19 @@ class Fit(_Document):
             frame["high"] = high
         return frame
 
-    def frontier(self, compute_flops: float) -> dict:
+    def frontier(self, compute_flops):
         """The compute-optimal parameters, tokens and loss at budget C (FLOPs, C = 6·N·D), for a
-        law in N and D (chinchilla)."""
-        return self._handle.frontier(_number("compute_flops", compute_flops, 0, 1e300,
-                                             low_open=True))
+        law in N and D (chinchilla), as ``mosaic fit --frontier`` gives them: a dict
+        (``compute_flops``, ``params``, ``tokens``, ``loss``) for one budget, a DataFrame with
+        those columns, one row per budget, for a list or array of budgets."""
+        if np.ndim(compute_flops) == 0:
+            return self._handle.frontier(_number("compute_flops", compute_flops, 0, 1e300,
+                                                 low_open=True))
+        budgets = np.asarray(compute_flops, dtype=object).ravel()
+        return pd.DataFrame(
+            [self._handle.frontier(_number(f"compute_flops[{i}]", c, 0, 1e300, low_open=True))
+             for i, c in enumerate(budgets)],
+            columns=["compute_flops", "params", "tokens", "loss"])
 
 
 # The command line's flags that fit's messages name, as fit's keyword arguments.
@@ -330,7 +340,8 @@ class Runs:
     ``findings``: a DataFrame of health findings (``run``, ``kind``, ``tag``, ``steps``,
     ``message``). ``notes``: what the reader left out or doubted, as ``mosaic runs`` prints it
     (``run``, ``note``: skipped files, rows and cells, a truncated last line, file order).
-    ``summary``: one row per run and tag (points, last step, final value).
+    ``summary``: one row per run and tag (``points``, ``first_step``, ``last_step``, ``final``:
+    the columns of the same names in :class:`RunsSummary` ``.tags``).
     """
 
     def __init__(self, scalars: pd.DataFrame, findings: pd.DataFrame, notes: pd.DataFrame):
@@ -347,8 +358,9 @@ class Runs:
         grouped = s.groupby(["run", "tag"], observed=True, sort=True)
         return pd.DataFrame({
             "points": grouped.size(),
+            "first_step": grouped["step"].min(),
             "last_step": grouped["step"].max(),
-            "final_value": grouped["value"].last(),
+            "final": grouped["value"].last(),
         }).reset_index()
 
     def __repr__(self) -> str:
@@ -420,6 +432,30 @@ def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
     last_k = _integer("last_k", last_k, 1, 2**31 - 1)
     return RunsSummary(json.loads(_mosaic.summarize_runs(
         logdirs, restarts, tags or "", step_column or "", last_k)))
+
+
+class Plan(_Document):
+    """The experiment ladder of a study (``mosaic plan --json``): ``study`` (its settings) and
+    ``rows`` (one per arm and rung: depth, active params, token budget, steps, train FLOPs by
+    convention, racks, estimated hours, evals). ``str()`` is the command line's text table."""
+
+    def __init__(self, document: dict, text: str):
+        super().__init__(document)
+        self._text = text
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """The rows as a DataFrame, in the order of ``mosaic plan --csv``."""
+        return pd.DataFrame(self._document["rows"])
+
+    def __str__(self) -> str:
+        return self._text
+
+
+def plan(study: str | os.PathLike = "fsdp-vs-ep") -> Plan:
+    """The experiment ladder of a study file or embedded study name (``mosaic plan``)."""
+    document, text = _mosaic.plan(os.fspath(study))
+    return Plan(json.loads(document), text)
 
 
 class Decision(_Document):

@@ -24,6 +24,8 @@
 #include "mosaic/scaling/fit_json.h"
 #include "mosaic/scaling/fit_request.h"
 #include "mosaic/scaling/projection.h"
+#include "mosaic/study/ladder.h"
+#include "mosaic/study/ladder_report.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/parallel_for.h"
@@ -383,6 +385,12 @@ PYBIND11_MODULE(_mosaic, m) {
           for (const runs::RunDigest& d : digests) read.Add(d.run);
           read.Require();
           return runs::RunDigestsJson(digests);
+        });
+
+  m.def("plan",
+        [](const std::string& study) {
+          const LadderPlan plan = PlanLadder(LoadStudy(study));
+          return std::make_pair(RenderLadderJson(plan), RenderLadderText(plan));
         });
 
   m.def("decide",

@@ -67,6 +67,19 @@ def test_fit_of_epochs_chinchilla_data_reaches_epochs_objective():
     assert f.params == cli["params"]
     frontier = f.frontier(5.76e23)
     assert frontier["params"] * frontier["tokens"] * 6 == pytest.approx(5.76e23, rel=1e-12)
+    # Several budgets, as `mosaic fit --frontier` takes them: the same points, one row each.
+    budgets = [1e21, 5.76e23]
+    several = f.frontier(budgets)
+    cli_points = cli_json("fit", "tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv",
+                          *sum((["--column", c] for c in EPOCH_COLUMNS), []),
+                          "--drop-highest-loss", "5", "--frontier", "1e21",
+                          "--frontier", "5.76e23")["frontier"]
+    assert several.to_dict("records") == [
+        {"compute_flops": p["C"], "params": p["N"], "tokens": p["D"], "loss": p["loss"]}
+        for p in cli_points["points"]]
+    assert several.iloc[1].to_dict() == frontier
+    with pytest.raises(mosaic.InputError, match=r"compute_flops\[1\] = -1"):
+        f.frontier(np.array([1e21, -1]))
 
 
 def test_fit_of_a_dataframe_predicts_on_arrays_with_intervals():
@@ -103,6 +116,20 @@ def test_fit_of_a_dataframe_reads_text_cells_and_names_rows_and_arguments():
         mosaic.fit(frame.rename(columns={"N": "params"}))
     with pytest.raises(mosaic.InputError, match=r"^pins Q=1: law chinchilla has no parameter 'Q'"):
         mosaic.fit(frame, pins={"Q": 1})
+
+
+def test_plan_matches_the_cli():
+    p = mosaic.plan()
+    assert p.to_dict() == cli_json("plan")
+    csv = subprocess.run([BINARY, "plan", "--csv"], cwd=SOURCE, check=True, capture_output=True,
+                         text=True).stdout
+    assert list(p.frame.columns) == csv.splitlines()[0].split(",")
+    assert len(p.frame) == len(csv.splitlines()) - 1
+    text = subprocess.run([BINARY, "plan"], cwd=SOURCE, check=True, capture_output=True,
+                          text=True).stdout
+    assert str(p) == text
+    with pytest.raises(mosaic.InputError, match="unknown study 'nope'"):
+        mosaic.plan("nope")
 
 
 def test_read_runs_gives_a_long_dataframe():
@@ -165,8 +192,9 @@ def test_summarize_runs_matches_the_cli_and_read_runs():
     merged = summary.tags.merge(full, on=["run", "tag"], suffixes=("", "_read"))
     assert len(merged) == len(full) == len(summary.tags) > 0
     assert (merged["points"] == merged["points_read"]).all()
+    assert (merged["first_step"] == merged["first_step_read"]).all()
     assert (merged["last_step"] == merged["last_step_read"]).all()
-    np.testing.assert_array_equal(merged["final"], merged["final_value"])
+    np.testing.assert_array_equal(merged["final"], merged["final_read"])
     with pytest.raises(mosaic.InputError, match="last_k = 0"):
         mosaic.summarize_runs(path, last_k=0)
 
@@ -179,7 +207,7 @@ def test_runs_readers_agree_on_restarts_and_refuse_what_cannot_be_read(tmp_path)
     path = str(tmp_path / "rs")
     full = mosaic.read_runs(path, restarts="all").summary
     digest = mosaic.summarize_runs(path, restarts="all").tags
-    assert full["final_value"].tolist() == digest["final"].tolist() == [9.0]
+    assert full["final"].tolist() == digest["final"].tolist() == [9.0]
     assert full["last_step"].tolist() == digest["last_step"].tolist() == [3]
     # Logs of which nothing could be read, and no logs at all, are errors, as for the CLI.
     (tmp_path / "nostep").mkdir()
