@@ -253,7 +253,8 @@ class Fit(_Document):
 _FIT_KEYWORDS = {"column": "columns", "pin": "pins", "where": "where",
                  "drop-highest-loss": "drop_highest_loss", "objective": "objective",
                  "space": "space", "delta": "delta", "bootstrap": "bootstrap", "seed": "seed",
-                 "confidence": "confidence", "law": "law", "threads": "threads"}
+                 "confidence": "confidence", "law": "law", "threads": "threads", "logs": "logs",
+                 "tag": "tag", "last-k": "last_k"}
 
 
 @contextlib.contextmanager
@@ -275,7 +276,7 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
         drop_highest_loss: int = 0, pins: Mapping[str, float] | None = None,
         objective: str = "huber", space: str = "log", delta: float = 1e-3, bootstrap: int = 0,
         seed: int = 0, confidence: float = 0.95, threads: int = 2, loss_column: str = "loss",
-        run_column: str = "run") -> Fit:
+        run_column: str = "run", logs=None, tag: str | None = None, last_k: int = 1) -> Fit:
     """Fit a scaling law (``mosaic fit``), by default Hoffmann et al.'s Approach 3 (Huber δ=1e-3 on
     log loss from the full start grid).
 
@@ -283,7 +284,14 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     (optionally ``run`` and ``weight``); ``columns`` maps or derives columns first
     (``"N=Model Size"``, ``"D=C/(6*N)"``), ``where`` keeps rows (``"C < 1e21"``). ``pins`` fixes
     parameters by name. ``bootstrap`` resamples runs for percentile intervals.
+
+    ``logs`` (a directory or several, with ``tag``) reads each row's loss from its run's training
+    logs instead of a loss column, as ``mosaic fit --logs DIR --tag TAG`` does: the mean of the
+    tag's last ``last_k`` values, the run named by the row's ``run`` column.
     """
+    _check_text("tag", tag)
+    if logs is None and (tag is not None or last_k != 1):
+        raise InputError("fit: tag and last_k read losses from logs; give logs= as well")
     pins = {str(name): _number(f"pins[{name!r}]", value, -1e300, 1e300)
             for name, value in dict(pins or {}).items()}
     if isinstance(columns, str):  # one mapping, not its characters
@@ -292,7 +300,9 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
             pins, objective, space, _number("delta", delta, 0, 1e6, low_open=True),
             _integer("bootstrap", bootstrap, 0, 10**6), _integer("seed", seed, 0, 2**64 - 1),
             _number("confidence", confidence, 0, 1, low_open=True, high_open=True),
-            _integer("threads", threads, 1, _MAX_THREADS), loss_column, run_column)
+            _integer("threads", threads, 1, _MAX_THREADS), loss_column, run_column,
+            _log_directories(logs) if logs is not None else [], tag or "",
+            _integer("last_k", last_k, 1, 10**6))
     if isinstance(data, (str, os.PathLike)):
         with _fit_terms():
             return Fit(_mosaic.fit_csv(os.fspath(data), *args))

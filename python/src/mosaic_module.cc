@@ -135,9 +135,14 @@ scaling::FitRequest Request(const std::vector<std::string>& columns, const std::
                             int drop_highest_loss, const std::map<std::string, double>& pins,
                             const std::string& objective, const std::string& space, double delta,
                             int bootstrap, uint64_t seed, double confidence, int threads,
-                            const std::string& loss_column, const std::string& run_column) {
+                            const std::string& loss_column, const std::string& run_column,
+                            const std::vector<std::string>& logs, const std::string& tag,
+                            int last_k) {
   scaling::FitRequest r;
   r.columns = columns;
+  r.logs = logs;
+  r.tag = tag;
+  r.last_k = last_k;
   r.where = where;
   r.drop_highest_loss = drop_highest_loss;
   for (const auto& [name, value] : pins) r.pins.emplace_back(name, value);
@@ -265,14 +270,15 @@ PYBIND11_MODULE(_mosaic, m) {
            const std::string& where, int drop_highest_loss, const std::map<std::string, double>& pins,
            const std::string& objective, const std::string& space, double delta, int bootstrap,
            uint64_t seed, double confidence, int threads, const std::string& loss_column,
-           const std::string& run_column) {
+           const std::string& run_column, const std::vector<std::string>& logs,
+           const std::string& tag, int last_k) {
           py::gil_scoped_release release;
           FitHandle h;
           h.law = scaling::FindLaw(law);
           h.arm = scaling::FitFile(h.law, path,
                                    Request(columns, where, drop_highest_loss, pins, objective, space,
                                            delta, bootstrap, seed, confidence, threads,
-                                           loss_column, run_column));
+                                           loss_column, run_column, logs, tag, last_k));
           return h;
         });
 
@@ -283,12 +289,13 @@ PYBIND11_MODULE(_mosaic, m) {
            int drop_highest_loss, const std::map<std::string, double>& pins,
            const std::string& objective, const std::string& space, double delta, int bootstrap,
            uint64_t seed, double confidence, int threads, const std::string& loss_column,
-           const std::string& run_column) {
+           const std::string& run_column, const std::vector<std::string>& logs,
+           const std::string& tag, int last_k) {
           scaling::DataTable table = TableFromColumns(numeric, text);
           py::gil_scoped_release release;
           const scaling::FitRequest r = Request(columns, where, drop_highest_loss, pins, objective,
                                                 space, delta, bootstrap, seed, confidence, threads,
-                                                loss_column, run_column);
+                                                loss_column, run_column, logs, tag, last_k);
           scaling::PrepareTable(table, r);
           FitHandle h;
           h.law = scaling::FindLaw(law);

@@ -118,6 +118,27 @@ def test_fit_of_a_dataframe_reads_text_cells_and_names_rows_and_arguments():
         mosaic.fit(frame, pins={"Q": 1})
 
 
+def test_fit_reads_losses_from_logs_as_the_cli_does():
+    logged = os.path.join(SOURCE, "tests/fixtures/scaling/logged_runs.csv")
+    logs = os.path.join(SOURCE, "tests/fixtures/janosh__tensorboard-reducer/tests/runs")
+    args = dict(law="compute", columns="C=6*N*D", pins={"E": 1})
+    f = mosaic.fit(logged, logs=logs, tag="strict/foo", **args)
+    cli = cli_json("fit", "tests/fixtures/scaling/logged_runs.csv", "--logs",
+                   "tests/fixtures/janosh__tensorboard-reducer/tests/runs", "--tag", "strict/foo",
+                   "--law", "compute", "--column", "C=6*N*D", "--pin", "E=1")
+    assert f.points == cli["points"] == 3
+    assert f.params == cli["params"]
+    # A DataFrame of the same rows, and the mean of the last values.
+    frame = mosaic.fit(pd.read_csv(logged), logs=[logs], tag="strict/foo", **args)
+    assert frame.params == f.params
+    last3 = mosaic.fit(logged, logs=logs, tag="strict/foo", last_k=3, **args)
+    assert last3.params != f.params
+    with pytest.raises(mosaic.InputError, match=r"^fit: logs needs tag"):
+        mosaic.fit(logged, logs=logs, **args)
+    with pytest.raises(mosaic.InputError, match=r"give logs= as well"):
+        mosaic.fit(logged, tag="strict/foo", **args)
+
+
 def test_plan_matches_the_cli():
     p = mosaic.plan()
     assert p.to_dict() == cli_json("plan")
