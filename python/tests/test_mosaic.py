@@ -131,6 +131,10 @@ def test_fit_reads_losses_from_logs_as_the_cli_does():
     # A DataFrame of the same rows, and the mean of the last values.
     frame = mosaic.fit(pd.read_csv(logged), logs=[logs], tag="strict/foo", **args)
     assert frame.params == f.params
+    renamed = pd.read_csv(logged).replace({"run": {"strict/run_2": "strict/run_9"}})
+    with pytest.raises(mosaic.InputError,
+                       match=r"^DataFrame row 1: run 'strict/run_9' is not in the logs"):
+        mosaic.fit(renamed, logs=logs, tag="strict/foo", **args)
     last3 = mosaic.fit(logged, logs=logs, tag="strict/foo", last_k=3, **args)
     assert last3.params != f.params
     with pytest.raises(mosaic.InputError, match=r"^fit: logs needs tag"):

@@ -54,6 +54,15 @@ void DataTable::KeepRows(const std::vector<bool>& keep) {
   filter(line_text);
 }
 
+SourceLocation DataTable::CellWhere(int column, size_t row) const {
+  if (lines_are_rows) {
+    SourceLocation where;
+    where.origin = fmt::format("{} row {}", origin, line[row]);
+    return where;
+  }
+  return CsvLocation(origin, line[row], line_text[row], cell_column[column][row]);
+}
+
 double ParseCellNumber(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
   while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
@@ -242,16 +251,6 @@ void DropHighest(DataTable& table, std::string_view column, int count) {
 
 namespace {
 
-SourceLocation CellLocation(const DataTable& table, int column, size_t row) {
-  if (table.lines_are_rows) {
-    SourceLocation where;
-    where.origin = fmt::format("{} row {}", table.origin, table.line[row]);
-    return where;
-  }
-  return CsvLocation(table.origin, table.line[row], table.line_text[row],
-                     table.cell_column[column][row]);
-}
-
 std::string CellValue(const DataTable& table, int column, size_t row) {
   if (table.lines_are_rows && table.text[column][row].empty() && table.derivations[column].empty()) {
     return "NaN (a missing value)";
@@ -287,14 +286,14 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
       std::string rule = law.ValidateInput(static_cast<int>(i), x);
       if (std::isnan(x)) rule = fmt::format("{} is a number", law.inputs[i].name);
       if (!rule.empty()) {
-        throw FieldError(CellLocation(table, c, r), law.inputs[i].name, CellValue(table, c, r),
+        throw FieldError(table.CellWhere(c, r), law.inputs[i].name, CellValue(table, c, r),
                          rule);
       }
       data.inputs[i].push_back(x);
     }
     const double loss = table.values[loss_column][r];
     if (!(std::isfinite(loss) && loss > 0)) {
-      throw FieldError(CellLocation(table, loss_column, r), options.loss_column,
+      throw FieldError(table.CellWhere(loss_column, r), options.loss_column,
                        CellValue(table, loss_column, r), "loss > 0 and finite");
     }
     data.loss.push_back(loss);
@@ -302,7 +301,7 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     if (weight_column >= 0) {
       weight = table.values[weight_column][r];
       if (!IsValidFitWeight(weight)) {
-        throw FieldError(CellLocation(table, weight_column, r), options.weight_column,
+        throw FieldError(table.CellWhere(weight_column, r), options.weight_column,
                          CellValue(table, weight_column, r), kFitWeightRule);
       }
     }
@@ -313,7 +312,7 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
                                : fmt::format("line {}", table.line[r]);
     // An empty cell would make one run of every row that lacks a name, resampled together.
     if (run_name.find_first_not_of(" \t\r") == std::string::npos) {
-      throw FieldError(CellLocation(table, run_column, r), options.run_column,
+      throw FieldError(table.CellWhere(run_column, r), options.run_column,
                        CellValue(table, run_column, r), "a run name (not empty)");
     }
     auto [it, inserted] = runs.try_emplace(run_name, static_cast<int>(data.run_names.size()));

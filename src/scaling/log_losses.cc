@@ -27,8 +27,7 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
   std::vector<std::string> short_runs;
   for (size_t row = 0; row < table.rows(); ++row) {
     const std::string& name = table.text[run_column][row];
-    SourceLocation where{table.origin, table.line[row], table.cell_column[run_column][row],
-                         table.line_text[row]};
+    const SourceLocation where = table.CellWhere(run_column, row);
     const runs::Run* run = nullptr;
     for (const runs::Run& candidate : runs) {
       if (candidate.name == name) run = &candidate;
@@ -49,8 +48,12 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
                                             options.tag));
     }
     losses[row] = loss;
+    // The finite values from the end, up to last_k: fewer means the mean is over all there are.
     int64_t finite = 0;
-    for (const runs::ScalarPoint& p : series->points) finite += std::isfinite(p.value) ? 1 : 0;
+    for (auto p = series->points.rbegin(); p != series->points.rend() && finite < options.last_k;
+         ++p) {
+      finite += std::isfinite(p->value) ? 1 : 0;
+    }
     if (finite < options.last_k) short_runs.push_back(fmt::format("{} ({})", name, finite));
   }
 

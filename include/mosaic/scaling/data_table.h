@@ -37,6 +37,9 @@ struct DataTable {
   int Require(std::string_view name, std::string_view purpose) const;
   // Keeps the rows whose flag is true, in order.
   void KeepRows(const std::vector<bool>& keep);
+  // Where the cell at `column`, `row` came from, for messages: its file line and character
+  // column (with the line's text for a caret), or "<origin> row <position>" for a DataFrame.
+  SourceLocation CellWhere(int column, size_t row) const;
 };
 
 // A cell's number: the whole cell (spaces around it and a leading '+' allowed) as a decimal or
