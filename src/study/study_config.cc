@@ -166,9 +166,12 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
             [&](auto& n, auto& w) { study.gpus_per_rack = GetPositiveInt(n, w, "gpus_per_rack"); });
   reader.On("peak_flops_per_gpu", [&](auto& n, auto& w) {
     study.peak_flops_per_gpu = GetNumber(n, w, "peak_flops_per_gpu");
-    if (!(study.peak_flops_per_gpu > 0) || !std::isfinite(study.peak_flops_per_gpu)) {
+    // In FLOP/s, not TFLOP/s: the range of a device file's peaks (0.1 to 100,000 TFLOP/s), so
+    // that 2.5 (meant as 2.5 PFLOP/s) or 2500 (as TFLOP/s) is caught.
+    if (!(study.peak_flops_per_gpu >= 1e11 && study.peak_flops_per_gpu <= 1e17)) {
       throw FieldError(w, "peak_flops_per_gpu", fmt::format("{}", study.peak_flops_per_gpu),
-                       "peak_flops_per_gpu > 0 and finite");
+                       "1e11 <= peak_flops_per_gpu <= 1e17 (FLOP/s per GPU, e.g. 2.5e15; not "
+                       "TFLOP/s)");
     }
   });
   reader.On("assumed_mfu", [&](auto& n, auto& w) {

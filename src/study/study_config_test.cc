@@ -163,10 +163,17 @@ TEST(LoadStudy, ArmNamesAreUnique) {
 
 TEST(LoadStudy, PeakFlopsMustBeFinite) {
   EXPECT_EQ(ErrorOf("model = \"marin-ladder\"\npeak_flops_per_gpu = inf\n"),
-            "study.toml:2:22: peak_flops_per_gpu = inf. Violated constraint: peak_flops_per_gpu > 0 "
-            "and finite\n"
+            "study.toml:2:22: peak_flops_per_gpu = inf. Violated constraint: 1e11 <= "
+            "peak_flops_per_gpu <= 1e17 (FLOP/s per GPU, e.g. 2.5e15; not TFLOP/s)\n"
             "  peak_flops_per_gpu = inf\n"
             "                       ^");
+  // A unit slip: 2.5 meant as 2.5 PFLOP/s, 2500 as TFLOP/s.
+  for (const char* slip : {"2.5", "2500"}) {
+    EXPECT_NE(ErrorOf(std::string("model = \"marin-ladder\"\npeak_flops_per_gpu = ") + slip + "\n")
+                  .find("Violated constraint: 1e11 <= peak_flops_per_gpu <= 1e17"),
+              std::string::npos)
+        << slip;
+  }
 }
 
 TEST(LoadStudy, AMeasuredThroughputNamesTheKeysItLacks) {
