@@ -33,14 +33,33 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
       if (candidate.name == name) run = &candidate;
     }
     if (run == nullptr) {
-      throw LocatedError(where, fmt::format("run '{}' is not in the logs{}", name,
-                                            DidYouMean(name, run_names)));
+      // With several log directories a run's name starts with its directory's: suggest the run
+      // whose name ends in this one.
+      std::string hint = DidYouMean(name, run_names);
+      for (const std::string& candidate : run_names) {
+        if (hint.empty() && candidate.size() > name.size() + 1 && candidate.ends_with(name) &&
+            candidate[candidate.size() - name.size() - 1] == '/') {
+          hint = fmt::format(" (did you mean '{}'? with several log directories, run names "
+                             "start with their directory's)",
+                             candidate);
+        }
+      }
+      throw LocatedError(where, fmt::format("run '{}' is not in the logs{}", name, hint));
     }
     const runs::TimeSeries* series = run->FindSeries(options.tag);
     if (series == nullptr) {
       const std::vector<std::string> tags = run->Tags();
       throw LocatedError(where, fmt::format("run '{}' has no tag '{}'{}", name, options.tag,
                                             DidYouMean(options.tag, tags)));
+    }
+    // A run whose tag ends in NaN or inf diverged: its final value is not a loss to fit, and the
+    // last finite one before it would stand in for it unseen.
+    if (!series->points.empty() && !std::isfinite(series->points.back().value)) {
+      throw LocatedError(where, fmt::format("run '{}': tag '{}' ends in {} at step {} (the run "
+                                            "diverged): it has no final loss to fit; remove its "
+                                            "row",
+                                            name, options.tag, series->points.back().value,
+                                            series->points.back().step));
     }
     const double loss = series->MeanOfLast(options.last_k);
     if (!std::isfinite(loss)) {

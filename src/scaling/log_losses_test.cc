@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "mosaic/util/error.h"
@@ -83,6 +85,42 @@ TEST(AttachLossesFromLogs, UnknownRunAndTagAreErrors) {
               std::string::npos)
         << error.what();
   }
+}
+
+// A run whose tag ends in NaN diverged: its last finite value must not stand in for its loss.
+TEST(AttachLossesFromLogs, ARunEndingInNanHasNoLoss) {
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(::testing::TempDir()) / "mosaic_log_losses_nan";
+  fs::remove_all(root);
+  fs::create_directories(root / "r7");
+  std::ofstream(root / "r7" / "m.csv") << "step,loss\n1,3\n2,2.5\n3,nan\n";
+  std::vector<runs::Run> loaded;
+  for (const runs::RunDirectory& directory : runs::DiscoverRuns(root.string())) {
+    loaded.push_back(runs::LoadRun(directory, {}));
+  }
+  DataTable table = ParseCsv("run,C\nr7,1e18\n", "lad.csv");
+  try {
+    AttachLossesFromLogs(table, loaded, {.tag = "loss", .last_k = 2});
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("lad.csv:2:1: run 'r7': tag 'loss' ends in nan at "
+                                             "step 3 (the run diverged): it has no final loss to "
+                                             "fit; remove its row"),
+              std::string::npos)
+        << error.what();
+  }
+  // A name without its directory's prefix is suggested with it.
+  for (runs::Run& run : loaded) run.name = "logs/" + run.name;
+  DataTable unprefixed = ParseCsv("run,C\nr7,1e18\n", "lad.csv");
+  try {
+    AttachLossesFromLogs(unprefixed, loaded, {.tag = "loss"});
+    FAIL();
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("run 'r7' is not in the logs (did you mean 'logs/r7'?"),
+              std::string::npos)
+        << error.what();
+  }
+  fs::remove_all(root);
 }
 
 }  // namespace
