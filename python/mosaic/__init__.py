@@ -5,13 +5,14 @@ performance model (step time, MFU, memory, best layout), scaling-law fits with b
 intervals, training-log reading into pandas, and the decision and co-design jobs.
 
 Every function raises :class:`InputError` (a ``ValueError``) with the command line's message on
-bad input (fit's messages name its keyword arguments where the command line names flags, and a
-DataFrame's rows by position: ``DataFrame row 2``). Long computations (layout search, multi-start fits, log reading, the jobs) release the
+bad input (the messages of fit and the run readers name their keyword arguments where the command
+line names flags, and a DataFrame's rows by position: ``DataFrame row 2``). Long computations (layout search, multi-start fits, log reading, the jobs) release the
 GIL, so threads run them in parallel.
 """
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import json
 import math
@@ -76,6 +77,60 @@ def _number(name: str, value, low: float, high: float, *, low_open: bool = False
 
 
 _MAX_THREADS = _mosaic.MAX_THREADS
+
+
+def _text(name: str, value) -> str:
+    """``value`` as a str, or InputError naming the argument (pybind11's TypeError lists the
+    binding's internals instead)."""
+    if not isinstance(value, str):
+        raise InputError(f"{name} = {value!r}. Violated constraint: a str")
+    return value
+
+
+def _path(name: str, value) -> str:
+    """``value`` (a str or os.PathLike naming a file, a folder or an embedded name) as a str."""
+    if not isinstance(value, (str, os.PathLike)) or isinstance(os.fspath(value), bytes):
+        raise InputError(f"{name} = {value!r}. Violated constraint: a path (str or os.PathLike)")
+    return os.fspath(value)
+
+
+def _numbers(name: str, value) -> np.ndarray:
+    """``value`` (a number, a sequence or array of numbers, a pandas Series or extension array
+    with missing values as NaN) as a float array of its shape; InputError for booleans, text,
+    complex numbers and ragged sequences."""
+    if isinstance(value, (pd.Series, pd.Index, pd.api.extensions.ExtensionArray)):
+        if (pd.api.types.is_numeric_dtype(value.dtype) and not pd.api.types.is_bool_dtype(value.dtype)
+                and not pd.api.types.is_complex_dtype(value.dtype)):
+            return pd.Series(value).to_numpy(dtype=float, na_value=np.nan)
+        value = np.asarray(value, dtype=object)
+    try:
+        array = np.asarray(value)
+    except ValueError:  # a ragged sequence
+        array = np.asarray(value, dtype=object)
+    if array.dtype.kind not in "iuf":
+        raise InputError(f"{name} = {value!r}. Violated constraint: numbers (an int or float, or "
+                         "an array of them; not bool, complex or text)")
+    return array.astype(float)
+
+
+def _in_python_terms(text: str, keywords: Mapping[str, str]) -> str:
+    """A library message with each command-line flag named as the Python argument for it
+    (``--step-column`` as ``step_column``): ``--column N=COLUMN`` as ``columns=['N=COLUMN']`` and
+    ``--pin E=VALUE`` as ``pins={'E': VALUE}`` where those are arguments."""
+    if "column" in keywords:
+        text = re.sub(r"--column (\w+)=COLUMN", r"columns=['\1=COLUMN']", text)
+    if "pin" in keywords:
+        text = re.sub(r"--pin (\w+)=VALUE", r"pins={'\1': VALUE}", text)
+    return re.sub(r"--([a-z]+(?:-[a-z]+)*)", lambda m: keywords.get(m.group(1), m.group(0)), text)
+
+
+@contextlib.contextmanager
+def _python_terms(keywords: Mapping[str, str]):
+    """Re-raises the library's InputError with its flags named as Python arguments."""
+    try:
+        yield
+    except InputError as error:
+        raise InputError(_in_python_terms(str(error), keywords)) from None
 
 
 def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
@@ -208,12 +263,8 @@ class Fit(_Document):
         budget) or ``C`` with one of ``N``, ``D`` (C = 6·N·D gives the other). Returns a DataFrame
         with the inputs given, the law's inputs they resolve to, ``loss`` and, with a bootstrap,
         ``low`` and ``high`` (a budget is re-allocated per resample)."""
-        for name, value in inputs.items():  # numbers only: no text read as a number
-            kind = np.asarray(value).dtype.kind
-            if kind not in "biuf":
-                raise InputError(f"predict: {name} = {value!r}. Violated constraint: numbers "
-                                 "(an int or float, or an array of them)")
-        arrays = {k: np.asarray(v, dtype=float) for k, v in inputs.items()}
+        # Numbers only: no text, bool or complex read as a number.
+        arrays = {k: _numbers(f"predict: {k}", v) for k, v in inputs.items()}
         try:
             shaped = np.broadcast_arrays(*arrays.values())
         except ValueError:
@@ -239,14 +290,20 @@ class Fit(_Document):
         law in N and D (chinchilla), as ``mosaic fit --frontier`` gives them: a dict
         (``compute_flops``, ``params``, ``tokens``, ``loss``) for one budget, a DataFrame with
         those columns, one row per budget, for a list or array of budgets."""
-        if np.ndim(compute_flops) == 0:
-            return self._handle.frontier(_number("compute_flops", compute_flops, 0, 1e300,
-                                                 low_open=True))
-        budgets = np.asarray(compute_flops, dtype=object).ravel()
-        return pd.DataFrame(
-            [self._handle.frontier(_number(f"compute_flops[{i}]", c, 0, 1e300, low_open=True))
-             for i, c in enumerate(budgets)],
-            columns=["compute_flops", "params", "tokens", "loss"])
+        budgets = _numbers("compute_flops", compute_flops)
+        if budgets.size == 0:
+            raise InputError("compute_flops = []. Violated constraint: at least one budget")
+        if budgets.ndim > 1:
+            raise InputError("frontier: compute_flops is a number or a one-dimensional array")
+        for i, c in enumerate(np.atleast_1d(budgets)):
+            if not 0 < c <= 1e300:
+                where = "compute_flops" if budgets.ndim == 0 else f"compute_flops[{i}]"
+                raise InputError(f"{where} = {c!r}. Violated constraint: a number in (0, 1e+300]")
+        with _python_terms({"frontier": "frontier"}):
+            if budgets.ndim == 0:
+                return self._handle.frontier(float(budgets))
+            return pd.DataFrame([self._handle.frontier(float(c)) for c in budgets],
+                                columns=["compute_flops", "params", "tokens", "loss"])
 
 
 # The command line's flags that fit's messages name, as fit's keyword arguments.
@@ -257,19 +314,9 @@ _FIT_KEYWORDS = {"column": "columns", "pin": "pins", "where": "where",
                  "tag": "tag", "last-k": "last_k"}
 
 
-@contextlib.contextmanager
-def _fit_terms():
-    """Re-raises the library's InputError in fit's terms: ``columns=['N=COLUMN']`` where the
-    command line would say ``--column N=COLUMN``, ``pins={'E': VALUE}`` for ``--pin E=VALUE``."""
-    try:
-        yield
-    except InputError as error:
-        text = str(error)
-        text = re.sub(r"--column (\w+)=COLUMN", r"columns=['\1=COLUMN']", text)
-        text = re.sub(r"--pin (\w+)=VALUE", r"pins={'\1': VALUE}", text)
-        text = re.sub(r"--([a-z]+(?:-[a-z]+)*)",
-                      lambda m: _FIT_KEYWORDS.get(m.group(1), m.group(0)), text)
-        raise InputError(text) from None
+# The command line's flags that the run reader's messages name, as its keyword arguments.
+_RUNS_KEYWORDS = {"restarts": "restarts", "tags": "tags", "step-column": "step_column",
+                  "last-k": "last_k"}
 
 
 def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: str = "",
@@ -296,38 +343,57 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
             for name, value in dict(pins or {}).items()}
     if isinstance(columns, str):  # one mapping, not its characters
         columns = [columns]
-    args = (law, list(columns), where, _integer("drop_highest_loss", drop_highest_loss, 0, 10**6),
-            pins, objective, space, _number("delta", delta, 0, 1e6, low_open=True),
+    if not isinstance(columns, collections.abc.Iterable):
+        raise InputError(f"columns = {columns!r}. Violated constraint: a mapping 'NAME=COLUMN' "
+                         "(str) or a list of them")
+    columns = [_text(f"columns[{i}]", c) for i, c in enumerate(columns)]
+    args = (_text("law", law), columns, _text("where", where),
+            _integer("drop_highest_loss", drop_highest_loss, 0, 10**6),
+            pins, _text("objective", objective), _text("space", space),
+            _number("delta", delta, 0, 1e6, low_open=True),
             _integer("bootstrap", bootstrap, 0, 10**6), _integer("seed", seed, 0, 2**64 - 1),
             _number("confidence", confidence, 0, 1, low_open=True, high_open=True),
-            _integer("threads", threads, 1, _MAX_THREADS), loss_column, run_column,
-            _log_directories(logs) if logs is not None else [], tag or "",
+            _integer("threads", threads, 1, _MAX_THREADS), _text("loss_column", loss_column),
+            _text("run_column", run_column),
+            _log_directories(logs, "logs") if logs is not None else [], tag or "",
             _integer("last_k", last_k, 1, 10**6))
     if isinstance(data, (str, os.PathLike)):
-        with _fit_terms():
+        with _python_terms(_FIT_KEYWORDS):
             return Fit(_mosaic.fit_csv(os.fspath(data), *args))
     if not isinstance(data, pd.DataFrame):
         raise InputError("fit: data is a CSV path or a pandas DataFrame")
+    # Columns by name as a CSV header names them: two that print alike are one name twice.
+    names = [str(name) for name in data.columns]
+    for i, name in enumerate(names):
+        if name in names[:i]:
+            raise InputError(f"DataFrame: column '{name}' appears twice (columns "
+                             f"{names.index(name)} and {i}). Violated constraint: column names "
+                             "are unique")
     numeric, text = {}, {}
-    for name in data.columns:
-        series = data[name]
+    for i, name in enumerate(names):
+        series = data.iloc[:, i]
+        if pd.api.types.is_complex_dtype(series.dtype):
+            raise InputError(f"DataFrame: column '{name}' is complex ({series.dtype}). Violated "
+                             "constraint: real numbers or text")
         if pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series):
-            numeric[str(name)] = series.to_numpy(dtype=float)
+            # Nullable dtypes (Float64, Int64) hold missing values as pd.NA: NaN here.
+            numeric[name] = series.to_numpy(dtype=float, na_value=np.nan)
         else:
-            text[str(name)] = ["" if pd.isna(v) else str(v) for v in series]
-    with _fit_terms():
+            text[name] = ["" if pd.isna(v) else str(v) for v in series]
+    with _python_terms(_FIT_KEYWORDS):
         return Fit(_mosaic.fit_columns(numeric, text, *args))
 
 
-def _log_directories(logdirs) -> list[str]:
+def _log_directories(logdirs, name: str = "logdirs") -> list[str]:
     """``logdirs`` as a list of paths: one path, or an iterable of them; at least one."""
     if isinstance(logdirs, (str, os.PathLike)):
         logdirs = [logdirs]
-    elif isinstance(logdirs, bytes):
-        raise InputError(f"logdirs = {logdirs!r}. Violated constraint: a path or paths as str")
-    paths = [os.fspath(d) for d in logdirs]
+    elif isinstance(logdirs, bytes) or not isinstance(logdirs, collections.abc.Iterable):
+        raise InputError(f"{name} = {logdirs!r}. Violated constraint: a path or a list of paths "
+                         "(str or os.PathLike)")
+    paths = [_path(f"{name}[{i}]", d) for i, d in enumerate(logdirs)]
     if not paths:
-        raise InputError("logdirs = []. Violated constraint: at least one log directory or file")
+        raise InputError(f"{name} = []. Violated constraint: at least one log directory or file")
     return paths
 
 
@@ -366,11 +432,13 @@ class Runs:
         # ``mosaic runs`` and summarize_runs report it.
         s = self.scalars.sort_values(["run", "tag", "pass", "step"], kind="stable")
         grouped = s.groupby(["run", "tag"], observed=True, sort=True)
+        # GroupBy.last() skips NaN: a run that ended in NaN would show its last finite value.
+        final = s.drop_duplicates(["run", "tag"], keep="last").set_index(["run", "tag"])["value"]
         return pd.DataFrame({
             "points": grouped.size(),
             "first_step": grouped["step"].min(),
             "last_step": grouped["step"].max(),
-            "final": grouped["value"].last(),
+            "final": final,
         }).reset_index()
 
     def __repr__(self) -> str:
@@ -388,8 +456,10 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
     _check_text("step_column", step_column)
-    (run_names, tag_names, run, tag, step, wall, value, passes, findings,
-     notes) = _mosaic.read_runs(logdirs, restarts, tags or "", step_column or "")
+    with _python_terms(_RUNS_KEYWORDS):
+        (run_names, tag_names, run, tag, step, wall, value, passes, findings,
+         notes) = _mosaic.read_runs(logdirs, _text("restarts", restarts), tags or "",
+                                    step_column or "")
     scalars = pd.DataFrame({
         "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
         "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
@@ -439,9 +509,10 @@ def summarize_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *,
     logdirs = _log_directories(logdirs)
     _check_tags(tags)
     _check_text("step_column", step_column)
-    last_k = _integer("last_k", last_k, 1, 2**31 - 1)
-    return RunsSummary(json.loads(_mosaic.summarize_runs(
-        logdirs, restarts, tags or "", step_column or "", last_k)))
+    last_k = _integer("last_k", last_k, 1, 2**30)  # as `mosaic runs --last-k`
+    with _python_terms(_RUNS_KEYWORDS):
+        return RunsSummary(json.loads(_mosaic.summarize_runs(
+            logdirs, _text("restarts", restarts), tags or "", step_column or "", last_k)))
 
 
 class Plan(_Document):
@@ -464,7 +535,7 @@ class Plan(_Document):
 
 def plan(study: str | os.PathLike = "fsdp-vs-ep") -> Plan:
     """The experiment ladder of a study file or embedded study name (``mosaic plan``)."""
-    document, text = _mosaic.plan(os.fspath(study))
+    document, text = _mosaic.plan(_path("study", study))
     return Plan(json.loads(document), text)
 
 
@@ -492,7 +563,7 @@ class Decision(_Document):
 
 def decide(study: str | os.PathLike = "fsdp-vs-ep", *, threads: int = 2) -> Decision:
     """Run the decision job on a study file or embedded study name (``mosaic decide``)."""
-    document, html = _mosaic.decide(os.fspath(study), _integer("threads", threads, 1,
+    document, html = _mosaic.decide(_path("study", study), _integer("threads", threads, 1,
                                                                 _MAX_THREADS))
     return Decision(json.loads(document), html)
 
@@ -519,6 +590,6 @@ class Codesign(_Document):
 
 def codesign(space: str | os.PathLike, *, threads: int = 2) -> Codesign:
     """Run the co-design job on a space file or embedded space name (``mosaic codesign``)."""
-    document, html = _mosaic.codesign(os.fspath(space), _integer("threads", threads, 1,
+    document, html = _mosaic.codesign(_path("space", space), _integer("threads", threads, 1,
                                                                   _MAX_THREADS))
     return Codesign(json.loads(document), html)

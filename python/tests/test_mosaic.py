@@ -143,6 +143,78 @@ def test_fit_reads_losses_from_logs_as_the_cli_does():
         mosaic.fit(logged, tag="strict/foo", **args)
 
 
+def test_arguments_of_the_wrong_kind_are_input_errors_naming_them(tmp_path):
+    frame = pd.read_csv(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"))
+    pins = {"E": 1.6, "alpha": 0.0941}
+    for kwargs, message in [
+            (dict(law=None), r"^law = None\. Violated constraint: a str$"),
+            (dict(where=None), r"^where = None"),
+            (dict(columns=None), r"^columns = None"),
+            (dict(columns=[5]), r"^columns\[0\] = 5"),
+            (dict(logs=5, tag="x"), r"^logs = 5"),
+            (dict(logs=[None], tag="x"), r"^logs\[0\] = None")]:
+        with pytest.raises(mosaic.InputError, match=message):
+            mosaic.fit(frame, **{"law": "compute", "pins": pins, **kwargs})
+    with pytest.raises(mosaic.InputError, match=r"^restarts = None"):
+        mosaic.read_runs(str(tmp_path), restarts=None)
+    with pytest.raises(mosaic.InputError, match=r"^logdirs = 3"):
+        mosaic.read_runs(3)
+    with pytest.raises(mosaic.InputError, match=r"^study = None"):
+        mosaic.plan(None)
+    # The reader's messages name its arguments, not the command line's flags.
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "m.csv").write_text("step,loss\n1,2.5\n")
+    with pytest.raises(mosaic.InputError, match=r"^restarts = bogus"):
+        mosaic.read_runs(str(tmp_path), restarts="bogus")
+    with pytest.raises(mosaic.InputError, match=r"^tags = zzz.*without tags"):
+        mosaic.read_runs(str(tmp_path), tags="zzz")
+    with pytest.raises(mosaic.InputError, match=r"last_k = 2147483647"):
+        mosaic.summarize_runs(str(tmp_path), last_k=2**31 - 1)
+
+
+def test_dataframe_columns_of_every_dtype_are_read_or_refused_by_name():
+    frame = pd.read_csv(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"))
+    pins = {"E": 1.6, "alpha": 0.0941}
+    nullable = frame.astype({"C": "Float64"})
+    nullable.loc[2, "C"] = pd.NA
+    with pytest.raises(mosaic.InputError, match=r"^DataFrame row 2: C = NaN \(a missing value\)"):
+        mosaic.fit(nullable, law="compute", pins=pins)
+    assert (mosaic.fit(frame.astype({"C": "Float64"}), law="compute", pins=pins).params
+            == mosaic.fit(frame, law="compute", pins=pins).params)
+    twice = pd.concat([frame, frame[["C"]]], axis=1)
+    with pytest.raises(mosaic.InputError, match=r"column 'C' appears twice"):
+        mosaic.fit(twice, law="compute", pins=pins)
+    alike = frame.assign(**{"1": frame["C"]})
+    alike[1] = frame["C"] * 2
+    with pytest.raises(mosaic.InputError, match=r"column '1' appears twice"):
+        mosaic.fit(alike, law="compute", pins=pins)
+    with pytest.raises(mosaic.InputError, match=r"column 'C' is complex"):
+        mosaic.fit(frame.assign(C=frame["C"] + 1j), law="compute", pins=pins)
+
+
+def test_predict_and_frontier_take_numbers_of_any_container():
+    f = mosaic.fit(EPOCH, columns=EPOCH_COLUMNS, drop_highest_loss=5)
+    with pytest.raises(mosaic.InputError, match=r"^predict: N = True"):
+        f.predict(N=True, D=1e12)
+    nullable = f.predict(C=pd.array([1e20, 1e21], dtype="Float64"))
+    np.testing.assert_array_equal(nullable["loss"], f.predict(C=[1e20, 1e21])["loss"])
+    assert f.frontier(np.array(5.76e23)) == f.frontier(5.76e23)
+    with pytest.raises(mosaic.InputError, match="one-dimensional"):
+        f.frontier([[1e21, 1e22], [1e23, 1e24]])
+    with pytest.raises(mosaic.InputError, match=r"^compute_flops = "):
+        f.frontier([1e21, [1e22, 1e23]])
+    with pytest.raises(mosaic.InputError, match="at least one budget"):
+        f.frontier([])
+
+
+def test_read_runs_summary_ends_where_the_log_ends(tmp_path):
+    (tmp_path / "r7").mkdir()
+    (tmp_path / "r7" / "m.csv").write_text("step,loss\n1,3\n2,2.5\n3,nan\n")
+    full = mosaic.read_runs(str(tmp_path)).summary
+    digest = mosaic.summarize_runs(str(tmp_path)).tags
+    assert np.isnan(full["final"].iloc[0]) and np.isnan(digest["final"].iloc[0])
+
+
 def test_plan_matches_the_cli():
     p = mosaic.plan()
     assert p.to_dict() == cli_json("plan")
