@@ -266,6 +266,20 @@ TEST(FitCli, PinIrreducibleLossToZero) {
 namespace mosaic::testing {
 namespace {
 
+// A run or weight column named on the command line must exist: a missing one was silently
+// ignored, and the bootstrap resampled rows instead of runs.
+TEST(FitCli, ANamedRunOrWeightColumnMustExist) {
+  for (const char* flag : {"--run-column name --bootstrap 10", "--weight-column w"}) {
+    CommandResult r = RunMosaic(std::string("fit tests/fixtures/scaling/arm_base.csv --law compute "
+                                            "--pin E=1.6 ") + flag);
+    EXPECT_EQ(r.exit_code, 1) << flag;
+    EXPECT_NE(r.err.find("unknown column"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 "
+                      "--weight-column weight").exit_code,
+            0);
+}
+
 // Losses from training logs: each CSV row names a run; its loss is the run's final value of a tag.
 TEST(FitCli, LossesFromLogs) {
   CommandResult r = RunMosaic(

@@ -311,7 +311,8 @@ _FIT_KEYWORDS = {"column": "columns", "pin": "pins", "where": "where",
                  "drop-highest-loss": "drop_highest_loss", "objective": "objective",
                  "space": "space", "delta": "delta", "bootstrap": "bootstrap", "seed": "seed",
                  "confidence": "confidence", "law": "law", "threads": "threads", "logs": "logs",
-                 "tag": "tag", "last-k": "last_k"}
+                 "tag": "tag", "last-k": "last_k", "run-column": "run_column",
+                 "loss-column": "loss_column"}
 
 
 # The command line's flags that the run reader's messages name, as its keyword arguments.

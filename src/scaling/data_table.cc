@@ -275,8 +275,14 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     data.input_names.push_back(in.name);
   }
   const int loss_column = table.Require(options.loss_column, "the observed loss");
-  const int run_column = table.Find(options.run_column);
-  const int weight_column = table.Find(options.weight_column);
+  const int run_column =
+      options.run_column == kDefaultRunColumn
+          ? table.Find(options.run_column)
+          : table.Require(options.run_column, "the run names (--run-column)");
+  const int weight_column =
+      options.weight_column == kDefaultWeightColumn
+          ? table.Find(options.weight_column)
+          : table.Require(options.weight_column, "the point weights (--weight-column)");
   data.inputs.resize(law.inputs.size());
   std::map<std::string, int> runs;
   for (size_t r = 0; r < table.rows(); ++r) {

@@ -75,10 +75,15 @@ void FilterRows(DataTable& table, std::string_view condition);
 // rows hold numbers, and otherwise left for the fit's own check to name.
 void DropHighest(DataTable& table, std::string_view column, int count);
 
+inline constexpr const char* kDefaultRunColumn = "run";
+inline constexpr const char* kDefaultWeightColumn = "weight";
+
 struct SelectOptions {
   std::string loss_column = "loss";
-  std::string run_column = "run";        // optional: each row is its own run when absent
-  std::string weight_column = "weight";  // optional
+  // Optional under their default names (each row is its own run, every weight 1, when the
+  // column is absent); a column named otherwise was asked for, and must exist.
+  std::string run_column = kDefaultRunColumn;
+  std::string weight_column = kDefaultWeightColumn;
 };
 
 // FitData for `law`: one column per law input (by name), the loss, and the optional run and

@@ -23,8 +23,8 @@ struct FitRequest {
   std::string where;
   int drop_highest_loss = 0;
   std::string loss_column = "loss";
-  std::string run_column = "run";
-  std::string weight_column = "weight";
+  std::string run_column = kDefaultRunColumn;        // data_table.h: required when renamed
+  std::string weight_column = kDefaultWeightColumn;
   // Losses from training logs: each row's run (run column) read from these directories.
   std::vector<std::string> logs;
   std::string tag;
