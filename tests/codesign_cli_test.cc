@@ -135,7 +135,37 @@ TEST(CodesignCli, AnOutputOverTheDeviceFileIsRefused) {
   // The report names the device, not the file it was read from.
   const CommandResult r = RunMosaic("codesign " + (dir / "space.toml").string() + " --quiet");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find(" — 256 × h100\n"), std::string::npos) << r.out.substr(0, 300);
+  EXPECT_NE(r.out.find(" — 256 × h100 (megatron-h100 profile, calibrated on h100)\n"),
+            std::string::npos)
+      << r.out.substr(0, 300);
+  std::filesystem::remove_all(dir);
+}
+
+// The report says which performance profile ranked the layouts, and, as perf does, when it is
+// another device's.
+TEST(CodesignCli, TheReportNamesTheProfileItUsed) {
+  const std::filesystem::path dir =
+      ::testing::TempDir() + "codesign_profile_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::string space = ReadText(SourcePath("data/spaces/h100-sparsity.toml"));
+  const size_t at = space.find("hardware = \"h100\"");
+  ASSERT_NE(at, std::string::npos) << space;
+  space.replace(at, std::string("hardware = \"h100\"").size(), "hardware = \"h200\"");
+  {
+    std::ofstream f(dir / "space.toml");
+    f << space;
+  }
+  const CommandResult r = RunMosaic("codesign " + (dir / "space.toml").string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json profile = nlohmann::json::parse(r.out)["profile"];
+  EXPECT_EQ(profile["name"], "megatron-h100");
+  EXPECT_EQ(profile["calibration"], "calibrated on h100");
+  ASSERT_EQ(profile["notes"].size(), 1u);
+  EXPECT_EQ(profile["notes"][0], "no profile is calibrated on h200; using megatron-h100, "
+                                 "calibrated on its closest calibrated sibling h100");
+  const CommandResult text = RunMosaic("codesign " + (dir / "space.toml").string() + " --quiet");
+  EXPECT_NE(text.out.find("note: no profile is calibrated on h200"), std::string::npos)
+      << text.out.substr(0, 400);
   std::filesystem::remove_all(dir);
 }
 

@@ -120,10 +120,10 @@ std::vector<Architecture> EnumerateArchitectures(const SpaceConfig& space) {
   return all;
 }
 
-std::shared_ptr<const SweepContext> PrepareSweep(const SpaceConfig& space) {
-  auto context = std::make_shared<SweepContext>();
-  std::tie(context->base_text, context->base_origin) = ModelText(space.base);
-  context->base = LoadModelFromToml(context->base_text, context->base_origin);
+namespace {
+
+// The performance job of the space's base model: what every architecture's layout search runs.
+PerfRequest SweepRequest(const SpaceConfig& space) {
   PerfRequest request;
   request.model = space.base;
   request.hardware = space.hardware;
@@ -133,7 +133,16 @@ std::shared_ptr<const SweepContext> PrepareSweep(const SpaceConfig& space) {
   SetFormatAndRouting(request, space.search.format, space.search.routing);
   request.capacity_factor = space.search.capacity_factor;
   request.profile = space.search.profile;
-  context->setup = PreparePerf(request);
+  return request;
+}
+
+}  // namespace
+
+std::shared_ptr<const SweepContext> PrepareSweep(const SpaceConfig& space) {
+  auto context = std::make_shared<SweepContext>();
+  std::tie(context->base_text, context->base_origin) = ModelText(space.base);
+  context->base = LoadModelFromToml(context->base_text, context->base_origin);
+  context->setup = PreparePerf(SweepRequest(space));
   context->search.top = 1;
   context->search.max_cp = space.search.max_cp;
   context->search.max_vpp = space.search.max_vpp;
@@ -354,6 +363,13 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   for (size_t j = 0; j < law.params.size(); ++j) result.theta[j] = pinned[j].value_or(0);
   const HardwareSpec hardware = LoadHardware(space.hardware);
   result.device = hardware.name;
+  {
+    // The profile every layout search used, and what perf would say of it.
+    const PerfSetup setup = PreparePerf(SweepRequest(space));
+    result.profile = setup.profile.name;
+    result.profile_calibration = CalibrationText(setup.profile);
+    result.perf_notes = PerfCautions(setup);
+  }
   result.peak_flops_per_gpu = hardware.peak_bf16_tflops * 1e12;
   std::vector<double> mfus;
   for (const ArchitectureResult& r : archs) {

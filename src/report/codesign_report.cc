@@ -57,7 +57,9 @@ std::string Header() {
 
 std::string RenderCodesignText(const CodesignResult& r, size_t top) {
   const SpaceConfig& s = r.space;
-  std::string out = fmt::format("{} — {} × {}\n", s.title, s.gpus, r.device);
+  std::string out = fmt::format("{} — {} × {} ({} profile, {})\n", s.title, s.gpus, r.device,
+                                r.profile, r.profile_calibration);
+  for (const std::string& note : r.perf_notes) out += "note: " + note + "\n";
   if (!s.source.empty()) out += fmt::format("source: {}\n", s.source);
   out += fmt::format("base {}; law {} ({}), parameters {}\n", s.base, r.law.name, r.law.formula,
                      s.law.origin);
@@ -114,6 +116,8 @@ std::string RenderCodesignJson(const CodesignResult& r) {
   Json j;
   j["space"] = {{"name", s.name}, {"title", s.title}, {"origin", s.origin}, {"source", s.source},
                 {"base", s.base}, {"hardware", s.hardware}, {"device", r.device}, {"gpus", s.gpus}};
+  j["profile"] = {{"name", r.profile}, {"calibration", r.profile_calibration},
+                  {"notes", r.perf_notes}};
   Json params = Json::object();
   for (const auto& [name, value] : s.law.params) params[name] = value;
   j["law"] = {{"name", r.law.name}, {"formula", r.law.formula}, {"params", params},
@@ -222,10 +226,14 @@ std::string RenderCodesignCsv(const CodesignResult& r) {
 std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
   const SpaceConfig& s = r.space;
   std::string body = "<h1>" + EscapeXml(s.title) + "</h1>\n";
-  body += "<p class=\"note\">" + EscapeXml(fmt::format("{} × {}; base {}; law {} ({}); budget {}",
-                                                        s.gpus, r.device, s.base, r.law.name,
-                                                        r.law.formula, Budget(r))) +
+  body += "<p class=\"note\">" +
+          EscapeXml(fmt::format("{} × {} ({} profile, {}); base {}; law {} ({}); budget {}", s.gpus,
+                                r.device, r.profile, r.profile_calibration, s.base, r.law.name,
+                                r.law.formula, Budget(r))) +
           "</p>\n";
+  for (const std::string& note : r.perf_notes) {
+    body += "<p class=\"note\">note: " + EscapeXml(note) + "</p>\n";
+  }
   body += "<div class=\"verdict\" id=\"verdict\">\n";
   if (r.cluster_optimum) {
     const ArchitectureResult& a = r.architectures[*r.cluster_optimum];

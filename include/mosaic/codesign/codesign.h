@@ -94,6 +94,9 @@ struct CodesignResult {
   scaling::Law law;
   std::vector<double> theta;            // the law's θ from the space's parameters
   std::string device;                   // the device's name (space.hardware may be a file path)
+  std::string profile;                  // the performance profile the layout searches used
+  std::string profile_calibration;      // CalibrationText: "calibrated on h100", ...
+  std::vector<std::string> perf_notes;  // PerfCautions of the base job (another device's profile)
   double peak_flops_per_gpu = 0;        // bf16 dense
   double cluster_seconds = 0;           // wall-clock of the cluster budget
   double flops_budget = 0;              // model FLOPs of the FLOPs-only budget
