@@ -759,11 +759,13 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     if (spec.results->loss == DecisionLoss::kDropless) {
       for (const ArmThroughput& a : s.arms) {
         if (a.known && a.dropped_share > 0) {
+          // The model scenario's share is the performance model's prediction, not a measurement.
           s.notes.push_back(fmt::format(
-              "{}'s tokens/s was measured dropping {:.2f}% of routed assignments, while the "
-              "deciding losses are dropless: a dropless run of {} computes every assignment "
-              "and waits for its most loaded rank, so the tokens/s ratio leans toward it",
-              a.arm, 100 * a.dropped_share, a.arm));
+              "{}'s tokens/s {} {:.2f}% of routed assignments, while the deciding losses are "
+              "dropless: a dropless run of {} computes every assignment and waits for its most "
+              "loaded rank, so the tokens/s ratio leans toward it",
+              a.arm, s.name == "model" ? "is predicted dropping" : "was measured dropping",
+              100 * a.dropped_share, a.arm));
         }
       }
     }

@@ -509,6 +509,12 @@ TEST(Decide, ThroughputMeasuredWithDropsBesideDroplessLossesIsNoted) {
                                           "assignments, while the deciding losses are dropless",
                                           0),
             0u);
+  // The model scenario's share is predicted, not measured.
+  ASSERT_EQ(d.scenarios.size(), 2u);
+  ASSERT_EQ(d.scenarios[1].name, "model");
+  ASSERT_EQ(d.scenarios[1].notes.size(), 1u);
+  EXPECT_EQ(d.scenarios[1].notes[0].rfind("ep64's tokens/s is predicted dropping ", 0), 0u)
+      << d.scenarios[1].notes[0];
 }
 
 // With the fit on the common rung (d768), ep64's d2048 loss 2.4106 sits under a floor pinned at
