@@ -7,7 +7,6 @@
 #include "command.h"
 #include "mosaic/decision/decision.h"
 #include "mosaic/report/decision_report.h"
-#include "mosaic/runs/run.h"
 #include "mosaic/util/atomic_file.h"
 
 namespace mosaic::cli {
@@ -25,14 +24,7 @@ void Run(const DecideOptions& o) {
   mosaic::DecideOptions options;
   options.threads = o.threads;
   const StudyConfig study = LoadStudy(o.study);
-  std::vector<std::string> inputs = {o.study, study.model};
-  if (study.decision.results) {
-    inputs.push_back(study.decision.results->csv);
-    // The log files under each results directory are read too: none may be overwritten.
-    for (const std::string& file : runs::LogFiles(runs::DiscoverRuns(study.decision.results->logs))) {
-      inputs.push_back(file);
-    }
-  }
+  const std::vector<std::string> inputs = StudyInputFiles(o.study, study);
   CheckOutputIsNotInput(o.output, inputs);
   CheckOutputIsNotInput(o.html, inputs, "--html");
   if (!o.html.empty() && o.html == o.output) {

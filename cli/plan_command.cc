@@ -3,6 +3,7 @@
 #include <string>
 
 #include "command.h"
+#include "mosaic/decision/decision.h"
 #include "mosaic/study/ladder.h"
 #include "mosaic/study/ladder_report.h"
 
@@ -18,7 +19,9 @@ struct PlanOptions {
 
 void Run(const PlanOptions& options) {
   const StudyConfig study = LoadStudy(options.study);
-  CheckOutputIsNotInput(options.output, {options.study, study.model});
+  // The files the study names beside it (results, logs) are refused too: plan does not read
+  // them, but a plan over a study's results would destroy its data.
+  CheckOutputIsNotInput(options.output, StudyInputFiles(options.study, study));
   const LadderPlan plan = PlanLadder(study);
   EmitOutput(options.output, options.json  ? RenderLadderJson(plan)
                              : options.csv ? RenderLadderCsv(plan)

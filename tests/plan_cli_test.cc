@@ -165,5 +165,26 @@ TEST(PlanCli, OutputOverAnInputIsRefused) {
   fs::remove_all(dir);
 }
 
+// The study's results CSV is not read by plan, but a plan written over it would destroy the
+// study's data: refused as decide refuses it.
+TEST(PlanCli, OutputOverTheStudysResultsIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_plan_results_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* file : {"fsdp-vs-ep.toml", "fsdp-vs-ep-results.csv"}) {
+    fs::copy_file(SourcePath(std::string("data/studies/") + file), dir / file);
+  }
+  const std::string results = (dir / "fsdp-vs-ep-results.csv").string();
+  const std::string before = ReadText(results);
+  CommandResult r = RunMosaic("plan '" + (dir / "fsdp-vs-ep.toml").string() + "' --output '" +
+                              results + "'");
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
+  EXPECT_EQ(ReadText(results), before);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

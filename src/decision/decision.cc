@@ -774,4 +774,16 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   return d;
 }
 
+std::vector<std::string> StudyInputFiles(const std::string& study_path, const StudyConfig& study) {
+  std::vector<std::string> inputs = {study_path, study.model};
+  if (study.decision.results) {
+    inputs.push_back(study.decision.results->csv);
+    for (const std::string& file :
+         runs::LogFiles(runs::DiscoverRuns(study.decision.results->logs))) {
+      inputs.push_back(file);
+    }
+  }
+  return inputs;
+}
+
 }  // namespace mosaic
