@@ -406,7 +406,7 @@ TEST(Decide, ATargetBudgetInFlopsNeedsNoTokens) {
   std::string neither = text;
   neither.replace(at, 14, "");
   try {
-    LoadStudyFromToml(neither, "study.toml");
+    LoadStudyFromToml(neither, (scratch.path / "study.toml").string());
     FAIL() << "no error";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("[target] needs tokens (training tokens, e.g. 20e12) or "

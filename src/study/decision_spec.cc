@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <system_error>
 #include <map>
 
 #include "mosaic/study/study_config.h"
@@ -82,7 +84,13 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   results.where = where;
   const std::string& origin = parent.origin();
   TableReader r(parent.text(), origin);
-  r.On("csv", [&](auto& n, auto& w) { results.csv = ResolveBeside(GetString(n, w, "csv"), origin); });
+  r.On("csv", [&](auto& n, auto& w) {
+    const std::string written = GetString(n, w, "csv");
+    results.csv = ResolveBeside(written, origin);
+    if (!InputFileExists(results.csv)) {
+      throw FieldError(w, "csv", "\"" + written + "\"", MissingInputFileRule(results.csv, origin));
+    }
+  });
   r.On("arm_column", [&](auto& n, auto& w) { results.arm_column = GetString(n, w, "arm_column"); });
   r.On("d_model_column",
        [&](auto& n, auto& w) { results.d_model_column = GetString(n, w, "d_model_column"); });
@@ -96,6 +104,12 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   r.On("logs", [&](auto& n, auto& w) {
     for (const std::string& dir : GetStringArray(n, w, "logs")) {
       results.logs.push_back(ResolveBeside(dir, origin));
+      std::error_code ignored;
+      if (!std::filesystem::exists(results.logs.back(), ignored)) {
+        throw FieldError(w, "logs", "\"" + dir + "\"",
+                         "a log directory or file; none at " + results.logs.back() +
+                             " (a relative path is taken beside " + origin + ")");
+      }
     }
     if (results.logs.empty()) {
       throw FieldError(w, "logs", "[]", "logs names at least one log directory");

@@ -139,7 +139,11 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   std::map<std::string, SourceLocation> layout_where;  // each arm's layout value, by arm name
   reader.On("name", [&](auto& n, auto& w) { study.name = GetString(n, w, "name"); });
   reader.On("title", [&](auto& n, auto& w) { study.title = GetString(n, w, "title"); });
-  reader.On("model", [&](auto& n, auto& w) { study.model = GetString(n, w, "model"); });
+  SourceLocation model_where;
+  reader.On("model", [&](auto& n, auto& w) {
+    study.model = GetString(n, w, "model");
+    model_where = w;
+  });
   reader.On("tokens_per_active_param", [&](auto& n, auto& w) {
     study.tokens_per_active_param = GetPositiveInt(n, w, "tokens_per_active_param");
   });
@@ -277,7 +281,12 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   if (study.name.empty()) study.name = origin;
   // A model file named by a relative path is found beside the study file first.
   if (study.model.ends_with(".toml") || study.model.find('/') != std::string::npos) {
+    const std::string written = study.model;
     study.model = ResolveBeside(study.model, origin);
+    if (!InputFileExists(study.model)) {
+      throw FieldError(model_where, "model", "\"" + written + "\"",
+                       "a model preset, or " + MissingInputFileRule(study.model, origin));
+    }
   }
   if (study.title.empty()) study.title = study.name;
   // An arm's layout names the degrees it was trained with (a label: unnamed degrees are filled by

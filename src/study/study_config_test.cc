@@ -186,5 +186,30 @@ TEST(LoadStudy, AMeasuredThroughputNamesTheKeysItLacks) {
       << error;
 }
 
+// Files a study names are checked where they are named: the error points at the key, and says
+// where the file was looked for.
+TEST(LoadStudy, AMissingResultsFileOrModelFileIsNamedAtItsKey) {
+  const std::string results =
+      ErrorOf(std::string(kMinimal) + "[results]\ncsv = \"nope.csv\"\n");
+  EXPECT_NE(results.find("study.toml:7:7: csv = \"nope.csv\". Violated constraint: a file; none "
+                         "at nope.csv (a relative path is looked for beside study.toml, then from "
+                         "the working directory)"),
+            std::string::npos)
+      << results;
+  const std::string logs =
+      ErrorOf(std::string(kMinimal) + "[results]\nlogs = [\"no-such-logs\"]\ntag = \"loss\"\n");
+  EXPECT_NE(logs.find("logs = \"no-such-logs\". Violated constraint: a log directory or file; "
+                      "none at no-such-logs"),
+            std::string::npos)
+      << logs;
+  const std::string model = ErrorOf(
+      "model = \"nofile.toml\"\npeak_flops_per_gpu = 2.5e15\nassumed_mfu = 0.15\n[[rungs]]\n"
+      "d_model = 768\n");
+  EXPECT_NE(model.find("study.toml:1:9: model = \"nofile.toml\". Violated constraint: a model "
+                       "preset, or a file; none at nofile.toml"),
+            std::string::npos)
+      << model;
+}
+
 }  // namespace
 }  // namespace mosaic

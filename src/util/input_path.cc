@@ -36,6 +36,13 @@ std::string ResolveBeside(const std::string& path, const std::string& origin) {
   return beside;
 }
 
+bool InputFileExists(const std::string& path) { return IsFileOnDisk(path) || IsEmbedded(path); }
+
+std::string MissingInputFileRule(const std::string& resolved, const std::string& origin) {
+  return "a file; none at " + resolved + " (a relative path is looked for beside " + origin +
+         ", then from the working directory)";
+}
+
 std::string ReadInputOrEmbedded(const std::string& path) {
   if (!IsFileOnDisk(path) && path.starts_with(kEmbeddedPrefix)) {
     if (std::optional<std::string_view> text =

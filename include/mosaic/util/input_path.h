@@ -14,6 +14,15 @@ namespace mosaic {
 // on reading it names the place it was expected. The result is lexically normalised.
 std::string ResolveBeside(const std::string& path, const std::string& origin);
 
+// Whether `path`, as ResolveBeside returns it, names a file: a regular file on disk, or an
+// embedded data file ("data/<folder>/<name>").
+bool InputFileExists(const std::string& path);
+
+// The rule an input file named inside `origin` breaks when InputFileExists(resolved) is false,
+// for FieldError: "a file; none at <resolved> (a relative path is looked for beside <origin>,
+// then from the working directory)".
+std::string MissingInputFileRule(const std::string& resolved, const std::string& origin);
+
 // The text of `path` (without a leading UTF-8 byte-order mark, text_input.h): the file on disk,
 // else the embedded data file when `path` starts with "data/". Throws InputError naming the path
 // when neither exists or the file cannot be read.
