@@ -124,15 +124,22 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
   else if (field == "scale_out_gbit_per_s") h.scale_out_gbit_per_s = v;
 }
 
-// The rules between fields (each field's own range is checked as it is set).
-void ValidateHardware(const HardwareSpec& h, const std::string& where) {
+// The rules between fields (each field's own range is checked as it is set). Errors name a
+// field's place in `field_where` (its file:line:column) when it has one, else `where`.
+void ValidateHardware(const HardwareSpec& h, const std::string& where,
+                      const std::map<std::string, std::string>& field_where = {}) {
+  auto at = [&](const std::string& field) {
+    const auto it = field_where.find(field);
+    return it != field_where.end() ? it->second : where;
+  };
   if (h.name.empty()) {
     throw InputError(fmt::format("{}: name = ''. Violated constraint: a device has a name", where));
   }
   if (h.scale_up_domain_gpus_used > h.scale_up_domain_gpus) {
     throw InputError(fmt::format("{}: scale_up_domain_gpus_used = {}. Violated constraint: "
                                  "scale_up_domain_gpus_used <= scale_up_domain_gpus ({})",
-                                 where, h.scale_up_domain_gpus_used, h.scale_up_domain_gpus));
+                                 at("scale_up_domain_gpus_used"), h.scale_up_domain_gpus_used,
+                                 h.scale_up_domain_gpus));
   }
   // An 8-bit format's tensor cores run at twice the bf16 rate on Hopper and Blackwell: a peak
   // below the bf16 one (fp8 would come out slower than bf16) or past 4× it (MFU, taken against
@@ -142,13 +149,15 @@ void ValidateHardware(const HardwareSpec& h, const std::string& where) {
     if (peak > 0 && (peak < h.peak_bf16_tflops || peak > kMax8BitOverBf16 * h.peak_bf16_tflops)) {
       throw InputError(fmt::format("{}: {} = {}. Violated constraint: 0 (none) or between "
                                    "peak_bf16_tflops and {} times it ({} to {})",
-                                   where, field, peak, kMax8BitOverBf16, h.peak_bf16_tflops,
+                                   at(field), field, peak, kMax8BitOverBf16, h.peak_bf16_tflops,
                                    kMax8BitOverBf16 * h.peak_bf16_tflops));
     }
   }
 }
 
-HardwareSpec FromToml(std::string_view text, const std::string& origin) {
+// The device of a file's text; `field_where` gets each field's file:line:column.
+HardwareSpec FromToml(std::string_view text, const std::string& origin,
+                      std::map<std::string, std::string>* field_where) {
   toml::table table = ParseToml(text, origin);
   HardwareSpec h;
   h.origin = origin;
@@ -163,6 +172,7 @@ HardwareSpec FromToml(std::string_view text, const std::string& origin) {
   for (auto&& [key, node] : table) {
     const std::string field(key.str());
     const std::string where = LocationOf(node, origin, text).ToString();
+    (*field_where)[field] = where;
     if (field == "sources") {
       if (const toml::table* sources = node.as_table()) {
         for (auto&& [k, v] : *sources) {
@@ -228,8 +238,9 @@ HardwareSpec LoadHardware(std::string_view name_or_path, std::span<const FieldOv
 
 HardwareSpec LoadHardwareFromToml(std::string_view toml_text, const std::string& origin,
                                   std::span<const FieldOverride> overrides) {
-  HardwareSpec h = FromToml(toml_text, origin);
-  ValidateHardware(h, h.origin);
+  std::map<std::string, std::string> field_where;
+  HardwareSpec h = FromToml(toml_text, origin, &field_where);
+  ValidateHardware(h, h.origin, field_where);
   // The rules between fields hold once every override is applied (raising both peaks takes two).
   std::vector<std::string> flags;
   std::map<std::string, std::string> set_by_override;  // field → its --set value

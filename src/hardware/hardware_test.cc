@@ -152,6 +152,17 @@ TEST(Hardware, EightBitPeaksFollowTheBf16Peak) {
   EXPECT_NE(ErrorOf([&] { LoadHardware("h100", {&slow_bf16, 1}); })
                 .find("peak_fp8_tflops = 1979. Violated constraint"),
             std::string::npos);
+  // In a file, the rule between fields points at the field's line.
+  EXPECT_EQ(ErrorOf([&] {
+              LoadHardwareFromToml(std::string(kDevice) + "peak_fp8_tflops = 500\n", "gpu.toml");
+            }),
+            "gpu.toml:8:19: peak_fp8_tflops = 500. Violated constraint: 0 (none) or between "
+            "peak_bf16_tflops and 4 times it (989 to 3956)");
+  EXPECT_NE(ErrorOf([&] {
+              LoadHardwareFromToml(std::string(kDevice) + "scale_up_domain_gpus_used = 16\n",
+                                   "gpu.toml");
+            }).find("gpu.toml:8:29: scale_up_domain_gpus_used = 16. Violated constraint"),
+            std::string::npos);
   const FieldOverride both[] = {{"peak_bf16_tflops", "2000", {}},
                                 {"peak_fp8_tflops", "4000", {}}};
   const HardwareSpec raised = LoadHardware("h100", both);
