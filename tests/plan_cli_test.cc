@@ -81,9 +81,11 @@ TEST(PlanCli, BadArmOverrideNamesStudyArmAndRung) {
   CommandResult r = RunMosaic("plan tests/fixtures/bad/latent_not_integer.toml");
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err,
-            "mosaic: error: tests/fixtures/bad/latent_not_integer.toml: arm 'thirds', rung d1024: "
-            "latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an exact "
-            "integer\n");
+            "mosaic: error: tests/fixtures/bad/latent_not_integer.toml:11:22: arm 'thirds', rung "
+            "d1024: latent_dim = \"d/3\" at d = 1024. Violated constraint: the quotient is an "
+            "exact integer\n"
+            "  set = { latent_dim = \"d/3\" }\n"
+            "                       ^\n");
 }
 
 TEST(PlanCli, ArmWithTopKAboveExperts) {

@@ -276,16 +276,18 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
       f.pins.emplace_back(name, pinned);
     }
   });
-  r.On("bootstrap", [&](auto& n, auto& w) { f.bootstrap = GetPositiveInt(n, w, "bootstrap", 0); });
+  r.On("bootstrap", [&](auto& n, auto& w) {
+    f.bootstrap = GetPositiveInt(n, w, "bootstrap", 0);
+    if (f.bootstrap > 100000) {
+      throw FieldError(w, "bootstrap", std::to_string(f.bootstrap), "bootstrap <= 100000");
+    }
+  });
   r.On("seed", [&](auto& n, auto& w) {
     f.seed = static_cast<uint64_t>(GetPositiveInt(n, w, "seed", 0));
   });
   r.On("confidence",
        [&](auto& n, auto& w) { f.confidence = GetFraction(n, w, "confidence", true, true); });
   r.Read(GetTable(node, where, "fit"), "[fit]");
-  if (f.bootstrap > 100000) {
-    throw FieldError(where, "bootstrap", std::to_string(f.bootstrap), "bootstrap <= 100000");
-  }
 }
 
 void ReadRule(const toml::node& node, const SourceLocation& where, const TableReader& parent,
@@ -335,7 +337,10 @@ void ReadNoise(const toml::node& node, const SourceLocation& where, const TableR
   TableReader r(parent.text(), parent.origin());
   r.On("loss_spread",
        [&](auto& n, auto& w) { noise.loss_spread = GetPositiveNumber(n, w, "loss_spread"); });
-  r.On("d_model", [&](auto& n, auto& w) { noise.d_model = GetPositiveInt(n, w, "d_model"); });
+  r.On("d_model", [&](auto& n, auto& w) {
+    noise.d_model = GetPositiveInt(n, w, "d_model");
+    noise.d_model_where = w;
+  });
   r.On("runs", [&](auto& n, auto& w) { noise.runs = GetPositiveInt(n, w, "runs", 2); });
   r.On("effective_compute_spread", [&](auto& n, auto& w) {
     noise.effective_compute_spread = GetPositiveNumber(n, w, "effective_compute_spread");
@@ -450,7 +455,7 @@ void ValidateDecisionSpec(const StudyConfig& study) {
     check_arm(e.arm, e.where, "arm");
     if (e.d_model != 0) check_rung(e.d_model, e.where);
   }
-  if (spec.noise) check_rung(spec.noise->d_model, FileLocation(study.origin));
+  if (spec.noise) check_rung(spec.noise->d_model, spec.noise->d_model_where);
   if (spec.throughput.model) {
     const SourceLocation file = FileLocation(study.origin);
     if (!spec.target) {

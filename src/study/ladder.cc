@@ -68,16 +68,21 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       row.d_model = rung.d_model;
       row.racks = rung.racks;
       std::vector<FieldOverride> overrides = {{"d_model", std::to_string(rung.d_model), {}}};
-      try {
-        for (const ArmOverride& o : rung.overrides) {
-          overrides.push_back({o.field, ResolveOverride(o, rung.d_model), o.where});
+      // An override that does not resolve at this rung is placed at its key.
+      auto placed = [&](const SourceLocation& where) {
+        SourceLocation file;
+        file.origin = study.origin;
+        return where.origin.empty() ? file : where;
+      };
+      for (const std::vector<ArmOverride>* list : {&rung.overrides, &arm.overrides}) {
+        for (const ArmOverride& o : *list) {
+          try {
+            overrides.push_back({o.field, ResolveOverride(o, rung.d_model), o.where});
+          } catch (const InputError& error) {
+            throw LocatedError(placed(o.where), fmt::format("arm '{}', rung d{}: {}", arm.name,
+                                                            rung.d_model, error.what()));
+          }
         }
-        for (const ArmOverride& o : arm.overrides) {
-          overrides.push_back({o.field, ResolveOverride(o, rung.d_model), o.where});
-        }
-      } catch (const InputError& error) {
-        throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,
-                                     rung.d_model, error.what()));
       }
       for (size_t i = 1; i < overrides.size(); ++i) {
         row.overrides.push_back(overrides[i].field + "=" + overrides[i].value);
@@ -86,6 +91,8 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       try {
         spec = LoadModel(study.model, overrides);
       } catch (const InputError& error) {
+        // The model's own location is in the message; which of the rung's shape and the arm's
+        // overrides broke it is the rule's to say (they are listed after "--set").
         throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,
                                      rung.d_model, error.what()));
       }

@@ -135,6 +135,7 @@ struct RuleSpec {
 struct NoiseSpec {
   double loss_spread = 0;            // max − min of the loss over identical runs (nats)
   int64_t d_model = 0;               // the rung they ran at
+  SourceLocation d_model_where;      // where d_model is written, for errors
   int64_t runs = 0;
   double effective_compute_spread = 0;  // as the source states it (fraction), 0 when not given
   std::string source;
