@@ -105,8 +105,10 @@ struct FitHandle {
       for (const auto& [name, column] : inputs) {
         point[k++].second = column.at(static_cast<py::ssize_t>(i));
       }
+      // An element of several is named by its index.
+      const std::string caller = n > 1 ? fmt::format("predict[{}]", i) : "predict";
       const scaling::Prediction p =
-          scaling::Predict(law, arm.fit, boot, point, flops_per_param_token, "predict");
+          scaling::Predict(law, arm.fit, boot, point, flops_per_param_token, caller);
       for (size_t j = 0; j < p.inputs.size(); ++j) {
         resolved[j].mutable_at(static_cast<py::ssize_t>(i)) = p.inputs[j];
       }

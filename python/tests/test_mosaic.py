@@ -194,6 +194,11 @@ def test_dataframe_columns_of_every_dtype_are_read_or_refused_by_name():
 
 def test_predict_and_frontier_take_numbers_of_any_container():
     f = mosaic.fit(EPOCH, columns=EPOCH_COLUMNS, drop_highest_loss=5)
+    # The budget is named when it is bad, not the N derived from it; an element by its index.
+    with pytest.raises(mosaic.InputError, match=r"^predict: C = 0\. Violated constraint: C > 0"):
+        f.predict(C=0)
+    with pytest.raises(mosaic.InputError, match=r"^predict\[2\]: C = nan"):
+        f.predict(C=[1e21, 1e22, np.nan])
     with pytest.raises(mosaic.InputError, match=r"^predict: N = True"):
         f.predict(N=True, D=1e12)
     nullable = f.predict(C=pd.array([1e20, 1e21], dtype="Float64"))

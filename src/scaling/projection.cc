@@ -99,6 +99,11 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
     }
   }
   if (compute) {
+    // The budget is checked as given: N or D derived from a bad one would be named instead.
+    if (!(std::isfinite(*compute) && *compute > 0)) {
+      throw FieldError(At(std::string(caller)), "C", fmt::format("{}", *compute),
+                       "C > 0 and finite (training FLOPs)");
+    }
     const int n = law.InputIndex("N"), d = law.InputIndex("D");
     const double nd = *compute / flops_per_param_token;
     if (given[n] && given[d]) {
@@ -108,6 +113,13 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
           caller, *compute, x[n], x[d], flops_per_param_token));
     }
     if (!given[n] && !given[d]) {
+      if (law.name != "chinchilla") {
+        throw InputError(fmt::format(
+            "{}: C = {:g} alone. Violated constraint: C alone needs the compute-optimal N and D, "
+            "which are derived for the chinchilla law only; with law {} give C with one of N, D "
+            "(C = {:g}·N·D gives the other)",
+            caller, *compute, law.name, flops_per_param_token));
+      }
       const FrontierPoint f = ComputeOptimal(law, theta, *compute, flops_per_param_token);
       x[n] = f.params;
       x[d] = f.tokens;

@@ -29,9 +29,10 @@ using InputPoint = std::vector<std::pair<std::string, double>>;
 InputPoint ParseInputPoint(std::string_view text);
 
 // Raw inputs of `law` for `point`. For a law with inputs N and D (and not C), a point giving C
-// resolves N and D by compute-optimal allocation under C = k·N·D, or the missing one of N, D
-// from C. Throws InputError, opening with `caller` (the flag or function asked), for a missing or
-// unknown input, an input outside its law's range, or C given with both N and D.
+// resolves the missing one of N, D from C, or, for the chinchilla law, both by compute-optimal
+// allocation under C = k·N·D. Throws InputError, opening with `caller` (the flag or function
+// asked), for a missing or unknown input, an input outside its law's range, a C that is not
+// positive and finite, C given with both N and D, or C alone for another law.
 std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& theta,
                                   const InputPoint& point, double flops_per_param_token,
                                   std::string_view caller = "--predict");
