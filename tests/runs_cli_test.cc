@@ -149,6 +149,12 @@ TEST(RunsCli, ErrorsAndExitCodes) {
   CommandResult missing = RunMosaic("runs tests/fixtures/no-such-dir");
   EXPECT_EQ(missing.exit_code, 1);
   EXPECT_EQ(missing.err, "mosaic: error: tests/fixtures/no-such-dir: no such file or directory\n");
+  // Every path that cannot be read is named, not only the first.
+  CommandResult two = RunMosaic("runs tests/fixtures/no-such-1 " + kRerun + " tests/fixtures/no-such-2");
+  EXPECT_EQ(two.exit_code, 1);
+  EXPECT_EQ(two.err, "mosaic: error: 2 of the 3 log paths cannot be read:\n"
+                     "  tests/fixtures/no-such-1: no such file or directory\n"
+                     "  tests/fixtures/no-such-2: no such file or directory\n");
   CommandResult policy = RunMosaic("runs " + kRerun + " --restarts newest");
   EXPECT_EQ(policy.exit_code, 2);
   // The summary's flags beside --export are refused, not ignored.

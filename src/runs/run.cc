@@ -377,7 +377,20 @@ std::string NormalizedPath(const std::string& logdir) {
 
 std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs) {
   std::vector<std::vector<RunDirectory>> found;
-  for (const std::string& logdir : logdirs) found.push_back(DiscoverRuns(logdir));
+  // Every argument that cannot be read is reported, not only the first.
+  std::vector<std::string> errors;
+  for (const std::string& logdir : logdirs) {
+    try {
+      found.push_back(DiscoverRuns(logdir));
+    } catch (const InputError& error) {
+      errors.emplace_back(error.what());
+    }
+  }
+  if (errors.size() == 1) throw InputError(errors.front());
+  if (!errors.empty()) {
+    throw InputError(fmt::format("{} of the {} log paths cannot be read:\n  {}", errors.size(),
+                                 logdirs.size(), fmt::join(errors, "\n  ")));
+  }
   if (logdirs.size() == 1) return std::move(found.front());
 
   std::vector<std::string> labels;

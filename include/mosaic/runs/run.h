@@ -66,6 +66,8 @@ std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 // or, where two arguments share a base name, the argument's normalized path, with "#2", "#3", ...
 // appended to a label given twice; a run at the log directory itself (or a file given as the
 // argument) is named by the label alone. Runs keep the order of the arguments, then by name.
+// Throws InputError as DiscoverRuns does for one argument; for several that fail, one error
+// listing each ("2 of the 3 log paths cannot be read:" and a line per path).
 std::vector<RunDirectory> DiscoverRuns(const std::vector<std::string>& logdirs);
 
 // Every log file of `runs`: each run's event files, then its CSV and JSONL files.
