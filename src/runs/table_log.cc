@@ -444,7 +444,8 @@ void AddLongFormatRow(const std::vector<std::string>& cells, const std::string& 
     return index >= 0 && index < static_cast<int>(cells.size()) ? Trim(cells[index])
                                                                 : std::string_view();
   };
-  if (columns.run >= 0) {
+  // An empty run cell names no run (a long frame's rows without one), so it conflicts with none.
+  if (columns.run >= 0 && !cell(columns.run).empty()) {
     const std::string_view run = cell(columns.run);
     if (*run_line == 0) {
       *run_name = run;

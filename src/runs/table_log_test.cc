@@ -274,6 +274,11 @@ TEST(CsvLog, LongFormatNamesItsUnreadColumnsAndHoldsOneRun) {
   ASSERT_EQ(log.notes.size(), 1u);
   EXPECT_EQ(log.notes[0], "scalars.csv:1: a long-format file (a tag and a value column, one point "
                           "a row); host is not read");
+  // A row whose run cell is empty names no other run.
+  EXPECT_EQ(ReadCsvLog("run,tag,step,value\n,loss,1,3\na,loss,2,2.5\n,loss,3,2\n", "one.csv")
+                .tags[0]
+                .points.size(),
+            3u);
   try {
     ReadCsvLog("run,tag,step,value\na,loss,1,2.5\nb,loss,1,2.0\n", "all.csv");
     FAIL() << "two runs in one file were read as one";
