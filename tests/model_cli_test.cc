@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -259,6 +260,24 @@ TEST(ModelCli, TokensMustBeANumberInRange) {
               std::string::npos)
         << r.err;
   }
+}
+
+// A whole number written as a float is shown as written (24.0), so that "layers is of type
+// integer" explains itself.
+TEST(ModelCli, AnIntegerWrittenAsAFloatIsShownAsWritten) {
+  const std::filesystem::path file =
+      std::filesystem::path(::testing::TempDir()) / ("float_layers_" + std::to_string(getpid()) + ".toml");
+  std::string text = ReadText(SourcePath("data/models/mixtral-8x7b.toml"));
+  const size_t at = text.find("\nlayers = 32\n");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 13, "\nlayers = 32.0\n");
+  std::ofstream(file) << text;
+  CommandResult r = RunMosaic("model " + file.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("layers = 32.0. Violated constraint: layers is of type integer"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove(file);
 }
 
 }  // namespace

@@ -250,7 +250,7 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
       << ErrorOf(replace(kSpace, "gpus = 8", "gpus = 99999999999"));
   // An integer written as a float is named as such (it read "experts = 8 ... is an integer").
   EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8.0, 16]"))
-                .find("experts = 8 (a float). Violated constraint: experts is an integer, written "
+                .find("experts = 8.0 (a float). Violated constraint: experts is an integer, written "
                       "without a decimal point or exponent"),
             std::string::npos)
       << ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = [8.0, 16]"));

@@ -40,8 +40,13 @@ SourceLocation LocationOf(const toml::node& node, const std::string& origin, std
 std::string TomlValueText(const toml::node& node) {
   if (node.is_table() || node.is_array()) return fmt::format("<{}>", TomlTypeName(node));
   // The shortest text that reads back as the same double (toml++ prints 17 digits: 0.1 would
-  // read 0.10000000000000001 in a message).
-  if (const auto* f = node.as_floating_point()) return fmt::format("{}", f->get());
+  // read 0.10000000000000001 in a message), and still a float: 24.0, not 24, so that "layers is
+  // of type integer" shows what was written.
+  if (const auto* f = node.as_floating_point()) {
+    std::string text = fmt::format("{}", f->get());
+    if (text.find_first_not_of("-0123456789") == std::string::npos) text += ".0";
+    return text;
+  }
   std::ostringstream text;
   node.visit([&](const auto& value) { text << value; });
   return text.str();
