@@ -742,6 +742,15 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   // The held-out rows' uncalibrated stand-ins are not part of the fitted set.
   result.profiles.profiles.resize(fitted_profiles);
   result.solver_report = best.report;
+  if (result.in_sample.rows > 0 && result.in_sample.rms_log_error > kMaxFittedRmsLogError) {
+    result.cautions.push_back(fmt::format(
+        "the fitted profiles miss their own rows by an RMS log error of {:.2f} (median {:.0f}%, "
+        "above {}): the model does not explain these measurements, and what it fitted (look for "
+        "parameters at their bounds) is no description of the stack; check each row's model, "
+        "layout, hardware and measured figure before using it",
+        result.in_sample.rms_log_error, 100 * result.in_sample.median_abs_error,
+        kMaxFittedRmsLogError));
+  }
   return result;
 }
 
@@ -817,6 +826,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["loo_not_run"] = r.loo_not_run;
     j["rows_in_figures"] = r.rows.size() - r.left_out.size();
     j["left_out"] = r.left_out;
+    j["cautions"] = r.cautions;
     j["solver"] = r.solver_report;
     // The fitted parameters, for a script (the profile file itself is written by --output).
     nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
@@ -982,6 +992,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   line("held-out", r.heldout, r.heldout_rows.empty() ? "(no held-out rows given: --heldout CSV)"
                                                      : "(no valid held-out row)");
   if (!r.solver_report.empty()) out += r.solver_report + "\n";
+  for (const std::string& caution : r.cautions) out += "caution: " + caution + "\n";
   if (!r.repeated.empty()) {
     // Whether the model follows what changed between two measurements of one job; rows of one
     // setting get one prediction, so past 1.3 / 0.7 no prediction is within 30% of both.

@@ -150,6 +150,29 @@ TEST_F(LogCalibration, RecoversTheProfileThatGeneratedTheLogs) {
   EXPECT_EQ(result.profiles.Get("megatron-h100").gemm_efficiency,
             shipped_.Get("megatron-h100").gemm_efficiency);
   EXPECT_EQ(result.leave_one_out.rows, static_cast<int64_t>(std::size(kRuns)));
+  EXPECT_TRUE(result.cautions.empty());
+}
+
+// Runs the model cannot reconcile (one 3× faster than its neighbours of the same shape): the fit
+// runs to its bounds and misses its own rows; the result says so rather than offering the
+// profile as the stack's.
+TEST_F(LogCalibration, AFitThatMissesItsRowsIsCautioned) {
+  const TeamRun runs[] = {
+      {"pp2-ep8", "pp=2,vpp=12,ep=8,dp=8,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
+      {"ep8-dp16", "ep=8,dp=16,mbs=1,recompute=modules", 512, "tokens_per_s_per_gpu"},
+      {"ep16-mbs2", "ep=16,dp=16,mbs=2,recompute=modules", 256, "tokens_per_s_per_gpu"}};
+  const double measured[] = {2500, 16000, 2600};
+  for (size_t i = 0; i < std::size(runs); ++i) WriteRun(runs[i], measured[i]);
+  WriteFileAtomically((dir_ / kRunFileName).string(), RunFileFor(runs));
+  const CalibrationResult result =
+      CalibrateFromLogs(MeasurementsFromLogs({dir_.string()}, "", shipped_), shipped_);
+  EXPECT_GT(result.in_sample.rms_log_error, kMaxFittedRmsLogError);
+  ASSERT_EQ(result.cautions.size(), 1u);
+  EXPECT_EQ(result.cautions[0].rfind("the fitted profiles miss their own rows by an RMS log "
+                                     "error of ", 0),
+            0u);
+  EXPECT_NE(RenderCalibration(result, false).find("caution: the fitted profiles miss"),
+            std::string::npos);
 }
 
 // Three runs a team measured at about 0.8 of what the shipped H100 profile predicts: the fit is at

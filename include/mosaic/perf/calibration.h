@@ -114,7 +114,15 @@ struct CalibrationResult {
   std::vector<RepeatedMeasurement> repeated;
   std::string solver_report;
   DropFit drop_fit;
+  // What makes the fitted profiles doubtful, one sentence each (a fit that misses its own rows by
+  // more than kMaxFittedRmsLogError): printed beside the figures, and in JSON "cautions".
+  std::vector<std::string> cautions;
 };
+
+// The in-sample RMS log error past which a calibration is cautioned (about 40% on a typical row;
+// the shipped profiles reach 0.11): the model does not explain those runs, so the profile it
+// fitted, often at its bounds, should not be trusted as a description of the stack.
+inline constexpr double kMaxFittedRmsLogError = 0.35;
 
 // Fits `initial` to `rows` (Ceres, residuals log(predicted / measured tokens/s per GPU), every
 // parameter inside its physical bound; two starts: `initial` and the middle of the bounds) and
