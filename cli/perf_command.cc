@@ -344,9 +344,11 @@ void AddPerfCommand(CLI::App& root) {
                   "string); a2a_overlap=1 (EP all-to-all overlap) (a missing key is 1)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
-            // Commas or spaces alone are ParseLayout's to report; nothing at all would read
-            // as a missing --layout.
-            return text.empty() ? "an empty layout: give at least one KEY=VALUE, e.g. dp=8" : "";
+            // Nothing, or spaces alone, would read as a missing --layout: a usage error either
+            // way. Commas are ParseLayout's to report (an empty item).
+            return text.find_first_not_of(' ') == std::string::npos
+                       ? "an empty layout: give at least one KEY=VALUE, e.g. dp=8"
+                       : "";
           },
           "KEY=VALUE,..."));
   cmd->add_option("--batch", o->batch, "global batch in sequences")

@@ -137,9 +137,12 @@ TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --routing x");
   EXPECT_EQ(r.exit_code, 2);
   // An empty layout is named as such (it read as a missing --layout).
-  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout ''");
-  EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("--layout: an empty layout"), std::string::npos) << r.err;
+  for (const char* blank : {"''", "'  '"}) {
+    r = RunMosaic(std::string("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout ") +
+                  blank);
+    EXPECT_EQ(r.exit_code, 2) << blank;
+    EXPECT_NE(r.err.find("--layout: an empty layout"), std::string::npos) << r.err;
+  }
 }
 
 TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
