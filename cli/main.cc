@@ -89,7 +89,7 @@ void CheckOutputIsNotInput(const std::string& output, const std::vector<std::str
     if (input.empty() || !std::filesystem::is_regular_file(input, ec)) continue;
     if (std::filesystem::equivalent(output, input, ec) && !ec) {
       throw FieldError({}, flag, output,
-                       fmt::format("not one of the command's input files ({} is read)", input));
+                       fmt::format("not one of the command's input files ({} is one)", input));
     }
   }
 }
