@@ -462,8 +462,11 @@ def read_runs(logdirs: str | os.PathLike | Iterable[str | os.PathLike], *, resta
          notes) = _mosaic.read_runs(logdirs, _text("restarts", restarts), tags or "",
                                     step_column or "")
     scalars = pd.DataFrame({
-        "run": pd.Categorical.from_codes(run, categories=run_names) if run_names else run,
-        "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names else tag,
+        # Categorical even when empty (from_codes needs the categories it indexes).
+        "run": pd.Categorical.from_codes(run, categories=run_names) if run_names
+        else pd.Categorical([], categories=[]),
+        "tag": pd.Categorical.from_codes(tag, categories=tag_names) if tag_names
+        else pd.Categorical([], categories=[]),
         "step": step,
         "wall_time": wall,
         "value": value,
@@ -490,6 +493,9 @@ class RunsSummary:
             columns=["run", "tag", "points", "first_step", "last_step", "final", "mean_last_k",
                      "k", "mean_last_k_points", "min", "non_finite"],
         ).astype({"final": float, "mean_last_k": float, "min": float})
+        if self.tags.empty:  # the counts' dtypes, which pandas cannot infer from no rows
+            self.tags = self.tags.astype({c: "int64" for c in (
+                "points", "first_step", "last_step", "k", "mean_last_k_points", "non_finite")})
         self.findings = pd.DataFrame(
             [{"run": r["run"], **f} for r in runs for f in r["findings"]],
             columns=["run", "kind", "tag", "steps", "message"],

@@ -218,6 +218,12 @@ def test_read_runs_summary_ends_where_the_log_ends(tmp_path):
     full = mosaic.read_runs(str(tmp_path)).summary
     digest = mosaic.summarize_runs(str(tmp_path)).tags
     assert np.isnan(full["final"].iloc[0]) and np.isnan(digest["final"].iloc[0])
+    # Logs with no point yet keep the frames' dtypes.
+    (tmp_path / "empty" / "r").mkdir(parents=True)
+    (tmp_path / "empty" / "r" / "m.csv").write_text("step,loss\n")
+    nothing = mosaic.read_runs(str(tmp_path / "empty")).scalars
+    assert len(nothing) == 0 and nothing["tag"].dtype == "category"
+    assert mosaic.summarize_runs(str(tmp_path / "empty")).tags["points"].dtype == np.int64
 
 
 def test_plan_matches_the_cli():
