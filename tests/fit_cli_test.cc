@@ -88,7 +88,7 @@ TEST(FitCli, EveryParameterPinned) {
 
   // The compute law pinned whole, with a bootstrap: every interval is the pinned value itself.
   const std::string pins = " --pin E=1.6 --pin A=88.32 --pin alpha=0.0941 --json";
-  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 20" + pins);
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 40" + pins);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["intervals"]["alpha"][0].get<double>(), 0.0941);
@@ -269,7 +269,7 @@ namespace {
 // A run or weight column named on the command line must exist: a missing one was silently
 // ignored, and the bootstrap resampled rows instead of runs.
 TEST(FitCli, ANamedRunOrWeightColumnMustExist) {
-  for (const char* flag : {"--run-column name --bootstrap 10", "--weight-column w"}) {
+  for (const char* flag : {"--run-column name --bootstrap 40", "--weight-column w"}) {
     CommandResult r = RunMosaic(std::string("fit tests/fixtures/scaling/arm_base.csv --law compute "
                                             "--pin E=1.6 ") + flag);
     EXPECT_EQ(r.exit_code, 1) << flag;
@@ -278,6 +278,21 @@ TEST(FitCli, ANamedRunOrWeightColumnMustExist) {
   EXPECT_EQ(RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 "
                       "--weight-column weight").exit_code,
             0);
+}
+
+// One or two resamples gave "intervals" that excluded the point estimate: a percentile interval
+// needs at least one resample beyond each end.
+TEST(FitCli, TooFewBootstrapResamplesAreRefused) {
+  CommandResult r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 2");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("bootstrap = 2. Violated constraint: bootstrap >= 40 at confidence 0.95 "
+                       "(ceil(2 / (1 - confidence)): a percentile interval needs a resample "
+                       "beyond each of its ends), or 0 for none"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 20 "
+                "--confidence 0.9 --pin E=1.6 --json");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 // Losses from training logs: each CSV row names a run; its loss is the run's final value of a tag.

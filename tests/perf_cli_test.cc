@@ -1184,13 +1184,6 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
                       "number in (0, 1000], then optionally a note after a space\n");
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp0 + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp0 + dp2'. Violated constraint:")) << err;
-  // The data-parallel size is derived: tp·pp·cp must divide the GPUs, fsdp that size.
-  err = error_of([](std::string& row) { Replace(row, ",256,1,4,", ",250,1,4,"); });
-  EXPECT_EQ(err, at + "tp·pp·cp = 1·4·1 = 4 does not divide gpus = 250. Violated constraint: the "
-                      "data-parallel size gpus / (tp·pp·cp) is a whole number\n");
-  err = error_of([](std::string& row) { Replace(row, "zero1", "fsdp7 + dp2"); });
-  EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdp7 + dp2': fsdp 7 does not divide the "
-                                   "data-parallel size 64")) << err;
   err = error_of([](std::string& row) { Replace(row, "zero1", "fsdpx + dp2"); });
   EXPECT_TRUE(err.starts_with(at + "dp_kind = 'fsdpx + dp2'. Violated constraint:")) << err;
   err = error_of([](std::string& row) { Replace(row, "dropless-forced-balance", "sinkhorn"); });
@@ -1216,6 +1209,40 @@ TEST(PerfCli, RowErrorsNameFileLineAndColumn) {
                                 "the profile set (did you mean 'megatron-h100'?) (row M3)"),
               std::string::npos)
         << p.err;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A row whose cells form no layout (tp·pp·cp does not divide the GPUs, fsdp does not divide the
+// data-parallel size) is left out of every figure under that rule, as a row whose layout breaks
+// another rule is; it failed the whole file.
+TEST(PerfCli, ValidateLeavesOutARowWithoutALayout) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / "mosaic_perf_no_layout";
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t m9 = text.find("\nM9,") + 1;
+  const std::string valid = text.substr(m9, text.find('\n', m9) + 1 - m9);
+  struct Case {
+    std::string from, to, rule;
+  };
+  for (const Case& c :
+       {Case{",256,1,4,", ",250,1,4,", "tp·pp·cp divides gpus (1·4·1 = 4 does not divide 250)"},
+        Case{"zero1", "fsdp7 + dp2", "fsdp divides the data-parallel size gpus / (tp·pp·cp) "
+                                     "(fsdp 7 of dp_kind 'fsdp7 + dp2' does not divide 64)"}}) {
+    const std::string path =
+        WriteTemp(dir, "rows.csv", OneRow("M3", [&](std::string& row) {
+                    Replace(row, c.from, c.to);
+                  }) + valid);
+    CommandResult r = RunMosaic("perf validate " + path);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("row M3 left out of every figure: its layout breaks " + c.rule),
+              std::string::npos)
+        << r.out;
+    r = RunMosaic("perf validate " + path + " --json");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    const nlohmann::json j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["left_out"], nlohmann::json::array({"M3"}));
+    EXPECT_EQ(j["rows_in_figures"].get<int64_t>(), 1);
   }
   std::filesystem::remove_all(dir);
 }

@@ -69,14 +69,14 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     find(r.profile);
     // A device without the default profile runs on the one `mosaic perf` picks for it
     // (ProfileSet::ForHardware: its closest calibrated sibling's, h200 on megatron-h100).
-    if (p.profile_index < 0 && r.profile == ProfileFor(r.hardware, r.source)) {
-      find(set.ForHardware(r.hardware).name);
+    if (p.profile_index < 0 && r.profile == ProfileFor(r.DeviceName(), r.source)) {
+      find(set.ForHardware(r.DeviceName()).name);
     }
     // "file:line: " when the row was read from a file, and the row's id.
     const std::string at = r.where.empty() ? "" : r.where + ": ";
     if (p.profile_index < 0) {
       // A profile the row names (its `profile` cell), or the publisher's default for its device.
-      if (r.profile != ProfileFor(r.hardware, r.source)) {
+      if (r.profile != ProfileFor(r.DeviceName(), r.source)) {
         std::vector<std::string> names;
         for (const PerfProfile& profile : set.profiles) names.push_back(profile.name);
         throw InputError(fmt::format("{}profile = '{}'. Violated constraint: a profile of the "
@@ -115,6 +115,12 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
       p.peak_bytes = EstimateMemory(p.shape, p.cluster, p.layout, p.job, profile).peak_bytes;
       p.fits = p.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
     };
+    if (!r.layout_rule.empty()) {
+      p.valid = false;  // its cells form no layout (measurements.h)
+      p.invalid_rule = r.layout_rule;
+      out.push_back(std::move(p));
+      continue;
+    }
     if (r.recompute || !profile.recompute.empty()) {
       // The policy the source states, else the stack's documented one.
       const Recompute rc = r.recompute ? *r.recompute : *RecomputeFromString(profile.recompute);
@@ -150,10 +156,10 @@ std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>
                                [&](const PerfProfile& p) { return p.name == name; });
   };
   for (MeasuredRow& r : rows) {
-    if (has(r.profile) || r.profile != ProfileFor(r.hardware, r.source)) continue;
-    PerfProfile defaults = set.ForHardware(r.hardware);
+    if (has(r.profile) || r.profile != ProfileFor(r.DeviceName(), r.source)) continue;
+    PerfProfile defaults = set.ForHardware(r.DeviceName());
     if (defaults.name != kGenericProfileName) continue;
-    defaults.name = "generic-" + r.hardware;
+    defaults.name = "generic-" + r.DeviceName();
     if (!has(defaults.name)) set.profiles.push_back(defaults);
     r.profile = defaults.name;
   }

@@ -44,6 +44,9 @@ constexpr std::string_view kKeys[] = {"model",   "hardware", "profile",        "
                                       "routing", "capacity_factor", "tag",      "metric",
                                       "skip_steps"};
 
+constexpr std::string_view kCapacityFactorRule = "a number in [0.01, 1000]";
+static_assert(kMaxCapacityFactor == 1000);
+
 // A model or device named by a path (it has a '/' or ends in .toml) is found beside the run file
 // (util/input_path.h); a preset name is kept as written.
 std::string Resolve(const std::string& value, const std::string& origin) {
@@ -135,9 +138,10 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       } else if (auto i = node.as_integer()) {
         x = static_cast<double>(i->get());
       } else {
-        throw fail("a finite number > 0");
+        throw fail(kCapacityFactorRule);
       }
-      if (!std::isfinite(x) || x <= 0) throw fail("a finite number > 0");
+      // The range of --capacity-factor (perf_request.cc).
+      if (!(x >= 0.01 && x <= kMaxCapacityFactor)) throw fail(kCapacityFactorRule);
       spec.capacity_factor = x;
     } else if (key == "tag") {
       spec.tag = string();
@@ -192,8 +196,10 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
     const toml::table* t = node.as_table();
     if (t == nullptr) throw LocatedError(where, "run must be a table ([[run]])");
     ThroughputRunSpec spec = defaults;
+    std::set<std::string> own_keys;
+    ReadKeys(*t, origin, text, spec, own_keys, true);
     std::set<std::string> keys = default_keys;
-    ReadKeys(*t, origin, text, spec, keys, true);
+    keys.insert(own_keys.begin(), own_keys.end());
     spec.origin = where.origin.empty() ? origin : fmt::format("{}:{}", origin, where.line);
     for (const char* required :
          {"run", "model", "hardware", "gpus", "layout", "global_batch", "seq_len", "tag"}) {
@@ -203,6 +209,14 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
                                                   ? "every [[run]] names its run"
                                                   : "give it in the run or in [defaults]"));
       }
+    }
+    // A capacity factor the run gives itself caps nothing under a dropless or balanced routing
+    // (as --capacity-factor with --routing dropless); one in [defaults] serves the runs that cap.
+    if (own_keys.contains("capacity_factor") && !CapsTokens(spec.routing)) {
+      throw LocatedError(where, fmt::format(
+          "[[run]] '{}': capacity_factor = {} with routing = '{}'. Violated constraint: a "
+          "capacity factor caps tokens only under routing capacity or fixed-cells",
+          spec.run, spec.capacity_factor, ToString(spec.routing)));
     }
     if (!names.insert(spec.run).second) {
       throw LocatedError(where, fmt::format("run '{}' is listed twice", spec.run));
@@ -221,7 +235,7 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
       throw LocatedError(where, fmt::format("layout {}: {}", ToString(spec.layout),
                                             violation->rule));
     }
-    if (spec.profile.empty()) spec.profile = profiles.ForHardware(spec.hardware).name;
+    if (spec.profile.empty()) spec.profile = profiles.ForHardware(spec.device.name).name;
     specs.push_back(std::move(spec));
   }
   return specs;
@@ -369,6 +383,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
       row_group.push_back(g);
       r.model = spec.model;
       r.hardware = spec.hardware;
+      r.device = spec.device.name;
       r.gpus = spec.gpus;
       r.layout = spec.layout;
       r.recompute = spec.layout.recompute;  // the layout states the run's policy
@@ -414,25 +429,30 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
     }
   }
   // A profile belongs to one device: runs on another would refit it, a shipped one included,
-  // for the wrong silicon.
+  // for the wrong silicon. Devices are compared by name, so that a device file named "h100" (a
+  // copy of h100.toml with the cluster's own links) runs on h100's profiles.
+  auto shown = [](const std::string& hardware, const std::string& device) {
+    return hardware == device ? hardware : fmt::format("{} (device '{}')", hardware, device);
+  };
   std::map<std::string, const MeasuredRow*> first_run;  // of each profile not in `profiles`
   for (const MeasuredRow& r : rows) {
     std::string device, owner;
     if (const auto it = std::ranges::find(profiles.profiles, r.profile, &PerfProfile::name);
         it != profiles.profiles.end()) {
-      device = it->hardware;
-      owner = fmt::format("is for {}", device);
+      device = IsPathArgument(it->hardware) ? LoadHardware(it->hardware).name : it->hardware;
+      owner = fmt::format("is for {}", shown(it->hardware, device));
     } else if (const auto [first, fresh] = first_run.emplace(r.profile, &r); !fresh) {
-      device = first->second->hardware;
-      owner = fmt::format("has run '{}' on {}", first->second->id, device);
+      device = first->second->DeviceName();
+      owner = fmt::format("has run '{}' on {}", first->second->id,
+                          shown(first->second->hardware, device));
     } else {
       continue;
     }
-    if (device != r.hardware) {
+    if (device != r.DeviceName()) {
       throw InputError(fmt::format(
           "{}: run '{}' on {}: profile '{}' {}. Violated constraint: a profile's runs are all on "
           "its device; give the runs on {} a profile of their own (profile = \"...\")",
-          r.where, r.id, r.hardware, r.profile, owner, r.hardware));
+          r.where, r.id, shown(r.hardware, r.DeviceName()), r.profile, owner, r.hardware));
     }
   }
   return rows;
@@ -444,7 +464,7 @@ ProfileSet WithProfilesOf(const std::vector<MeasuredRow>& rows, const ProfileSet
     bool known = false;
     for (const PerfProfile& p : set.profiles) known = known || p.name == r.profile;
     if (known) continue;
-    PerfProfile p = set.ForHardware(r.hardware);
+    PerfProfile p = set.ForHardware(r.DeviceName());
     p.name = r.profile;
     // A device file is named by its absolute path, so that the written profile set reads the same
     // from any directory.
@@ -452,7 +472,7 @@ ProfileSet WithProfilesOf(const std::vector<MeasuredRow>& rows, const ProfileSet
       p.hardware = std::filesystem::absolute(r.hardware).lexically_normal().string();
     }
     p.stack = fmt::format("fitted from logs (started from the {} profile)",
-                          profiles.ForHardware(r.hardware).name);
+                          profiles.ForHardware(r.DeviceName()).name);
     p.calibrated = false;
     set.profiles.push_back(std::move(p));
   }

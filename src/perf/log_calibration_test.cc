@@ -335,6 +335,21 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
                 .find("metric = 'speed'. Violated constraint: tokens_per_s_per_gpu, "
                       "tokens_per_s, step_seconds or wall_time"),
             std::string::npos);
+  // capacity_factor is checked as --capacity-factor is: its range, and a routing that caps.
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nrouting = \"capacity\"\n"
+                                 "capacity_factor = 0.001\n")
+                .find("capacity_factor = 0.001. Violated constraint: a number in [0.01, 1000]"),
+            std::string::npos);
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\ncapacity_factor = 1.25\n")
+                .find("[[run]] 'ep8-dp16': capacity_factor = 1.25 with routing = 'balanced'. "
+                      "Violated constraint: a capacity factor caps tokens only under routing "
+                      "capacity or fixed-cells"),
+            std::string::npos)
+      << message(base + run + "run = \"ep8-dp16\"\ncapacity_factor = 1.25\n");
+  EXPECT_EQ(message(base + run + "run = \"ep8-dp16\"\nrouting = \"capacity\"\n"
+                                 "capacity_factor = 1.25\n")
+                .find("capacity_factor"),
+            std::string::npos);
   EXPECT_NE(message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 16\nglobal_batch = 512\n")
                 .find("[[run]] 'ep8-dp16' has no layout"),
             std::string::npos);
@@ -529,6 +544,55 @@ TEST_F(LogCalibration, ADeviceFileIsNamedByItsAbsolutePath) {
   ASSERT_FALSE(std::filesystem::path(row.hardware).is_absolute());
   const ProfileSet set = WithProfilesOf({row}, shipped_);
   EXPECT_EQ(set.Get("acme-mine").hardware, (dir_ / "hw" / "mine.toml").lexically_normal().string());
+}
+
+// A device file named "h100" (a copy of h100.toml, the cluster's own file) runs on h100's
+// profiles, as `mosaic perf --hardware FILE` does: its runs start from megatron-h100, not from the
+// generic profile, and may name megatron-h100.
+TEST_F(LogCalibration, ADeviceFileRunsOnItsDevicesProfiles) {
+  const PerfProfile truth = Truth();
+  for (const TeamRun& r : kRuns) WriteRun(r, Predicted(r, truth));
+  const std::filesystem::path device = dir_ / "cluster.toml";
+  std::filesystem::copy_file(std::string(MOSAIC_SOURCE_DIR) + "/data/hardware/h100.toml", device);
+  ASSERT_EQ(LoadHardware(device.string()).name, "h100");
+  std::string text = RunFile();
+  text.replace(text.find("hardware = \"h100\""), 17, "hardware = \"" + device.string() + "\"");
+  const std::string team = "profile = \"team-h100\"\n";
+  text.replace(text.find(team), team.size(), "");
+  WriteFileAtomically((dir_ / kRunFileName).string(), text);
+  const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
+  ASSERT_EQ(rows.size(), std::size(kRuns));
+  for (const MeasuredRow& r : rows) {
+    EXPECT_EQ(r.hardware, device.string());
+    EXPECT_EQ(r.device, "h100");
+    EXPECT_EQ(r.profile, "megatron-h100") << r.id;
+  }
+  // A team profile of such runs starts from megatron-h100.
+  std::vector<MeasuredRow> named = rows;
+  for (MeasuredRow& r : named) r.profile = "acme-h100";
+  const PerfProfile started = WithProfilesOf(named, shipped_).Get("acme-h100");
+  EXPECT_EQ(started.gemm_efficiency, shipped_.Get("megatron-h100").gemm_efficiency);
+  EXPECT_EQ(started.stack, "fitted from logs (started from the megatron-h100 profile)");
+  // Naming megatron-h100 outright is accepted; a device file of another device is not.
+  const std::string explicit_profile = "profile = \"megatron-h100\"\n";
+  std::string named_text = text;
+  named_text.insert(named_text.find("seq_len"), explicit_profile);
+  WriteFileAtomically((dir_ / kRunFileName).string(), named_text);
+  EXPECT_EQ(MeasurementsFromLogs({dir_.string()}, "", shipped_).front().profile, "megatron-h100");
+  const std::filesystem::path b200 = dir_ / "b200.toml";
+  std::filesystem::copy_file(std::string(MOSAIC_SOURCE_DIR) + "/data/hardware/b200.toml", b200);
+  std::string other = named_text;
+  other.replace(other.find(device.string()), device.string().size(), b200.string());
+  WriteFileAtomically((dir_ / kRunFileName).string(), other);
+  try {
+    MeasurementsFromLogs({dir_.string()}, "", shipped_);
+    ADD_FAILURE() << "a b200 file's runs refit megatron-h100";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(b200.string() + " (device 'b200'): profile "
+                                         "'megatron-h100' is for h100. Violated constraint"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(LogCalibrationSummary, MedianAndWorstRow) {

@@ -164,6 +164,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     });
     const HardwareSpec& device =
         loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
+    r.device = device.name;
     r.gpus = integer("gpus");
     Layout& l = r.layout;
     l.tp = integer("tp");
@@ -172,14 +173,15 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     l.ep = integer("ep");
     l.cp = integer("cp");
     l.mbs = integer("micro_batch");
-    // The data-parallel size is what the GPUs leave: tp·pp·cp must divide them.
-    if (r.gpus % (l.tp * l.pp * l.cp) != 0) {
-      throw InputError(fmt::format(
-          "{}:{}: tp·pp·cp = {}·{}·{} = {} does not divide gpus = {}. Violated constraint: the "
-          "data-parallel size gpus / (tp·pp·cp) is a whole number",
-          path, line_no, l.tp, l.pp, l.cp, l.tp * l.pp * l.cp, r.gpus));
+    // The data-parallel size is what the GPUs leave: a row whose tp·pp·cp does not divide them
+    // (or whose fsdp does not divide that size) has no layout, and is left out of the figures
+    // under that rule (PreparedRow), as a row CheckLayout refuses is.
+    const int64_t model_parallel = l.tp * l.pp * l.cp;
+    if (r.gpus % model_parallel != 0) {
+      r.layout_rule = fmt::format("tp·pp·cp divides gpus ({}·{}·{} = {} does not divide {})", l.tp,
+                                  l.pp, l.cp, model_parallel, r.gpus);
     }
-    const int64_t data = r.gpus / (l.tp * l.pp * l.cp);
+    const int64_t data = std::max<int64_t>(1, r.gpus / model_parallel);
     const std::string& kind = cell("dp_kind");
     if (kind == "zero1") {
       l.dp = data;
@@ -194,14 +196,13 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                      "'fsdpN ... + dpM ...' with N a positive integer",
                                      path, line_no, Printable(kind)));
       }
-      if (data % fsdp != 0) {
-        throw InputError(fmt::format(
-            "{}:{}: dp_kind = '{}': fsdp {} does not divide the data-parallel size {} (gpus / "
-            "(tp·pp·cp)). Violated constraint: fsdp divides it",
-            path, line_no, Printable(kind), fsdp, data));
+      if (data % fsdp != 0 && r.layout_rule.empty()) {
+        r.layout_rule = fmt::format("fsdp divides the data-parallel size gpus / (tp·pp·cp) (fsdp "
+                                    "{} of dp_kind '{}' does not divide {})",
+                                    fsdp, Printable(kind), data);
       }
       l.fsdp = fsdp;
-      l.dp = data / l.fsdp;
+      l.dp = std::max<int64_t>(1, data / l.fsdp);
     } else {
       throw InputError(fmt::format("{}:{}: dp_kind = '{}'. Violated constraint: zero1, fsdp or "
                                    "'fsdpN ... + dpM ...'",
@@ -291,7 +292,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     // publisher's by source and device.
     r.profile = col.contains("profile") && !cell("profile").empty()
                     ? cell("profile")
-                    : ProfileFor(r.hardware, r.source);
+                    : ProfileFor(r.device, r.source);
     if (col.contains("recompute") && !cell("recompute").empty()) {
       r.recompute = RecomputeFromString(cell("recompute"));
       if (!r.recompute) {

@@ -12,14 +12,24 @@
 
 namespace mosaic::scaling {
 
+int MinBootstrapResamples(double confidence) {
+  return static_cast<int>(std::ceil(2 / (1 - confidence) - 1e-9));
+}
+
+std::string BootstrapMinimumRule(double confidence) {
+  return fmt::format("bootstrap >= {} at confidence {:g} (ceil(2 / (1 - confidence)): a "
+                     "percentile interval needs a resample beyond each of its ends)",
+                     MinBootstrapResamples(confidence), confidence);
+}
+
 void BootstrapOptions::Validate() const {
-  if (resamples < 1) {
-    throw FieldError(At("--bootstrap"), "bootstrap", fmt::format("{}", resamples),
-                     "bootstrap >= 1");
-  }
   if (!(confidence > 0 && confidence < 1)) {
     throw FieldError(At("--confidence"), "confidence", fmt::format("{}", confidence),
                      "0 < confidence < 1");
+  }
+  if (resamples < MinBootstrapResamples(confidence)) {
+    throw FieldError(At("--bootstrap"), "bootstrap", fmt::format("{}", resamples),
+                     BootstrapMinimumRule(confidence));
   }
 }
 

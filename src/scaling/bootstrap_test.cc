@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include "mosaic/scaling/data_table.h"
+#include "mosaic/util/error.h"
 
 namespace mosaic::scaling {
 namespace {
@@ -44,6 +45,19 @@ TEST(Bootstrap, EpochIntervalsWithinTenPercent) {
     EXPECT_EQ(again.params[j].low, r.params[j].low) << j;
     EXPECT_EQ(again.params[j].high, r.params[j].high) << j;
   }
+}
+
+// A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
+TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
+  EXPECT_EQ(MinBootstrapResamples(0.95), 40);
+  EXPECT_EQ(MinBootstrapResamples(0.9), 20);
+  EXPECT_EQ(MinBootstrapResamples(0.99), 200);
+  EXPECT_EQ(MinBootstrapResamples(0.5), 4);
+  BootstrapOptions options;
+  options.resamples = 39;
+  EXPECT_THROW(options.Validate(), InputError);
+  options.resamples = 40;
+  EXPECT_NO_THROW(options.Validate());
 }
 
 TEST(Bootstrap, PercentileInterpolates) {

@@ -27,6 +27,9 @@ void CheckFitRequest(const FitRequest& r) {
   check("bootstrap", r.bootstrap, r.bootstrap >= 0 && r.bootstrap <= 1000000,
         "0 <= bootstrap <= 1e6 (resamples; 0 for none)");
   check("confidence", r.confidence, r.confidence > 0 && r.confidence < 1, "0 < confidence < 1");
+  check("bootstrap", r.bootstrap,
+        r.bootstrap == 0 || r.bootstrap >= MinBootstrapResamples(r.confidence),
+        BootstrapMinimumRule(r.confidence) + ", or 0 for none");
   for (size_t i = 0; i < r.pins.size(); ++i) {
     const auto& [name, value] = r.pins[i];
     check(name, value, std::isfinite(value), "a pinned value is finite");

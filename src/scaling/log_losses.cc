@@ -23,8 +23,6 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
   for (const runs::Run& run : runs) run_names.push_back(run.name);
 
   std::vector<double> losses(table.rows(), std::numeric_limits<double>::quiet_NaN());
-  // Runs with fewer finite values than last_k: their mean is over all they have.
-  std::vector<std::string> short_runs;
   for (size_t row = 0; row < table.rows(); ++row) {
     const std::string& name = table.text[run_column][row];
     const SourceLocation where = table.CellWhere(run_column, row);
@@ -61,19 +59,22 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
                                             name, options.tag, series->points.back().value,
                                             series->points.back().step));
     }
-    const double loss = series->MeanOfLast(options.last_k);
-    if (!std::isfinite(loss)) {
+    // A run with fewer finite values than last_k would average back to the start of training,
+    // where the loss is far higher: the mean would not be the run's loss.
+    int64_t finite = 0;
+    for (const runs::ScalarPoint& p : series->points) finite += std::isfinite(p.value) ? 1 : 0;
+    if (finite == 0) {
       throw LocatedError(where, fmt::format("run '{}': tag '{}' has no finite value", name,
                                             options.tag));
     }
-    losses[row] = loss;
-    // The finite values from the end, up to last_k: fewer means the mean is over all there are.
-    int64_t finite = 0;
-    for (auto p = series->points.rbegin(); p != series->points.rend() && finite < options.last_k;
-         ++p) {
-      finite += std::isfinite(p->value) ? 1 : 0;
+    if (finite < options.last_k) {
+      throw LocatedError(where, fmt::format(
+          "run '{}': tag '{}' has {} finite value{}, fewer than --last-k {}: the mean would "
+          "reach back into the start of training. Violated constraint: every run has --last-k "
+          "finite values (give --last-k {} or less, or leave the run out)",
+          name, options.tag, finite, finite == 1 ? "" : "s", options.last_k, finite));
     }
-    if (finite < options.last_k) short_runs.push_back(fmt::format("{} ({})", name, finite));
+    losses[row] = series->MeanOfLast(options.last_k);
   }
 
   int column = table.Find(options.loss_column);
@@ -89,16 +90,6 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
       options.last_k == 1 ? fmt::format("final '{}' of each run", options.tag)
                           : fmt::format("mean of the last {} '{}' of each run", options.last_k,
                                         options.tag);
-  if (!short_runs.empty()) {
-    constexpr size_t kNamed = 3;
-    table.derivations[column] += fmt::format(
-        "; of every value where fewer: {}{}", fmt::join(short_runs.begin(),
-                                                         short_runs.begin() +
-                                                             std::min(short_runs.size(), kNamed),
-                                                         ", "),
-        short_runs.size() > kNamed ? fmt::format(" and {} more runs", short_runs.size() - kNamed)
-                                   : "");
-  }
   for (size_t row = 0; row < table.rows(); ++row) {
     table.values[column][row] = losses[row];
     table.text[column][row] = fmt::format("{}", losses[row]);

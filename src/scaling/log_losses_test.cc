@@ -49,16 +49,25 @@ TEST(AttachLossesFromLogs, LastKMeanUsesTheSeries) {
   EXPECT_DOUBLE_EQ(table.values[table.Find("loss")][1], series->MeanOfLast(10));
   // Every run has 10 values or more: the derivation says the mean of the last 10, nothing else.
   EXPECT_EQ(table.derivations[table.Find("loss")], "mean of the last 10 'strict/foo' of each run");
-  // Asked for more values than a run has, the mean is over all it has, and the recipe says so.
+  // Asked for more values than a run has, the mean would reach back to the start of training
+  // (it was taken over all the run has, with a note in the recipe): an error of the run's row.
   DataTable more = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
                            "/tests/fixtures/scaling/logged_runs.csv");
   const int64_t points = static_cast<int64_t>(series->points.size());
-  AttachLossesFromLogs(more, loaded, {.tag = "strict/foo", .last_k = static_cast<int>(points + 1)});
-  EXPECT_DOUBLE_EQ(more.values[more.Find("loss")][1], series->MeanOfLast(static_cast<int>(points)));
-  EXPECT_NE(more.derivations[more.Find("loss")].find(
-                fmt::format("; of every value where fewer: strict/run_1 ({}), ", points)),
-            std::string::npos)
-      << more.derivations[more.Find("loss")];
+  try {
+    AttachLossesFromLogs(more, loaded,
+                         {.tag = "strict/foo", .last_k = static_cast<int>(points + 1)});
+    FAIL() << "a run shorter than --last-k was averaged whole";
+  } catch (const InputError& error) {
+    EXPECT_NE(std::string(error.what()).find(fmt::format(
+                  "logged_runs.csv:2:1: run 'strict/run_1': tag 'strict/foo' has {} finite "
+                  "values, fewer than --last-k {}: the mean would reach back into the start of "
+                  "training. Violated constraint: every run has --last-k finite values (give "
+                  "--last-k {} or less, or leave the run out)",
+                  points, points + 1, points)),
+              std::string::npos)
+        << error.what();
+  }
 }
 
 TEST(AttachLossesFromLogs, UnknownRunAndTagAreErrors) {

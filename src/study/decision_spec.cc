@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <system_error>
 #include <map>
+#include <optional>
 
+#include "mosaic/scaling/bootstrap.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/input_path.h"
@@ -276,11 +278,13 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
       f.pins.emplace_back(name, pinned);
     }
   });
+  std::optional<SourceLocation> bootstrap_at;
   r.On("bootstrap", [&](auto& n, auto& w) {
     f.bootstrap = GetPositiveInt(n, w, "bootstrap", 0);
     if (f.bootstrap > 100000) {
       throw FieldError(w, "bootstrap", std::to_string(f.bootstrap), "bootstrap <= 100000");
     }
+    bootstrap_at = w;
   });
   r.On("seed", [&](auto& n, auto& w) {
     f.seed = static_cast<uint64_t>(GetPositiveInt(n, w, "seed", 0));
@@ -288,6 +292,12 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
   r.On("confidence",
        [&](auto& n, auto& w) { f.confidence = GetFraction(n, w, "confidence", true, true); });
   r.Read(GetTable(node, where, "fit"), "[fit]");
+  // Checked once the confidence is read, wherever it stands in the table.
+  if (bootstrap_at && f.bootstrap > 0 &&
+      f.bootstrap < scaling::MinBootstrapResamples(f.confidence)) {
+    throw FieldError(*bootstrap_at, "bootstrap", std::to_string(f.bootstrap),
+                     scaling::BootstrapMinimumRule(f.confidence) + ", or 0 for none");
+  }
 }
 
 void ReadRule(const toml::node& node, const SourceLocation& where, const TableReader& parent,

@@ -176,6 +176,18 @@ TEST(LoadStudy, PeakFlopsMustBeFinite) {
   }
 }
 
+// The bootstrap's minimum depends on the confidence, which may stand after it in [fit].
+TEST(LoadStudy, AFitBootstrapHasAResampleBeyondEachEnd) {
+  const std::string error =
+      ErrorOf(std::string(kMinimal) + "[fit]\nbootstrap = 10\nconfidence = 0.9\n");
+  EXPECT_NE(error.find("study.toml:7:13: bootstrap = 10. Violated constraint: bootstrap >= 20 at "
+                       "confidence 0.9"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[fit]\nbootstrap = 20\nconfidence = 0.9\n"), "");
+  EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[fit]\nbootstrap = 0\n"), "");
+}
+
 TEST(LoadStudy, AMeasuredThroughputNamesTheKeysItLacks) {
   const std::string error =
       ErrorOf(std::string(kMinimal) + "[throughput]\n[[throughput.measured]]\narm = \"base\"\n"

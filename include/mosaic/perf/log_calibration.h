@@ -84,8 +84,10 @@ inline constexpr int kMinMeasuredSteps = 5;
 // Parses a run file. Throws InputError (file:line:col, key, value, rule) on syntax, an unknown key
 // (did you mean), a missing required key (model, hardware, gpus, layout, global_batch, seq_len,
 // tag; `run` in every [[run]]), a value of the wrong type or out of range (positive integers,
-// global_batch and seq_len at most kMaxJobSize, capacity_factor a finite number > 0, skip_steps
-// >= 0), a model or device that does not load, an unknown format, routing or metric, a layout
+// global_batch and seq_len at most kMaxJobSize, capacity_factor in [0.01, 1000] as
+// --capacity-factor, skip_steps >= 0), a capacity_factor a [[run]] gives itself under a routing
+// that caps no tokens (dropless, balanced), a model or device that does not load, an unknown
+// format, routing or metric, a layout
 // ParseLayout refuses or one that breaks a rule of CheckLayout (layout.h) for the run's model,
 // GPUs, batch and device, a run named twice, or a file without runs. `profile` defaults to the
 // device's (ProfileSet::ForHardware).

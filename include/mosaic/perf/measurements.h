@@ -19,7 +19,10 @@ namespace mosaic {
 struct MeasuredRow {
   std::string id;
   std::string model;
-  std::string hardware;
+  std::string hardware;  // as given: a shipped device name or a device file's path
+  // The loaded device's name (a device file's `name`, "h100" in a copy of h100.toml): what picks
+  // the row's default profile (ProfileFor, ProfileSet::ForHardware). `hardware` when empty.
+  std::string device;
   int64_t gpus = 0;
   Layout layout;
   int64_t global_batch = 0;
@@ -34,6 +37,13 @@ struct MeasuredRow {
   // The recompute policy the source states; nullopt = the profile's, else the least that fits.
   std::optional<Recompute> recompute;
   std::string where;     // "file:line" of the row in messages; empty when not read from a file
+  // A layout rule the row's cells break before a layout can be formed (tp·pp·cp does not divide
+  // the GPUs, fsdp does not divide the data-parallel size); empty when none. Such a row is left
+  // out of every figure under this rule, as a row whose layout CheckLayout refuses is.
+  std::string layout_rule;
+
+  // `device`, else `hardware` (a row built by hand with a shipped name).
+  const std::string& DeviceName() const { return device.empty() ? hardware : device; }
 };
 
 // The rows of a measurement CSV `text` read from `path` (which labels messages), as CSV records
@@ -44,7 +54,9 @@ struct MeasuredRow {
 // run (MFU above 100%, TFLOP/s above the peak of its precision, CheckTokensPerSecondIsPossible),
 // tokens/s and TFLOP/s of one row more than a factor of 2 apart, an unknown dp_kind, routing or
 // precision, a model or hardware that does not load (an unknown preset or device name, a bad
-// file), a row without any measurement, or a file without rows.
+// file), a row without any measurement, or a file without rows. A row whose tp·pp·cp does not
+// divide its GPUs, or whose fsdp does not divide the data-parallel size, is read with
+// `layout_rule` set: its layout is a rule broken, not a file error.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
 
 // The dense peak of `device` in TFLOP/s per GPU for `format` (hardware.h): bf16's; fp8's (bf16's

@@ -23,9 +23,20 @@ struct BootstrapOptions {
   double confidence = 0.95;  // of the two-sided percentile intervals
   int threads = 2;
 
-  // Throws InputError for resamples < 1 or a confidence outside (0, 1).
+  // Throws InputError for a confidence outside (0, 1), or resamples below
+  // MinBootstrapResamples(confidence).
   void Validate() const;
 };
+
+// The fewest resamples whose percentile interval at `confidence` (in (0, 1)) has at least one
+// resample beyond each end: B · (1 − confidence) / 2 >= 1, so B = ceil(2 / (1 − confidence)),
+// 40 at 95%. With fewer, both ends are the extreme resamples and the "interval" is the range of a
+// handful of refits, which need not hold the point estimate (Efron & Tibshirani 1993, §13.3 and
+// §19.3, recommend 1000 or more for percentile intervals).
+int MinBootstrapResamples(double confidence);
+
+// The rule of that minimum as messages state it: "bootstrap >= 40 at confidence 0.95 (...)".
+std::string BootstrapMinimumRule(double confidence);
 
 struct Interval {
   double low = 0;

@@ -22,7 +22,10 @@ struct LogLossOptions {
 // Sets `options.loss_column` of every row of `table` from the run named in its run column.
 // Throws InputError naming the file, line and value for: a table without the run column, a run
 // name that no run has (with "did you mean"), a run without the tag (with the run's closest tag),
-// or a tag with no finite value. Non-finite points are left out of the last-k mean. `runs` are as runs::LoadRun returns them.
+// a tag with no finite value, a tag that ends in NaN or inf (the run diverged), or a run with
+// fewer finite values than `last_k` (its mean would reach back into the start of training).
+// Non-finite points before the end are left out of the last-k mean. `runs` are as runs::LoadRun
+// returns them.
 void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
                           const LogLossOptions& options);
 
