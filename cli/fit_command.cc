@@ -114,6 +114,12 @@ std::string Interval(const std::optional<scaling::Interval>& i) {
   return fmt::format("  [{:.6g}, {:.6g}]", i->low, i->high);
 }
 
+// A multiplier's interval, to the multiplier's own four significant digits.
+std::string MultiplierInterval(const std::optional<scaling::Interval>& i) {
+  if (!i) return "";
+  return fmt::format("  [{:#.4g}, {:#.4g}]", i->low, i->high);
+}
+
 std::string FitText(const Law& law, const Arm& arm, const std::string& title) {
   const FitSummary& s = arm.fit;
   std::string out = fmt::format("{}{} fit: {}\n", title, law.name, law.formula);
@@ -336,6 +342,7 @@ void Run(const FitCliOptions& o) {
                 {"base_loss", Number(comparison->base_loss)},
                 {"arm_loss", Number(comparison->arm_loss)},
                 {"effective_compute_multiplier", Number(comparison->multiplier)},
+                {"multiplier_definition", comparison->definition},
                 {"tokens_per_s_ratio", o.tps_ratio},
                 {"wall_clock_multiplier", Number(comparison->wall_clock_multiplier)}};
       if (comparison->multiplier_interval) {
@@ -386,10 +393,12 @@ void Run(const FitCliOptions& o) {
     out += fmt::format("\nComparison at C = {}: base loss {:.5f}, arm loss {:.5f}\n",
                        FormatScientific(comparison->compute_flops), comparison->base_loss,
                        comparison->arm_loss);
-    out += fmt::format("  effective-compute multiplier {:.4g}{}  ((L_base − E)/(L − E))^(1/alpha)\n",
-                       comparison->multiplier, Interval(comparison->multiplier_interval));
-    out += fmt::format("  wall-clock multiplier        {:.4g}{}  (× tokens/s ratio {:g})\n",
-                       comparison->wall_clock_multiplier, Interval(comparison->wall_clock_interval),
+    out += fmt::format("  effective-compute multiplier {:#.4g}{}  ({})\n", comparison->multiplier,
+                       MultiplierInterval(comparison->multiplier_interval),
+                       comparison->definition);
+    out += fmt::format("  wall-clock multiplier        {:#.4g}{}  (× tokens/s ratio {:g})\n",
+                       comparison->wall_clock_multiplier,
+                       MultiplierInterval(comparison->wall_clock_interval),
                        o.tps_ratio);
   }
   EmitOutput(o.output, out);

@@ -66,6 +66,24 @@ TEST(FitCli, PinnedComputeLawComparison) {
   EXPECT_NEAR(c["effective_compute_multiplier"].get<double>(), expected, expected * 1e-9);
   EXPECT_GT(expected, 1);
   EXPECT_NEAR(c["wall_clock_multiplier"].get<double>(), expected * 0.9, expected * 1e-9);
+  EXPECT_EQ(c["multiplier_definition"], "((L_base − E)/(L_arm − E))^(1/alpha), the base's E and alpha");
+}
+
+// A law in N and D has no closed form: its multiplier is named for what it is, the budget at which
+// the base's compute-optimal loss reaches the arm's (the compute law's formula was printed beside
+// it), printed to four significant digits (an arm against itself: 1.000, not 1).
+TEST(FitCli, AChinchillaComparisonNamesItsMultiplier) {
+  const std::string epoch = "tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv";
+  CommandResult r = RunMosaic("fit " + epoch +
+                              " --law chinchilla --column 'N=Model Size' --column 'C=Training "
+                              "FLOP' --column 'D=C/(6*N)' --compare " + epoch + " --at 1e21");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("effective-compute multiplier 1.000  (C'/C, C' the budget at which the "
+                       "base's compute-optimal loss (C = 6·N·D) reaches the arm's)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("1/alpha"), std::string::npos);
+  EXPECT_NE(r.out.find("wall-clock multiplier        1.000"), std::string::npos);
 }
 
 // A law with every parameter pinned is a model to evaluate: its objective, predictions and

@@ -295,7 +295,12 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
 
   FitSummary s;
   s.points = static_cast<int>(weighted.size());
-  s.runs = data.num_runs();
+  {
+    // Runs counted as the points are: those with a point of weight > 0.
+    std::vector<char> seen(data.num_runs(), 0);
+    for (size_t i : weighted) seen[data.run[i]] = 1;
+    s.runs = static_cast<int>(std::count(seen.begin(), seen.end(), 1));
+  }
   s.starts = static_cast<int>(run.starts.size());
   s.iterations = run.total_iterations;
   s.objective = run.best.objective;

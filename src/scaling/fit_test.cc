@@ -12,6 +12,7 @@
 
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/fit_problem.h"
+#include "mosaic/scaling/projection.h"
 #include "mosaic/util/error.h"
 
 namespace mosaic::scaling {
@@ -107,6 +108,36 @@ TEST(Fit, ZeroWeightPointsDoNotCountAndScaledWeightsFitAlike) {
   for (size_t j = 0; j < base.params.size(); ++j) {
     EXPECT_NEAR(big.params[j].value / base.params[j].value, 1, 1e-6) << base.params[j].name;
   }
+}
+
+// Points of weight 0 are left out of every count and of the holdout: the runs counted are those
+// with a weighted point (the fit said "80 points, 235 runs"), and the held-out error scores only
+// weighted points, the threshold taken over them.
+TEST(Fit, ZeroWeightPointsAreLeftOutOfRunCountsAndTheHoldout) {
+  FitData data = Epoch240();
+  for (size_t i = 0; i < data.size(); ++i) data.weight[i] = i % 3 == 0 ? 1 : 0;
+  const FitSummary fit = Fit(FindLaw("chinchilla"), data, FitOptions{});
+  EXPECT_EQ(fit.points, 80);
+  EXPECT_EQ(fit.runs, 80);  // one run per point in Epoch's table
+  // The largest-compute point, weighted 0, is neither the budget the ratio is taken from nor
+  // scored: the holdout equals the holdout of the weighted points alone.
+  size_t largest = 0;
+  const std::vector<double> compute = PointCompute(FindLaw("chinchilla"), data);
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (compute[i] > compute[largest]) largest = i;
+  }
+  ASSERT_NE(largest % 3, 0u) << "the largest point is weighted in this fixture; pick another";
+  std::vector<size_t> weighted;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (data.weight[i] > 0) weighted.push_back(i);
+  }
+  const HoldoutResult all = Holdout(FindLaw("chinchilla"), data, FitOptions{}, 1.5);
+  const HoldoutResult only = Holdout(FindLaw("chinchilla"), data.Subset(weighted), FitOptions{}, 1.5);
+  EXPECT_EQ(all.threshold_flops, only.threshold_flops);
+  EXPECT_LT(all.threshold_flops, compute[largest] / 1.5);
+  EXPECT_EQ(all.held_out_points, only.held_out_points);
+  EXPECT_EQ(all.train_points + all.held_out_points, 80);
+  EXPECT_EQ(all.rms_log_error, only.rms_log_error);
 }
 
 // A weight past kMaxFitWeight (or NaN, or negative) is refused by the fit itself, for data built in

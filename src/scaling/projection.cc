@@ -217,6 +217,12 @@ Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary&
   c.base_loss = LossAtCompute(law, base.theta, compute_flops, flops_per_param_token);
   c.arm_loss = LossAtCompute(law, arm.theta, compute_flops, flops_per_param_token);
   c.multiplier = Multiplier(law, base.theta, arm.theta, compute_flops, flops_per_param_token);
+  c.definition =
+      law.name == "compute" && law.ParamIndex("E") >= 0 && law.ParamIndex("alpha") >= 0
+          ? "((L_base − E)/(L_arm − E))^(1/alpha), the base's E and alpha"
+          : fmt::format("C'/C, C' the budget at which the base's compute-optimal loss (C = {:g}·N·D) "
+                        "reaches the arm's",
+                        flops_per_param_token);
   c.wall_clock_multiplier = c.multiplier * tokens_per_s_ratio;
   if (base_bootstrap != nullptr && arm_bootstrap != nullptr && !base_bootstrap->theta.empty() &&
       !arm_bootstrap->theta.empty()) {
@@ -268,6 +274,15 @@ HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& opt
 
 HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
                       const HoldoutSelection& selection, double flops_per_param_token) {
+  // Points of weight 0 are left out of the fit; they are neither trained on nor scored.
+  if (!data.weight.empty() &&
+      std::any_of(data.weight.begin(), data.weight.end(), [](double w) { return !(w > 0); })) {
+    std::vector<size_t> weighted;
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data.weight[i] > 0) weighted.push_back(i);
+    }
+    return Holdout(law, data.Subset(weighted), options, selection, flops_per_param_token);
+  }
   const std::vector<double> compute = PointCompute(law, data, flops_per_param_token);
   if (compute.empty() || std::isnan(compute[0])) {
     throw InputError(fmt::format(

@@ -80,6 +80,9 @@ struct Comparison {
   double arm_loss = 0;
   double multiplier = 0;            // effective-compute multiplier C'/C
   double wall_clock_multiplier = 0; // multiplier × tokens/s ratio
+  // How `multiplier` was computed, for reports: the closed form for the compute law, the budget
+  // at which the base's compute-optimal loss reaches the arm's for laws in N and D.
+  std::string definition;
   std::optional<Interval> multiplier_interval;
   std::optional<Interval> wall_clock_interval;
 };
