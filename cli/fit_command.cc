@@ -518,6 +518,7 @@ void AddFitCommand(CLI::App& root) {
   compare->needs(at);
   cmd->add_option("--tps-ratio", o->tps_ratio, "arm tokens/s over base tokens/s")
       ->default_val(1)
+      ->needs(compare)
       ->check(InRange(0, 1e300, true));
   cmd->add_flag("--json", o->json, "machine-readable output");
   AddOutputOption(cmd, &o->output);

@@ -69,6 +69,13 @@ TEST(FitCli, PinnedComputeLawComparison) {
   EXPECT_EQ(c["multiplier_definition"], "((L_base − E)/(L_arm − E))^(1/alpha), the base's E and alpha");
 }
 
+// --tps-ratio only scales --compare's multiplier: alone it is a usage error, not ignored.
+TEST(FitCli, TpsRatioNeedsCompare) {
+  CommandResult r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --tps-ratio 2");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  EXPECT_NE(r.err.find("--tps-ratio requires --compare"), std::string::npos) << r.err;
+}
+
 // A law in N and D has no closed form: its multiplier is named for what it is, the budget at which
 // the base's compute-optimal loss reaches the arm's (the compute law's formula was printed beside
 // it), printed to four significant digits (an arm against itself: 1.000, not 1).

@@ -226,7 +226,18 @@ void FilterRows(DataTable& table, std::string_view condition) {
   const std::string expression(condition);
   const std::vector<double> flags = EvaluateRows(table, expression, "--where " + expression);
   std::vector<bool> keep(flags.size());
-  for (size_t r = 0; r < flags.size(); ++r) keep[r] = flags[r] != 0 && !std::isnan(flags[r]);
+  for (size_t r = 0; r < flags.size(); ++r) {
+    if (!(flags[r] == 0 || flags[r] == 1 || std::isnan(flags[r]))) {
+      SourceLocation where;
+      where.origin = table.lines_are_rows ? fmt::format("{} row {}", table.origin, table.line[r])
+                                          : table.origin;
+      if (!table.lines_are_rows) where.line = table.line[r];
+      throw FieldError(where, "--where " + expression, fmt::format("{:g}", flags[r]),
+                       "a condition is 1 (keep the row) or 0 (drop it); compare a column, e.g. "
+                       "'C < 1e21'");
+    }
+    keep[r] = flags[r] == 1;
+  }
   table.KeepRows(keep);
 }
 
@@ -275,6 +286,15 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     data.input_names.push_back(in.name);
   }
   const int loss_column = table.Require(options.loss_column, "the observed loss");
+  for (size_t i = 0; i < law.inputs.size(); ++i) {
+    if (input_columns[i] == loss_column) {
+      throw InputError(fmt::format(
+          "{}: loss column '{}' is law input {} ({}) of law {}. Violated constraint: the loss "
+          "is a column of its own, not one of the law's inputs",
+          table.origin, options.loss_column, law.inputs[i].name, law.inputs[i].meaning,
+          law.name));
+    }
+  }
   const int run_column =
       options.run_column == kDefaultRunColumn
           ? table.Find(options.run_column)
@@ -285,6 +305,10 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
           : table.Require(options.weight_column, "the point weights (--weight-column)");
   data.inputs.resize(law.inputs.size());
   std::map<std::string, int> runs;
+  // A row repeating an earlier one (its run, inputs and loss) would count twice in the fit; a run
+  // column may group several runs (for the bootstrap), so a run may hold two losses at the same
+  // inputs. The row of each key seen, for naming a repeat.
+  std::map<std::pair<int, std::vector<double>>, size_t> seen;
   for (size_t r = 0; r < table.rows(); ++r) {
     for (size_t i = 0; i < law.inputs.size(); ++i) {
       const int c = input_columns[i];
@@ -325,6 +349,28 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     if (inserted) data.run_names.push_back(run_name);
     data.run.push_back(it->second);
     data.line.push_back(table.line[r]);
+    std::vector<double> key;
+    for (size_t i = 0; i < law.inputs.size(); ++i) key.push_back(data.inputs[i].back());
+    key.push_back(loss);
+    // Without a run column every row is its own run: rows are compared by inputs and loss.
+    const auto [first, fresh] = seen.try_emplace({run_column >= 0 ? it->second : -1, key}, r);
+    if (!fresh) {
+      const std::string earlier = table.lines_are_rows
+                                      ? fmt::format("row {}", table.line[first->second])
+                                      : fmt::format("line {}", table.line[first->second]);
+      SourceLocation where = table.CellWhere(input_columns.empty() ? loss_column : input_columns[0], r);
+      throw LocatedError(
+          where,
+          run_column >= 0
+              ? fmt::format("this row of run '{}' repeats its {} (the same inputs and loss). "
+                            "Violated constraint: each point once (a checkpoint listed twice "
+                            "counts twice in the fit); drop one of the two",
+                            run_name, earlier)
+              : fmt::format("this row repeats {} (the same inputs and loss). Violated "
+                            "constraint: each row once (a row listed twice counts twice in the "
+                            "fit); drop one, or name the runs in a '{}' column",
+                            earlier, kDefaultRunColumn));
+    }
   }
   return data;
 }

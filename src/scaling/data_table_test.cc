@@ -61,5 +61,55 @@ TEST(DataTable, EmptyRunNameIsAnError) {
   }
 }
 
+std::string SelectError(const std::string& csv, const SelectOptions& options = {}) {
+  try {
+    SelectFitData(ParseCsv(csv, "runs.csv"), FindLaw("chinchilla"), options);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// A row repeating an earlier one counts twice in the fit: refused, naming both lines. A run column
+// may group runs, so one group may hold two losses at the same inputs; without a run column,
+// rows at the same inputs with different losses (seeds) are distinct points.
+TEST(DataTable, ARepeatedRowIsAnError) {
+  EXPECT_EQ(SelectError("run,N,D,loss\na,1e8,2e9,3.1\nb,2e8,4e9,2.9\na,1e8,2e9,3.1\n"),
+            "runs.csv:4:3: this row of run 'a' repeats its line 2 (the same inputs and loss). "
+            "Violated constraint: each point once (a checkpoint listed twice counts twice in the "
+            "fit); drop one of the two\n  a,1e8,2e9,3.1\n    ^");
+  EXPECT_EQ(SelectError("N,D,loss\n1e8,2e9,3.1\n1e8,2e9,3.1\n").rfind(
+                "runs.csv:3:1: this row repeats line 2 (the same inputs and loss).", 0),
+            0u);
+  EXPECT_EQ(SelectError("run,N,D,loss\na,1e8,2e9,3.1\na,1e8,2e9,3.2\nb,1e8,2e9,3.1\n"), "");
+  EXPECT_EQ(SelectError("N,D,loss\n1e8,2e9,3.1\n1e8,2e9,3.2\n"), "");
+}
+
+// The loss cannot be one of the law's inputs (--loss-column N fitted N against itself).
+TEST(DataTable, TheLossColumnIsNotALawInput) {
+  SelectOptions options;
+  options.loss_column = "N";
+  EXPECT_EQ(SelectError("N,D,loss\n1e8,2e9,3.1\n", options),
+            "runs.csv: loss column 'N' is law input N (parameters) of law chinchilla. Violated "
+            "constraint: the loss is a column of its own, not one of the law's inputs");
+}
+
+// --where keeps rows where a condition holds: a value that is not 0 or 1 (a bare column) is
+// refused, naming the row; NaN (a missing value) drops the row.
+TEST(DataTable, AWhereThatIsNotAConditionIsAnError) {
+  DataTable table = ParseCsv("N,D,loss\n1e8,2e9,3.1\n2e8,,2.9\n", "runs.csv");
+  DataTable kept = table;
+  FilterRows(kept, "D > 0");
+  EXPECT_EQ(kept.rows(), 1u);
+  try {
+    FilterRows(table, "N");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "runs.csv:2: --where N = 1e+08. Violated constraint: a condition is 1 (keep the "
+              "row) or 0 (drop it); compare a column, e.g. 'C < 1e21'");
+  }
+}
+
 }  // namespace
 }  // namespace mosaic::scaling

@@ -18,6 +18,13 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
     throw InputError(fmt::format("--last-k = {}. Violated constraint: --last-k >= 1",
                                  options.last_k));
   }
+  if (table.Find(options.loss_column) >= 0) {
+    throw InputError(fmt::format(
+        "{}: column '{}' holds losses, and --logs would replace them with each run's '{}'. "
+        "Violated constraint: the losses come from the table or from the logs, not both (drop "
+        "the column, or name the logs' loss column apart with --loss-column)",
+        table.origin, options.loss_column, options.tag));
+  }
   const int run_column = table.Require(options.run_column, "the run names of --logs");
   std::vector<std::string> run_names;
   for (const runs::Run& run : runs) run_names.push_back(run.name);
@@ -77,15 +84,12 @@ void AttachLossesFromLogs(DataTable& table, const std::vector<runs::Run>& runs,
     losses[row] = series->MeanOfLast(options.last_k);
   }
 
-  int column = table.Find(options.loss_column);
-  if (column < 0) {
-    table.names.push_back(options.loss_column);
-    table.derivations.push_back("");
-    table.text.emplace_back(table.rows());
-    table.values.emplace_back(table.rows());
-    table.cell_column.emplace_back(table.rows(), 0);
-    column = static_cast<int>(table.names.size()) - 1;
-  }
+  table.names.push_back(options.loss_column);
+  table.derivations.push_back("");
+  table.text.emplace_back(table.rows());
+  table.values.emplace_back(table.rows());
+  table.cell_column.emplace_back(table.rows(), 0);
+  const int column = static_cast<int>(table.names.size()) - 1;
   table.derivations[column] =
       options.last_k == 1 ? fmt::format("final '{}' of each run", options.tag)
                           : fmt::format("mean of the last {} '{}' of each run", options.last_k,

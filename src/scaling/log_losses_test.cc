@@ -96,6 +96,25 @@ TEST(AttachLossesFromLogs, UnknownRunAndTagAreErrors) {
   }
 }
 
+// A table with a loss column of its own would have its losses replaced by the logs' unseen: the
+// losses come from one place. Under another --loss-column name, the logs' losses are added.
+TEST(AttachLossesFromLogs, ATableWithItsOwnLossesIsRefused) {
+  DataTable table = ParseCsv("run,N,D,loss\nstrict/run_1,1e8,2e9,3.5\n", "runs.csv");
+  try {
+    AttachLossesFromLogs(table, LoadFixtureRuns(), {.tag = "strict/foo"});
+    FAIL() << "the table's losses were replaced";
+  } catch (const InputError& error) {
+    EXPECT_EQ(std::string(error.what()),
+              "runs.csv: column 'loss' holds losses, and --logs would replace them with each "
+              "run's 'strict/foo'. Violated constraint: the losses come from the table or from "
+              "the logs, not both (drop the column, or name the logs' loss column apart with "
+              "--loss-column)");
+  }
+  AttachLossesFromLogs(table, LoadFixtureRuns(), {.tag = "strict/foo", .loss_column = "logged"});
+  EXPECT_EQ(table.values[table.Find("loss")][0], 3.5);
+  EXPECT_FLOAT_EQ(static_cast<float>(table.values[table.Find("logged")][0]), 1.2120903f);
+}
+
 // A run whose tag ends in NaN diverged: its last finite value must not stand in for its loss.
 TEST(AttachLossesFromLogs, ARunEndingInNanHasNoLoss) {
   namespace fs = std::filesystem;

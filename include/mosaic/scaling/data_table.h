@@ -66,7 +66,10 @@ ColumnMapping ParseColumnMapping(std::string_view text);
 // did-you-mean over the columns.
 void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings);
 
-// Keeps the rows where `condition` (muparser, e.g. "C < 1e21 && N > 1e8") is non-zero.
+// Keeps the rows where `condition` (muparser, e.g. "C < 1e21 && N > 1e8") is true (1); a row
+// where it is NaN (a missing value) is dropped. Throws InputError naming the row's file and line
+// and the value when the condition gives anything but 0, 1 or NaN (a bare column, "C", is a
+// value, not a condition).
 void FilterRows(DataTable& table, std::string_view condition);
 
 // Drops the `count` rows with the highest value of column `column` (Epoch's subset rule for the

@@ -16,11 +16,12 @@ struct LogLossOptions {
   std::string tag;                  // the scalar tag holding the loss, e.g. "eval/loss"
   int last_k = 1;                   // points averaged at the end of each run (1: the final value)
   std::string run_column = "run";   // the table's column naming the run
-  std::string loss_column = "loss"; // the column to set (added, or replaced when present)
+  std::string loss_column = "loss"; // the column to add (it must not be in the table already)
 };
 
-// Sets `options.loss_column` of every row of `table` from the run named in its run column.
-// Throws InputError naming the file, line and value for: a table without the run column, a run
+// Adds `options.loss_column` to `table`, each row's value from the run named in its run column.
+// Throws InputError naming the file, line and value for: a table that already has the loss
+// column (its losses would be replaced unseen), a table without the run column, a run
 // name that no run has (with "did you mean"), a run without the tag (with the run's closest tag),
 // a tag with no finite value, a tag that ends in NaN or inf (the run diverged), or a run with
 // fewer finite values than `last_k` (its mean would reach back into the start of training).
