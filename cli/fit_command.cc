@@ -373,9 +373,10 @@ void Run(const FitCliOptions& o) {
     out += fmt::format("\nCompute-optimal frontier (C = {:g}·N·D)\n", o.flops_per_param_token);
     out += fmt::format("  {:>10} {:>10} {:>10} {:>10} {:>8}\n", "C", "N*", "D*", "D*/N*", "loss");
     for (const FrontierPoint& p : frontier) {
-      out += fmt::format("  {:>10} {:>10} {:>10} {:>10.1f} {:>8.4f}\n",
+      out += fmt::format("  {:>10} {:>10} {:>10} {:>10} {:>8}\n",
                          FormatScientific(p.compute_flops), FormatCount(p.params),
-                         FormatCount(p.tokens), p.tokens / p.params, p.loss);
+                         FormatCount(p.tokens), FormatFixed(p.tokens / p.params, 1),
+                         FormatFixed(p.loss, 4));
     }
   }
   if (holdout) {

@@ -5,6 +5,8 @@
 
 #include <cmath>
 
+#include "mosaic/util/number_format.h"
+
 namespace mosaic {
 
 std::string_view ToString(CriterionStatus status) {
@@ -18,7 +20,7 @@ std::string_view ToString(CriterionStatus status) {
 
 namespace {
 
-std::string Percent(double fraction) { return fmt::format("{:+.1f}%", 100 * fraction); }
+std::string Percent(double fraction) { return FormatSignedPercent(fraction); }
 
 CriterionResult Make(std::string_view name, std::string title) {
   CriterionResult r;

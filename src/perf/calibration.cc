@@ -18,6 +18,7 @@
 #include "mosaic/perf/search.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
+#include "mosaic/util/number_format.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 
@@ -815,7 +816,7 @@ std::string Tokens(bool present, double tokens_per_s) {
 
 // predicted / measured − 1 as "+12.3%", "-" when there is no prediction.
 std::string Error(bool present, double predicted, double measured) {
-  return present ? fmt::format("{:+.1f}%", 100 * (predicted / measured - 1)) : "-";
+  return present ? FormatSignedPercent(predicted / measured - 1) : "-";
 }
 
 }  // namespace
@@ -978,9 +979,9 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
       out += fmt::format("{:<14} {:>5}  {}\n", name, 0, none);
       return;
     }
-    out += fmt::format("{:<14} {:>5} {:>8.4f} {:>12.1f}%  {} {:+.1f}%\n", name, e.rows,
+    out += fmt::format("{:<14} {:>5} {:>8.4f} {:>12.1f}%  {} {}\n", name, e.rows,
                        e.rms_log_error, 100 * e.median_abs_error, e.worst_id,
-                       100 * e.worst_error);
+                       FormatSignedPercent(e.worst_error));
   };
   line("in-sample", r.in_sample, "");
   line("leave-one-out", r.leave_one_out,

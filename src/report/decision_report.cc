@@ -334,9 +334,9 @@ std::string SensitivityText(const Decision& d) {
 std::string NoiseComparisonText(const Decision& d) {
   if (!d.noise || !d.effective_compute) return "";
   const double noise = d.noise->used_effective_compute;
-  std::string text = fmt::format("the projected effective-compute gain {:+.1f}% is {} the noise "
+  std::string text = fmt::format("the projected effective-compute gain {} is {} the noise "
                                  "({:.1f}%)",
-                                 100 * (*d.effective_compute - 1),
+                                 FormatSignedPercent(*d.effective_compute - 1),
                                  d.inside_noise ? "INSIDE" : "outside", 100 * noise);
   const auto& interval = d.effective_compute_interval;
   if (!d.inside_noise && interval && std::isfinite(interval->low) &&
@@ -345,9 +345,9 @@ std::string NoiseComparisonText(const Decision& d) {
     const bool gain = *d.effective_compute > 1;
     const double near_end = gain ? interval->low : interval->high;
     if (std::abs(near_end - 1) < noise || (gain ? near_end < 1 : near_end > 1)) {
-      text += fmt::format(", but its {:g}% interval reaches inside it ({} end {:+.1f}%)",
+      text += fmt::format(", but its {:g}% interval reaches inside it ({} end {})",
                           100 * d.study.decision.fit.confidence, gain ? "low" : "high",
-                          100 * (near_end - 1));
+                          FormatSignedPercent(near_end - 1));
     }
   }
   return text;

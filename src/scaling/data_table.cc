@@ -358,9 +358,9 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
       const std::string earlier = table.lines_are_rows
                                       ? fmt::format("row {}", table.line[first->second])
                                       : fmt::format("line {}", table.line[first->second]);
-      SourceLocation where = table.CellWhere(input_columns.empty() ? loss_column : input_columns[0], r);
+      const int column = input_columns.empty() ? loss_column : input_columns[0];
       throw LocatedError(
-          where,
+          table.CellWhere(column, r),
           run_column >= 0
               ? fmt::format("this row of run '{}' repeats its {} (the same inputs and loss). "
                             "Violated constraint: each point once (a checkpoint listed twice "

@@ -165,8 +165,14 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
   }
   for (size_t j = 0; j < param_names.size(); ++j) {
     if (!used_param[j]) {
-      throw InputError(fmt::format("--param {}: the expression '{}' does not use '{}'",
-                                   param_names[j], expression, param_names[j]));
+      // Named by the flag that gave it: a parameter with a start came from --param, one with a
+      // pin only from --pin.
+      const bool has_start =
+          std::any_of(params.begin(), params.end(),
+                      [&](const ExpressionParam& p) { return p.name == param_names[j]; });
+      throw InputError(fmt::format("{} {}: the expression '{}' does not use '{}'",
+                                   has_start ? "--param" : "--pin", param_names[j], expression,
+                                   param_names[j]));
     }
   }
   for (const std::string& name : param_names) {

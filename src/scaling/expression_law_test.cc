@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <tuple>
+
 #include <cmath>
 
 #include "mosaic/scaling/data_table.h"
@@ -125,6 +127,18 @@ TEST(ExpressionLaw, InputErrors) {
   const ExpressionLaw law = MakeExpressionLaw("E + A*N^(-alpha)", Params("A=1,alpha=0.3"),
                                               columns, {"E"});
   EXPECT_EQ(law.params.size(), 3u);
+  // A parameter the expression does not use is named by the flag that gave it.
+  using Case = std::tuple<std::string, std::vector<std::string>, std::string>;
+  for (const auto& [params, pinned, flag] :
+       {Case{"E=1,A=1,alpha=0.3,Z=2", {}, "--param Z"}, Case{"E=1,A=1,alpha=0.3", {"Z"}, "--pin Z"}}) {
+    try {
+      MakeExpressionLaw("E + A*N^(-alpha)", Params(params), columns, pinned);
+      FAIL() << flag;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                flag + ": the expression 'E + A*N^(-alpha)' does not use 'Z'");
+    }
+  }
   // Non-finite at the start: log of a negative prediction.
   FitData data;
   data.origin = "tiny.csv";

@@ -220,8 +220,8 @@ Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary&
   c.definition =
       law.name == "compute" && law.ParamIndex("E") >= 0 && law.ParamIndex("alpha") >= 0
           ? "((L_base − E)/(L_arm − E))^(1/alpha), the base's E and alpha"
-          : fmt::format("C'/C, C' the budget at which the base's compute-optimal loss (C = {:g}·N·D) "
-                        "reaches the arm's",
+          : fmt::format("C'/C, C' the budget at which the base's compute-optimal loss "
+                        "(C = {:g}·N·D) reaches the arm's",
                         flops_per_param_token);
   c.wall_clock_multiplier = c.multiplier * tokens_per_s_ratio;
   if (base_bootstrap != nullptr && arm_bootstrap != nullptr && !base_bootstrap->theta.empty() &&

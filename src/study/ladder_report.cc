@@ -132,8 +132,9 @@ std::string RenderLadderText(const LadderPlan& plan) {
       const LadderRow* r = rows[i];
       const double change = static_cast<double>(r->active_params) /
                                 static_cast<double>(ref_rows[i]->active_params) - 1.0;
-      out += fmt::format("| d{} | {} | {:+.1f}% | {} | {} | {} | {} | {} |\n", r->d_model,
-                         FormatCount(static_cast<double>(r->active_params)), 100.0 * change,
+      out += fmt::format("| d{} | {} | {} | {} | {} | {} | {} | {} |\n", r->d_model,
+                         FormatCount(static_cast<double>(r->active_params)),
+                         FormatSignedPercent(change),
                          FormatCount(static_cast<double>(r->total_params)),
                          FormatCount(static_cast<double>(r->token_budget)),
                          FormatThousands(r->steps), FormatScientific(r->train_flops),

@@ -27,7 +27,9 @@ std::string FormatCount(double value) {
     const char* suffix;
   } kUnits[] = {{1e12, "T"}, {1e9, "B"}, {1e6, "M"}, {1e3, "K"}};
   const double magnitude = std::fabs(value);
-  if (!std::isfinite(value) || magnitude >= 1e15) return FormatScientific(value);
+  if (!std::isfinite(value) || magnitude >= 1e15 || (magnitude < 1e-3 && value != 0)) {
+    return FormatScientific(value);
+  }
   for (const auto& unit : kUnits) {
     if (magnitude >= unit.scale) {
       double scaled = value / unit.scale;
@@ -35,6 +37,21 @@ std::string FormatCount(double value) {
     }
   }
   return fmt::format("{:g}", value);
+}
+
+std::string FormatFixed(double value, int decimals) {
+  const double magnitude = std::fabs(value);
+  if (value != 0 && !(magnitude >= 1e-3 && magnitude < 1e6)) return FormatScientific(value);
+  std::string text = fmt::format("{:.{}f}", value, decimals);
+  // A value that rounds to zero from below prints as 0, not -0.0.
+  if (text.starts_with('-') && text.find_first_not_of("-0.") == std::string::npos) text.erase(0, 1);
+  return text;
+}
+
+std::string FormatSignedPercent(double fraction, int decimals) {
+  std::string text = fmt::format("{:+.{}f}", 100 * fraction, decimals);
+  if (text.find_first_not_of("+-0.") == std::string::npos) text.erase(0, 1);
+  return text + "%";
 }
 
 std::string FormatScientific(double value, int significant) {

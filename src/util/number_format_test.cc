@@ -26,6 +26,27 @@ TEST(FormatCount, MatchesSeedTableStyle) {
   EXPECT_EQ(FormatCount(512), "512");
 }
 
+// Values far from a table's scale print in scientific notation (a frontier at C = 1e-300 printed a
+// D*/N* of 43 digits and a loss of 63); one that rounds to zero from below prints without a sign.
+TEST(FormatFixed, FixedInItsRangeScientificOutside) {
+  EXPECT_EQ(FormatFixed(6.25, 1), "6.2");
+  EXPECT_EQ(FormatFixed(1.99786, 4), "1.9979");
+  EXPECT_EQ(FormatFixed(0, 1), "0.0");
+  EXPECT_EQ(FormatFixed(-0.01, 1), "0.0");
+  EXPECT_EQ(FormatFixed(4.9211e42, 1), "4.92e42");
+  EXPECT_EQ(FormatFixed(2e-5, 4), "2.00e-5");
+  EXPECT_EQ(FormatCount(1.8403e-172), "1.84e-172");
+  EXPECT_EQ(FormatCount(0.5), "0.5");
+}
+
+TEST(FormatSignedPercent, NoSignOnZero) {
+  EXPECT_EQ(FormatSignedPercent(0.0123), "+1.2%");
+  EXPECT_EQ(FormatSignedPercent(-0.5), "-50.0%");
+  EXPECT_EQ(FormatSignedPercent(-0.0004), "0.0%");
+  EXPECT_EQ(FormatSignedPercent(0.0004), "0.0%");
+  EXPECT_EQ(FormatSignedPercent(-0.0004, 2), "-0.04%");
+}
+
 TEST(FormatScientific, WritesBareExponent) {
   EXPECT_EQ(FormatScientific(4.8123e19), "4.81e19");
   EXPECT_EQ(FormatScientific(2.3949e20), "2.39e20");
