@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "mosaic/model/model_loader.h"
+#include "mosaic/util/error.h"
 
 namespace mosaic {
 namespace {
@@ -65,6 +66,20 @@ TEST(SetModelField, ReportsTypeErrors) {
             "norm = 'batchnorm'. Violated constraint: norm is one of rmsnorm, layernorm, gatednorm");
   EXPECT_EQ(SetModelField(config, "expert_widht", "3"),
             "unknown model field 'expert_widht' (did you mean 'expert_width'?)");
+}
+
+// An unknown field of a model file is located at the key, with the caret under it (it was under
+// the value).
+TEST(LoadModelFromToml, AnUnknownFieldIsLocatedAtItsKey) {
+  try {
+    LoadModelFromToml("name = \"x\"\nexpert_widht = 12\n", "m.toml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "m.toml:2:1: unknown model field 'expert_widht' (did you mean 'expert_width'?)\n"
+              "  expert_widht = 12\n"
+              "  ^");
+  }
 }
 
 TEST(SetModelField, RoundTripsThroughGet) {

@@ -70,7 +70,8 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     const ModelField* field = FindField(name);
     if (field == nullptr) {
       std::vector<std::string> names = FieldNameList();
-      throw LocatedError(where, fmt::format("unknown model field '{}'{}", name,
+      throw LocatedError(KeyLocationOf(key, node, origin, text),
+                         fmt::format("unknown model field '{}'{}", name,
                                             DidYouMean(name, names)));
     }
     std::optional<std::string> value = NodeText(node, field->type);

@@ -87,7 +87,8 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       return x;
     };
     if (std::find(names.begin(), names.end(), key) == names.end()) {
-      throw LocatedError(where, fmt::format("unknown key '{}'{}", key, DidYouMean(key, names)));
+      throw LocatedError(KeyLocationOf(entry.first, node, origin, text),
+                         fmt::format("unknown key '{}'{}", key, DidYouMean(key, names)));
     }
     seen.insert(key);
     if (key == "run") {

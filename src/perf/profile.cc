@@ -209,7 +209,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         }
         if (!found) {
           throw InputError(fmt::format("{}: unknown shared parameter '{}'{}",
-                                       LocationOf(v, origin, text).ToString(), k.str(),
+                                       KeyLocationOf(k, v, origin, text).ToString(), k.str(),
                                        DidYouMean(k.str(), Names(kSharedFields))));
         }
       }

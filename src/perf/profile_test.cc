@@ -122,7 +122,7 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the shared "
             "value)");
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
-            "bad.toml:2:19: unknown shared parameter 'moe_sync_second' (did you mean "
+            "bad.toml:2:1: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
   // A device file given as the profiles: its keys are at the top level (it said "unknown
   // section 'hbm_gb'").

@@ -57,7 +57,8 @@ std::vector<ArmOverride> ReadOverrides(const toml::table& table, const TableRead
     const std::string name(key.str());
     SourceLocation where = reader.Locate(node);
     if (std::find(names.begin(), names.end(), name) == names.end()) {
-      throw LocatedError(where, fmt::format("unknown model field '{}' in set{}", name,
+      throw LocatedError(KeyLocationOf(key, node, reader.origin(), reader.text()),
+                         fmt::format("unknown model field '{}' in set{}", name,
                                             DidYouMean(name, names)));
     }
     std::string value;

@@ -33,11 +33,12 @@ TEST(LoadStudy, MinimalStudyGetsAReferenceArm) {
   EXPECT_EQ(study.arms[0].name, "base");
 }
 
+// The caret of an unknown key is under the key, not its value.
 TEST(LoadStudy, UnknownKeySuggestsClosest) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "[[arms]]\nname = \"a\"\nlayuot = \"ep=64\"\n"),
-            "study.toml:8:10: unknown key 'layuot' in [[arms]] (did you mean 'layout'?)\n"
+            "study.toml:8:1: unknown key 'layuot' in [[arms]] (did you mean 'layout'?)\n"
             "  layuot = \"ep=64\"\n"
-            "           ^");
+            "  ^");
 }
 
 TEST(LoadStudy, MfuIsAFraction) {
@@ -58,9 +59,9 @@ TEST(LoadStudy, RacksArePositive) {
 
 TEST(LoadStudy, UnknownModelFieldInSet) {
   EXPECT_EQ(ErrorOf(std::string(kMinimal) + "set = { expert = 3 }\n"),
-            "study.toml:6:18: unknown model field 'expert' in set (did you mean 'experts'?)\n"
+            "study.toml:6:9: unknown model field 'expert' in set (did you mean 'experts'?)\n"
             "  set = { expert = 3 }\n"
-            "                   ^");
+            "          ^");
 }
 
 TEST(LoadStudy, NoRungs) {

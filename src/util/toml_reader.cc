@@ -16,7 +16,8 @@ void TableReader::Read(const toml::table& table, std::string_view context) const
     if (it == handlers_.end()) {
       std::vector<std::string> names;
       for (const auto& [known, unused] : handlers_) names.push_back(known);
-      throw LocatedError(where, fmt::format("unknown key '{}' in {}{}", name, context,
+      throw LocatedError(KeyLocationOf(key, node, origin_, text_),
+                         fmt::format("unknown key '{}' in {}{}", name, context,
                                             DidYouMean(name, names)));
     }
     it->second(node, where);

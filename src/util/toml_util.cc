@@ -37,6 +37,14 @@ SourceLocation LocationOf(const toml::node& node, const std::string& origin, std
                         LineOf(text, line)};
 }
 
+SourceLocation KeyLocationOf(const toml::key& key, const toml::node& node, const std::string& origin,
+                             std::string_view text) {
+  if (key.source().begin.line == 0) return LocationOf(node, origin, text);
+  const int line = static_cast<int>(key.source().begin.line);
+  return SourceLocation{origin, line, static_cast<int>(key.source().begin.column),
+                        LineOf(text, line)};
+}
+
 std::string TomlValueText(const toml::node& node) {
   if (node.is_table() || node.is_array()) return fmt::format("<{}>", TomlTypeName(node));
   // The shortest text that reads back as the same double (toml++ prints 17 digits: 0.1 would

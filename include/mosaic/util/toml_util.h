@@ -17,6 +17,12 @@ toml::table ParseToml(std::string_view text, const std::string& origin);
 // Where `node` sits in `text` (line, column, the line's text), labelled with `origin`.
 SourceLocation LocationOf(const toml::node& node, const std::string& origin, std::string_view text);
 
+// Where `key` (of `node`) was written, for messages about the key itself (an unknown key): the
+// caret under the key, not its value. The value's location when the key has none (a table built
+// in code).
+SourceLocation KeyLocationOf(const toml::key& key, const toml::node& node, const std::string& origin,
+                             std::string_view text);
+
 // The 1-based line `line` of `text` without its newline; "" when out of range.
 std::string LineOf(std::string_view text, int line);
 
