@@ -111,6 +111,20 @@ TEST(PerfCli, ValidateReportsEveryPublishedRow) {
   }
   EXPECT_EQ(j["loo_not_run"], nlohmann::json({"M17", "M18", "M19"}));
   EXPECT_LT(j["rms_log_error"].get<double>(), j["loo_rms_log_error"].get<double>() + 1e-12);
+  // The parameters the text marks "(at bound)" are named in the JSON too: the shipped H100
+  // profile's GEMM efficiency sits on its 0.8 ceiling; the hand-set DeepSeek profile has none.
+  bool h100 = false;
+  for (const auto& p : j["profiles"]) {
+    if (p["name"] == "megatron-h100") {
+      h100 = true;
+      EXPECT_NE(std::find(p["at_bound"].begin(), p["at_bound"].end(), "gemm_efficiency"),
+                p["at_bound"].end());
+      EXPECT_EQ(p["gemm_efficiency"].get<double>(), 0.8);
+    }
+    if (p["name"] == "deepseek-h800") EXPECT_TRUE(p["at_bound"].empty());
+  }
+  EXPECT_TRUE(h100);
+  EXPECT_TRUE(j["shared_at_bound"].is_array());
 }
 
 TEST(PerfCli, Mxfp8NeedsBlackwellTensorCores) {

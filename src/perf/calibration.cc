@@ -814,6 +814,21 @@ std::string Tokens(bool present, double tokens_per_s) {
   return present ? fmt::format("{:.1f}", tokens_per_s) : "-";
 }
 
+// Which of ParamMap's parameters sit on a bound of their physical range, in ParamMap's order: a
+// profile's only when it was calibrated (a profile set by hand is where it was put).
+std::vector<bool> ParamsAtBound(const ProfileSet& s) {
+  const std::vector<double> x = ParamMap::Get(s);
+  const int n = ParamMap::Profiles(s);
+  std::vector<bool> at(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int profile = static_cast<int>(i) < ParamMap::kPerProfile * n ? static_cast<int>(i) % n
+                                                                          : -1;
+    const auto [lo, hi] = ParamMap::Bounds(s, static_cast<int>(i));
+    at[i] = (profile < 0 || s.profiles[profile].calibrated) && AtBound(x[i], lo, hi);
+  }
+  return at;
+}
+
 // predicted / measured − 1 as "+12.3%", "-" when there is no prediction.
 std::string Error(bool present, double predicted, double measured) {
   return present ? FormatSignedPercent(predicted / measured - 1) : "-";
@@ -836,20 +851,38 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["cautions"] = r.cautions;
     j["solver"] = r.solver_report;
     // The fitted parameters, for a script (the profile file itself is written by --output).
+    // "at_bound" names the fitted parameters that sit on a bound of their physical range, as the
+    // text marks them "(at bound)".
     nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
-    for (const PerfProfile& p : r.profiles.profiles) {
+    const std::vector<bool> at = ParamsAtBound(r.profiles);
+    const int n = ParamMap::Profiles(r.profiles);
+    for (int pi = 0; pi < n; ++pi) {
+      const PerfProfile& p = r.profiles.profiles[pi];
+      nlohmann::ordered_json at_bound = nlohmann::ordered_json::array();
+      const char* names[ParamMap::kPerProfile] = {"gemm_efficiency", "step_overhead_seconds",
+                                                  "expert_group_seconds", "overlap_ep"};
+      for (int block = 0; block < ParamMap::kPerProfile; ++block) {
+        if (at[block * n + pi]) at_bound.push_back(names[block]);
+      }
       profiles.push_back({{"name", p.name},
                           {"hardware", p.hardware},
                           {"calibrated", p.calibrated},
                           {"gemm_efficiency", p.gemm_efficiency},
                           {"step_overhead_seconds", p.step_overhead_seconds},
                           {"expert_group_seconds", p.expert_group_seconds},
-                          {"overlap_ep", p.overlap_ep}});
+                          {"overlap_ep", p.overlap_ep},
+                          {"at_bound", at_bound}});
     }
     j["profiles"] = profiles;
     nlohmann::ordered_json shared = nlohmann::ordered_json::object();
-    for (const SharedFit& f : kSharedFit) shared[f.name] = r.profiles.shared.*f.member * f.scale;
+    nlohmann::ordered_json shared_at_bound = nlohmann::ordered_json::array();
+    for (int i = 0; i < ParamMap::kShared; ++i) {
+      const SharedFit& f = kSharedFit[i];
+      shared[f.name] = r.profiles.shared.*f.member * f.scale;
+      if (at[ParamMap::kPerProfile * n + i]) shared_at_bound.push_back(f.name);
+    }
     j["shared"] = shared;
+    j["shared_at_bound"] = shared_at_bound;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const RowResult& x : r.rows) {
       nlohmann::ordered_json rj = RowJson(x);
@@ -1016,12 +1049,12 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     }
   }
   out += fmt::format("\nProfiles\n");
+  const std::vector<bool> at = ParamsAtBound(r.profiles);
   const int n = ParamMap::Profiles(r.profiles);
   for (int pi = 0; pi < n; ++pi) {
     const PerfProfile& p = r.profiles.profiles[pi];
     auto value = [&](double x, int block) {
-      const auto [lo, hi] = ParamMap::Bounds(r.profiles, block * n + pi);
-      return fmt::format("{:.4g}{}", x, p.calibrated && AtBound(x, lo, hi) ? " (at bound)" : "");
+      return fmt::format("{:.4g}{}", x, at[block * n + pi] ? " (at bound)" : "");
     };
     out += fmt::format(
         "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}, overlap_ep "
@@ -1031,9 +1064,10 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   }
   const SharedPerfParams& s = r.profiles.shared;
   out += "  shared:";
-  for (const SharedFit& f : kSharedFit) {
+  for (int i = 0; i < ParamMap::kShared; ++i) {
+    const SharedFit& f = kSharedFit[i];
     out += fmt::format(" {} {:.4g}{}", f.name, s.*f.member * f.scale,
-                       AtBound(s.*f.member * f.scale, f.lo, f.hi) ? " (at bound)" : "");
+                       at[ParamMap::kPerProfile * n + i] ? " (at bound)" : "");
   }
   out += "\n";
   const DropFit& d = r.drop_fit;
