@@ -86,6 +86,15 @@ std::vector<int> CanonicalRunOrder(const FitData& data) {
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options) {
   options.Validate();
+  // Points of weight 0 are in no fit: the resamples draw among the runs with a weighted point, as
+  // many as there are (drawing empty runs too would shrink each resample by a random amount).
+  if (std::any_of(data.weight.begin(), data.weight.end(), [](double w) { return !(w > 0); })) {
+    std::vector<size_t> weighted;
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data.weight[i] > 0) weighted.push_back(i);
+    }
+    return Bootstrap(law, data.Subset(weighted), fit_options, full_fit, options);
+  }
   const FitProblem problem(law, data, fit_options.objective, PinnedTheta(law, fit_options.pins));
   std::vector<double> x0(problem.num_free());
   problem.Restrict(full_fit.theta.data(), x0.data());

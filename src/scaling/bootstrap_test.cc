@@ -47,6 +47,38 @@ TEST(Bootstrap, EpochIntervalsWithinTenPercent) {
   }
 }
 
+// Runs whose points all weigh 0 are in no resample: the bootstrap of data with such runs added is
+// the bootstrap of the data without them, resample for resample (each resample drew as many runs
+// as the file has, empty ones included, and its size varied at random).
+TEST(Bootstrap, RunsOfWeightZeroAreNotDrawn) {
+  DataTable t = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
+                        "/tests/fixtures/scaling/epoch_chinchilla_svg_extracted_data.csv");
+  ApplyMappings(t, {{"N", "Model Size"}, {"C", "Training FLOP"}, {"D", "C/(6*N)"}});
+  DropHighest(t, "loss", 5);
+  const Law& law = FindLaw("chinchilla");
+  FitData data = SelectFitData(t, law);
+  std::vector<size_t> weighted;
+  for (size_t i = 0; i < data.size(); ++i) {
+    if (i % 2 == 0) {
+      weighted.push_back(i);
+    } else {
+      data.weight[i] = 0;
+    }
+  }
+  FitOptions options;
+  options.grid = StartGrid{{{0.5, 0.6}, {6, 6.2}, {7.5, 7.7}, {0.35}, {0.37}}};
+  const FitSummary fit = Fit(law, data, options);
+  BootstrapOptions b;
+  b.resamples = 40;
+  b.seed = 3;
+  const BootstrapResult with_zero = Bootstrap(law, data, options, fit, b);
+  const BootstrapResult without = Bootstrap(law, data.Subset(weighted), options, fit, b);
+  ASSERT_EQ(with_zero.theta.size(), without.theta.size());
+  for (size_t k = 0; k < with_zero.theta.size(); ++k) {
+    EXPECT_EQ(with_zero.theta[k], without.theta[k]) << k;
+  }
+}
+
 // A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
 TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_EQ(MinBootstrapResamples(0.95), 40);

@@ -65,6 +65,10 @@ std::vector<int> CanonicalRunOrder(const FitData& data);
 // The two-sided percentile interval of `values` at `confidence` (values are copied and sorted).
 Interval PercentileInterval(std::vector<double> values, double confidence);
 
+// Percentile bootstrap by run (Efron & Tibshirani 1993, ch. 13): each resample draws as many
+// runs, with replacement, as `data` has runs with a point of weight > 0 (points of weight 0, and
+// runs of those alone, are in no resample), and refits from `full_fit`'s optimum. Throws
+// InputError for options that fail BootstrapOptions::Validate.
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options);
 
