@@ -343,6 +343,9 @@ void Run(const FitCliOptions& o) {
                 {"arm_loss", Number(comparison->arm_loss)},
                 {"effective_compute_multiplier", Number(comparison->multiplier)},
                 {"multiplier_definition", comparison->definition},
+                {"multiplier_undefined_reason", comparison->undefined_reason.empty()
+                                                    ? Json(nullptr)
+                                                    : Json(comparison->undefined_reason)},
                 {"tokens_per_s_ratio", o.tps_ratio},
                 {"wall_clock_multiplier", Number(comparison->wall_clock_multiplier)}};
       if (comparison->multiplier_interval) {
@@ -394,13 +397,19 @@ void Run(const FitCliOptions& o) {
     out += fmt::format("\nComparison at C = {}: base loss {:.5f}, arm loss {:.5f}\n",
                        FormatScientific(comparison->compute_flops), comparison->base_loss,
                        comparison->arm_loss);
-    out += fmt::format("  effective-compute multiplier {:#.4g}{}  ({})\n", comparison->multiplier,
-                       MultiplierInterval(comparison->multiplier_interval),
-                       comparison->definition);
-    out += fmt::format("  wall-clock multiplier        {:#.4g}{}  (× tokens/s ratio {:g})\n",
-                       comparison->wall_clock_multiplier,
-                       MultiplierInterval(comparison->wall_clock_interval),
-                       o.tps_ratio);
+    if (comparison->undefined_reason.empty()) {
+      out += fmt::format("  effective-compute multiplier {:#.4g}{}  ({})\n",
+                         comparison->multiplier,
+                         MultiplierInterval(comparison->multiplier_interval),
+                         comparison->definition);
+      out += fmt::format("  wall-clock multiplier        {:#.4g}{}  (× tokens/s ratio {:g})\n",
+                         comparison->wall_clock_multiplier,
+                         MultiplierInterval(comparison->wall_clock_interval), o.tps_ratio);
+    } else {
+      out += fmt::format("  effective-compute multiplier undefined: {}\n",
+                         comparison->undefined_reason);
+      out += "  wall-clock multiplier        undefined\n";
+    }
   }
   EmitOutput(o.output, out);
 }

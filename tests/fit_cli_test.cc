@@ -1,7 +1,7 @@
 // End-to-end tests of `mosaic fit`: the Chinchilla Approach-3 fit, pinned two-arm comparison and
 // errors that name file, line, column and rule.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
-
 #include <nlohmann/json.hpp>
 
 #include <unistd.h>
@@ -379,6 +379,39 @@ TEST(FitCli, CompareIntervalsDoNotDependOnRowOrder) {
   };
   EXPECT_EQ(interval(as_shipped), interval(reversed));
   EXPECT_EQ(interval(as_shipped), interval(shuffled));
+}
+
+// An arm whose loss is below every loss the base's fit reaches has no multiplier: the reason is
+// printed, not "inf [-nan, -nan]", and the JSON gives it beside a null multiplier. Both arms follow
+// L = E + 50·C^-0.1 exactly, the base with E = 2.5 and the arm with E = 1.5.
+TEST(FitCli, AnArmBelowTheBasesFloorHasNoMultiplier) {
+  const std::string dir = ::testing::TempDir();
+  std::vector<std::string> paths;
+  for (const auto& [name, floor] : {std::pair<std::string, double>{"floor_base", 2.5},
+                                    std::pair<std::string, double>{"floor_arm", 1.5}}) {
+    std::string text = "run,C,loss\n";
+    int i = 0;
+    for (double c : {1e18, 3e18, 1e19, 3e19, 1e20}) {
+      text += fmt::format("{}{},{},{:.5f}\n", name, i++, c, floor + 50 * std::pow(c, -0.1));
+    }
+    paths.push_back(dir + "/" + name + ".csv");
+    std::ofstream(paths.back()) << text;
+  }
+  const std::string command =
+      "fit " + paths[0] + " --law compute --compare " + paths[1] + " --at 1e20 --bootstrap 40";
+  CommandResult r = RunMosaic(command);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("effective-compute multiplier undefined: the arm's loss 2.00000 at C = "
+                       "1e+20 is at or below the lowest loss the base's fit reaches (its E = 2.5"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("nan"), std::string::npos) << r.out;
+  r = RunMosaic(command + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json c = nlohmann::json::parse(r.out)["comparison"];
+  EXPECT_TRUE(c["effective_compute_multiplier"].is_null());
+  EXPECT_NE(c["multiplier_undefined_reason"].get<std::string>().find("no budget of the base"),
+            std::string::npos);
 }
 
 // A data file and column named in Latin-1 reach the JSON (recipe) as U+FFFD: valid JSON.

@@ -40,7 +40,11 @@ Interval PercentileInterval(std::vector<double> values, double confidence) {
     const double pos = q * static_cast<double>(values.size() - 1);
     const size_t lo = static_cast<size_t>(std::floor(pos));
     const size_t hi = std::min(lo + 1, values.size() - 1);
-    return values[lo] + (pos - static_cast<double>(lo)) * (values[hi] - values[lo]);
+    const double fraction = pos - static_cast<double>(lo);
+    // Equal neighbours, or a position on a value, need no interpolation: infinite values (a
+    // multiplier the base never reaches) stay infinite instead of becoming inf − inf = NaN.
+    if (fraction == 0 || values[hi] == values[lo]) return values[lo];
+    return values[lo] + fraction * (values[hi] - values[lo]);
   };
   const double tail = (1 - confidence) / 2;
   return {at(tail), at(1 - tail)};

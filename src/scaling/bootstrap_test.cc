@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/util/error.h"
 
@@ -96,6 +98,13 @@ TEST(Bootstrap, PercentileInterpolates) {
   const Interval i = PercentileInterval({4, 1, 3, 2, 5}, 0.5);
   EXPECT_DOUBLE_EQ(i.low, 2);
   EXPECT_DOUBLE_EQ(i.high, 4);
+  // Infinite values (multipliers the base never reaches) stay infinite, never inf − inf = NaN.
+  const Interval inf = PercentileInterval({2, INFINITY, INFINITY, 1, INFINITY}, 0.5);
+  EXPECT_DOUBLE_EQ(inf.low, 2);
+  EXPECT_EQ(inf.high, INFINITY);
+  const Interval all_inf = PercentileInterval({INFINITY, INFINITY, INFINITY}, 0.9);
+  EXPECT_EQ(all_inf.low, INFINITY);
+  EXPECT_EQ(all_inf.high, INFINITY);
 }
 
 }  // namespace

@@ -374,6 +374,15 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
                                             fmt::join(law.inputs, ", ")));
   }
   options.objective.Validate();
+  // Points of weight 0 are in no fit: left out before anything is counted or evaluated, as the
+  // built-in laws leave them out.
+  if (std::any_of(data.weight.begin(), data.weight.end(), [](double w) { return !(w > 0); })) {
+    std::vector<size_t> weighted;
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data.weight[i] > 0) weighted.push_back(i);
+    }
+    return FitExpression(law, data.Subset(weighted), options);
+  }
   const int p = static_cast<int>(law.params.size());
   std::vector<double> values(p, NAN);
   std::vector<bool> pinned(p, false);
@@ -399,7 +408,8 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
   }
   if (data.size() < free.size()) {
     throw FieldError(At(data.origin), "points", fmt::format("{}", data.size()),
-                     fmt::format("points >= free parameters of the expression ({})", free.size()));
+                     fmt::format("points (of weight > 0) >= free parameters of the expression ({})",
+                                 free.size()));
   }
   for (size_t i = 0; i < data.size(); ++i) {
     if (!(std::isfinite(data.loss[i]) && data.loss[i] > 0)) {

@@ -176,6 +176,36 @@ TEST(ExpressionLaw, InputErrors) {
   }
 }
 
+// Points of weight 0 are left out of an expression's fit as of a built-in law's: not counted as
+// points or runs, and not enough to fit (two free parameters on one weighted point were reported
+// "converged").
+TEST(ExpressionLaw, ZeroWeightPointsAreLeftOut) {
+  const std::vector<std::string> columns = {"C", "loss"};
+  const ExpressionLaw law = MakeExpressionLaw("1.6 + A*C^(-alpha)", Params("A=80,alpha=0.1"),
+                                              columns, {});
+  FitData data;
+  data.origin = "w.csv";
+  data.input_names = {"C"};
+  data.inputs = {{1e18, 3e18, 1e19, 1e20}};
+  data.loss = {3.2541, 3.1007, 2.9536, 2.7238};
+  data.weight = {1, 0, 1, 1};
+  data.run = {0, 1, 2, 3};
+  data.run_names = {"a", "b", "c", "d"};
+  data.line = {2, 3, 4, 5};
+  const FitSummary fit = FitExpression(law, data, FitOptions{});
+  EXPECT_EQ(fit.points, 3);
+  EXPECT_EQ(fit.runs, 3);
+  data.weight = {1, 0, 0, 0};
+  try {
+    FitExpression(law, data, FitOptions{});
+    FAIL() << "fitted two parameters to one point";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "w.csv: points = 1. Violated constraint: points (of weight > 0) >= free parameters "
+              "of the expression (2)");
+  }
+}
+
 // A name muparser cannot define (a column "2", a parameter "0E") is an input error, never an
 // exception of the expression library escaping (found by the expression fuzz target; its input is
 // fuzz/corpus/expression_fuzz/regression-name-not-an-identifier).

@@ -224,6 +224,14 @@ Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary&
                         "(C = {:g}·N·D) reaches the arm's",
                         flops_per_param_token);
   c.wall_clock_multiplier = c.multiplier * tokens_per_s_ratio;
+  if (!std::isfinite(c.multiplier)) {
+    const int e = law.ParamIndex("E");
+    c.undefined_reason = fmt::format(
+        "the arm's loss {:.5f} at C = {:.3g} is at or below the lowest loss the base's fit "
+        "reaches{}: no budget of the base matches it",
+        c.arm_loss, compute_flops,
+        e >= 0 ? fmt::format(" (its E = {:.5f})", law.ToValue(e, base.theta[e])) : "");
+  }
   if (base_bootstrap != nullptr && arm_bootstrap != nullptr && !base_bootstrap->theta.empty() &&
       !arm_bootstrap->theta.empty()) {
     const size_t n = std::min(base_bootstrap->theta.size(), arm_bootstrap->theta.size());

@@ -65,6 +65,7 @@ class ExpressionEvaluator {
 // Multi-start fit of the expression (pins from options.pins by name, any value; starts from the
 // parameters' grids; options.objective, options.multistart.threads, .solver.max_iterations and
 // options.convergence_tolerance apply). FitSummary::theta holds the parameter values as written.
+// Points of weight 0 are left out, of the fit and of its counts, as Fit leaves them out.
 // Throws InputError for bad input, including a prediction that is not finite (or not positive,
 // for residuals of log loss) at some point at every start; std::invalid_argument when `data`'s
 // inputs are not the law's, in its order.

@@ -83,6 +83,9 @@ struct Comparison {
   // How `multiplier` was computed, for reports: the closed form for the compute law, the budget
   // at which the base's compute-optimal loss reaches the arm's for laws in N and D.
   std::string definition;
+  // Why `multiplier` is undefined (infinite: the arm's loss at C is at or below the lowest loss
+  // the base's fit reaches, so no budget of the base matches it); empty when it is finite.
+  std::string undefined_reason;
   std::optional<Interval> multiplier_interval;
   std::optional<Interval> wall_clock_interval;
 };
