@@ -243,7 +243,7 @@ void RunExpression(const FitCliOptions& o) {
   if (!predictions.empty()) {
     out += "\nPredictions\n";
     for (const auto& [point, loss] : predictions) {
-      out += fmt::format("  {:<24} loss {:.5f}\n", PointText(point), loss);
+      out += fmt::format("  {:<24} loss {}\n", PointText(point), FormatFixed(loss, 5));
     }
   }
   EmitOutput(o.output, out);
@@ -368,7 +368,7 @@ void Run(const FitCliOptions& o) {
       for (size_t i = 0; i < law.inputs.size(); ++i) {
         inputs.push_back(fmt::format("{}={}", law.inputs[i].name, FormatScientific(p.inputs[i], 4)));
       }
-      out += fmt::format("  {:<24} loss {:.5f}{}   ({})\n", PointText(p.point), p.loss,
+      out += fmt::format("  {:<24} loss {}{}   ({})\n", PointText(p.point), FormatFixed(p.loss, 5),
                          Interval(p.interval), fmt::join(inputs, ", "));
     }
   }

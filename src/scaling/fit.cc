@@ -319,6 +319,15 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
                         pinned[j].has_value()});
   }
   s.termination = run.best.termination;
+  // A parameter past a double's range (a scale whose log ran beyond 709) is no fitted value: the
+  // objective is flat along it, and the fit is not a converged one whatever the solver said.
+  std::string diverged;
+  for (const FittedParam& p : s.params) {
+    if (!p.pinned && !std::isfinite(p.value) && diverged.empty()) diverged = p.name;
+  }
+  if (!diverged.empty() && s.termination == Termination::kConverged) {
+    s.termination = Termination::kNoConvergence;
+  }
   switch (s.termination) {
     case Termination::kConverged:
       s.message = fmt::format(
@@ -327,10 +336,14 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
           s.converged_starts, s.starts, options.convergence_tolerance, s.inferred_starts);
       break;
     case Termination::kNoConvergence:
-      s.message = fmt::format(
-          "no convergence: the best start stopped after {} iterations without meeting the "
-          "tolerances; {} of {} starts reached its objective",
-          run.best.iterations, s.converged_starts, s.starts);
+      s.message =
+          diverged.empty()
+              ? fmt::format("no convergence: the best start stopped after {} iterations without "
+                            "meeting the tolerances; {} of {} starts reached its objective",
+                            run.best.iterations, s.converged_starts, s.starts)
+              : fmt::format("no convergence: {} ran past a double's range (the data do not "
+                            "determine it: look for an outlying loss, or pin it with --pin)",
+                            diverged);
       break;
     case Termination::kFailure:
       s.message = fmt::format("failure: the objective was not finite at any of the {} starts",

@@ -86,6 +86,27 @@ TEST(Fit, AFitThatChecksNothingOrRisesWithScaleIsCautioned) {
   EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).cautions.empty());
 }
 
+// A scale driven past a double's range (an outlying loss of 1e300 pulls A to infinity) is no
+// fitted value: the fit is not reported converged, and its message names the parameter.
+TEST(Fit, AParameterPastADoublesRangeIsNoConvergence) {
+  FitData data;
+  data.origin = "t.csv";
+  data.input_names = {"C"};
+  data.inputs = {{1e18, 3e18, 1e19}};
+  data.loss = {1e300, 3.1007, 2.9536};
+  data.weight = {1, 1, 1};
+  data.run = {0, 1, 2};
+  data.run_names = {"a", "b", "c"};
+  data.line = {2, 3, 4};
+  FitOptions options;
+  options.pins = {{"E", 1.6}};
+  const FitSummary fit = Fit(FindLaw("compute"), data, options);
+  EXPECT_FALSE(fit.ok());
+  EXPECT_EQ(fit.termination, Termination::kNoConvergence);
+  EXPECT_EQ(fit.message.rfind("no convergence: A ran past a double's range", 0), 0u)
+      << fit.message;
+}
+
 // Points of weight 0 are not in the objective: too few weighted points is an error (all-zero
 // weights reported the start grid as a converged fit). Scaling every weight alike leaves the fit.
 TEST(Fit, ZeroWeightPointsDoNotCountAndScaledWeightsFitAlike) {
