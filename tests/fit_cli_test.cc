@@ -338,6 +338,17 @@ TEST(FitCli, LossesFromLogs) {
                 "tests/fixtures/janosh__tensorboard-reducer/tests/runs --law compute");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err, "mosaic fit: --logs needs --tag (the loss tag, e.g. eval/loss)\n");
+  // Three free parameters on these three points leave none over, but the chinchilla form with
+  // both exponents pinned cannot pass through them (A and B go to 0): the caution says which.
+  r = RunMosaic("fit tests/fixtures/scaling/logged_runs.csv --logs "
+                "tests/fixtures/janosh__tensorboard-reducer/tests/runs --tag strict/foo "
+                "--law chinchilla --pin alpha=0.3 --pin beta=0.3 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::string caution = nlohmann::json::parse(r.out)["cautions"][0].get<std::string>();
+  EXPECT_NE(caution.find("3 free parameters on 3 points: no point is left over to check the fit "
+                         "(nor does the law pass through them: objective 0.00101"),
+            std::string::npos)
+      << caution;
 }
 
 }  // namespace

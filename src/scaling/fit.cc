@@ -353,10 +353,16 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   int free_params = 0;
   for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;
   if (free_params > 0 && s.points == free_params) {
+    // Whether the law passes through every point is the objective's to say: a form that cannot
+    // reach the points (a scale driven to 0) leaves residuals even with no point to spare.
     s.cautions.push_back(fmt::format(
-        "{} free parameter{} on {} point{}: the law passes through every point, so the fit "
-        "checks nothing; add points or pin parameters",
-        free_params, free_params == 1 ? "" : "s", s.points, s.points == 1 ? "" : "s"));
+        "{} free parameter{} on {} point{}: no point is left over to check the fit{}; add points "
+        "or pin parameters",
+        free_params, free_params == 1 ? "" : "s", s.points, s.points == 1 ? "" : "s",
+        s.objective <= kExactFitObjective ? " (the law passes through every point)"
+                                          : fmt::format(" (nor does the law pass through them: "
+                                                        "objective {:.4g})",
+                                                        s.objective)));
   }
   if (s.termination != Termination::kFailure) {
     for (size_t j = 0; j < law.params.size(); ++j) {

@@ -53,6 +53,11 @@ struct FitRecipe {
 // negligible (FitSummary::negligible_params).
 inline constexpr double kNegligibleTermShare = 1e-6;
 
+// The objective at or below which a fit with as many free parameters as points passes through
+// every point (its residuals are rounding: Huber or squared, a log-loss residual of 1e-6 gives
+// 5e-13 per point).
+inline constexpr double kExactFitObjective = 1e-10;
+
 struct FitSummary {
   Termination termination = Termination::kFailure;
   std::string message;
