@@ -40,8 +40,10 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
   if (!in.missing_fit.empty() || !in.effective_compute || !std::isfinite(*in.effective_compute)) {
     r.status = CriterionStatus::kUnknown;
     r.missing = in.missing_fit.empty() ? "no scaling-law projection" : in.missing_fit;
-    r.settle = fmt::format("ladder results of {} and {} at the same rungs", rule.default_arm,
-                           rule.challenger);
+    r.settle = !in.settle_fit.empty()
+                   ? in.settle_fit
+                   : fmt::format("ladder results of {} and {} at the same rungs",
+                                 rule.default_arm, rule.challenger);
     r.reason = r.missing;
     return r;
   }

@@ -333,6 +333,7 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
   }
   if (data.size() == 0) {
     af.why_not = fmt::format("no {} loss of {} at the fitted rungs", ToString(which), arm);
+    af.settle = fmt::format("{} losses of {} in [results]", ToString(which), arm);
     return af;
   }
   scaling::FitOptions fo;
@@ -344,10 +345,14 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     af.fit = scaling::Fit(d.law, data, fo);
   } catch (const InputError& error) {
     af.why_not = fmt::format("{} cannot be fitted: {}", arm, error.what());
+    af.settle = fmt::format("what the reason names: the [fit] pins or the result rows of {}", arm);
     return af;
   }
   if (!af.fit.ok()) {
     af.why_not = fmt::format("the fit of {} did not converge: {}", arm, af.fit.message);
+    af.settle = fmt::format("a fit of {} that converges: more rungs, or [fit] pins on what its "
+                            "rungs cannot determine",
+                            arm);
     return af;
   }
   // With one run every resample is the data itself: no interval to report.
@@ -478,6 +483,7 @@ void Evaluate(const Decision& d, Scenario& s, const std::vector<CriterionResult>
   in.effective_compute = d.effective_compute;
   in.effective_compute_interval = d.effective_compute_interval;
   in.missing_fit = d.missing_fit;
+  in.settle_fit = d.settle_fit;
   in.throughput_source = s.name;
   if (def == nullptr || !def->known || ch == nullptr || !ch->known) {
     std::vector<std::string> why;
@@ -582,12 +588,15 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   const ArmFit& challenger = d.fits[1];
   if (!base.fitted || !challenger.fitted) {
     d.missing_fit = !base.fitted ? base.why_not : challenger.why_not;
+    d.settle_fit = !base.fitted ? base.settle : challenger.settle;
     if (spec.fit.rungs == "common" && common.empty()) {
+      d.settle_fit.clear();  // the criterion's own: results of both arms at the same rungs
       d.missing_fit = fmt::format("{} and {} have no rung in common with a {} loss", rule.default_arm,
                                   rule.challenger, ToString(which));
     }
   } else if (d.target_compute_flops <= 0) {
     d.missing_fit = "no target budget: " + d.target_compute_rule;
+    d.settle_fit = "a target budget ([target] of the study)";
   } else {
     const scaling::Comparison c = scaling::CompareArms(
         d.law, base.fit, challenger.fit, d.target_compute_flops, 1.0,
@@ -604,6 +613,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
           "the projection is not finite ({}): the fitted losses do not fall with compute above "
           "the law's floor (check [fit] pin against the losses)",
           c.multiplier);
+      d.settle_fit = "a [fit] pin of E below the fitted losses (or no pin on E)";
     }
   }
   // Each fitted arm's loss at the target budget, whether or not the comparison is finite.

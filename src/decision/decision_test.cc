@@ -433,6 +433,10 @@ TEST(Decide, AFloorAboveTheLossesLeavesTheProjectionUnknown) {
   EXPECT_TRUE(d.rung_multipliers.empty());
   for (const Scenario& s : d.scenarios) {
     EXPECT_EQ(Criterion(s, "projected_advantage").status, CriterionStatus::kUnknown);
+    // What settles it is the pin or the rows the reason names, not more results at the same
+    // rungs (both arms have every rung).
+    EXPECT_EQ(Criterion(s, "projected_advantage").settle,
+              "what the reason names: the [fit] pins or the result rows of fsdp-chunk1");
     EXPECT_FALSE(s.verdict.challenger_picked);
   }
 }

@@ -42,6 +42,7 @@ struct AdvantageInputs {
   std::optional<double> tokens_per_s_ratio;      // r
   std::optional<double> loss_advantage;          // ΔL (needs r)
   std::string missing_fit;         // why a fit is missing ("" when both fitted)
+  std::string settle_fit;          // what would settle it ("": results at the same rungs)
   std::string missing_throughput;  // why r is missing ("" when known)
   std::string throughput_source;   // "measured", "model (best layout)", ...
 };

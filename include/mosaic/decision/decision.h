@@ -49,6 +49,7 @@ struct ArmFit {
   std::vector<int64_t> rungs;            // the rungs fitted
   bool fitted = false;
   std::string why_not;                   // when not fitted
+  std::string settle;                    // when not fitted: what would let the arm be fitted
   scaling::FitSummary fit;
   std::optional<scaling::BootstrapResult> bootstrap;
   double target_loss = 0;                // at the target budget
@@ -118,6 +119,7 @@ struct Decision {
   std::optional<double> effective_compute;  // at the target
   std::optional<scaling::Interval> effective_compute_interval;
   std::string missing_fit;               // why effective_compute is missing
+  std::string settle_fit;                // what would give it ("" when it is known)
   // With [fit] rungs = "common": the same projection with each arm fitted on every rung it ran
   // (a sensitivity figure, shown beside the deciding one), and which rungs those were.
   std::optional<double> effective_compute_all_rungs;
