@@ -90,7 +90,17 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
     const double low = in.effective_compute_interval->low * ratio - 1;
     if ((low >= rule.threshold) != (advantage >= rule.threshold)) {
       r.reason += fmt::format("; the interval's low end gives {}", Percent(low));
+      if (r.status == CriterionStatus::kPass) {
+        r.caveat = fmt::format("the interval's low end gives {}, short of the {:g}% needed",
+                               Percent(low), 100 * rule.threshold);
+      }
     }
+  }
+  if (r.status == CriterionStatus::kPass && in.noise_effective_compute &&
+      std::abs(e - 1) < *in.noise_effective_compute) {
+    if (!r.caveat.empty()) r.caveat += "; ";
+    r.caveat += fmt::format("the effective-compute gain {} is inside the run-to-run noise ({:.1f}%)",
+                            Percent(e - 1), 100 * *in.noise_effective_compute);
   }
   return r;
 }
@@ -208,6 +218,10 @@ Verdict ApplyRule(const std::vector<CriterionResult>& criteria, const RuleSpec& 
                     ? fmt::format("pick {}: the rule lists no criteria", rule.challenger)
                     : fmt::format("pick {}: every criterion passes ({})", rule.challenger,
                                   fmt::join(v.decided_by, ", "));
+    for (const CriterionResult& c : criteria) {
+      if (!c.caveat.empty()) v.caveats.push_back(fmt::format("{}: {}", c.name, c.caveat));
+    }
+    if (!v.caveats.empty()) v.summary += fmt::format("; but {}", fmt::join(v.caveats, "; "));
     return v;
   }
   v.chosen_arm = rule.default_arm;

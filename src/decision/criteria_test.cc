@@ -64,6 +64,23 @@ TEST(ProjectedAdvantage, NamesAnIntervalThatCrossesTheThreshold) {
   const CriterionResult r = ProjectedAdvantage(in, Rule());
   EXPECT_EQ(r.status, CriterionStatus::kPass);
   EXPECT_NE(r.reason.find("the interval's low end gives +1.0%"), std::string::npos) << r.reason;
+  // A PASS whose interval reaches below the threshold carries that as a caveat.
+  EXPECT_EQ(r.caveat, "the interval's low end gives +1.0%, short of the 5% needed");
+}
+
+TEST(ProjectedAdvantage, APassInsideTheRunToRunNoiseCarriesACaveat) {
+  AdvantageInputs in = Known(1.03, 1.05, 0.001);  // 1.03 × 1.05 = 1.0815: passes 5%
+  in.noise_effective_compute = 0.04;              // a 3% gain is inside 4% noise
+  const CriterionResult r = ProjectedAdvantage(in, Rule());
+  EXPECT_EQ(r.status, CriterionStatus::kPass);
+  EXPECT_EQ(r.caveat, "the effective-compute gain +3.0% is inside the run-to-run noise (4.0%)");
+  in.noise_effective_compute = 0.02;  // outside the noise: no caveat
+  EXPECT_EQ(ProjectedAdvantage(in, Rule()).caveat, "");
+  // A FAIL carries no caveat (it already keeps the default).
+  AdvantageInputs fail = Known(1.01, 1.0, 0.001);
+  fail.noise_effective_compute = 0.04;
+  EXPECT_EQ(ProjectedAdvantage(fail, Rule()).status, CriterionStatus::kFail);
+  EXPECT_EQ(ProjectedAdvantage(fail, Rule()).caveat, "");
 }
 
 TEST(WinsAtLargestRung, PassFailAndUnknown) {
@@ -169,6 +186,20 @@ TEST(ApplyRule, EveryCriterionMustPass) {
   EXPECT_EQ(unknown.chosen_arm, "fsdp");
   EXPECT_EQ(unknown.decided_by, std::vector<std::string>{"no_anomalies"});
   EXPECT_NE(unknown.summary.find("the default stands"), std::string::npos);
+}
+
+TEST(ApplyRule, APickCarriesThePassingCriteriasCaveats) {
+  CriterionResult weak = WithStatus("projected_advantage", CriterionStatus::kPass);
+  weak.caveat = "the interval's low end gives +1.0%, short of the 5% needed";
+  const Verdict pick =
+      ApplyRule({weak, WithStatus("no_anomalies", CriterionStatus::kPass)}, Rule());
+  EXPECT_TRUE(pick.challenger_picked);
+  EXPECT_EQ(pick.caveats, std::vector<std::string>{
+                              "projected_advantage: the interval's low end gives +1.0%, short "
+                              "of the 5% needed"});
+  EXPECT_EQ(pick.summary,
+            "pick ep: every criterion passes (projected_advantage, no_anomalies); but "
+            "projected_advantage: the interval's low end gives +1.0%, short of the 5% needed");
 }
 
 }  // namespace

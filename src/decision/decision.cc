@@ -484,6 +484,9 @@ void Evaluate(const Decision& d, Scenario& s, const std::vector<CriterionResult>
   in.effective_compute_interval = d.effective_compute_interval;
   in.missing_fit = d.missing_fit;
   in.settle_fit = d.settle_fit;
+  if (d.noise && d.noise->used_effective_compute > 0) {
+    in.noise_effective_compute = d.noise->used_effective_compute;
+  }
   in.throughput_source = s.name;
   if (def == nullptr || !def->known || ch == nullptr || !ch->known) {
     std::vector<std::string> why;

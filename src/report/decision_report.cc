@@ -300,7 +300,8 @@ std::string RenderDecisionJson(const Decision& d) {
                           {"status", ToString(c.status)},
                           {"reason", c.reason},
                           {"missing", c.missing},
-                          {"settle", c.settle}});
+                          {"settle", c.settle},
+                          {"caveat", c.caveat}});
     }
     scenarios.push_back({{"throughput", s.name},
                          {"description", s.description},
@@ -315,6 +316,7 @@ std::string RenderDecisionJson(const Decision& d) {
                           {{"chosen_arm", s.verdict.chosen_arm},
                            {"challenger_picked", s.verdict.challenger_picked},
                            {"decided_by", s.verdict.decided_by},
+                           {"caveats", s.verdict.caveats},
                            {"summary", s.verdict.summary}}}});
   }
   j["scenarios"] = scenarios;

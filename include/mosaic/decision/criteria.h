@@ -27,6 +27,8 @@ struct CriterionResult {
   std::string reason;   // the numbers behind the status
   std::string missing;  // UNKNOWN: the data that is missing
   std::string settle;   // UNKNOWN: the run or measurement that would settle it
+  std::string caveat;   // PASS: what weakens it (an interval end short of the threshold, a gain
+                        // inside the run-to-run noise); "" when nothing does
 };
 
 // (a) The projected advantage of the challenger at the target budget C.
@@ -45,6 +47,9 @@ struct AdvantageInputs {
   std::string settle_fit;          // what would settle it ("": results at the same rungs)
   std::string missing_throughput;  // why r is missing ("" when known)
   std::string throughput_source;   // "measured", "model (best layout)", ...
+  // The run-to-run noise of identical runs as effective compute (NoiseSummary::
+  // used_effective_compute); a PASS on a gain |E − 1| inside it carries a caveat.
+  std::optional<double> noise_effective_compute;
 };
 CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& rule);
 
@@ -80,6 +85,8 @@ struct Verdict {
   bool challenger_picked = false;
   std::vector<std::string> decided_by;  // the criteria that decided it
   std::string summary;                  // one sentence with the reasons
+  std::vector<std::string> caveats;     // the passing criteria's caveats, when it picks the
+                                        // challenger (also at the end of `summary`)
 };
 
 // Applies the rule to evaluated criteria (in the rule's order).
