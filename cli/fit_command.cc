@@ -94,13 +94,28 @@ FitRequest Request(const FitCliOptions& o) {
   r.objective = o.objective;
   r.space = o.space;
   r.delta = o.delta;
-  for (const std::string& p : o.pins) r.pins.push_back(ParsePin(p));
   r.threads = o.threads;
   r.cut_short = !o.no_cut_short;
   r.bootstrap = o.bootstrap;
   r.seed = o.seed;
   r.confidence = o.confidence;
+  // Every field comes from a flag: a value or combination the library refuses is a usage error.
+  try {
+    for (const std::string& p : o.pins) r.pins.push_back(ParsePin(p));
+    CheckFitRequest(r);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
   return r;
+}
+
+// The built-in law --law names (a usage error, with "did you mean", when there is none).
+const Law& LawOfFlag(const std::string& name) {
+  try {
+    return FindLaw(name);
+  } catch (const InputError& e) {
+    throw UsageError(e.what());
+  }
 }
 
 DataTable LoadTable(const std::string& path, const FitCliOptions& o) {
@@ -169,7 +184,7 @@ void RunExpression(const FitCliOptions& o) {
   const FitOptions fit_options = MakeFitOptions(Request(o));
   const auto refuse = [](bool given, const char* flag) {
     if (given) {
-      throw InputError(fmt::format("{} is not supported with --law-expr (only the fit and "
+      throw UsageError(fmt::format("{} is not supported with --law-expr (only the fit and "
                                    "--predict are)",
                                    flag));
     }
@@ -266,8 +281,8 @@ void Run(const FitCliOptions& o) {
     RunExpression(o);
     return;
   }
-  if (!o.params.empty()) throw InputError("--param needs --law-expr (a built-in law has its grid)");
-  const Law& law = FindLaw(o.law);
+  if (!o.params.empty()) throw UsageError("--param needs --law-expr (a built-in law has its grid)");
+  const Law& law = LawOfFlag(o.law);
   const FitRequest request = Request(o);
   const FitOptions fit_options = MakeFitOptions(request);
   if (!(o.flops_per_param_token > 0)) {

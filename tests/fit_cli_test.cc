@@ -178,13 +178,25 @@ TEST(FitCli, TooFewPointsAndSingularDesign) {
 }
 
 TEST(FitCli, UnknownLawAndPin) {
+  // A flag's value that names nothing is a usage error (exit 2); so is one that is malformed.
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law chinchila");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown law 'chinchila' (did you mean 'chinchilla'?)"), std::string::npos)
       << r.err;
   CommandResult p = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin alpah=1");
   EXPECT_EQ(p.exit_code, 1);
   EXPECT_NE(p.err.find("(did you mean 'alpha'?)"), std::string::npos) << p.err;
+  for (const auto& [flag, rule] :
+       {std::pair<std::string, std::string>{"--objective l1", "objective = l1. Violated "
+                                                              "constraint: one of huber, squared"},
+        {"--space logit", "space = logit. Violated constraint: one of log, linear"},
+        {"--pin E=abc", "--pin = E=abc. Violated constraint: NAME=NUMBER"},
+        {"--param E=1", "--param needs --law-expr"}}) {
+    CommandResult u = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute " + flag);
+    EXPECT_EQ(u.exit_code, 2) << flag;
+    EXPECT_NE(u.err.find("mosaic fit: "), std::string::npos) << flag << u.err;
+    EXPECT_NE(u.err.find(rule), std::string::npos) << flag << u.err;
+  }
 }
 
 TEST(FitCli, DuplicateColumnNamesFileColumnAndPositions) {
@@ -309,7 +321,7 @@ TEST(FitCli, ANamedRunOrWeightColumnMustExist) {
 // needs at least one resample beyond each end.
 TEST(FitCli, TooFewBootstrapResamplesAreRefused) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 2");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("bootstrap = 2. Violated constraint: bootstrap >= 40 at confidence 0.95 "
                        "(ceil(2 / (1 - confidence)): a percentile interval needs a resample "
                        "beyond each of its ends), or 0 for none"),
@@ -486,7 +498,7 @@ TEST(FitCli, MeaninglessValuesAreRefused) {
   EXPECT_NE(at.err.find("--compare requires --at"), std::string::npos) << at.err;
   // A parameter pinned twice is refused (the last pin won), naming both values.
   CommandResult twice = RunMosaic(base + "--pin E=2");
-  EXPECT_EQ(twice.exit_code, 1);
+  EXPECT_EQ(twice.exit_code, 2);
   EXPECT_NE(twice.err.find("pin E = 2. Violated constraint: each parameter is pinned once (it is "
                            "already pinned to 1.6)"),
             std::string::npos)

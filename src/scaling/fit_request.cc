@@ -30,6 +30,8 @@ void CheckFitRequest(const FitRequest& r) {
   check("bootstrap", r.bootstrap,
         r.bootstrap == 0 || r.bootstrap >= MinBootstrapResamples(r.confidence),
         BootstrapMinimumRule(r.confidence) + ", or 0 for none");
+  LossKindFromString(r.objective);     // huber | squared
+  ResidualSpaceFromString(r.space);    // log | linear
   for (size_t i = 0; i < r.pins.size(); ++i) {
     const auto& [name, value] = r.pins[i];
     check(name, value, std::isfinite(value), "a pinned value is finite");
