@@ -672,6 +672,21 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
       n.default_loss = scaling::LossAtCompute(
           d.law, base.fit.theta, PlanRow(d.plan, study.arms[0].name, n.spec.d_model).train_flops);
     }
+    // Identical runs cannot spread by more than the loss above the floor E: one of them would
+    // sit below what any amount of compute reaches (a spread in the wrong unit, or a floor
+    // pinned too high).
+    if (const int e = d.law.ParamIndex("E"); base.fitted && n.default_loss > 0 && e >= 0) {
+      const double floor_loss = d.law.ToValue(e, base.fit.theta[e]);
+      if (n.spec.loss_spread >= n.default_loss - floor_loss) {
+        throw FieldError(
+            n.spec.loss_spread_where, "loss_spread", fmt::format("{:g}", n.spec.loss_spread),
+            fmt::format("below {}'s loss above its floor at d{} ({:.4f} − E {:.4g} = {:.4f}): "
+                        "identical runs spread by less than the loss any compute can still "
+                        "remove (nats)",
+                        rule.default_arm, n.spec.d_model, n.default_loss, floor_loss,
+                        n.default_loss - floor_loss));
+      }
+    }
     if (base.fitted && n.default_loss > 0) {
       n.derived_effective_compute =
           scaling::ComputeForLoss(d.law, base.fit.theta, n.default_loss) /

@@ -441,6 +441,31 @@ TEST(Decide, AFloorAboveTheLossesLeavesTheProjectionUnknown) {
   }
 }
 
+// A [noise] spread at least the default's loss above the floor (3.0553 − E 1.6 = 1.4553 at d768)
+// would put an identical run under the floor: refused at the line of loss_spread (it gave a
+// 4,116,380% noise for 2.5 nats). Just under it is still read.
+TEST(Decide, ANoiseSpreadBeyondTheLossAboveTheFloorIsRefused) {
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  ASSERT_TRUE(study.decision.noise.has_value());
+  study.decision.noise->effective_compute_spread = 0;
+  study.decision.noise->loss_spread = 1.4554;
+  try {
+    Decide(study);
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "loss_spread = 1.4554. Violated constraint: below fsdp-chunk1's loss above its "
+                  "floor at d768 (3.0553 − E 1.6 = 1.4553)"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("fsdp-vs-ep.toml:92:"), std::string::npos) << e.what();
+  }
+  study.decision.noise->loss_spread = 1.4552;
+  const Decision d = Decide(study);
+  ASSERT_TRUE(d.noise.has_value());
+  EXPECT_GT(d.noise->derived_effective_compute, 1.0);
+}
+
 // One arm's loss under the pinned floor leaves that arm unfitted, naming the row; the other arm
 // still projects its own loss to the target (it printed 0.0000 when the comparison failed).
 TEST(Decide, AnArmUnderTheFloorLeavesTheOtherArmsProjection) {

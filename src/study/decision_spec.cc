@@ -346,7 +346,10 @@ void ReadNoise(const toml::node& node, const SourceLocation& where, const TableR
   NoiseSpec noise;
   TableReader r(parent.text(), parent.origin());
   r.On("loss_spread",
-       [&](auto& n, auto& w) { noise.loss_spread = GetPositiveNumber(n, w, "loss_spread"); });
+       [&](auto& n, auto& w) {
+         noise.loss_spread = GetPositiveNumber(n, w, "loss_spread");
+         noise.loss_spread_where = w;
+       });
   r.On("d_model", [&](auto& n, auto& w) {
     noise.d_model = GetPositiveInt(n, w, "d_model");
     noise.d_model_where = w;

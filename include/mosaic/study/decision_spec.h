@@ -134,6 +134,7 @@ struct RuleSpec {
 // [noise]: the spread of repeated identical runs.
 struct NoiseSpec {
   double loss_spread = 0;            // max − min of the loss over identical runs (nats)
+  SourceLocation loss_spread_where;  // where loss_spread is written, for errors
   int64_t d_model = 0;               // the rung they ran at
   SourceLocation d_model_where;      // where d_model is written, for errors
   int64_t runs = 0;
