@@ -175,6 +175,27 @@ TEST(FitCli, TooFewPointsAndSingularDesign) {
   CommandResult s = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --column C=1e20");
   EXPECT_EQ(s.exit_code, 1);
   EXPECT_NE(s.err.find("singular design: every point has C = 1e+20"), std::string::npos) << s.err;
+  // The filter that left the points is named.
+  EXPECT_NE(r.err.find("(the points are those left by: keep rows where D > 0)"), std::string::npos)
+      << r.err;
+  EXPECT_NE(s.err.find("(the points are those left by: --column C=1e20)"), std::string::npos)
+      << s.err;
+  CommandResult d = RunMosaic(
+      "fit tests/fixtures/scaling/arm_base.csv --law compute --drop-highest-loss 3");
+  EXPECT_EQ(d.exit_code, 1);
+  EXPECT_NE(d.err.find("points = 2. Violated constraint: points (of weight > 0) >= free "
+                       "parameters of law compute (3) (the points are those left by: drop the 3 "
+                       "rows with the highest loss)"),
+            std::string::npos)
+      << d.err;
+  // So is a holdout that leaves too few points to train on.
+  CommandResult h = RunMosaic(
+      "fit tests/fixtures/scaling/arm_base.csv --law compute --holdout-fraction 0.6");
+  EXPECT_EQ(h.exit_code, 1);
+  EXPECT_NE(h.err.find("--holdout: the 2 of 5 points it trains on (those outside the rule compute "
+                       ">= 1e+19 (the 60% of points with the largest compute"),
+            std::string::npos)
+      << h.err;
 }
 
 TEST(FitCli, UnknownLawAndPin) {

@@ -407,9 +407,12 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
     if (!pinned[j]) free.push_back(j);
   }
   if (data.size() < free.size()) {
-    throw FieldError(At(data.origin), "points", fmt::format("{}", data.size()),
-                     fmt::format("points (of weight > 0) >= free parameters of the expression ({})",
-                                 free.size()));
+    throw InputError(WithSubsetRule(
+        FieldError(At(data.origin), "points", fmt::format("{}", data.size()),
+                   fmt::format("points (of weight > 0) >= free parameters of the expression ({})",
+                               free.size()))
+            .what(),
+        options.subset_rule));
   }
   for (size_t i = 0; i < data.size(); ++i) {
     if (!(std::isfinite(data.loss[i]) && data.loss[i] > 0)) {

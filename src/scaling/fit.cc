@@ -279,6 +279,11 @@ LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, do
   return FloorOf(law, PinnedTheta(law, pins));
 }
 
+std::string WithSubsetRule(std::string_view message, std::string_view subset_rule) {
+  if (subset_rule.empty() || subset_rule == "all rows") return std::string(message);
+  return fmt::format("{} (the points are those left by: {})", message, subset_rule);
+}
+
 FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   options.objective.Validate();
   const std::vector<std::optional<double>> pinned = PinnedTheta(law, options.pins);
@@ -288,7 +293,11 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   for (size_t i = 0; i < data.size(); ++i) {
     if (data.weight.empty() || data.weight[i] > 0) weighted.push_back(i);
   }
-  CheckDesign(law, weighted.size() == data.size() ? data : data.Subset(weighted), pinned);
+  try {
+    CheckDesign(law, weighted.size() == data.size() ? data : data.Subset(weighted), pinned);
+  } catch (const InputError& e) {
+    throw InputError(WithSubsetRule(e.what(), options.subset_rule));
+  }
   const FitProblem problem(law, data, options.objective, pinned);
   const StartGrid grid = options.grid ? *options.grid : DefaultGrid(problem);
   const MultiStartResult run = RunMultiStart(problem, grid, options.multistart);

@@ -332,7 +332,14 @@ HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& opt
         selection.Describe(h.threshold_flops), test.size(), data.size(),
         *std::max_element(compute.begin(), compute.end())));
   }
-  h.fit = Fit(law, data.Subset(train), options);
+  try {
+    h.fit = Fit(law, data.Subset(train), options);
+  } catch (const InputError& e) {
+    throw InputError(fmt::format("--holdout: the {} of {} points it trains on (those outside the "
+                                 "rule {}) cannot be fitted: {}",
+                                 train.size(), data.size(), selection.Describe(h.threshold_flops),
+                                 e.what()));
+  }
   std::vector<double> x(law.inputs.size());
   for (size_t i : test) {
     data.Point(i, x.data());

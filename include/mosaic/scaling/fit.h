@@ -113,6 +113,11 @@ struct LawFloor {
 };
 LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 
+// `message` (an error about the points a fit was given) followed by the rule that selected them,
+// "(the points are those left by: RULE)", so that a filter that left too few points or a singular
+// design is named; `message` alone when the rule is "all rows" or empty.
+std::string WithSubsetRule(std::string_view message, std::string_view subset_rule);
+
 // Parses "NAME=VALUE" (for --pin); throws InputError quoting the text.
 std::pair<std::string, double> ParsePin(std::string_view text);
 
