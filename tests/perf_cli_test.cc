@@ -477,6 +477,17 @@ TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
                        ":2: row M3: ep·etp divides tp·cp·dp·fsdp (64·1 = 64 does not divide 32))"),
             std::string::npos)
       << r.err;
+  // Calibrating on it has nothing to fit: the same error, not an abort inside the solver.
+  const std::filesystem::path profiles =
+      std::filesystem::temp_directory_path() / "mosaic_invalid_row_profiles.toml";
+  std::filesystem::remove(profiles);
+  r = RunMosaic("perf calibrate " + path.string() + " --output " + profiles.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("no measured row has a valid layout, so there is nothing to fit (" +
+                       path.string() + ":2: row M3:"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(std::filesystem::exists(profiles));
   {
     std::ofstream out(path);
     out << text.substr(0, header_end) << invalid << text.substr(first_end, second_end - first_end);

@@ -301,6 +301,21 @@ struct FitResidual {
   }
 };
 
+// Throws InputError when no row of `prepared` has a valid layout ("no measured row has a valid
+// layout, so CONSEQUENCE"), naming the first invalid row and its rule.
+void RequireAValidRow(const std::vector<PreparedRow>& prepared, std::string_view consequence) {
+  std::string first_invalid;
+  for (const PreparedRow& p : prepared) {
+    if (p.valid) return;
+    if (first_invalid.empty()) {
+      first_invalid = fmt::format("{}row {}: {}", p.row->where.empty() ? "" : p.row->where + ": ",
+                                  p.row->id, p.invalid_rule);
+    }
+  }
+  throw InputError(fmt::format("no measured row has a valid layout, so {} ({}{})", consequence,
+                               first_invalid, prepared.size() > 1 ? ", …" : ""));
+}
+
 struct FitOutcome {
   ProfileSet profiles;
   double cost = 0;     // half the sum of squared log errors (Ceres' final cost)
@@ -678,6 +693,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
                             const std::vector<MeasuredRow>& heldout, CalibrationScope scope) {
   CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, initial);
+  RequireAValidRow(prepared, "there is nothing to fit");
   std::vector<int> all;
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
@@ -766,20 +782,7 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
                                const std::vector<MeasuredRow>& heldout) {
   CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, profiles);
-  bool any_valid = false;
-  std::string first_invalid;
-  for (const PreparedRow& p : prepared) {
-    any_valid = any_valid || p.valid;
-    if (!p.valid && first_invalid.empty()) {
-      first_invalid = fmt::format("{}row {}: {}", p.row->where.empty() ? "" : p.row->where + ": ",
-                                  p.row->id, p.invalid_rule);
-    }
-  }
-  if (!any_valid) {
-    throw InputError(fmt::format("no measured row has a valid layout, so there is no error to "
-                                 "report ({}{})",
-                                 first_invalid, prepared.size() > 1 ? ", …" : ""));
-  }
+  RequireAValidRow(prepared, "there is no error to report");
   ProfileSet with_heldout = profiles;
   const std::vector<MeasuredRow> predicted_heldout =
       WithUncalibratedProfiles(heldout, with_heldout);
