@@ -143,6 +143,9 @@ AtomicFileWriter::AtomicFileWriter(const std::string& requested_path)
     if (fd_ < 0) throw WriteError(requested_path, errno);
     return;
   }
+  // A file the user may not write is not replaced behind its back (a rename needs only the
+  // directory's permission): refused as open(2) would refuse it.
+  if (exists && access(path_.c_str(), W_OK) != 0) throw WriteError(requested_path, errno);
   // Keep an existing file's permissions; a new file gets 0666 less the umask, like open(2).
   if (exists) {
     mode_ = existing.st_mode & 07777;

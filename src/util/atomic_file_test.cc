@@ -45,6 +45,25 @@ TEST_F(AtomicFile, KeepsPermissionsOfAnExistingFile) {
             fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);
 }
 
+// A rename needs only the directory's permission: a read-only file was replaced (and changed
+// owner) though open(2) would have refused to write it.
+TEST_F(AtomicFile, AFileTheUserMayNotWriteIsRefusedAndKept) {
+  if (geteuid() == 0) GTEST_SKIP() << "permissions do not stop root from writing";
+  const std::string path = (dir_ / "read_only.txt").string();
+  WriteFileAtomically(path, "kept");
+  fs::permissions(path, fs::perms::owner_read);
+  try {
+    WriteFileAtomically(path, "replaced");
+    ADD_FAILURE() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot write " + path + ": Permission denied"),
+              std::string::npos)
+        << e.what();
+  }
+  EXPECT_EQ(ReadFile(path), "kept");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator()), 1);
+}
+
 TEST_F(AtomicFile, ReplacesTheTargetOfASymlinkAndKeepsTheLink) {
   const fs::path target = dir_ / "target.txt";
   const fs::path link = dir_ / "link.txt";
