@@ -1115,6 +1115,39 @@ TEST(PerfCli, MeasurementsArePhysicallyPossibleAndColumnsKnown) {
   EXPECT_NE(err.find("mfu.csv:2: measured_mfu_pct = 150. Violated constraint: at most 100"),
             std::string::npos)
       << err;
+  // Nor below 0.1% of the bf16 peak (a figure per node or per minute); in TFLOP/s the same.
+  err = error_of("tiny.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,", ",1e-05,,");
+                 }));
+  EXPECT_NE(err.find("tiny.csv:2: measured_tokens_per_s_per_gpu = 1e-05. Violated constraint: at "
+                     "least 9.976 tokens/s per GPU, 0.1% of the gb200-nvl72's bf16 peak of 2500 "
+                     "TFLOP/s"),
+            std::string::npos)
+      << err;
+  err = error_of("tiny_tflops.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,", ",,0.5,");
+                 }));
+  EXPECT_NE(err.find("tiny_tflops.csv:2: measured_tflops_per_gpu = 0.5. Violated constraint: at "
+                     "least 2.5, 0.1% of the gb200-nvl72's bf16 peak of 2500 TFLOP/s"),
+            std::string::npos)
+      << err;
+  // An MFU beside tokens/s agrees with what they imply (M3: 3139 tokens/s is 31.5% of the bf16
+  // peak, 15.7% of the fp8 one): 5% is more than a factor of 2 below both.
+  err = error_of("mfu_apart.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",3139,782,,", ",3139,,5,");
+                 }));
+  EXPECT_NE(err.find("mfu_apart.csv:2: measured_mfu_pct = 5 with measured_tokens_per_s_per_gpu = "
+                     "3139, which is "),
+            std::string::npos)
+      << err;
+  // Sizes past what `mosaic perf` takes are refused at their cell.
+  err = error_of("huge.csv", OneRow("M3", [](std::string& row) {
+                   Replace(row, ",4096,4096,", ",2147483648,4096,");
+                 }));
+  EXPECT_NE(err.find("huge.csv:2: global_batch = '2147483648'. Violated constraint: an integer in "
+                     "[1, 1073741824]"),
+            std::string::npos)
+      << err;
   const std::string one = OneRow("M3", [](std::string&) {});
   std::string twice = one;
   Replace(twice, ",a2a_overlap\n", ",a2a_overlap,gpus\n");

@@ -18,6 +18,17 @@
 #include "mosaic/util/text_input.h"
 
 namespace mosaic {
+namespace {
+
+// The largest GPU count and sequence count (batch, micro-batch, sequence length) a row may give:
+// the bounds `mosaic perf` puts on --gpus, --batch and --seq.
+constexpr int64_t kMaxRowGpus = int64_t{1} << 24;
+constexpr int64_t kMaxRowSequences = int64_t{1} << 30;
+// The least MFU (of the bf16 peak, causal count) a measured figure may imply.
+constexpr double kMinMeasuredMfu = 1e-3;
+
+}  // namespace
+
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
   if (source.find("marin") != std::string::npos) return "marin-gb200";
   if (hardware == "gb200-nvl72") return "megatron-gb200";
@@ -46,6 +57,18 @@ void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShap
         "{} TFLOP/s runs of {} at {:.4g} model FLOPs per token (causal count)",
         what, tokens_per_s_per_gpu, peak * 1e12 / shape.causal_model_flops_per_token, device.name,
         ToString(format), peak, shape.config.name, shape.causal_model_flops_per_token));
+  }
+  // Nor does a training run of a model worth calibrating on run below 0.1% of the bf16 peak (the
+  // lowest published MFUs are a few percent): such a figure is in the wrong unit (per node, per
+  // minute, thousands) or a typo, and would drag the fit as far as one above the peak.
+  const double floor_tflops = kMinMeasuredMfu * device.peak_bf16_tflops;
+  if (tokens_per_s_per_gpu > 0 && implied < floor_tflops) {
+    throw InputError(fmt::format(
+        "{} = {}. Violated constraint: at least {:.4g} tokens/s per GPU, {:g}% of the {}'s bf16 "
+        "peak of {} TFLOP/s at {:.4g} model FLOPs per token of {} (causal count)",
+        what, tokens_per_s_per_gpu, floor_tflops * 1e12 / shape.causal_model_flops_per_token,
+        100 * kMinMeasuredMfu, device.name, device.peak_bf16_tflops,
+        shape.causal_model_flops_per_token, shape.config.name));
   }
 }
 
@@ -98,16 +121,18 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     std::vector<std::string> cells;
     for (CsvField& f : records[record].fields) cells.push_back(std::move(f.text));
     auto cell = [&](const char* name) -> const std::string& { return cells[col[name]]; };
-    auto integer = [&](const char* name) {
+    // A positive integer up to `max` (the bound `mosaic perf` puts on the same flag).
+    auto integer = [&](const char* name, int64_t max) {
       const std::string& v = cell(name);
       try {
         size_t used = 0;
         int64_t x = std::stoll(v, &used);
-        if (used != v.size() || x < 1) throw std::invalid_argument(v);
+        if (used != v.size() || x < 1 || x > max) throw std::invalid_argument(v);
         return x;
       } catch (const std::exception&) {
-        throw InputError(fmt::format("{}:{}: {} = '{}'. Violated constraint: a positive integer",
-                                     path, line_no, name, Printable(v)));
+        throw InputError(fmt::format("{}:{}: {} = '{}'. Violated constraint: an integer in [1, "
+                                     "{}]",
+                                     path, line_no, name, Printable(v), max));
       }
     };
     // A measurement: blank when the source did not give it (0), else a finite number > 0.
@@ -165,14 +190,14 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     const HardwareSpec& device =
         loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
     r.device = device.name;
-    r.gpus = integer("gpus");
+    r.gpus = integer("gpus", kMaxRowGpus);
     Layout& l = r.layout;
-    l.tp = integer("tp");
-    l.pp = integer("pp");
-    l.vpp = integer("vpp");
-    l.ep = integer("ep");
-    l.cp = integer("cp");
-    l.mbs = integer("micro_batch");
+    l.tp = integer("tp", kMaxRowGpus);
+    l.pp = integer("pp", kMaxRowGpus);
+    l.vpp = integer("vpp", kMaxRowGpus);
+    l.ep = integer("ep", kMaxRowGpus);
+    l.cp = integer("cp", kMaxRowGpus);
+    l.mbs = integer("micro_batch", kMaxRowSequences);
     // The data-parallel size is what the GPUs leave: a row whose tp·pp·cp does not divide them
     // (or whose fsdp does not divide that size) has no layout, and is left out of the figures
     // under that rule (PreparedRow), as a row CheckLayout refuses is.
@@ -230,8 +255,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       }
       l.a2a_overlap = v == "1" ? 1 : 0;
     }
-    r.global_batch = integer("global_batch");
-    r.seq_len = integer("seq_len");
+    r.global_batch = integer("global_batch", kMaxRowSequences);
+    r.seq_len = integer("seq_len", kMaxRowSequences);
     auto format = NumberFormatFromString(cell("precision"));
     if (!format) {
       throw InputError(fmt::format("{}:{}: precision = '{}'. Violated constraint: bf16, fp8 or "
@@ -319,7 +344,13 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     // No GPU runs above the peak of the row's precision: a figure that implies it is a typo or a
     // unit slip, and one such row would pull the whole fit. A full-square count of the same work
     // is larger than the causal one by the attention it adds.
-    const ModelShape row_shape = MakeModelShape(model.config, r.seq_len);
+    const ModelShape row_shape = [&] {
+      try {
+        return MakeModelShape(model.config, r.seq_len);
+      } catch (const InputError& e) {
+        throw InputError(fmt::format("{}:{}: {}", path, line_no, e.what()));
+      }
+    }();
     const bool causal = convention == FlopConvention::kCausal;
     const double row_flops_per_token =
         causal ? row_shape.causal_model_flops_per_token : row_shape.model_flops_per_token;
@@ -328,6 +359,12 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     if (mfu.back() > 100) {
       throw InputError(fmt::format("{}:{}: measured_mfu_pct = {}. Violated constraint: at most 100",
                                    path, line_no, mfu.back()));
+    }
+    if (tflops > 0 && tflops < kMinMeasuredMfu * device.peak_bf16_tflops) {
+      throw InputError(fmt::format("{}:{}: measured_tflops_per_gpu = {}. Violated constraint: at "
+                                   "least {:g}, {:g}% of the {}'s bf16 peak of {} TFLOP/s",
+                                   path, line_no, tflops, kMinMeasuredMfu * device.peak_bf16_tflops,
+                                   100 * kMinMeasuredMfu, device.name, device.peak_bf16_tflops));
     }
     if (tflops > peak_tflops) {
       throw InputError(fmt::format("{}:{}: measured_tflops_per_gpu = {}. Violated constraint: at "
@@ -350,6 +387,21 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
             "is {:.4g} TFLOP/s at {:.4g} model FLOPs per token. Violated constraint: the two "
             "agree within a factor of 2",
             path, line_no, tflops, tokens, implied, row_flops_per_token));
+      }
+    }
+    // An MFU beside tokens/s agrees with it within a factor of 2 of what it implies over the
+    // device's peak: a publisher may divide by the bf16 or the fp8 peak, so the range spans both.
+    if (tokens > 0 && mfu.back() > 0) {
+      const double model_tflops = tokens * row_flops_per_token / 1e12;
+      const double low = 100 * model_tflops / std::max(PeakTflops(device, NumberFormat::kFp8),
+                                                       PeakTflops(device, NumberFormat::kMxfp8));
+      const double high = 100 * model_tflops / PeakTflops(device, NumberFormat::kBf16);
+      if (mfu.back() > 2 * high || mfu.back() < low / 2) {
+        throw InputError(fmt::format(
+            "{}:{}: measured_mfu_pct = {} with measured_tokens_per_s_per_gpu = {}, which is "
+            "{:.3g}% of the {}'s bf16 peak ({:.3g}% of its fp8 peak) at {:.4g} model FLOPs per "
+            "token. Violated constraint: the two agree within a factor of 2",
+            path, line_no, mfu.back(), tokens, high, device.name, low, row_flops_per_token));
       }
     }
     if (tokens == 0 && tflops == 0 && mfu.back() == 0) {

@@ -67,7 +67,8 @@ double PeakTflops(const HardwareSpec& device, NumberFormat format);
 // <device>'s <format> peak ... runs of <model> ..." when `tokens_per_s_per_gpu` of the model
 // `shape` (its sequence length) would take more model FLOPs per second than PeakTflops(device,
 // format), counted the causal way (the smaller count: ModelShape, step_model.h): a typo or a
-// unit slip, not a measurement.
+// unit slip, not a measurement. Likewise ("at least <N> tokens/s per GPU") when a positive
+// figure implies less than 0.1% of the device's bf16 peak; 0 (not given) passes.
 void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShape& shape,
                                     const HardwareSpec& device, NumberFormat format,
                                     const std::string& what);
