@@ -1401,16 +1401,29 @@ TEST(PerfCli, UncalibratedProfileIsSaidSoForOneLayoutAsForTheSearch) {
   const std::string base = "perf mixtral-8x7b --hardware tpu-v6e --gpus 8 --batch 64 ";
   CommandResult one = RunMosaic(base + "--layout dp=8");
   ASSERT_EQ(one.exit_code, 0) << one.err;
-  EXPECT_NE(one.out.find("mixtral-8x7b on 8 × tpu-v6e (generic profile, uncalibrated defaults)"),
-            std::string::npos)
+  EXPECT_NE(
+      one.out.find("mixtral-8x7b on 8 × tpu-v6e (generic-tpu-v6e profile, uncalibrated defaults)"),
+      std::string::npos)
       << one.out;
   CommandResult search = RunMosaic(base + "--search --top 1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  EXPECT_NE(search.out.find("profile: generic (uncalibrated defaults)\n"), std::string::npos)
+  EXPECT_NE(search.out.find("profile: generic-tpu-v6e (uncalibrated defaults)\n"),
+            std::string::npos)
       << search.out;
   const nlohmann::json j = nlohmann::json::parse(RunMosaic(base + "--layout dp=8 --json").out);
-  EXPECT_EQ(j["profile"], "generic");
+  EXPECT_EQ(j["profile"], "generic-tpu-v6e");
   EXPECT_EQ(j["profile_calibrated"], false);
+  // The name perf validate gives the row's profile is one --profile takes; another device's
+  // defaults are refused.
+  CommandResult named = RunMosaic(base + "--layout dp=8 --profile generic-tpu-v6e --json");
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_EQ(nlohmann::json::parse(named.out)["step_seconds"], j["step_seconds"]);
+  CommandResult other = RunMosaic(base + "--layout dp=8 --profile generic-h100");
+  EXPECT_EQ(other.exit_code, 1);
+  EXPECT_NE(other.err.find("--profile = generic-h100. Violated constraint: uncalibrated defaults "
+                           "are those of the device run, generic-tpu-v6e"),
+            std::string::npos)
+      << other.err;
   // A calibrated profile says where it was calibrated, in both.
   one = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 64 --layout dp=8");
   ASSERT_EQ(one.exit_code, 0) << one.err;

@@ -147,7 +147,7 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
 
 // Held-out rows whose default profile the set lacks and for whose device ProfileSet::ForHardware
 // finds no other (a TPU row) are pointed at the device's uncalibrated defaults, added to `set` as
-// "generic-<device>" after the others (so the others keep their indices). Prepare finds every
+// GenericProfileName(device) after the others (so the others keep their indices). Prepare finds every
 // other row's profile itself.
 std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>& heldout,
                                                   ProfileSet& set) {
@@ -159,8 +159,7 @@ std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>
   for (MeasuredRow& r : rows) {
     if (has(r.profile) || r.profile != ProfileFor(r.DeviceName(), r.source)) continue;
     PerfProfile defaults = set.ForHardware(r.DeviceName());
-    if (defaults.name != kGenericProfileName) continue;
-    defaults.name = "generic-" + r.DeviceName();
+    if (!IsGenericProfile(defaults.name)) continue;
     if (!has(defaults.name)) set.profiles.push_back(defaults);
     r.profile = defaults.name;
   }

@@ -109,7 +109,7 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       spec.profile = string();
       // "generic-<device>" names the uncalibrated defaults validate predicts held-out rows with;
       // a fitted profile of that name would read as both.
-      if (spec.profile == kGenericProfileName || spec.profile.starts_with("generic-")) {
+      if (IsGenericProfile(spec.profile)) {
         throw fail("a name other than 'generic' and 'generic-…' (the uncalibrated defaults)");
       }
     } else if (key == "gpus") {

@@ -148,14 +148,23 @@ const PerfProfile& ProfileSet::Get(std::string_view name) const {
     if (p.name == name) return p;
     names.push_back(p.name);
   }
-  throw InputError(fmt::format("unknown perf profile '{}'{}; known: {}", Printable(name),
-                               DidYouMean(name, names), fmt::join(names, ", ")));
+  throw InputError(fmt::format("unknown perf profile '{}'{}; known: {}, and generic-DEVICE (the "
+                               "device's uncalibrated defaults)",
+                               Printable(name), DidYouMean(name, names), fmt::join(names, ", ")));
 }
 
 std::string CalibrationText(const PerfProfile& profile) {
   if (profile.calibrated) return "calibrated on " + profile.hardware;
-  return profile.name == kGenericProfileName ? "uncalibrated defaults"
-                                             : "uncalibrated: set by hand for " + profile.hardware;
+  return IsGenericProfile(profile.name) ? "uncalibrated defaults"
+                                        : "uncalibrated: set by hand for " + profile.hardware;
+}
+
+std::string GenericProfileName(std::string_view hardware) {
+  return "generic-" + std::string(hardware);
+}
+
+bool IsGenericProfile(std::string_view name) {
+  return name == "generic" || name.starts_with("generic-");
 }
 
 std::string_view CalibratedSibling(std::string_view hardware) {
@@ -175,8 +184,12 @@ PerfProfile ProfileSet::ForHardware(std::string_view hardware) const {
       }
     }
   }
+  return Generic(hardware);
+}
+
+PerfProfile ProfileSet::Generic(std::string_view hardware) const {
   PerfProfile generic;
-  generic.name = std::string(kGenericProfileName);
+  generic.name = GenericProfileName(hardware);
   generic.hardware = std::string(hardware);
   generic.stack = "uncalibrated defaults";
   return generic;

@@ -242,7 +242,8 @@ TEST(Profile, UnknownNameListsTheKnownOnes) {
     set.Get("nope");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_STREQ(e.what(), "unknown perf profile 'nope'; known: mine");
+    EXPECT_STREQ(e.what(), "unknown perf profile 'nope'; known: mine, and generic-DEVICE (the "
+                           "device's uncalibrated defaults)");
   }
 }
 

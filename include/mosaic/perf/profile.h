@@ -155,8 +155,13 @@ struct PerfProfile {
   bool calibrated = false;
 };
 
-// The name of the profile ForHardware returns for a device without a profile or sibling.
-inline constexpr std::string_view kGenericProfileName = "generic";
+// The name of the uncalibrated defaults of `hardware` ("generic-<hardware>", e.g.
+// generic-tpu-v6e): the profile ForHardware returns for a device without a profile or sibling,
+// and one `mosaic perf --profile` and `perf validate` name.
+std::string GenericProfileName(std::string_view hardware);
+// Whether `name` names uncalibrated defaults ("generic" or "generic-…"), which no profile file
+// may use for a profile of its own.
+bool IsGenericProfile(std::string_view name);
 
 // How a profile's speed was obtained, as the text output says it: "calibrated on <hardware>";
 // "uncalibrated defaults" (the generic profile of a device without a calibrated one or sibling);
@@ -171,9 +176,10 @@ struct ProfileSet {
   const PerfProfile& Get(std::string_view name) const;
   // The profile for a device when the user names none, the first of: the device's Megatron
   // profile, its closest calibrated sibling's (CalibratedSibling; `hardware` then names the
-  // sibling), another profile of the device, another of the sibling; else an uncalibrated
-  // "generic" profile with the defaults above.
+  // sibling), another profile of the device, another of the sibling; else Generic(hardware).
   PerfProfile ForHardware(std::string_view hardware) const;
+  // The uncalibrated defaults above for `hardware`, named GenericProfileName(hardware).
+  PerfProfile Generic(std::string_view hardware) const;
 };
 
 // The device whose profiles stand in for `hardware` when it has none: the same silicon and
