@@ -270,6 +270,17 @@ struct ParamMap {
     }
     return {kSharedFit[i - 4 * n].lo, kSharedFit[i - 4 * n].hi};
   }
+  // Parameter i's name as the output prints it, and the profile it belongs to ("shared").
+  static std::string Name(const ProfileSet& s, int i) {
+    static constexpr const char* kNames[kPerProfile] = {"gemm_efficiency", "step_overhead_seconds",
+                                                        "expert_group_us", "overlap_ep"};
+    const int n = Profiles(s);
+    return i < kPerProfile * n ? kNames[i / n] : std::string(kSharedFit[i - kPerProfile * n].name);
+  }
+  static std::string Owner(const ProfileSet& s, int i) {
+    const int n = Profiles(s);
+    return i < kPerProfile * n ? s.profiles[i % n].name : "shared";
+  }
   // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
   // efficiency always; the per-expert cost and the EP overlap on published rows (kProfiles,
   // kSharedAndProfiles); the per-step overhead on a team's own runs (kTeamProfiles); the shared
@@ -283,6 +294,23 @@ struct ParamMap {
     return scope == CalibrationScope::kSharedAndProfiles;
   }
 };
+
+// Which of ParamMap's parameters sit on a bound of their physical range, in ParamMap's order: a
+// profile's only when it was calibrated (a profile set by hand is where it was put); after a fit,
+// only those it moved (`fitted`, CalibrationResult::fitted_params; empty: every one).
+std::vector<bool> ParamsAtBound(const ProfileSet& s, const std::vector<bool>& fitted) {
+  const std::vector<double> x = ParamMap::Get(s);
+  const int n = ParamMap::Profiles(s);
+  std::vector<bool> at(x.size());
+  for (size_t i = 0; i < x.size(); ++i) {
+    const int profile = static_cast<int>(i) < ParamMap::kPerProfile * n ? static_cast<int>(i) % n
+                                                                          : -1;
+    const auto [lo, hi] = ParamMap::Bounds(s, static_cast<int>(i));
+    at[i] = (profile < 0 || s.profiles[profile].calibrated) && AtBound(x[i], lo, hi) &&
+            (fitted.empty() || fitted[i]);
+  }
+  return at;
+}
 
 struct FitResidual {
   const std::vector<PreparedRow>* rows;
@@ -764,6 +792,10 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   // The held-out rows' uncalibrated stand-ins are not part of the fitted set.
   result.profiles.profiles.resize(fitted_profiles);
   result.solver_report = best.report;
+  result.fitted_params.resize(ParamMap::Size(initial));
+  for (int i = 0; i < ParamMap::Size(initial); ++i) {
+    result.fitted_params[i] = ParamMap::Free(initial, i, scope, used);
+  }
   if (result.in_sample.rows > 0 && result.in_sample.rms_log_error > kMaxFittedRmsLogError) {
     result.cautions.push_back(fmt::format(
         "the fitted profiles miss their own rows by an RMS log error of {:.2f} (median {:.0f}%, "
@@ -772,6 +804,22 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
         "layout, hardware and measured figure before using it",
         result.in_sample.rms_log_error, 100 * result.in_sample.median_abs_error,
         kMaxFittedRmsLogError));
+  }
+  // A team's profile fitted onto a bound of its physical range did not find the stack in the
+  // model however small its error: a cost the model lacks, or a run described wrongly.
+  if (scope == CalibrationScope::kTeamProfiles) {
+    const std::vector<bool> at = ParamsAtBound(result.profiles, result.fitted_params);
+    const std::vector<double> x = ParamMap::Get(result.profiles);
+    for (int i = 0; i < static_cast<int>(at.size()); ++i) {
+      if (!at[i]) continue;
+      const auto [lo, hi] = ParamMap::Bounds(result.profiles, i);
+      result.cautions.push_back(fmt::format(
+          "{} fitted {} = {:.4g}, on the {} bound of its physical range [{:g}, {:g}]: the runs "
+          "ask for more than the model can give it, so check each run's layout, batch and "
+          "measured figure, or the stack has a cost the model lacks",
+          ParamMap::Owner(result.profiles, i), ParamMap::Name(result.profiles, i), x[i],
+          x[i] <= lo * (1 + 1e-6) + 1e-9 ? "lower" : "upper", lo, hi));
+    }
   }
   return result;
 }
@@ -816,21 +864,6 @@ std::string Tokens(bool present, double tokens_per_s) {
   return present ? fmt::format("{:.1f}", tokens_per_s) : "-";
 }
 
-// Which of ParamMap's parameters sit on a bound of their physical range, in ParamMap's order: a
-// profile's only when it was calibrated (a profile set by hand is where it was put).
-std::vector<bool> ParamsAtBound(const ProfileSet& s) {
-  const std::vector<double> x = ParamMap::Get(s);
-  const int n = ParamMap::Profiles(s);
-  std::vector<bool> at(x.size());
-  for (size_t i = 0; i < x.size(); ++i) {
-    const int profile = static_cast<int>(i) < ParamMap::kPerProfile * n ? static_cast<int>(i) % n
-                                                                          : -1;
-    const auto [lo, hi] = ParamMap::Bounds(s, static_cast<int>(i));
-    at[i] = (profile < 0 || s.profiles[profile].calibrated) && AtBound(x[i], lo, hi);
-  }
-  return at;
-}
-
 // predicted / measured − 1 as "+12.3%", "-" when there is no prediction.
 std::string Error(bool present, double predicted, double measured) {
   return present ? FormatSignedPercent(predicted / measured - 1) : "-";
@@ -856,7 +889,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     // "at_bound" names the fitted parameters that sit on a bound of their physical range, as the
     // text marks them "(at bound)".
     nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
-    const std::vector<bool> at = ParamsAtBound(r.profiles);
+    const std::vector<bool> at = ParamsAtBound(r.profiles, r.fitted_params);
     const int n = ParamMap::Profiles(r.profiles);
     for (int pi = 0; pi < n; ++pi) {
       const PerfProfile& p = r.profiles.profiles[pi];
@@ -1051,7 +1084,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     }
   }
   out += fmt::format("\nProfiles\n");
-  const std::vector<bool> at = ParamsAtBound(r.profiles);
+  const std::vector<bool> at = ParamsAtBound(r.profiles, r.fitted_params);
   const int n = ParamMap::Profiles(r.profiles);
   for (int pi = 0; pi < n; ++pi) {
     const PerfProfile& p = r.profiles.profiles[pi];

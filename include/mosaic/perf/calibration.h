@@ -117,6 +117,10 @@ struct CalibrationResult {
   // What makes the fitted profiles doubtful, one sentence each (a fit that misses its own rows by
   // more than kMaxFittedRmsLogError): printed beside the figures, and in JSON "cautions".
   std::vector<std::string> cautions;
+  // Which parameters this calibration moved (each profile's GEMM efficiency, per-step overhead,
+  // per-expert cost and EP overlap, then the shared ones); empty for a validation, which moves
+  // none. Only moved parameters are marked "(at bound)" after a fit.
+  std::vector<bool> fitted_params;
 };
 
 // The in-sample RMS log error past which a calibration is cautioned (about 40% on a typical row;
