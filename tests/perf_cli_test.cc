@@ -692,7 +692,7 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
   EXPECT_NE(r.err.find("--top requires --search"), std::string::npos) << r.err;
   for (const char* routing : {"dropless", "balanced"}) {
     r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 1.25 --routing " + routing);
-    EXPECT_EQ(r.exit_code, 1) << routing;
+    EXPECT_EQ(r.exit_code, 2) << routing;  // two flags that contradict: a usage error
     EXPECT_NE(r.err.find("--capacity-factor = 1.25 with --routing " + std::string(routing) +
                          ". Violated constraint: a capacity factor caps tokens only under "
                          "--routing capacity or fixed-cells"),

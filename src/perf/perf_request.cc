@@ -64,8 +64,9 @@ PerfSetup PreparePerf(const PerfRequest& request) {
         "--capacity-factor = {}. Violated constraint: --capacity-factor in [0.01, {}]",
         request.capacity_factor, kMaxCapacityFactor));
   }
+  // Two flags that contradict each other: a usage error.
   if (request.capacity_factor > 0 && request.routing && !CapsTokens(*request.routing)) {
-    throw InputError(fmt::format(
+    throw UsageError(fmt::format(
         "--capacity-factor = {} with --routing {}. Violated constraint: a capacity factor caps "
         "tokens only under --routing capacity or fixed-cells",
         request.capacity_factor, ToString(*request.routing)));

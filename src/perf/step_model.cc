@@ -668,8 +668,9 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                        span_bytes_per_s);
   };
   const double lat = sh.collective_latency_seconds;
+  // A group of one rank runs no collective.
   auto ring_latency = [&](int64_t size, int64_t stride) {
-    return RingLatencySeconds(size, stride, hw.domain_gpus(), lat);
+    return size > 1 ? RingLatencySeconds(size, stride, hw.domain_gpus(), lat) : 0.0;
   };
   layers_stage_ = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
   const double d = static_cast<double>(c.d_model);
