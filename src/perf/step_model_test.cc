@@ -116,6 +116,15 @@ TEST(StepModel, TensorParallelismIsNotOverPenalised) {
   EXPECT_GT(tp8.tokens_per_s_per_gpu * 1.5, tp1.tokens_per_s_per_gpu);
 }
 
+// Without data parallelism there is no gradient reduce: a dense model at tp 8, pp 8 on 64 GPUs
+// was charged 2 × layers of a one-rank "collective"'s latency.
+TEST(StepModel, NoDataParallelGroupNoGradientReduce) {
+  const StepEstimate tp8 =
+      RunMegatron("llama3-70b", "h100", 64, "tp=8,pp=8,recompute=modules", 512, 8192,
+                  NumberFormat::kBf16);
+  EXPECT_EQ(tp8.time.dp_seconds, 0.0);
+}
+
 TEST(StepModel, HostWaitsOnlyWhereTheMoeLayerSyncs) {
   // Qwen3-30B-A3B on 8 B200 (row M11c): 64 micro-batches × 48 MoE layers × the sync cost.
   PerfProfile megatron;
