@@ -177,6 +177,22 @@ std::vector<double> EvaluateRows(const DataTable& table, const std::string& expr
   }
 }
 
+// Whether `expression` names `identifier` as a whole word (muparser's variable characters:
+// letters, digits and underscore), e.g. "loss*1e9" names loss, "losses" does not.
+bool ReferencesIdentifier(std::string_view expression, std::string_view identifier) {
+  if (identifier.empty()) return false;
+  auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+  for (size_t at = expression.find(identifier); at != std::string_view::npos;
+       at = expression.find(identifier, at + 1)) {
+    const size_t end = at + identifier.size();
+    if ((at == 0 || !is_word(expression[at - 1])) &&
+        (end == expression.size() || !is_word(expression[end]))) {
+      return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings) {
@@ -293,6 +309,18 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
           "is a column of its own, not one of the law's inputs",
           table.origin, options.loss_column, law.inputs[i].name, law.inputs[i].meaning,
           law.name));
+    }
+    // Nor a copy of it (--column N=loss) or a column computed from it (--column N=loss*1e9).
+    const std::string& derivation = table.derivations[input_columns[i]];
+    const bool copy = table.values[input_columns[i]] == table.values[loss_column] &&
+                      table.rows() > 0;
+    if (copy || ReferencesIdentifier(derivation, options.loss_column)) {
+      throw InputError(fmt::format(
+          "{}: law input {} ({}) of law {} {} loss column '{}'. Violated constraint: the loss "
+          "is a column of its own, not one of the law's inputs",
+          table.origin, law.inputs[i].name, law.inputs[i].meaning, law.name,
+          copy ? "has every value of the" : fmt::format("= {} is computed from the", derivation),
+          options.loss_column));
     }
   }
   const int run_column =

@@ -92,6 +92,26 @@ TEST(DataTable, TheLossColumnIsNotALawInput) {
   EXPECT_EQ(SelectError("N,D,loss\n1e8,2e9,3.1\n", options),
             "runs.csv: loss column 'N' is law input N (parameters) of law chinchilla. Violated "
             "constraint: the loss is a column of its own, not one of the law's inputs");
+  // Nor is a copy of it, or a column computed from it (--column got round the rule).
+  for (const auto& [mapping, says] :
+       {std::pair<ColumnMapping, std::string>{{"D", "loss"}, "has every value of the"},
+        {{"D", "loss*1e9"}, "= loss*1e9 is computed from the"}}) {
+    DataTable table = ParseCsv("N,loss\n1e8,3.1\n2e8,2.9\n", "runs.csv");
+    ApplyMappings(table, {mapping});
+    try {
+      SelectFitData(table, FindLaw("chinchilla"), {});
+      ADD_FAILURE() << mapping.source;
+    } catch (const InputError& e) {
+      EXPECT_EQ(std::string(e.what()),
+                "runs.csv: law input D (training tokens) of law chinchilla " + says +
+                    " loss column 'loss'. Violated constraint: the loss is a column of its own, "
+                    "not one of the law's inputs");
+    }
+  }
+  // A name that merely contains the loss column's is another column.
+  DataTable table = ParseCsv("N,loss,losses\n1e8,3.1,1e9\n2e8,2.9,3e9\n", "runs.csv");
+  ApplyMappings(table, {{"D", "losses*2"}});
+  EXPECT_NO_THROW(SelectFitData(table, FindLaw("chinchilla"), {}));
 }
 
 // --where keeps rows where a condition holds: a value that is not 0 or 1 (a bare column) is
