@@ -272,11 +272,17 @@ std::string RenderAblationHtml(const Ablation& a) {
                       EscapeXml(o.offset_pair.run), EscapeXml(o.offset_pair.base_run),
                       off.common_steps, off.first_common_step, off.last_common_step,
                       Fixed(off.sd_difference, d));
-  size_t inside = 0;
-  for (const AblationRow& r : a.rows) inside += r.inside_offset_uncertainty;
+  // The offset pair sets the offset: its effect is near 0 by construction, so it is not counted.
+  size_t inside = 0, compared = 0;
+  for (const AblationRow& r : a.rows) {
+    if (r.offset_pair) continue;
+    ++compared;
+    inside += r.inside_offset_uncertainty;
+  }
   body += P(fmt::format("{} of {} runs have an effect inside the offset's uncertainty (|effect| "
-                        "<= {:g} × sqrt(SE² + sd²) = {}).",
-                        inside, a.rows.size(), o.sigmas, Fixed(o.sigmas * a.offset_band, d)));
+                        "<= {:g} × sqrt(SE² + sd²) = {}; the offset pair, which sets the offset, "
+                        "is not counted).",
+                        inside, compared, o.sigmas, Fixed(o.sigmas * a.offset_band, d)));
   body += "</div>\n";
   body += P(fmt::format(
                 "effect = (run − baseline) − offset at the compared step; uncertainty = sqrt(SE² + "
