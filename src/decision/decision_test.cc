@@ -360,9 +360,12 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   EXPECT_NE(ErrorOf("challenger = \"ep64\"", "challenger = \"fsdp-chunk1\"")
                 .find("the challenger differs from the default arm"),
             std::string::npos);
+  // A pin naming no parameter of the law: at its key, in the file's words (not --pin's).
   EXPECT_NE(ErrorOf("pin = { E = 1.6, alpha = 0.0941 }", "pin = { E = 1.6, alfa = 0.0941 }")
-                .find("[fit] pin"),
-            std::string::npos);
+                .find("study.toml:73:18: pin = alfa. Violated constraint: a parameter of law "
+                      "compute: E, A, alpha (did you mean 'alpha'?)"),
+            std::string::npos)
+      << ErrorOf("pin = { E = 1.6, alpha = 0.0941 }", "pin = { E = 1.6, alfa = 0.0941 }");
   // A results row naming an arm the study does not have: file, line, column, value and rule.
   const std::string csv =
       "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nep-64,768,3.0331\n";

@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "mosaic/scaling/bootstrap.h"
+#include "mosaic/scaling/law.h"
 #include "mosaic/study/study_config.h"
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/input_path.h"
@@ -268,9 +269,11 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
   TableReader r(parent.text(), parent.origin());
   r.On("law", [&](auto& n, auto& w) { f.law = OneOf(n, w, "law", {"compute", "chinchilla"}); });
   r.On("rungs", [&](auto& n, auto& w) { f.rungs = OneOf(n, w, "rungs", {"common", "all"}); });
+  std::vector<SourceLocation> pin_at;  // where each pin's name is written
   r.On("pin", [&](auto& n, auto& w) {
     for (const auto& [key, value] : GetTable(n, w, "pin")) {
       const std::string name(key.str());
+      pin_at.push_back(KeyLocationOf(key, value, r.origin(), r.text()));
       const double pinned = GetNumber(value, r.Locate(value), name);
       if (!std::isfinite(pinned)) {
         throw FieldError(r.Locate(value), name, TomlValueText(value), name + " is finite");
@@ -292,6 +295,17 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
   r.On("confidence",
        [&](auto& n, auto& w) { f.confidence = GetFraction(n, w, "confidence", true, true); });
   r.Read(GetTable(node, where, "fit"), "[fit]");
+  // Each pin names a parameter of the law (checked once the law is read, wherever it stands).
+  const scaling::Law& law = scaling::FindLaw(f.law);
+  for (size_t i = 0; i < f.pins.size(); ++i) {
+    const std::string& name = f.pins[i].first;
+    if (law.ParamIndex(name) >= 0) continue;
+    std::vector<std::string> names;
+    for (const auto& param : law.params) names.push_back(param.name);
+    throw FieldError(pin_at[i], "pin", name,
+                     fmt::format("a parameter of law {}: {}{}", law.name, fmt::join(names, ", "),
+                                 DidYouMean(name, names)));
+  }
   // Checked once the confidence is read, wherever it stands in the table.
   if (bootstrap_at && f.bootstrap > 0 &&
       f.bootstrap < scaling::MinBootstrapResamples(f.confidence)) {
