@@ -147,10 +147,14 @@ std::string FitText(const Law& law, const Arm& arm, const std::string& title) {
   }
   out += "\nParameters";
   if (arm.bootstrap) {
-    out += fmt::format(" ({:g}% percentile intervals, bootstrap by run, {} resamples{})",
+    out += fmt::format(" ({:g}% percentile intervals, bootstrap by run, {} resamples{}{})",
                        arm.bootstrap->confidence * 100, arm.bootstrap->resamples,
                        arm.bootstrap->failed > 0
                            ? fmt::format(", {} not converged and dropped", arm.bootstrap->failed)
+                           : "",
+                       arm.bootstrap->underdetermined > 0
+                           ? fmt::format(", {} with too few distinct points dropped",
+                                         arm.bootstrap->underdetermined)
                            : "");
   }
   out += "\n";

@@ -242,6 +242,7 @@ std::string RenderDecisionJson(const Decision& d) {
         e["intervals"] = intervals;
         e["bootstrap"] = {{"resamples", f.bootstrap->resamples},
                           {"failed", f.bootstrap->failed},
+                          {"underdetermined", f.bootstrap->underdetermined},
                           {"confidence", f.bootstrap->confidence},
                           {"by", "rung"}};
       }

@@ -63,6 +63,9 @@ uint64_t SplitMix(uint64_t& state) {
 
 }  // namespace
 
+// A resample's outcome.
+constexpr char kFailed = 0, kFitted = 1, kUnderdetermined = 2;
+
 uint64_t StreamSeed(uint64_t seed, uint64_t stream) {
   if (stream == 0) return seed;
   uint64_t state = seed ^ (stream * 0xd1b54a32d192ed03ull);
@@ -110,7 +113,7 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   const std::vector<int> canonical = CanonicalRunOrder(data);
 
   std::vector<std::vector<double>> theta(options.resamples);
-  std::vector<char> ok(options.resamples, 0);
+  std::vector<char> ok(options.resamples, kFailed);
   ParallelFor(static_cast<size_t>(options.resamples), options.threads, [&](size_t b) {
     uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
     std::vector<double> weights(data.size(), 0.0);
@@ -118,23 +121,38 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
       const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
       for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
     }
+    const auto distinct = std::count_if(weights.begin(), weights.end(), [](double w) { return w > 0; });
+    if (distinct < problem.num_free()) {
+      ok[b] = kUnderdetermined;
+      return;
+    }
     const SolverResult r =
         Minimize(problem, x0.data(), fit_options.multistart.solver, nullptr, weights.data());
     if (r.termination != Termination::kConverged) return;
     theta[b].resize(law.params.size());
     problem.Expand(r.x.data(), theta[b].data());
-    ok[b] = 1;
+    ok[b] = kFitted;
   });
 
   BootstrapResult result;
   result.resamples = options.resamples;
   result.confidence = options.confidence;
   for (int b = 0; b < options.resamples; ++b) {
-    if (ok[b]) {
+    if (ok[b] == kFitted) {
       result.theta.push_back(std::move(theta[b]));
+    } else if (ok[b] == kUnderdetermined) {
+      ++result.underdetermined;
     } else {
       ++result.failed;
     }
+  }
+  if (result.underdetermined > 0) {
+    result.cautions.push_back(fmt::format(
+        "{} of {} resamples drew fewer distinct points than the {} free parameters and were left "
+        "out (a resample of {} runs repeats some): the intervals rest on the other {}; more runs "
+        "or pinned parameters make them firmer",
+        result.underdetermined, options.resamples, problem.num_free(), runs,
+        static_cast<int>(result.theta.size())));
   }
   for (size_t j = 0; j < law.params.size(); ++j) {
     std::vector<double> values;

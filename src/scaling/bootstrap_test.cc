@@ -81,6 +81,39 @@ TEST(Bootstrap, RunsOfWeightZeroAreNotDrawn) {
   }
 }
 
+// Four runs of one point for three free parameters: a resample that draws two or fewer distinct
+// runs (88 of 256 equally likely draws) cannot determine the law, and its refit stays at the full
+// fit it starts from. Such resamples are counted and left out, with a caution, not hidden among
+// the converged ones.
+TEST(Bootstrap, ResamplesWithTooFewDistinctPointsAreCountedAndLeftOut) {
+  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n"
+                         "b4,3e19,2.8355\n",
+                         "four.csv");
+  const Law& law = FindLaw("compute");
+  const FitData data = SelectFitData(t, law);
+  const FitOptions options;
+  const FitSummary fit = Fit(law, data, options);
+  BootstrapOptions b;
+  b.resamples = 400;
+  const BootstrapResult r = Bootstrap(law, data, options, fit, b);
+  EXPECT_EQ(r.underdetermined + r.failed + static_cast<int>(r.theta.size()), 400);
+  // 88/256 of 400 = 137.5, sd 9.5: well inside (60, 220) for any seed.
+  EXPECT_GT(r.underdetermined, 60);
+  EXPECT_LT(r.underdetermined, 220);
+  ASSERT_FALSE(r.cautions.empty());
+  EXPECT_EQ(r.cautions.back().rfind(std::to_string(r.underdetermined) +
+                                        " of 400 resamples drew fewer distinct points than the 3 "
+                                        "free parameters and were left out",
+                                    0),
+            0u)
+      << r.cautions.back();
+  // Pinning two parameters leaves one free: every resample determines it.
+  FitOptions pinned;
+  pinned.pins = {{"E", 1.6}, {"alpha", 0.0941}};
+  const FitSummary pinned_fit = Fit(law, data, pinned);
+  EXPECT_EQ(Bootstrap(law, data, pinned, pinned_fit, b).underdetermined, 0);
+}
+
 // A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
 TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_EQ(MinBootstrapResamples(0.95), 40);

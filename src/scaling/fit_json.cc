@@ -41,6 +41,7 @@ nlohmann::ordered_json FitJson(const Law& law, const FittedArm& arm) {
     j["intervals"] = intervals;
     j["bootstrap"] = {{"resamples", arm.bootstrap->resamples},
                       {"failed", arm.bootstrap->failed},
+                      {"underdetermined", arm.bootstrap->underdetermined},
                       {"confidence", arm.bootstrap->confidence},
                       {"by", "run"}};
   }

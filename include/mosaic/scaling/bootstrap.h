@@ -47,10 +47,13 @@ struct BootstrapResult {
   std::vector<std::vector<double>> theta;  // full θ per resample that converged
   int resamples = 0;
   int failed = 0;                          // resamples whose refit did not converge (dropped)
+  // Resamples that drew fewer distinct points than the law has free parameters (dropped: their
+  // refit stays where it starts, the full fit, and would narrow every interval).
+  int underdetermined = 0;
   double confidence = 0.95;
   std::vector<Interval> params;            // per law parameter, value space
   // A free parameter whose interval has zero width (no resample moved it: the data do not
-  // determine it), one sentence each.
+  // determine it), and underdetermined resamples left out, one sentence each.
   std::vector<std::string> cautions;
 };
 
