@@ -43,6 +43,7 @@ struct PerfOptions {
   int64_t batch = 0;
   int64_t seq = 4096;
   double capacity_factor = 0;
+  bool no_capacity_padding = false;
   std::string routing = "auto";
   std::string format = "bf16";
   std::string profile;
@@ -232,6 +233,7 @@ void Run(const PerfOptions& o) {
   request.seq = o.seq;
   request.format = *format;
   request.capacity_factor = o.capacity_factor;
+  request.pad_to_capacity = !o.no_capacity_padding;
   request.profile = o.profile;
   request.profiles_file = o.profiles_file;
   request.bp_segment_loops = o.bp_segment;
@@ -362,6 +364,9 @@ void AddPerfCommand(CLI::App& root) {
       ->check(InRange(0.01, kMaxCapacityFactor));
   cmd->add_option("--routing", o->routing,
                   "auto | dropless | balanced | capacity | fixed-cells")->default_val("auto");
+  cmd->add_flag("--no-capacity-padding", o->no_capacity_padding,
+                "capacity routing: experts compute the tokens they keep, not their padded "
+                "capacity (Megatron-Core without --moe-pad-expert-input-to-capacity)");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
   cmd->add_option("--profile", o->profile,
                   "efficiency profile (default: megatron-<device> when shipped)");

@@ -702,6 +702,23 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
   EXPECT_EQ(RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 1.25 --routing capacity")
                 .exit_code,
             0);
+  // Only capacity routing chooses whether to pad its experts' inputs.
+  r = RunMosaic(base + "--layout ep=8,dp=8 --routing fixed-cells --no-capacity-padding");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--no-capacity-padding with --routing fixed-cells. Violated constraint: "
+                       "only capacity routing chooses whether to pad"),
+            std::string::npos)
+      << r.err;
+  // Unpadded, a factor above 1 computes no more than balanced routing (padded: cf times it).
+  auto tokens = [&](const std::string& flags) {
+    const CommandResult t = RunMosaic(base + "--layout ep=8,dp=8 --json " + flags);
+    EXPECT_EQ(t.exit_code, 0) << flags << t.err;
+    return t.exit_code == 0 ? nlohmann::json::parse(t.out)["tokens_per_s_per_gpu"].get<double>()
+                            : 0.0;
+  };
+  const double unpadded = tokens("--capacity-factor 2 --no-capacity-padding");
+  EXPECT_EQ(unpadded, tokens("--routing balanced"));
+  EXPECT_LT(tokens("--capacity-factor 2"), unpadded);
   // A dense model has no routed experts to cap.
   r = RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,dp=8 "
                 "--routing capacity --capacity-factor 1.0");

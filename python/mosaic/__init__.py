@@ -62,6 +62,14 @@ def _integer(name: str, value, low: int, high: int) -> int:
     return int(value)
 
 
+def _flag(name: str, value) -> bool:
+    """``value`` as a bool (True or False, or numpy's), or InputError naming it: a 0, 1 or text
+    is refused rather than read as its truth."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise InputError(f"{name} = {value!r}. Violated constraint: True or False")
+    return bool(value)
+
+
 def _number(name: str, value, low: float, high: float, *, low_open: bool = False,
             high_open: bool = False) -> float:
     """``value`` as a finite float in the range (bounds open where asked), or InputError."""
@@ -191,37 +199,40 @@ def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0
                                                seq, tokens)))
 
 
-def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor, profile,
-               profiles, overrides):
+def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor,
+               capacity_padding, profile, profiles, overrides):
     cf = 0.0 if capacity_factor is None else _number("capacity_factor", capacity_factor, 0.01,
                                                       _mosaic.MAX_CAPACITY_FACTOR)
     return (os.fspath(model), _text_overrides(overrides), os.fspath(hardware),
             _integer("gpus", gpus, 1, _mosaic.MAX_GPUS),
             _integer("batch", batch, 1, _mosaic.MAX_BATCH),
             _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN), format, routing, cf,
-            profile or "", os.fspath(profiles) if profiles else "")
+            _flag("capacity_padding", capacity_padding), profile or "",
+            os.fspath(profiles) if profiles else "")
 
 
 def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: int = 4096,
          format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
-         profile: str | None = None, profiles: str | None = None, **overrides) -> dict:
+         capacity_padding: bool = True, profile: str | None = None, profiles: str | None = None,
+         **overrides) -> dict:
     """The step estimate of one layout (``mosaic perf --json``).
 
     ``batch`` is the global batch in sequences, ``seq`` the sequence length in tokens, ``layout``
-    the layout string (``"tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full"``). Returns a dict with
+    the layout string (``"tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full"``);
+    ``capacity_padding=False`` is ``--no-capacity-padding``. Returns a dict with
     ``step_seconds``, ``tokens_per_s_per_gpu``, ``mfu`` (fraction), ``peak_memory_bytes``,
     ``dropped_fraction``, and the ``time`` (seconds) and ``memory`` (bytes per GPU) breakdowns.
     """
-    (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
-                                                         routing, capacity_factor, profile,
-                                                         profiles, overrides)
-    return json.loads(_mosaic.perf_json(m, sets, hw, g, layout, b, s, f, r, cf, p, pf))
+    (m, sets, hw, g, b, s, f, r, cf, pad, p, pf) = _perf_args(
+        model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
+        profile, profiles, overrides)
+    return json.loads(_mosaic.perf_json(m, sets, hw, g, layout, b, s, f, r, cf, pad, p, pf))
 
 
 def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
            format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
-           profile: str | None = None, profiles: str | None = None, top: int = 100,
-           **overrides) -> pd.DataFrame:
+           capacity_padding: bool = True, profile: str | None = None,
+           profiles: str | None = None, top: int = 100, **overrides) -> pd.DataFrame:
     """Every feasible layout ranked by tokens/s per GPU (``mosaic perf --search``).
 
     Returns a DataFrame of the ``top`` fastest layouts, best first: ``rank``, ``layout``,
@@ -229,11 +240,11 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
     evaluated, feasible and rejected by reason.
     """
-    (m, sets, hw, g, b, s, f, r, cf, p, pf) = _perf_args(model, hardware, gpus, batch, seq, format,
-                                                         routing, capacity_factor, profile,
-                                                         profiles, overrides)
+    (m, sets, hw, g, b, s, f, r, cf, pad, p, pf) = _perf_args(
+        model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
+        profile, profiles, overrides)
     top = _integer("top", top, 1, 2**30)
-    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, p, pf, top))
+    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, pad, p, pf, top))
     columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
     frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],

@@ -54,7 +54,8 @@ std::string Dump(const nlohmann::ordered_json& j) {
 PerfSetup Setup(const std::string& model, const std::map<std::string, std::string>& sets,
                 const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
                 const std::string& format, const std::string& routing, double capacity_factor,
-                const std::string& profile, const std::string& profiles_file) {
+                bool capacity_padding, const std::string& profile,
+                const std::string& profiles_file) {
   PerfRequest r;
   r.model = model;
   for (FieldOverride& f : Overrides(sets)) AddFieldOverride(r, std::move(f));
@@ -64,6 +65,7 @@ PerfSetup Setup(const std::string& model, const std::map<std::string, std::strin
   r.seq = seq;
   SetFormatAndRouting(r, format, routing);
   r.capacity_factor = capacity_factor;
+  r.pad_to_capacity = capacity_padding;
   r.profile = profile;
   r.profiles_file = profiles_file;
   return PreparePerf(r);
@@ -242,10 +244,11 @@ PYBIND11_MODULE(_mosaic, m) {
         [](const std::string& model, const std::map<std::string, std::string>& sets,
            const std::string& hardware, int64_t gpus, const std::string& layout, int64_t batch,
            int64_t seq, const std::string& format, const std::string& routing,
-           double capacity_factor, const std::string& profile, const std::string& profiles_file) {
+           double capacity_factor, bool capacity_padding, const std::string& profile,
+           const std::string& profiles_file) {
           py::gil_scoped_release release;
           const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
-                                    capacity_factor, profile, profiles_file);
+                                    capacity_factor, capacity_padding, profile, profiles_file);
           return Dump(PerfJson(s, EvaluateLayout(s, layout)));
         });
 
@@ -253,10 +256,11 @@ PYBIND11_MODULE(_mosaic, m) {
         [](const std::string& model, const std::map<std::string, std::string>& sets,
            const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
            const std::string& format, const std::string& routing, double capacity_factor,
-           const std::string& profile, const std::string& profiles_file, int64_t top) {
+           bool capacity_padding, const std::string& profile, const std::string& profiles_file,
+           int64_t top) {
           py::gil_scoped_release release;
           const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
-                                    capacity_factor, profile, profiles_file);
+                                    capacity_factor, capacity_padding, profile, profiles_file);
           SearchOptions options;
           options.top = top;
           return Dump(SearchJson(s, SearchBestLayouts(s, options)));

@@ -407,6 +407,26 @@ def test_arguments_are_checked_as_the_cli_checks_its_flags():
             mosaic.perf("mixtral-8x7b", gpus=8, capacity_factor=bad, **perf)
     with pytest.raises(mosaic.InputError, match="top = 1.5"):
         mosaic.search("mixtral-8x7b", hardware="h100", gpus=8, batch=8, top=1.5)
+    with pytest.raises(mosaic.InputError, match="capacity_padding = 0. Violated constraint: True"):
+        mosaic.perf("mixtral-8x7b", gpus=8, capacity_padding=0, **perf)
+
+
+def test_capacity_padding_is_the_cli_flag():
+    # Capacity 2 on 64 H100: padded, every expert computes twice its fair share; unpadded
+    # (Megatron-Core's default), the tokens it keeps, charged as balanced routing is.
+    args = dict(hardware="h100", gpus=64, layout="fsdp=64,ep=8,mbs=1", batch=256,
+                capacity_factor=2.0)
+    padded = mosaic.perf("mixtral-8x7b", **args)
+    unpadded = mosaic.perf("mixtral-8x7b", capacity_padding=False, **args)
+    balanced = mosaic.perf("mixtral-8x7b", hardware="h100", gpus=64, layout="fsdp=64,ep=8,mbs=1",
+                           batch=256, routing="balanced")
+    assert padded["capacity_padding"] is True and unpadded["capacity_padding"] is False
+    assert unpadded["tokens_per_s_per_gpu"] > padded["tokens_per_s_per_gpu"]
+    assert unpadded["tokens_per_s_per_gpu"] == balanced["tokens_per_s_per_gpu"]
+    assert unpadded["dropped_fraction"] == padded["dropped_fraction"]
+    with pytest.raises(mosaic.InputError, match="--no-capacity-padding with --routing balanced"):
+        mosaic.perf("mixtral-8x7b", hardware="h100", gpus=64, layout="fsdp=64,ep=8,mbs=1",
+                    batch=256, routing="balanced", capacity_padding=False)
     for bad in (float("nan"), -1e22, 0, float("inf")):
         with pytest.raises(mosaic.InputError, match="compute_flops = "):
             mosaic.fit(EPOCH, law="chinchilla", columns=EPOCH_COLUMNS).frontier(bad)

@@ -127,6 +127,13 @@ PerfSetup PreparePerf(const PerfRequest& request) {
                                                                : RoutingPolicy::kDropless);
   // Dropless and balanced routing cap nothing: the model's factor does not apply to them.
   s.job.capacity_factor = CapsTokens(s.job.routing) && capacity_factor > 0 ? capacity_factor : 1.0;
+  if (!request.pad_to_capacity && s.job.routing != RoutingPolicy::kCapacity) {
+    throw UsageError(fmt::format("--no-capacity-padding with --routing {}. Violated constraint: "
+                                 "only capacity routing chooses whether to pad (fixed-cells always "
+                                 "does; dropless and balanced have no capacity)",
+                                 ToString(s.job.routing)));
+  }
+  s.job.pad_to_capacity = request.pad_to_capacity;
   s.job.bp_segment_loops = request.bp_segment_loops;
   s.shape = MakeModelShape(s.spec.config, request.seq);
   s.drop = DefaultDropParams();
@@ -292,6 +299,11 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   // Only a capping routing has a capacity factor (null under dropless and balanced).
   j["capacity_factor"] = CapsTokens(s.job.routing) ? nlohmann::ordered_json(s.job.capacity_factor)
                                                    : nlohmann::ordered_json(nullptr);
+  // Whether experts compute their padded capacity (null where nothing is capped).
+  j["capacity_padding"] = CapsTokens(s.job.routing)
+                              ? nlohmann::ordered_json(s.job.routing != RoutingPolicy::kCapacity ||
+                                                       s.job.pad_to_capacity)
+                              : nlohmann::ordered_json(nullptr);
   j["notes"] = PerfCautions(s);
   return j;
 }

@@ -295,7 +295,10 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.mtp_share =
       c.mtp_layers > 0 ? x.mtp_layers_stage / static_cast<double>(c.mtp_layers) : 0.0;
   const bool padded = UsesCapacity(job.routing, l);
-  x.pad = padded ? job.capacity_factor : 1.0;
+  x.pad = !padded ? 1.0
+          : job.routing == RoutingPolicy::kCapacity && !job.pad_to_capacity
+              ? std::min(job.capacity_factor, 1.0)
+              : job.capacity_factor;
   x.expert_fsdp = static_cast<double>(l.expert_fsdp());
   return x;
 }

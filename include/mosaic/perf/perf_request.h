@@ -39,6 +39,7 @@ struct PerfRequest {
   // 0: none given; the model's capacity_factor applies when it has one, else 1.0 where a policy
   // needs one
   double capacity_factor = 0;
+  bool pad_to_capacity = true;          // PerfJob::pad_to_capacity (capacity routing only)
   std::string profile;                  // "" = the device's default profile
   std::string profiles_file;            // "" = the shipped profiles
   int64_t bp_segment_loops = 0;

@@ -126,6 +126,12 @@ struct PerfJob {
   RoutingPolicy routing = RoutingPolicy::kDropless;
   double capacity_factor = 1.0;   // used by kCapacity and kFixedCells
   int64_t bp_segment_loops = 0;   // looped models: loops per backprop segment; 0 = one graph
+  // kCapacity: whether each expert's input is padded to its capacity (Megatron-Core's
+  // --moe-pad-expert-input-to-capacity; static shapes, as MaxText's dropping has), so that every
+  // expert computes and sends cf × its fair share. Without it (Megatron-Core's default) an expert
+  // computes the tokens it keeps: min(cf, 1) × its fair share, the load charged as balanced, as
+  // dropless routing's is. kFixedCells is always padded (fixed all-to-all cells).
+  bool pad_to_capacity = true;
 };
 
 // Model quantities the step model needs, computed once per (model, seq_len) so that evaluating a
