@@ -80,6 +80,30 @@ std::vector<std::optional<double>> PinnedTheta(
       theta[j] = -INFINITY;
       continue;
     }
+    if (law.params[j].kind == ParamKind::kLinear && law.ExpectsNonNegative(j)) {
+      // An exponent of a term that falls with its input: a negative one makes the term grow,
+      // against the law's form; 0 makes a term whose only input it carries a constant, which
+      // the floor E already is, so neither could be told apart.
+      bool sole = false;
+      for (const LawTerm& term : law.terms) {
+        int with_inputs = 0;
+        bool here = false;
+        for (const Factor& f : term.factors) {
+          if (f.inputs.empty()) continue;
+          ++with_inputs;
+          here = here || f.param == j;
+        }
+        sole = sole || (here && with_inputs == 1);
+      }
+      if (value < 0 || (value == 0 && sole)) {
+        throw FieldError(At("--pin"), name, fmt::format("{}", value),
+                         fmt::format("{} {} 0 ({} of law {}: {})", name, sole ? ">" : ">=",
+                                     law.params[j].meaning, law.name,
+                                     value < 0 ? "its term must fall as its input grows"
+                                               : "at 0 its term is a constant, which the floor "
+                                                 "E already is"));
+      }
+    }
     theta[j] = law.ToTheta(j, value);
   }
   return theta;

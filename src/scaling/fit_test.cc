@@ -40,6 +40,29 @@ FitData Epoch240(std::string* rule = nullptr, bool below_1e21_scaled = false) {
 
 // A pinned floor at or above a loss has no fit (every other term is positive): refused, naming
 // the file, the row's line and the floor, instead of a "converged" fit with A driven to 0.
+// An exponent pinned against the law's form is refused, naming it: alpha = 0 made A·C^(−alpha) a
+// constant beside E (the fit returned A = 1 from its start and decide a multiplier of 1.000×); a
+// negative one makes the term grow with compute. A second input factor of the term (sparse's
+// gamma beside its N) may still be pinned to 0.
+TEST(Fit, AnExponentPinnedAgainstTheLawsFormIsRefused) {
+  const Law& compute = FindLaw("compute");
+  for (const auto& [value, rule] :
+       {std::pair<double, std::string>{0, "alpha = 0. Violated constraint: alpha > 0 (compute "
+                                          "exponent of law compute: at 0 its term is a constant, "
+                                          "which the floor E already is)"},
+        {-0.5, "alpha = -0.5. Violated constraint: alpha > 0 (compute exponent of law compute: "
+               "its term must fall as its input grows)"}}) {
+    try {
+      PinnedTheta(compute, {{"alpha", value}});
+      ADD_FAILURE() << value;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(rule), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_NO_THROW(PinnedTheta(compute, {{"alpha", 0.05}}));
+  EXPECT_NO_THROW(PinnedTheta(FindLaw("sparse"), {{"gamma", 0}}));
+}
+
 TEST(Fit, APinnedFloorAtOrAboveALossIsRefused) {
   const FitData data = Epoch240();
   FitOptions options;
