@@ -84,11 +84,10 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   const PerfProfile& profile = setup.profile;
   const PerfJob& job = setup.job;
   std::string out;
-  out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}\n",
+  out += fmt::format("{} on {} × {} ({} profile, {}), batch {} × seq {}, {}, routing {}\n",
                      Printable(spec.config.name), cluster.gpus, Printable(cluster.device.name),
-                     Printable(profile.name),
-                     CalibrationText(profile),
-                     job.global_batch, job.seq_len, ToString(job.format));
+                     Printable(profile.name), CalibrationText(profile), job.global_batch,
+                     job.seq_len, ToString(job.format), RoutingText(setup));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   for (const std::string& note : EstimateCautions(e, job.format)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
@@ -178,8 +177,8 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   if (o.json) {
     return DumpJson(SearchJson(setup, r)) + "\n";
   }
-  std::string out =
-      fmt::format("profile: {} ({})\n", Printable(profile.name), CalibrationText(profile));
+  std::string out = fmt::format("profile: {} ({}); routing {}\n", Printable(profile.name),
+                                CalibrationText(profile), RoutingText(setup));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,

@@ -446,7 +446,8 @@ TEST(PerfCli, UncalibratedDeviceUsesItsClosestCalibratedSibling) {
   CommandResult search = RunMosaic(
       "perf mixtral-8x7b --gpus 64 --batch 256 --hardware h200 --search --top 1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  EXPECT_NE(search.out.find("profile: megatron-h100 (calibrated on h100)\n"), std::string::npos)
+  EXPECT_NE(search.out.find("profile: megatron-h100 (calibrated on h100); routing dropless\n"),
+            std::string::npos)
       << search.out;
   EXPECT_NE(search.out.find(note), std::string::npos) << search.out;
   search = RunMosaic(
@@ -716,6 +717,15 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
     return t.exit_code == 0 ? nlohmann::json::parse(t.out)["tokens_per_s_per_gpu"].get<double>()
                             : 0.0;
   };
+  // The header says which: the routing, its factor and whether it pads.
+  r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 2 --no-capacity-padding");
+  EXPECT_NE(r.out.find(", bf16, routing capacity 2 (unpadded)\n"), std::string::npos) << r.out;
+  r = RunMosaic(base + "--layout ep=8,dp=8 --capacity-factor 0.5");
+  EXPECT_NE(r.out.find(", bf16, routing capacity 0.5 (padded)\n"), std::string::npos) << r.out;
+  // Half the assignments dropped: the MFU counts them, and says so.
+  EXPECT_NE(r.out.find("note: the MFU counts the model's FLOPs of every routed assignment"),
+            std::string::npos)
+      << r.out;
   const double unpadded = tokens("--capacity-factor 2 --no-capacity-padding");
   EXPECT_EQ(unpadded, tokens("--routing balanced"));
   EXPECT_LT(tokens("--capacity-factor 2"), unpadded);
@@ -1424,7 +1434,7 @@ TEST(PerfCli, UncalibratedProfileIsSaidSoForOneLayoutAsForTheSearch) {
       << one.out;
   CommandResult search = RunMosaic(base + "--search --top 1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  EXPECT_NE(search.out.find("profile: generic-tpu-v6e (uncalibrated defaults)\n"),
+  EXPECT_NE(search.out.find("profile: generic-tpu-v6e (uncalibrated defaults); routing dropless\n"),
             std::string::npos)
       << search.out;
   const nlohmann::json j = nlohmann::json::parse(RunMosaic(base + "--layout dp=8 --json").out);

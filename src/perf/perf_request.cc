@@ -178,8 +178,23 @@ CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l) {
   return {cluster.DomainForSpan(l.ep * l.etp), cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
 }
 
+std::string RoutingText(const PerfSetup& setup) {
+  const PerfJob& job = setup.job;
+  if (!setup.spec.config.is_moe()) return "dense";
+  if (!CapsTokens(job.routing)) return std::string(ToString(job.routing));
+  const bool padded = job.routing != RoutingPolicy::kCapacity || job.pad_to_capacity;
+  return fmt::format("{} {:g} ({})", ToString(job.routing), job.capacity_factor,
+                     padded ? "padded" : "unpadded");
+}
+
 std::vector<std::string> EstimateCautions(const StepEstimate& e, NumberFormat format) {
   std::vector<std::string> notes;
+  if (e.dropped_fraction > 0.001) {
+    notes.push_back(fmt::format(
+        "the MFU counts the model's FLOPs of every routed assignment, {:.1f}% of which were "
+        "dropped and computed by no expert: it is the MFU of the model, not of the work done",
+        100 * e.dropped_fraction));
+  }
   if (e.mfu_causal > 1) {
     notes.push_back(fmt::format(
         "the MFU ({:.4f}; causal {:.4f}) passes 1 because it is measured against the bf16 dense "

@@ -85,7 +85,12 @@ inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
 // tokens: within 6%). Empty when there is none.
 std::vector<std::string> PerfCautions(const PerfSetup& setup);
 
-// Cautions about one estimate of a job in `format`, in PerfCautions's form: an MFU above 1. The
+// How the job routes tokens, for a header line: "dropless", "balanced", "capacity 2 (padded)",
+// "capacity 2 (unpadded)", "fixed-cells 1"; "dense" for a model without routed experts.
+std::string RoutingText(const PerfSetup& setup);
+
+// Cautions about one estimate of a job in `format`, in PerfCautions's form: an MFU above 1; an MFU
+// that counts dropped assignments (the model's FLOPs, as MFU is defined, not the work done). The
 // causal MFU above 1 too: MFU is against the bf16 dense peak and fp8 or mxfp8 GEMMs run faster.
 // Only the full-square MFU: it counts the whole s×s attention square, PaLM's convention, where a
 // causal kernel computes half of it, so at long sequences it can pass 1 while the causal MFU, the
