@@ -177,27 +177,55 @@ std::vector<double> EvaluateRows(const DataTable& table, const std::string& expr
   }
 }
 
-// Whether `expression` names `identifier` as a whole word (muparser's variable characters:
-// letters, digits and underscore), e.g. "loss*1e9" names loss, "losses" does not.
-bool ReferencesIdentifier(std::string_view expression, std::string_view identifier) {
-  if (identifier.empty()) return false;
+// The identifiers of a muparser expression (letters, digits and underscores, not starting with a
+// digit): "C/(6*N)" names C and N.
+std::vector<std::string> Identifiers(std::string_view expression) {
+  std::vector<std::string> out;
   auto is_word = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
-  for (size_t at = expression.find(identifier); at != std::string_view::npos;
-       at = expression.find(identifier, at + 1)) {
-    const size_t end = at + identifier.size();
-    if ((at == 0 || !is_word(expression[at - 1])) &&
-        (end == expression.size() || !is_word(expression[end]))) {
-      return true;
+  for (size_t i = 0; i < expression.size();) {
+    if (!is_word(expression[i])) {
+      ++i;
+      continue;
     }
+    size_t end = i;
+    while (end < expression.size() && is_word(expression[end])) ++end;
+    if (!std::isdigit(static_cast<unsigned char>(expression[i]))) {
+      out.emplace_back(expression.substr(i, end - i));
+    }
+    i = end;
   }
-  return false;
+  return out;
 }
 
 }  // namespace
 
+std::vector<std::string> ColumnSources(const DataTable& table, int column) {
+  if (static_cast<size_t>(column) < table.sources.size() && !table.sources[column].empty()) {
+    return table.sources[column];
+  }
+  return {table.names[column]};
+}
+
 void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings) {
   for (const ColumnMapping& m : mappings) {
     const int source = table.Find(m.source);
+    // The file columns the new one is computed from: the copied column's, or those of every
+    // column the expression names.
+    std::vector<std::string> sources;
+    auto add_sources = [&](int column) {
+      for (std::string& s : ColumnSources(table, column)) {
+        if (std::find(sources.begin(), sources.end(), s) == sources.end()) {
+          sources.push_back(std::move(s));
+        }
+      }
+    };
+    if (source >= 0) {
+      add_sources(source);
+    } else {
+      for (const std::string& name : Identifiers(m.source)) {
+        if (const int column = table.Find(name); column >= 0) add_sources(column);
+      }
+    }
     std::vector<double> values;
     std::vector<std::string> text;
     std::vector<int> cell_column;
@@ -235,6 +263,8 @@ void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings)
     table.text[target] = std::move(text);
     table.cell_column[target] = std::move(cell_column);
     table.derivations[target] = std::move(derivation);
+    table.sources.resize(table.names.size());
+    table.sources[target] = std::move(sources);
   }
 }
 
@@ -310,17 +340,20 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
           table.origin, options.loss_column, law.inputs[i].name, law.inputs[i].meaning,
           law.name));
     }
-    // Nor a copy of it (--column N=loss) or a column computed from it (--column N=loss*1e9).
-    const std::string& derivation = table.derivations[input_columns[i]];
-    const bool copy = table.values[input_columns[i]] == table.values[loss_column] &&
-                      table.rows() > 0;
-    if (copy || ReferencesIdentifier(derivation, options.loss_column)) {
+    // Nor a copy of it (--column N=loss) or a column computed from it (--column N=loss*1e9),
+    // directly or through other mapped columns: no file column feeds both.
+    const std::vector<std::string> loss_sources = ColumnSources(table, loss_column);
+    for (const std::string& source : ColumnSources(table, input_columns[i])) {
+      if (std::find(loss_sources.begin(), loss_sources.end(), source) == loss_sources.end()) {
+        continue;
+      }
+      const std::string& derivation = table.derivations[input_columns[i]];
       throw InputError(fmt::format(
-          "{}: law input {} ({}) of law {} {} loss column '{}'. Violated constraint: the loss "
-          "is a column of its own, not one of the law's inputs",
+          "{}: law input {} ({}) of law {}{} is computed from column '{}', as the loss column "
+          "'{}' is. Violated constraint: the loss is a column of its own, not one of the law's "
+          "inputs",
           table.origin, law.inputs[i].name, law.inputs[i].meaning, law.name,
-          copy ? "has every value of the" : fmt::format("= {} is computed from the", derivation),
-          options.loss_column));
+          derivation.empty() ? "" : " = " + derivation, source, options.loss_column));
     }
   }
   const int run_column =

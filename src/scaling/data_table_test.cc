@@ -94,8 +94,8 @@ TEST(DataTable, TheLossColumnIsNotALawInput) {
             "constraint: the loss is a column of its own, not one of the law's inputs");
   // Nor is a copy of it, or a column computed from it (--column got round the rule).
   for (const auto& [mapping, says] :
-       {std::pair<ColumnMapping, std::string>{{"D", "loss"}, "has every value of the"},
-        {{"D", "loss*1e9"}, "= loss*1e9 is computed from the"}}) {
+       {std::pair<ColumnMapping, std::string>{{"D", "loss"}, "is computed from column 'loss', as the"},
+        {{"D", "loss*1e9"}, "= loss*1e9 is computed from column 'loss', as the"}}) {
     DataTable table = ParseCsv("N,loss\n1e8,3.1\n2e8,2.9\n", "runs.csv");
     ApplyMappings(table, {mapping});
     try {
@@ -104,8 +104,8 @@ TEST(DataTable, TheLossColumnIsNotALawInput) {
     } catch (const InputError& e) {
       EXPECT_EQ(std::string(e.what()),
                 "runs.csv: law input D (training tokens) of law chinchilla " + says +
-                    " loss column 'loss'. Violated constraint: the loss is a column of its own, "
-                    "not one of the law's inputs");
+                    " loss column 'loss' is. Violated constraint: the loss is a column of its "
+                    "own, not one of the law's inputs");
     }
   }
   // A name that merely contains the loss column's is another column.

@@ -20,6 +20,10 @@ struct DataTable {
   std::string origin;                          // file path, for messages
   std::vector<std::string> names;              // column names
   std::vector<std::string> derivations;        // "" for file columns, else the expression
+  // [column] the columns of the file (or DataFrame) a --column mapping computed it from; empty
+  // (or missing past its end) for a column of the file itself, which is its own source
+  // (ColumnSources).
+  std::vector<std::vector<std::string>> sources;
   std::vector<std::vector<std::string>> text;  // [column][row] cell text ("" for derived)
   std::vector<std::vector<double>> values;     // [column][row], NaN where not a number
   std::vector<std::vector<int>> cell_column;   // [column][row] 1-based character column (0: derived)
@@ -52,6 +56,10 @@ double ParseCellNumber(std::string_view text);
 DataTable ParseCsv(std::string_view text, const std::string& origin);
 // ParseCsv of the file at `path` (its path labels messages); InputError when it cannot be read.
 DataTable ReadCsv(const std::string& path);
+
+// The file columns `column` of `table` is computed from, through every --column mapping that
+// led to it: {its own name} for a column of the file.
+std::vector<std::string> ColumnSources(const DataTable& table, int column);
 
 struct ColumnMapping {
   std::string target;  // new column name
