@@ -47,7 +47,7 @@ struct FitCliOptions {
   std::string weight_column = "weight";
   std::string objective = "huber";
   std::string space = "log";
-  double delta = 1e-3;
+  std::optional<double> delta;  // the Huber threshold, when given
   std::vector<std::string> pins;
   int threads = 2;
   bool no_cut_short = false;
@@ -93,7 +93,14 @@ FitRequest Request(const FitCliOptions& o) {
   r.last_k = o.last_k;
   r.objective = o.objective;
   r.space = o.space;
-  r.delta = o.delta;
+  if (o.delta) {
+    if (o.objective != "huber") {
+      throw UsageError(fmt::format(
+          "--delta {:g} is the Huber threshold: it needs --objective huber, not {}", *o.delta,
+          o.objective));
+    }
+    r.delta = *o.delta;
+  }
   r.threads = o.threads;
   r.cut_short = !o.no_cut_short;
   r.bootstrap = o.bootstrap;
@@ -495,7 +502,8 @@ void AddFitCommand(CLI::App& root) {
       ->default_val("weight");
   cmd->add_option("--objective", o->objective, "huber or squared")->default_val("huber");
   cmd->add_option("--space", o->space, "residuals of log loss or linear loss")->default_val("log");
-  cmd->add_option("--delta", o->delta, "Huber threshold")->default_val(1e-3)->check(InRange(0, 1e6, true));
+  cmd->add_option("--delta", o->delta, "Huber threshold (default 1e-3; --objective huber only)")
+      ->check(InRange(0, 1e6, true));
   cmd->add_option("--pin", o->pins, "fix a parameter: NAME=VALUE, e.g. E=1.6 (repeatable)")
       ->take_all();
   cmd->add_option("--threads", o->threads, "threads for the multi-start and the bootstrap")

@@ -212,7 +212,9 @@ TEST(FitCli, UnknownLawAndPin) {
                                                               "constraint: one of huber, squared"},
         {"--space logit", "space = logit. Violated constraint: one of log, linear"},
         {"--pin E=abc", "--pin = E=abc. Violated constraint: NAME=NUMBER"},
-        {"--param E=1", "--param needs --law-expr"}}) {
+        {"--param E=1", "--param needs --law-expr"},
+        {"--objective squared --delta 5", "--delta 5 is the Huber threshold: it needs --objective "
+                                          "huber, not squared"}}) {
     CommandResult u = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute " + flag);
     EXPECT_EQ(u.exit_code, 2) << flag;
     EXPECT_NE(u.err.find("mosaic fit: "), std::string::npos) << flag << u.err;

@@ -146,6 +146,24 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
       ++result.failed;
     }
   }
+  // Dropped resamples leave fewer refits: below the confidence's minimum, the "interval" would be
+  // the range of a handful of them, which BootstrapOptions::Validate refuses up front.
+  const int usable = static_cast<int>(result.theta.size());
+  const int minimum = MinBootstrapResamples(options.confidence);
+  if (usable < minimum) {
+    const std::string remedy =
+        usable > 0 ? fmt::format("raise --bootstrap to {} or more, or add runs",
+                                 static_cast<int>(std::ceil(1.25 * minimum * options.resamples /
+                                                            usable)))
+                   : "add runs or pin parameters";
+    throw FieldError(
+        At("--bootstrap"), "bootstrap", fmt::format("{}", options.resamples),
+        fmt::format("at least {} refitted resamples at confidence {:g} (a percentile interval "
+                    "needs one beyond each of its ends); {} of the {} were refitted ({} drew fewer "
+                    "distinct points than the law's {} free parameters, {} did not converge): {}",
+                    minimum, options.confidence, usable, options.resamples,
+                    result.underdetermined, problem.num_free(), result.failed, remedy));
+  }
   if (result.underdetermined > 0) {
     result.cautions.push_back(fmt::format(
         "{} of {} resamples drew fewer distinct points than the {} free parameters and were left "

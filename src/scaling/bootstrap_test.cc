@@ -114,6 +114,32 @@ TEST(Bootstrap, ResamplesWithTooFewDistinctPointsAreCountedAndLeftOut) {
   EXPECT_EQ(Bootstrap(law, data, pinned, pinned_fit, b).underdetermined, 0);
 }
 
+// The minimum holds for the resamples refitted, not only those drawn: 40 draws at 95% from four
+// runs leave about 26 that determine the law, too few for a percentile interval, and the error
+// says how many to ask for.
+TEST(Bootstrap, TooFewRefittedResamplesAreRefused) {
+  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n"
+                         "b4,3e19,2.8355\n",
+                         "four.csv");
+  const Law& law = FindLaw("compute");
+  const FitData data = SelectFitData(t, law);
+  const FitOptions options;
+  const FitSummary fit = Fit(law, data, options);
+  BootstrapOptions b;
+  b.resamples = 40;
+  try {
+    Bootstrap(law, data, options, fit, b);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    EXPECT_NE(message.find("at least 40 refitted resamples at confidence 0.95"), std::string::npos)
+        << message;
+    EXPECT_NE(message.find("raise --bootstrap to "), std::string::npos) << message;
+  }
+  b.resamples = 100;
+  EXPECT_GE(static_cast<int>(Bootstrap(law, data, options, fit, b).theta.size()), 40);
+}
+
 // A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
 TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_EQ(MinBootstrapResamples(0.95), 40);
