@@ -444,7 +444,7 @@ TEST(FitCli, AnArmBelowTheBasesFloorHasNoMultiplier) {
     std::ofstream(paths.back()) << text;
   }
   const std::string command =
-      "fit " + paths[0] + " --law compute --compare " + paths[1] + " --at 1e20 --bootstrap 40";
+      "fit " + paths[0] + " --law compute --compare " + paths[1] + " --at 1e20 --bootstrap 60";
   CommandResult r = RunMosaic(command);
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("effective-compute multiplier undefined: the arm's loss 2.00000 at C = "

@@ -1118,6 +1118,18 @@ TEST(PerfCli, MeasurementsArePhysicallyPossibleAndColumnsKnown) {
                      "full-square count"),
             std::string::npos)
       << err;
+  // A sequence far past the model's maximum raises its FLOPs per token past any figure: the
+  // message points at that cell too.
+  err = error_of("long.csv", OneRow("M15", [](std::string& row) {
+                   Replace(row, ",128,8192,", ",128,1048576,");
+                 }));
+  EXPECT_NE(err.find("long.csv:2: measured_tokens_per_s_per_gpu = 1602. Violated constraint: at "
+                     "most 433.579 tokens/s per GPU"),
+            std::string::npos)
+      << err;
+  EXPECT_NE(err.find("at seq_len 1048576, 128× llama3-70b's max_seq_len 8192: check that cell too"),
+            std::string::npos)
+      << err;
   // The bound is the row's precision's: a bf16 H100 row (M12a) may not give fp8's rate.
   err = error_of("bf16.csv", OneRow("M12a", [](std::string& row) {
                    Replace(row, ",5993,163,", ",,1500,");

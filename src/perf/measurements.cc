@@ -52,11 +52,21 @@ void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShap
   const double peak = PeakTflops(device, format);
   const double implied = tokens_per_s_per_gpu * shape.causal_model_flops_per_token / 1e12;
   if (implied > peak) {
+    // The FLOPs per token grow with the sequence: a seq_len past the model's own maximum is as
+    // likely the wrong cell as the measured figure.
+    const std::string long_sequence =
+        shape.config.max_seq_len > 0 && shape.seq_len > shape.config.max_seq_len
+            ? fmt::format(" at seq_len {}, {:.3g}× {}'s max_seq_len {}: check that cell too",
+                          shape.seq_len,
+                          static_cast<double>(shape.seq_len) / shape.config.max_seq_len,
+                          shape.config.name, shape.config.max_seq_len)
+            : "";
     throw InputError(fmt::format(
         "{} = {}. Violated constraint: at most {:.6g} tokens/s per GPU, what the {}'s {} peak of "
-        "{} TFLOP/s runs of {} at {:.4g} model FLOPs per token (causal count)",
+        "{} TFLOP/s runs of {} at {:.4g} model FLOPs per token (causal count){}",
         what, tokens_per_s_per_gpu, peak * 1e12 / shape.causal_model_flops_per_token, device.name,
-        ToString(format), peak, shape.config.name, shape.causal_model_flops_per_token));
+        ToString(format), peak, shape.config.name, shape.causal_model_flops_per_token,
+        long_sequence));
   }
   // Nor does a training run of a model worth calibrating on run below 0.1% of the bf16 peak (the
   // lowest published MFUs are a few percent): such a figure is in the wrong unit (per node, per
