@@ -187,8 +187,9 @@ struct SharedFit {
 constexpr SharedFit kSharedFit[] = {
     // Share of the fp8 peak's extra speed that GEMMs realise: between none and all of it.
     {"fp8_gain", &SharedPerfParams::fp8_gain, 1, 0, 1},
-    // The EP dispatcher's kernels hold 20-32 of the 132-148 SMs and share HBM with the compute
-    // they overlap: compute beside a hidden all-to-all runs up to a third slower.
+    // The EP dispatcher's kernels hold 20-32 of the 132-148 SMs, NCCL's up to 32 (one per
+    // channel), and both share HBM with the compute they overlap: compute beside hidden
+    // communication runs up to a third slower.
     {"overlap_contention", &SharedPerfParams::overlap_contention, 1, 0, 0.35},
     // Achieved / nominal NVLink bandwidth: NCCL's bus bandwidth on H100/B200/GB200 reaches
     // 70-90% of the datasheet for large messages; below 50% means a missing term.

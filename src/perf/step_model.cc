@@ -901,14 +901,13 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   }
   // The overlapped stretch lasts as long as the longest of its sides: the hidden communication
   // on the scale-up links, that on the NICs (the two run at once, as the compute does), or the
-  // compute slowed by the SMs the hidden all-to-all's dispatcher kernels hold (contention on the
-  // all-to-all that runs beside compute). The longest is charged, so hiding more all-to-all
-  // never lengthens the step: past the compute it saves nothing, and the contention it adds is
-  // then already under the communication.
+  // compute slowed by the SMs and HBM bandwidth the hidden communication's kernels hold (the EP
+  // dispatcher's, NCCL's channels). The longest is charged, so hiding more never lengthens the
+  // step: past the compute it saves nothing, and the contention it adds is then already under
+  // the communication.
   const double hidden = std::max(hidden_up, hidden_out);
-  const double hidden_ep = tb.ep_seconds * overlap_ep_;
   exposed += std::max(hidden - tb.compute_seconds,
-                      sh.overlap_contention * std::min(hidden_ep, tb.compute_seconds));
+                      sh.overlap_contention * std::min(hidden_up + hidden_out, tb.compute_seconds));
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.

@@ -74,14 +74,19 @@ TEST(StepModel, MarinHeroEp64BeatsFsdpAsMeasured) {
 TEST(StepModel, MarinFsdpHeroTimeSplitsAsProfiled) {
   // marin-community/marin issue 8053 profiled the one-rack FSDP hero (moe_chunk 1): 18.02 s per
   // step, of which collectives 6.73 s (53% hidden) and 3.17 s exposed. The profile's NVLink
-  // efficiency and FSDP overlap come from this profile; the step time is the fit's.
+  // efficiency and FSDP overlap come from this profile; the step time is the fit's. The model's
+  // exposed time also holds the compute slowed beside the hidden collectives (overlap_contention
+  // of them), which a trace books as compute: the rest is the profiled exposure.
   Hero h;
   const StepEstimate e = h.Run("fsdp=64,mbs=16,recompute=full", RoutingPolicy::kDropless, 1.0);
   constexpr double kProfiledTol = 0.02;  // the two profiled inputs, rounded
-  constexpr double kExposedTol = 0.10;   // exposed share adds the fitted contention
   constexpr double kFitTol = 0.05;       // in-sample row MH1 (232.7k tokens/s per rack)
   EXPECT_NEAR(e.time.fsdp_seconds, 6.73, kProfiledTol * 6.73);
-  EXPECT_NEAR(e.time.exposed_comm_seconds, 3.17, kExposedTol * 3.17);
+  const double hidden = e.time.fsdp_seconds * h.profiles.shared.overlap_fsdp;
+  const double contention =
+      h.profiles.shared.overlap_contention * std::min(hidden, e.time.compute_seconds);
+  EXPECT_GT(contention, 0);
+  EXPECT_NEAR(e.time.exposed_comm_seconds - contention, 3.17, kProfiledTol * 3.17);
   EXPECT_NEAR(e.step_seconds, 18.02, kFitTol * 18.02);
   EXPECT_EQ(e.time.host_seconds, 0);  // XLA: no host sync in the MoE layer
 }

@@ -53,9 +53,10 @@
 //             for the EP all-to-all, PerfProfile::overlap_ep, and for FSDP when it sets one).
 //             The overlapped stretch lasts the longest of the hidden traffic on the scale-up
 //             links, that on the NICs (the two run at once) and the compute slowed by
-//             overlap_contention of the hidden EP all-to-all beside it (its dispatcher's kernels
-//             hold SMs), so exposed += max(max(hidden up, hidden out) − compute,
-//             contention·min(hidden EP, compute)): hiding more never lengthens the step.
+//             overlap_contention of the hidden communication beside it (the kernels that move it
+//             hold SMs and HBM bandwidth), so exposed += max(max(hidden up, hidden out) −
+//             compute, contention·min(hidden up + hidden out, compute)): hiding more never
+//             lengthens the step.
 //             With a2a_overlap (Megatron-Core's merged forward and backward of two micro-batches)
 //             the EP all-to-all of the paired passes (A2aOverlapPairedShare) hides 0.95, the most
 //             a schedule hides; the warm-up and cool-down passes keep the profile's overlap_ep.
