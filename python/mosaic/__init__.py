@@ -333,7 +333,7 @@ _RUNS_KEYWORDS = {"restarts": "restarts", "tags": "tags", "step-column": "step_c
 
 def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: str = "",
         drop_highest_loss: int = 0, pins: Mapping[str, float] | None = None,
-        objective: str = "huber", space: str = "log", delta: float = 1e-3, bootstrap: int = 0,
+        objective: str = "huber", space: str = "log", delta: float | None = None, bootstrap: int = 0,
         seed: int = 0, confidence: float = 0.95, threads: int = 2, loss_column: str = "loss",
         run_column: str = "run", logs=None, tag: str | None = None, last_k: int = 1) -> Fit:
     """Fit a scaling law (``mosaic fit``), by default Hoffmann et al.'s Approach 3 (Huber δ=1e-3 on
@@ -342,13 +342,17 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     ``data`` is a CSV path or a DataFrame with columns named after the law's inputs and ``loss``
     (optionally ``run`` and ``weight``); ``columns`` maps or derives columns first
     (``"N=Model Size"``, ``"D=C/(6*N)"``), ``where`` keeps rows (``"C < 1e21"``). ``pins`` fixes
-    parameters by name. ``bootstrap`` resamples runs for percentile intervals.
+    parameters by name. ``delta`` is the Huber threshold (1e-3 when not given; only with
+    ``objective="huber"``). ``bootstrap`` resamples runs for percentile intervals.
 
     ``logs`` (a directory or several, with ``tag``) reads each row's loss from its run's training
     logs instead of a loss column, as ``mosaic fit --logs DIR --tag TAG`` does: the mean of the
     tag's last ``last_k`` values, the run named by the row's ``run`` column.
     """
     _check_text("tag", tag)
+    if delta is not None and objective != "huber":
+        raise InputError(f"fit: delta = {delta!r} is the Huber threshold: it needs "
+                         f"objective='huber', not {objective!r}")
     if logs is None and (tag is not None or last_k != 1):
         raise InputError("fit: tag and last_k read losses from logs; give logs= as well")
     pins = {str(name): _number(f"pins[{name!r}]", value, -1e300, 1e300)
@@ -362,7 +366,7 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
     args = (_text("law", law), columns, _text("where", where),
             _integer("drop_highest_loss", drop_highest_loss, 0, 10**6),
             pins, _text("objective", objective), _text("space", space),
-            _number("delta", delta, 0, 1e6, low_open=True),
+            _number("delta", 1e-3 if delta is None else delta, 0, 1e6, low_open=True),
             _integer("bootstrap", bootstrap, 0, 10**6), _integer("seed", seed, 0, 2**64 - 1),
             _number("confidence", confidence, 0, 1, low_open=True, high_open=True),
             _integer("threads", threads, 1, _MAX_THREADS), _text("loss_column", loss_column),

@@ -116,6 +116,9 @@ def test_fit_of_a_dataframe_reads_text_cells_and_names_rows_and_arguments():
         mosaic.fit(frame.rename(columns={"N": "params"}))
     with pytest.raises(mosaic.InputError, match=r"^pins Q=1: law chinchilla has no parameter 'Q'"):
         mosaic.fit(frame, pins={"Q": 1})
+    with pytest.raises(mosaic.InputError, match=r"^fit: delta = 5 is the Huber threshold: it "
+                                                r"needs objective='huber', not 'squared'"):
+        mosaic.fit(frame, objective="squared", delta=5)
 
 
 def test_fit_reads_losses_from_logs_as_the_cli_does():
