@@ -222,6 +222,25 @@ TEST(FitCli, UnknownLawAndPin) {
   }
 }
 
+// Two compute budgets cannot fit E, A and alpha: every alpha has an E and an A through both
+// points (a new user's report: the fit exited 0 with an arbitrary alpha). Pinning alpha fits.
+TEST(FitCli, ATermWithTooFewDistinctInputValuesIsSingular) {
+  const std::string path = ::testing::TempDir() + "/two_budgets.csv";
+  std::ofstream(path) << "run,C,loss\na,1e18,3.2\nb,1e18,3.21\nc,1e20,2.9\nd,1e20,2.91\n";
+  CommandResult r = RunMosaic("fit " + path + " --law compute");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("singular design: C takes 2 distinct values over the 4 points (1e+18, "
+                       "1e+20), too few for the free A, alpha of law compute beside the free "
+                       "floor E"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("at least 3 distinct values of C (add points at another C, or pin alpha "
+                       "with --pin alpha=VALUE)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(RunMosaic("fit " + path + " --law compute --pin alpha=0.1").exit_code, 0);
+}
+
 TEST(FitCli, DuplicateColumnNamesFileColumnAndPositions) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/duplicate_column.csv");
   EXPECT_EQ(r.exit_code, 1);

@@ -102,7 +102,8 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
     }
     return Bootstrap(law, data.Subset(weighted), fit_options, full_fit, options);
   }
-  const FitProblem problem(law, data, fit_options.objective, PinnedTheta(law, fit_options.pins));
+  const std::vector<std::optional<double>> pinned = PinnedTheta(law, fit_options.pins);
+  const FitProblem problem(law, data, fit_options.objective, pinned);
   std::vector<double> x0(problem.num_free());
   problem.Restrict(full_fit.theta.data(), x0.data());
   const int runs = data.num_runs();
@@ -121,8 +122,15 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
       const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
       for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
     }
-    const auto distinct = std::count_if(weights.begin(), weights.end(), [](double w) { return w > 0; });
-    if (distinct < problem.num_free()) {
+    // A resample whose distinct points cannot identify the law (too few of them, or too few
+    // values of a term's inputs) refits to wherever it starts: left out, counted.
+    std::vector<size_t> drawn;
+    for (size_t i = 0; i < weights.size(); ++i) {
+      if (weights[i] > 0) drawn.push_back(i);
+    }
+    try {
+      CheckDesign(law, data.Subset(drawn), pinned);
+    } catch (const InputError&) {
       ok[b] = kUnderdetermined;
       return;
     }
@@ -159,16 +167,17 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
     throw FieldError(
         At("--bootstrap"), "bootstrap", fmt::format("{}", options.resamples),
         fmt::format("at least {} refitted resamples at confidence {:g} (a percentile interval "
-                    "needs one beyond each of its ends); {} of the {} were refitted ({} drew fewer "
-                    "distinct points than the law's {} free parameters, {} did not converge): {}",
+                    "needs one beyond each of its ends); {} of the {} were refitted ({} drew too "
+                    "few distinct points to determine the law's {} free parameters, {} did not "
+                    "converge): {}",
                     minimum, options.confidence, usable, options.resamples,
                     result.underdetermined, problem.num_free(), result.failed, remedy));
   }
   if (result.underdetermined > 0) {
     result.cautions.push_back(fmt::format(
-        "{} of {} resamples drew fewer distinct points than the {} free parameters and were left "
-        "out (a resample of {} runs repeats some): the intervals rest on the other {}; more runs "
-        "or pinned parameters make them firmer",
+        "{} of {} resamples drew too few distinct points to determine the {} free parameters and "
+        "were left out (a resample of {} runs repeats some): the intervals rest on the other {}; "
+        "more runs or pinned parameters make them firmer",
         result.underdetermined, options.resamples, problem.num_free(), runs,
         static_cast<int>(result.theta.size())));
   }

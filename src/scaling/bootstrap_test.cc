@@ -102,8 +102,8 @@ TEST(Bootstrap, ResamplesWithTooFewDistinctPointsAreCountedAndLeftOut) {
   EXPECT_LT(r.underdetermined, 220);
   ASSERT_FALSE(r.cautions.empty());
   EXPECT_EQ(r.cautions.back().rfind(std::to_string(r.underdetermined) +
-                                        " of 400 resamples drew fewer distinct points than the 3 "
-                                        "free parameters and were left out",
+                                        " of 400 resamples drew too few distinct points to "
+                                        "determine the 3 free parameters and were left out",
                                     0),
             0u)
       << r.cautions.back();

@@ -193,6 +193,77 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
   }
 }
 
+// Throws InputError when a term has more free parameters of its own than the distinct values of
+// its inputs can tell apart. A term depends on the data only through its inputs, so the
+// Jacobian columns of its own parameters, and that of a free floor (a constant term), are
+// functions of those inputs' distinct values: k distinct values give them rank <= k. Two compute
+// budgets cannot fit E, A and alpha of E + A·C^-alpha (every alpha has an E and an A through both
+// points), and two data sizes cannot fit B and beta beside E.
+void CheckTermsIdentifiable(const Law& law, const FitData& data,
+                            const std::vector<std::optional<double>>& pinned) {
+  std::vector<int> terms_of(law.params.size(), 0);  // in how many terms each parameter appears
+  std::vector<std::string> free_floor;
+  for (const LawTerm& term : law.terms) {
+    std::set<int> params;
+    bool constant = true;
+    for (const Factor& f : term.factors) {
+      params.insert(f.param);
+      if (!f.inputs.empty()) constant = false;
+    }
+    for (int j : params) ++terms_of[j];
+    if (constant) {
+      for (int j : params) {
+        if (!pinned[j]) free_floor.push_back(law.params[j].name);
+      }
+    }
+  }
+  for (const LawTerm& term : law.terms) {
+    std::set<int> inputs;
+    std::set<int> own;  // free parameters in this term only
+    int exponent = -1;  // a free parameter of its own that multiplies an input
+    for (const Factor& f : term.factors) {
+      inputs.insert(f.inputs.begin(), f.inputs.end());
+      if (!pinned[f.param] && terms_of[f.param] == 1) {
+        own.insert(f.param);
+        if (!f.inputs.empty()) exponent = f.param;
+      }
+    }
+    if (inputs.empty() || own.empty()) continue;
+    const size_t need = own.size() + (free_floor.empty() ? 0 : 1);
+    std::set<std::vector<double>> distinct;
+    for (size_t i = 0; i < data.size(); ++i) {
+      std::vector<double> tuple;
+      for (int in : inputs) tuple.push_back(data.inputs[in][i]);
+      distinct.insert(std::move(tuple));
+    }
+    if (distinct.size() >= need) continue;
+    std::vector<std::string> input_names, own_names, values;
+    for (int in : inputs) input_names.push_back(law.inputs[in].name);
+    for (int j : own) own_names.push_back(law.params[j].name);
+    for (const std::vector<double>& tuple : distinct) {
+      values.push_back(tuple.size() == 1 ? fmt::format("{:g}", tuple[0])
+                                         : fmt::format("({:g})", fmt::join(tuple, ", ")));
+    }
+    const std::string what = input_names.size() == 1
+                                 ? input_names[0]
+                                 : fmt::format("({})", fmt::join(input_names, ", "));
+    const std::string pin =
+        exponent >= 0 ? fmt::format(", or pin {} with --pin {}=VALUE", law.params[exponent].name,
+                                    law.params[exponent].name)
+                      : "";
+    throw InputError(fmt::format(
+        "{}: singular design: {} takes {} distinct value{} over the {} points ({}), too few for "
+        "the free {} of law {}{}: every value of one of them has a fit through the same "
+        "points. Violated constraint: at least {} distinct values of {} (add points at another "
+        "{}{})",
+        data.origin, what, distinct.size(), distinct.size() == 1 ? "" : "s", data.size(),
+        fmt::join(values, ", "), fmt::join(own_names, ", "), law.name,
+        free_floor.empty() ? ""
+                           : fmt::format(" beside the free floor {}", fmt::join(free_floor, ", ")),
+        need, what, what, pin));
+  }
+}
+
 // The floor of a law under pinned θ (PinnedFloor in fit.h).
 LawFloor FloorOf(const Law& law, const std::vector<std::optional<double>>& pinned) {
   LawFloor floor;
@@ -234,9 +305,8 @@ void CheckAboveFloor(const Law& law, const FitData& data,
   }
 }
 
-// Throws InputError when the data cannot identify the free parameters: an input that a free
-// parameter multiplies takes a single value, the stacked term features are rank deficient, or a
-// loss is at or below the pinned floor.
+}  // namespace
+
 void CheckDesign(const Law& law, const FitData& data, const std::vector<std::optional<double>>&
                                                            pinned) {
   const int p = static_cast<int>(law.params.size());
@@ -268,6 +338,7 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
     }
   }
   CheckInputsSeparable(law, data, pinned);
+  CheckTermsIdentifiable(law, data, pinned);
   CheckAboveFloor(law, data, pinned);
   if (q == 0) return;  // every parameter pinned: nothing to identify
   const int k = static_cast<int>(law.terms.size());
@@ -296,8 +367,6 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
         data.origin, data.size(), fmt::join(names, ", "), law.name, qr.rank(), q));
   }
 }
-
-}  // namespace
 
 LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins) {
   return FloorOf(law, PinnedTheta(law, pins));

@@ -47,7 +47,7 @@ struct BootstrapResult {
   std::vector<std::vector<double>> theta;  // full θ per resample that converged
   int resamples = 0;
   int failed = 0;                          // resamples whose refit did not converge (dropped)
-  // Resamples that drew fewer distinct points than the law has free parameters (dropped: their
+  // Resamples whose distinct points cannot identify the law (CheckDesign; dropped: their
   // refit stays where it starts, the full fit, and would narrow every interval).
   int underdetermined = 0;
   double confidence = 0.95;

@@ -98,6 +98,16 @@ struct FitSummary {
 // multi-start fit. Throws InputError for bad input.
 FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options);
 
+// Throws InputError when `data` (every point counted, whatever its weight) cannot identify the
+// free parameters (nullopt in `pinned`) of `law`: fewer points than free parameters, an input
+// that a free parameter multiplies taking one value, a term whose inputs take fewer distinct
+// values than it and a free floor have free parameters of their own (k values give their
+// Jacobian columns rank <= k), collinear inputs, rank-deficient term features, or a loss at or
+// below the pinned floor. Fit runs it on the points of weight > 0; Bootstrap on each resample's
+// distinct points.
+void CheckDesign(const Law& law, const FitData& data,
+                 const std::vector<std::optional<double>>& pinned);
+
 // Pins by name → θ per law parameter (nullopt for free ones). Throws InputError with a
 // did-you-mean for an unknown name.
 std::vector<std::optional<double>> PinnedTheta(
