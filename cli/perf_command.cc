@@ -89,6 +89,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
                      Printable(profile.name), CalibrationText(profile), job.global_batch,
                      job.seq_len, ToString(job.format), RoutingText(setup));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
+  for (const std::string& note : LayoutCautions(setup, l)) out += "note: " + note + "\n";
   for (const std::string& note : EstimateCautions(e, job.format)) out += "note: " + note + "\n";
   out += fmt::format("layout: {}\n\n", ToString(l));
   out += fmt::format("  step time             {:>10.4f} s   ({} micro-batch{} per pipeline)\n",
@@ -180,6 +181,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   std::string out = fmt::format("profile: {} ({}); routing {}\n", Printable(profile.name),
                                 CalibrationText(profile), RoutingText(setup));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
+  for (const std::string& note : SearchCautions(r)) out += "note: " + note + "\n";
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
       cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());
@@ -250,6 +252,13 @@ void Run(const PerfOptions& o) {
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
+  // A layout that does not parse is a malformed flag value; one that does not suit the model or
+  // job is bad input (EvaluateLayout).
+  try {
+    (void)ParseLayout(o.layout);
+  } catch (const InputError& e) {
+    throw AsUsageError(e);
+  }
   const LayoutEstimate evaluated = EvaluateLayout(setup, o.layout);
   if (o.json) {
     EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");

@@ -137,6 +137,16 @@ TEST(FitCli, EveryParameterPinned) {
   r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr ''");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("an expression, not empty"), std::string::npos) << r.err;
+  // Malformed --param and --predict values are usage errors, as any malformed flag value is.
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)' "
+                "--param alpha=0:1:0");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--param: --param = alpha=0:1:0. Violated constraint"), std::string::npos)
+      << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --predict C=abc");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--predict: --predict = C=abc. Violated constraint"), std::string::npos)
+      << r.err;
   r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)'" + pins +
                 " --predict C=-1");
   EXPECT_EQ(r.exit_code, 1);
@@ -252,7 +262,7 @@ TEST(FitCli, DuplicateColumnNamesFileColumnAndPositions) {
 
 TEST(FitCli, PredictInputGivenTwiceIsAnError) {
   CommandResult r = RunMosaic("fit " + kEpoch + " --predict N=1e9,N=2e9,D=1e10");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("each input at most once (N is given as 1000000000 and as 2000000000)"),
             std::string::npos)
       << r.err;

@@ -157,6 +157,17 @@ TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
     EXPECT_EQ(r.exit_code, 2) << blank;
     EXPECT_NE(r.err.find("--layout: an empty layout"), std::string::npos) << r.err;
   }
+  // A layout that does not parse is a malformed flag value (2); one that parses but does not suit
+  // the model is bad input (1).
+  for (const char* malformed : {"tp=abc", "dp=8,", "dp=8,fsd=1", "dp=8,dp=8"}) {
+    r = RunMosaic(std::string("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout ") +
+                  malformed);
+    EXPECT_EQ(r.exit_code, 2) << malformed << ": " << r.err;
+    EXPECT_NE(r.err.find(std::string("--layout ") + malformed), std::string::npos) << r.err;
+  }
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 16 --batch 16 --layout ep=16,dp=16");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("ep divides experts"), std::string::npos) << r.err;
 }
 
 TEST(PerfCli, ProfileFromAnotherDeviceIsNoted) {
@@ -389,7 +400,7 @@ TEST(PerfCli, ReadableRangeErrorsAndSuggestions) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find("(did you mean 'gb200-nvl72'?)"), std::string::npos) << r.err;
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout DP=8");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("unknown layout key 'DP' (did you mean 'dp'?)"), std::string::npos) << r.err;
 }
 
@@ -751,7 +762,7 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
       << r.err;
   EXPECT_EQ(RunMosaic(base + "--layout fsdp=8,moe_chunk=2").exit_code, 0);
   r = RunMosaic(base + "--layout ,,,");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--layout ,,,: an empty item (a ',' at the start)"), std::string::npos)
       << r.err;
 }
@@ -1479,7 +1490,7 @@ TEST(PerfCli, EchoedInputIsEscapedForTheTerminal) {
   const std::string base = "perf mixtral-8x7b --gpus 8 --batch 64 ";
   CommandResult r =
       RunMosaic(base + "--hardware h100 --layout \"$(printf 'dp=8,\\033[31m=1')\"");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("unknown layout key '\\x1b[31m'"), std::string::npos) << r.err;
   r = RunMosaic(base + "--hardware \"$(printf 'h1\\033[2J')\" --layout dp=8");
@@ -1501,6 +1512,58 @@ TEST(PerfCli, EchoedInputIsEscapedForTheTerminal) {
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_EQ(r.err.find('\x1b'), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("d_model = '1\\x1b[5m'"), std::string::npos) << r.err;
+}
+
+
+TEST(PerfCli, SearchSaysItKeepsPipelineStagesEven) {
+  CommandResult r = RunMosaic(
+      "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 2048 --search --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["ranked"].size(), 1u) << r.out;
+  const std::string layout = j["ranked"][0]["layout"].get<std::string>();
+  EXPECT_NE(layout.find("a2a_overlap=1"), std::string::npos) << layout;
+  EXPECT_EQ(j["notes"].back().get<std::string>().rfind("the search keeps pipeline stages even", 0),
+            0u)
+      << j["notes"];
+  // A search whose best layout has one stage has no such note.
+  r = RunMosaic("perf olmoe-1b-7b --hardware h100 --gpus 8 --batch 64 --search --top 1 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json one = nlohmann::json::parse(r.out);
+  ASSERT_EQ(one["ranked"].size(), 1u) << r.out;
+  ASSERT_NE(one["ranked"][0]["layout"].get<std::string>().find(",pp=1,"), std::string::npos)
+      << one["ranked"][0];
+  for (const auto& note : one["notes"]) {
+    EXPECT_EQ(note.get<std::string>().find("pipeline stages even"), std::string::npos) << note;
+  }
+}
+
+TEST(PerfCli, AllToAllOverlapIsSearchedOnlyUnderAStackThatRunsIt) {
+  const std::string base = "perf olmoe-1b-7b --hardware h100 --gpus 8 --batch 64 ";
+  CommandResult r = RunMosaic(base + "--search --top 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json megatron = nlohmann::json::parse(r.out)["ranked"];
+  ASSERT_FALSE(megatron.empty()) << r.out;
+  EXPECT_NE(megatron[0]["layout"].get<std::string>().find("a2a_overlap=1"), std::string::npos)
+      << r.out;
+  // Marin's JAX stack does not run Megatron-Core's paired overlap: the search leaves it out, and a
+  // layout that asks for it is evaluated with a caution.
+  r = RunMosaic(base + "--profile marin-gb200 --search --top 20 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json ranked = nlohmann::json::parse(r.out)["ranked"];
+  ASSERT_EQ(ranked.size(), 20u);
+  for (const auto& c : ranked) {
+    EXPECT_EQ(c["layout"].get<std::string>().find("a2a_overlap"), std::string::npos) << c;
+  }
+  r = RunMosaic(base + "--profile marin-gb200 --layout ep=8,dp=8,a2a_overlap=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: a2a_overlap=1 under the marin-gb200 profile, whose stack does not "
+                       "run Megatron-Core's paired all-to-all overlap"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic(base + "--layout ep=8,dp=8,a2a_overlap=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("paired all-to-all overlap"), std::string::npos) << r.out;
 }
 
 }  // namespace

@@ -521,8 +521,11 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     if (middle < 0 || (middle_stages > 0 && middle < middle_stages)) {
       return fail(kUnsupported,
                   fmt::format("pp_first + pp_last leave at least one layer per middle stage "
-                              "({} + {} of {} layers, {} middle stages)",
-                              l.pp_first, l.pp_last, passes, middle_stages));
+                              "({} of {} layers, {} middle stages)",
+                              l.pp_first > 0 && l.pp_last > 0
+                                  ? fmt::format("{} + {}", l.pp_first, l.pp_last)
+                                  : fmt::format("{}", l.pp_first + l.pp_last),
+                              passes, middle_stages));
     }
     if (middle_stages == 0 ? middle != 0 : middle % middle_stages != 0) {
       return fail(kIndivisible,
@@ -530,12 +533,15 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                               "stages)",
                               middle, middle_stages));
     }
+    // A stage not given holds the middle stages' count, as in Megatron-Core.
     const int64_t per_middle = middle_stages > 0 ? middle / middle_stages : 0;
-    if (l.pp_first % l.vpp != 0 || l.pp_last % l.vpp != 0 || per_middle % l.vpp != 0) {
+    const int64_t first = l.pp_first > 0 ? l.pp_first : per_middle;
+    const int64_t last = l.pp_last > 0 ? l.pp_last : per_middle;
+    if (first % l.vpp != 0 || last % l.vpp != 0 || per_middle % l.vpp != 0) {
       return fail(kIndivisible,
                   fmt::format("vpp divides each stage's layers (first {}, middle {}, last {}, "
                               "vpp {})",
-                              l.pp_first, per_middle, l.pp_last, l.vpp));
+                              first, per_middle, last, l.vpp));
     }
   } else if (l.pp_embed > 0 || l.pp_loss > 0) {
     const int64_t slots = passes + l.pp_embed + l.pp_loss;

@@ -252,6 +252,15 @@ TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   auto vpp = CheckLayout(ParseLayout("pp=16,vpp=2,ep=64,dp=128,pp_first=3,pp_last=2"), d, dj, 8);
   ASSERT_TRUE(vpp);
   EXPECT_EQ(vpp->rule, "vpp divides each stage's layers (first 3, middle 4, last 2, vpp 2)");
+  // A stage not given holds as many layers as a middle one, and the message says so.
+  auto first_only = CheckLayout(ParseLayout("pp=16,vpp=2,ep=64,dp=128,pp_first=1"), d, dj, 8);
+  ASSERT_TRUE(first_only);
+  EXPECT_EQ(first_only->rule, "vpp divides each stage's layers (first 1, middle 4, last 4, vpp 2)");
+  auto too_many = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=70"), d, dj, 8);
+  ASSERT_TRUE(too_many);
+  EXPECT_EQ(too_many->rule,
+            "pp_first + pp_last leave at least one layer per middle stage (70 of 61 layers, 15 "
+            "middle stages)");
   EXPECT_TRUE(CheckLayout(ParseLayout("ep=64,dp=2048,pp_embed=1"), d, dj, 8));
 }
 

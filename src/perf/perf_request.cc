@@ -234,6 +234,28 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
                        setup.drop, options);
 }
 
+std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout) {
+  std::vector<std::string> notes;
+  if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
+    notes.push_back(fmt::format(
+        "a2a_overlap=1 under the {} profile, whose stack does not run Megatron-Core's paired "
+        "all-to-all overlap (paired_a2a_overlap = false): the estimate assumes it does",
+        setup.profile.name));
+  }
+  return notes;
+}
+
+std::vector<std::string> SearchCautions(const SearchResult& result) {
+  std::vector<std::string> notes;
+  if (!result.best.empty() && result.best.front().layout.pp > 1) {
+    notes.push_back(
+        "the search keeps pipeline stages even; an uneven split (pp_first=, pp_last=, "
+        "pp_embed=1,pp_loss=1 or pp_layout=) may balance the embedding and output layer better: "
+        "evaluate one with --layout");
+  }
+  return notes;
+}
+
 namespace {
 
 // The memory breakdown in whole bytes: each part is the model's estimate rounded, and the peak
@@ -337,6 +359,7 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   };
   j["links"] = {{"expert_all_to_all", link(t.ep_seconds, links.expert_all_to_all)},
                 {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
+  for (const std::string& note : LayoutCautions(s, evaluated.layout)) j["notes"].push_back(note);
   for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
     j["notes"].push_back(note);
   }
@@ -347,6 +370,7 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   nlohmann::ordered_json j = RequestJson(setup);
   j["evaluated"] = r.evaluated;
   j["feasible"] = r.feasible();
+  for (const std::string& note : SearchCautions(r)) j["notes"].push_back(note);
   j["rejected"] = {{"does_not_divide", r.rejected[0]},
                    {"exceeds_a_domain", r.rejected[1]},
                    {"out_of_memory", r.rejected[2]},

@@ -106,6 +106,7 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"moe_host_sync", &PerfProfile::moe_host_sync},
     {"fused_attention_sinks", &PerfProfile::fused_attention_sinks},
     {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
+    {"paired_a2a_overlap", &PerfProfile::paired_a2a_overlap},
 };
 
 // A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared

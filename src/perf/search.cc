@@ -113,6 +113,47 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       std::push_heap(best.begin(), best.end(), better);
     }
   };
+  const bool moe = c.is_moe();
+  // Evaluates `l` (its micro-batch set) under each recompute policy it may use, in order of cost:
+  // its memory, rejected when over the HBM; the step model is built once the first policy fits
+  // (many layouts fit under none) and evaluates that policy and each later one that fits. False
+  // when no policy fits.
+  auto try_policies = [&](Layout& l, const LayoutDerivation& derived) {
+    const LayoutMemory memory(model, l, job, profile, derived);
+    auto allowed = [&](Recompute r) {
+      if (r == Recompute::kMoe && !moe) return false;
+      return l.a2a_overlap == 0 || (r != Recompute::kFull && r != Recompute::kMoe);
+    };
+    auto fits = [&](Recompute r, MemoryBreakdown* mem) {
+      l.recompute = r;
+      if (l.mbs > 1 || r != Recompute::kNone || l.a2a_overlap > 0) ++result.evaluated;
+      *mem = memory.For(r);
+      if (mem->peak_bytes <= capacity) return true;
+      ++result.rejected[static_cast<int>(RejectKind::kMemory)];
+      if (per_reason[static_cast<int>(RejectKind::kMemory)] < options.examples_per_reason) {
+        ++per_reason[static_cast<int>(RejectKind::kMemory)];
+        result.examples.push_back(
+            {l, {RejectKind::kMemory,
+                 fmt::format("peak memory <= HBM ({:.2f} GB > {:.2f} GB)", mem->peak_bytes / 1e9,
+                             capacity / 1e9)}});
+      }
+      return false;
+    };
+    size_t first_fit = 0;
+    MemoryBreakdown mem;
+    for (; first_fit < std::size(kRecomputeByCost); ++first_fit) {
+      const Recompute r = kRecomputeByCost[first_fit];
+      if (allowed(r) && fits(r, &mem)) break;
+    }
+    if (first_fit == std::size(kRecomputeByCost)) return false;
+    const LayoutStep step(model, cluster, l, job, shared, profile, derived);
+    for (size_t i = first_fit; i < std::size(kRecomputeByCost); ++i) {
+      const Recompute r = kRecomputeByCost[i];
+      if (!allowed(r) || (i > first_fit && !fits(r, &mem))) continue;
+      keep(l, step.Evaluate(r, &mem, nullptr));
+    }
+    return true;
+  };
   // Progress: the share of the (tp, pp, cp, fsdp, etp, vpp) combinations that reach the step
   // model behind each (tp, pp) pair. Pairs that the first rules reject at once (tp·pp not
   // dividing the GPUs, tp past the domain or not dividing the heads, pp·vpp past the layers)
@@ -183,42 +224,14 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       break;
                     }
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
-                    const LayoutMemory memory(model, l, job, profile, derived);
-                    // Each recompute policy in order of cost: its memory, rejected when over
-                    // the HBM; the step model is built once the first policy fits (many layouts
-                    // fit under none) and evaluates that policy and each later one that fits.
-                    auto fits = [&](Recompute r, MemoryBreakdown* mem) {
-                      l.recompute = r;
-                      if (mbs > 1 || r != Recompute::kNone) ++result.evaluated;
-                      *mem = memory.For(r);
-                      if (mem->peak_bytes <= capacity) return true;
-                      ++result.rejected[static_cast<int>(RejectKind::kMemory)];
-                      if (per_reason[static_cast<int>(RejectKind::kMemory)] <
-                          options.examples_per_reason) {
-                        ++per_reason[static_cast<int>(RejectKind::kMemory)];
-                        result.examples.push_back(
-                            {l, {RejectKind::kMemory,
-                                 "peak memory <= HBM (" +
-                                     std::to_string(mem->peak_bytes / 1e9).substr(0, 6) + " GB > " +
-                                     std::to_string(capacity / 1e9).substr(0, 6) + " GB)"}});
-                      }
-                      return false;
-                    };
-                    const bool moe = model.config.is_moe();
-                    size_t first_fit = 0;
-                    MemoryBreakdown mem;
-                    for (; first_fit < std::size(kRecomputeByCost); ++first_fit) {
-                      const Recompute r = kRecomputeByCost[first_fit];
-                      if (r == Recompute::kMoe && !moe) continue;
-                      if (fits(r, &mem)) break;
-                    }
-                    if (first_fit == std::size(kRecomputeByCost)) break;  // larger mbs need more
-                    const LayoutStep step(model, cluster, l, job, shared, profile, derived);
-                    for (size_t i = first_fit; i < std::size(kRecomputeByCost); ++i) {
-                      const Recompute r = kRecomputeByCost[i];
-                      if (r == Recompute::kMoe && !moe) continue;
-                      if (i > first_fit && !fits(r, &mem)) continue;
-                      keep(l, step.Evaluate(r, &mem, nullptr));
+                    l.a2a_overlap = 0;
+                    if (!try_policies(l, derived)) break;  // larger mbs need more memory
+                    // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
+                    // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
+                    // MoE recompute).
+                    if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1)) {
+                      l.a2a_overlap = 1;
+                      try_policies(l, derived);
                     }
                   }
                 }

@@ -49,7 +49,7 @@ std::vector<ExpressionParam> ParseExpressionParams(std::string_view text) {
     pos = comma + 1;
     const size_t eq = item.find('=');
     auto bad = [&](const std::string& rule) {
-      return FieldError(At("--param"), "--param", item, rule);
+      return FlagError("--param", item, rule);
     };
     if (eq == std::string_view::npos || eq == 0) {
       throw bad("NAME=START or NAME=LO:HI:STEP, e.g. E=1.5 or alpha=0:2:0.5");
@@ -117,7 +117,7 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
   std::vector<std::string> param_names;
   for (const ExpressionParam& p : params) {
     if (std::find(param_names.begin(), param_names.end(), p.name) != param_names.end()) {
-      throw InputError(fmt::format("--param {}: given twice", p.name));
+      throw UsageError(fmt::format("--param {}: given twice", p.name));
     }
     param_names.push_back(p.name);
   }

@@ -27,8 +27,9 @@ TEST(ExpressionLaw, ParsesStartsAndGrids) {
   ASSERT_EQ(p.size(), 2u);
   EXPECT_EQ(p[0].starts, std::vector<double>({1.5}));
   EXPECT_EQ(p[1].starts, std::vector<double>({0, 0.5, 1, 1.5, 2}));
-  EXPECT_THROW(Params("alpha=2:0:0.5"), InputError);
-  EXPECT_THROW(Params("alpha"), InputError);
+  // A malformed --param is a usage error, as any malformed flag value.
+  EXPECT_THROW(Params("alpha=2:0:0.5"), UsageError);
+  EXPECT_THROW(Params("alpha"), UsageError);
 }
 
 // A step below the resolution of LO never moved LO past HI: the grid grew until memory ran out
@@ -213,7 +214,7 @@ TEST(ExpressionLaw, NamesThatAreNotIdentifiersAreInputErrors) {
   std::vector<ExpressionParam> params;
   try {
     params = ParseExpressionParams("E=1ee-\x12" "0E");
-  } catch (const InputError&) {
+  } catch (const UsageError&) {
   }
   EXPECT_THROW(
       {

@@ -28,15 +28,15 @@ InputPoint ParseInputPoint(std::string_view text) {
       if (ec != std::errc() || end != number.data() + number.size()) value = NAN;
     }
     if (std::isnan(value)) {
-      throw FieldError(At("--predict"), "--predict", text,
-                       "INPUT=NUMBER[,INPUT=NUMBER...], e.g. N=70e9,D=1.4e12 or C=1e24");
+      throw FlagError("--predict", text,
+                      "INPUT=NUMBER[,INPUT=NUMBER...], e.g. N=70e9,D=1.4e12 or C=1e24");
     }
     const std::string name(item.substr(0, eq));
     for (const auto& [seen, seen_value] : point) {
       if (seen == name) {
-        throw FieldError(At("--predict"), "--predict", text,
-                         fmt::format("each input at most once ({} is given as {} and as {})",
-                                     name, seen_value, value));
+        throw FlagError("--predict", text,
+                        fmt::format("each input at most once ({} is given as {} and as {})", name,
+                                    seen_value, value));
       }
     }
     point.emplace_back(name, value);
@@ -302,8 +302,8 @@ HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& opt
     h.threshold_flops = selection.above_flops;
   } else if (selection.fraction > 0) {
     if (!(selection.fraction < 1)) {
-      throw FieldError(At("--holdout-fraction"), "--holdout-fraction",
-                       fmt::format("{}", selection.fraction), "0 < fraction < 1");
+      throw FlagError("--holdout-fraction", fmt::format("{}", selection.fraction),
+                      "0 < fraction < 1");
     }
     std::vector<double> sorted = compute;
     std::sort(sorted.begin(), sorted.end(), std::greater<>());
@@ -313,8 +313,8 @@ HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& opt
     h.threshold_flops = sorted[std::min(count, sorted.size()) - 1];
   } else {
     if (!(selection.budget_ratio >= 1)) {
-      throw FieldError(At("--holdout-ratio"), "--holdout-ratio",
-                       fmt::format("{}", selection.budget_ratio), "ratio >= 1");
+      throw FlagError("--holdout-ratio", fmt::format("{}", selection.budget_ratio),
+                      "ratio >= 1");
     }
     h.threshold_flops =
         *std::max_element(compute.begin(), compute.end()) / selection.budget_ratio;

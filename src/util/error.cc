@@ -38,4 +38,11 @@ InputError LocatedError(const SourceLocation& where, std::string_view message) {
   return InputError(WithContext(where, std::string(message)));
 }
 
+UsageError AsUsageError(const InputError& error) { return UsageError(error.what()); }
+
+UsageError FlagError(std::string_view flag, std::string_view value, std::string_view rule) {
+  const SourceLocation where{std::string(flag), 0, 0, ""};
+  return UsageError(FieldError(where, flag, value, rule).what());
+}
+
 }  // namespace mosaic

@@ -109,6 +109,16 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
 // layout divides the batch: ...") before enumerating when UnsearchableReason finds none can.
 SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options = {});
 
+// Cautions about one layout under the setup's profile, in PerfCautions's form: a2a_overlap=1 under
+// a profile whose stack does not run the paired all-to-all overlap (paired_a2a_overlap = false),
+// which the estimate nonetheless assumes. Empty when there is none.
+std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout);
+
+// Cautions about a search's result, in PerfCautions's form: when the best layout is pipelined, that
+// the search keeps stages even (search.h) and an uneven split, evaluated with --layout, may balance
+// the embedding and output layer better. Empty when there is none.
+std::vector<std::string> SearchCautions(const SearchResult& result);
+
 // The links a layout's expert all-to-all (its ep·etp ranks) and FSDP collectives (tp·cp·fsdp
 // ranks) cross on the cluster: the name of the smallest domain holding the span
 // (Cluster::DomainForSpan: "nvlink-node", "nvlink-rack", "network", ...).
@@ -123,17 +133,17 @@ CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout);
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
 
 // `mosaic perf --json` of one layout: the request (model, hardware, gpus, profile and the device it
-// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions, then
-// EstimateCautions; "routing" null for a dense model), EstimateJson's fields, and "links": the
-// scale-up or scale-out links the expert all-to-all and the FSDP collectives cross
-// (Cluster::DomainForSpan), each null where that collective moves nothing (as the text report
+// was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions,
+// LayoutCautions, then EstimateCautions; "routing" null for a dense model), EstimateJson's fields,
+// and "links": the scale-up or scale-out links the expert all-to-all and the FSDP collectives
+// cross (Cluster::DomainForSpan), each null where that collective moves nothing (as the text report
 // names them only where they take time).
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
 // profile and the device it was calibrated on, batch, seq, format, routing, capacity factor),
-// layouts evaluated, feasible, rejected by reason, the ranked candidates (EstimateJson with
-// "rank") and examples of rejections with their rules.
+// "notes" (PerfCautions, then SearchCautions), layouts evaluated, feasible, rejected by reason,
+// the ranked candidates (EstimateJson with "rank") and examples of rejections with their rules.
 nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& result);
 
 }  // namespace mosaic

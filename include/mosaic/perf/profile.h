@@ -154,6 +154,12 @@ struct PerfProfile {
   // GB200), instead of one NIC copy per expert (NCCL all-to-all, XLA). Matters only when the EP
   // group spans several domains.
   bool hierarchical_dispatch = false;
+  // Whether the stack runs Megatron-Core's paired all-to-all overlap (Layout::a2a_overlap:
+  // --overlap-moe-expert-parallel-comm, Megatron-Core 0.14 and later; Megatron-Bridge's MoE
+  // recipes set moe_a2a_overlap). The layout search tries a2a_overlap=1 only under a profile
+  // that runs it; a layout that asks for it under another is evaluated with a caution
+  // (LayoutCautions, perf_request.h).
+  bool paired_a2a_overlap = false;
   // Whether `mosaic perf calibrate` fitted this profile's speed to measured rows (the key
   // `calibrated = true` in a profile file, which calibrate writes); a profile set by hand, or
   // one that fixes memory habits only, is not.

@@ -1,6 +1,11 @@
 // Layout search: every divisor-valid combination of tp, pp, vpp, cp, dp, fsdp, ep, etp and
-// moe_chunk for a cluster, each with micro-batches 1, 2, 4, … up to what memory allows and the
-// three recompute policies, evaluated by the step model and ranked by tokens/s per GPU. Rejected
+// moe_chunk for a cluster, each with micro-batches 1, 2, 4, … up to what memory allows, the
+// recompute policies (kRecomputeByCost) and, where the profile's stack runs it
+// (PerfProfile::paired_a2a_overlap) and Megatron-Core can (CheckLayout's rules: ep > 1, vpp > 1
+// when pp > 1, recompute neither full nor moe), with and without the EP all-to-all overlap
+// (a2a_overlap), evaluated by the step model and ranked by tokens/s per GPU. Pipeline stages
+// stay even: uneven splits (pp_first, pp_last, pp_embed, pp_loss, pp_layout) are not enumerated.
+// Rejected
 // combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
 // supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
 // one model on one cluster runs in well under a second (bench/perf_bench.cc). A space with no

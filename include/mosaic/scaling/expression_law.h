@@ -25,7 +25,7 @@ struct ExpressionParam {
 };
 
 // Parses one --param: "E=1.5,A=400,alpha=0:2:0.5" (NAME=VALUE or NAME=LO:HI:STEP, comma
-// separated). Throws InputError quoting the item.
+// separated). Throws UsageError quoting the item (malformed, or a parameter given twice).
 std::vector<ExpressionParam> ParseExpressionParams(std::string_view text);
 
 struct ExpressionLaw {

@@ -25,7 +25,8 @@ namespace mosaic::scaling {
 // Named input values, e.g. {{"N", 70e9}, {"D", 1.4e12}} or {{"C", 1e24}}.
 using InputPoint = std::vector<std::pair<std::string, double>>;
 
-// Parses "N=70e9,D=1.4e12" (for --predict); throws InputError quoting the text.
+// Parses "N=70e9,D=1.4e12" (for --predict); throws UsageError quoting the text (a malformed item
+// or an input given twice).
 InputPoint ParseInputPoint(std::string_view text);
 
 // Raw inputs of `law` for `point`. For a law with inputs N and D (and not C), a point giving C
@@ -131,7 +132,8 @@ struct HoldoutSelection {
 };
 
 // Holds out the points `selection` picks, fits the rest with `options` and reports the errors.
-// Throws InputError when nothing would be held out or nothing would be left to fit.
+// Throws UsageError for a fraction outside (0, 1) or a ratio below 1; InputError when nothing
+// would be held out or nothing would be left to fit.
 HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,
                       const HoldoutSelection& selection, double flops_per_param_token = 6);
 HoldoutResult Holdout(const Law& law, const FitData& data, const FitOptions& options,

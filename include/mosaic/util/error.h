@@ -43,4 +43,13 @@ InputError FieldError(const SourceLocation& where, std::string_view field, std::
 // Builds "<location>: <message>" with the source line and caret as above.
 InputError LocatedError(const SourceLocation& where, std::string_view message);
 
+// The same message as a usage error (exit code 2), for a parser that serves both files (where a
+// broken rule is bad input) and a flag (where it is a malformed flag value). The message must
+// already name the flag, as ParseLayout's "--layout tp=abc: ..." does.
+UsageError AsUsageError(const InputError& error);
+
+// Builds "<flag>: <flag> = <value>. Violated constraint: <rule>" as a usage error: the flag's
+// value is malformed, out of range or not one of its fixed choices (exit code 2 at the CLI).
+UsageError FlagError(std::string_view flag, std::string_view value, std::string_view rule);
+
 }  // namespace mosaic
