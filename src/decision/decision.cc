@@ -355,8 +355,12 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
                             arm);
     return af;
   }
-  // With one run every resample is the data itself: no interval to report.
-  if (bootstrap > 0 && data.num_runs() >= 2) {
+  // With one run every resample is the data itself, and with no more points than free parameters
+  // every resample that determines the law refits to the same values (the fit's caution says it
+  // passes through every point): no interval to report.
+  const auto free_params = std::count_if(af.fit.params.begin(), af.fit.params.end(),
+                                         [](const scaling::FittedParam& p) { return !p.pinned; });
+  if (bootstrap > 0 && data.num_runs() >= 2 && af.fit.points > free_params) {
     scaling::BootstrapOptions b;
     b.resamples = static_cast<int>(bootstrap);
     b.seed = scaling::StreamSeed(spec.fit.seed, stream);

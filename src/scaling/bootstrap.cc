@@ -90,6 +90,20 @@ std::vector<int> CanonicalRunOrder(const FitData& data) {
   return order;
 }
 
+namespace {
+
+// The fewest resamples n whose refitted count, were each refitted with the share p = usable /
+// drawn seen so far, stays at `minimum` or more three binomial standard deviations below its mean:
+// n·p − 3·sqrt(n·p·(1 − p)) >= minimum (about 1 in 700 to fall short again).
+int SuggestedResamples(int minimum, int usable, int drawn) {
+  const double p = static_cast<double>(usable) / drawn;
+  int n = static_cast<int>(std::ceil(minimum / p));
+  while (n * p - 3 * std::sqrt(n * p * (1 - p)) < minimum) n += std::max(1, n / 100);
+  return n;
+}
+
+}  // namespace
+
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options) {
   options.Validate();
@@ -104,6 +118,18 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   }
   const std::vector<std::optional<double>> pinned = PinnedTheta(law, fit_options.pins);
   const FitProblem problem(law, data, fit_options.objective, pinned);
+  // With no more points than free parameters the fit passes through every point: each resample
+  // that determines the law holds them all and refits to the same values, whatever its weights,
+  // so the intervals would have zero width and say nothing of the uncertainty.
+  if (static_cast<int>(data.size()) <= problem.num_free()) {
+    throw FieldError(
+        At("--bootstrap"), "bootstrap", fmt::format("{}", options.resamples),
+        fmt::format("more weighted points than free parameters ({} points, {} free): the fit "
+                    "passes through every point, so every resample that determines the law "
+                    "refits to the same values and the bootstrap measures no spread; add runs "
+                    "or pin parameters",
+                    data.size(), problem.num_free()));
+  }
   std::vector<double> x0(problem.num_free());
   problem.Restrict(full_fit.theta.data(), x0.data());
   const int runs = data.num_runs();
@@ -161,8 +187,7 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   if (usable < minimum) {
     const std::string remedy =
         usable > 0 ? fmt::format("raise --bootstrap to {} or more, or add runs",
-                                 static_cast<int>(std::ceil(1.25 * minimum * options.resamples /
-                                                            usable)))
+                                 SuggestedResamples(minimum, usable, options.resamples))
                    : "add runs or pin parameters";
     throw FieldError(
         At("--bootstrap"), "bootstrap", fmt::format("{}", options.resamples),

@@ -140,6 +140,35 @@ TEST(Bootstrap, TooFewRefittedResamplesAreRefused) {
   EXPECT_GE(static_cast<int>(Bootstrap(law, data, options, fit, b).theta.size()), 40);
 }
 
+// Three runs for three free parameters: the fit passes through every point, every resample that
+// determines the law holds all three and refits to the same values, so the bootstrap would report
+// zero-width intervals. It is refused; with a parameter pinned it runs and the intervals spread.
+TEST(Bootstrap, AFitThroughEveryPointIsRefused) {
+  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n",
+                         "three.csv");
+  const Law& law = FindLaw("compute");
+  const FitData data = SelectFitData(t, law);
+  const FitOptions options;
+  const FitSummary fit = Fit(law, data, options);
+  BootstrapOptions b;
+  b.resamples = 400;
+  try {
+    Bootstrap(law, data, options, fit, b);
+    FAIL() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("more weighted points than free parameters (3 points, 3 "
+                                         "free)"),
+              std::string::npos)
+        << e.what();
+  }
+  FitOptions pinned;
+  pinned.pins = {{"E", 1.6}};
+  const FitSummary pinned_fit = Fit(law, data, pinned);
+  const BootstrapResult r = Bootstrap(law, data, pinned, pinned_fit, b);
+  const int alpha = law.ParamIndex("alpha");
+  EXPECT_GT(r.params[alpha].high - r.params[alpha].low, 0);
+}
+
 // A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
 TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_EQ(MinBootstrapResamples(0.95), 40);

@@ -71,9 +71,11 @@ Interval PercentileInterval(std::vector<double> values, double confidence);
 // Percentile bootstrap by run (Efron & Tibshirani 1993, ch. 13): each resample draws as many
 // runs, with replacement, as `data` has runs with a point of weight > 0 (points of weight 0, and
 // runs of those alone, are in no resample), and refits from `full_fit`'s optimum. Throws
-// InputError for options that fail BootstrapOptions::Validate, and when fewer resamples than
-// MinBootstrapResamples(confidence) remain once the underdetermined and unconverged ones are
-// left out (the message says how many to ask for).
+// InputError for options that fail BootstrapOptions::Validate; when the weighted points are no
+// more than the free parameters (the fit passes through each, so every resample refits to the
+// same values); and when fewer resamples than MinBootstrapResamples(confidence) remain once the
+// underdetermined and unconverged ones are left out (the message suggests a count whose refitted
+// share, as seen, stays above the minimum by three binomial standard deviations).
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options);
 
