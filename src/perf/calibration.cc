@@ -470,6 +470,17 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   r.id = p.row->id;
   r.profile = fitted.profiles[p.profile_index].name;  // the profile used (a sibling's, maybe)
   r.layout = ToString(p.layout);
+  if (!p.row->layout_rule.empty()) {
+    // The GPUs leave no data-parallel size (measurements.h: layout_rule): dp and fsdp, derived
+    // from it, are shown as unknown rather than as a truncated quotient.
+    Layout unknown = p.layout;
+    unknown.dp = unknown.fsdp = 0;
+    r.layout = ToString(unknown);
+    for (const char* key : {",dp=0,", ",fsdp=0,"}) {
+      const size_t at = r.layout.find(key);
+      if (at != std::string::npos) r.layout.replace(at + std::string_view(key).size() - 2, 1, "?");
+    }
+  }
   r.valid = p.valid;
   r.invalid_rule = p.invalid_rule;
   r.fits = p.fits;
@@ -764,6 +775,8 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
     ParamMap::Set(from_defaults, x.data());
   }
   FitOutcome best = Fit(prepared, all, from_defaults, scope);
+  best.report = "solver, from the parameters' defaults (the better of two starts; neither is "
+                "the profiles' current values): " + best.report;
   {
     ProfileSet middle = initial;
     std::vector<double> x = ParamMap::Get(middle);
@@ -774,6 +787,8 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
     }
     ParamMap::Set(middle, x.data());
     FitOutcome f = Fit(prepared, all, middle, scope);
+    f.report = "solver, from the middle of every bound (the better of two starts; neither is the "
+               "profiles' current values): " + f.report;
     if (f.cost < best.cost) best = std::move(f);
   }
   ProfileSet& fitted = best.profiles;

@@ -112,6 +112,8 @@ struct CalibrationResult {
   std::vector<std::string> left_out;
   // Jobs measured more than once, widest spread first (RepeatedMeasurement).
   std::vector<RepeatedMeasurement> repeated;
+  // Ceres's brief report of the better of the two starts, opening with which start it was
+  // ("solver, from the parameters' defaults (...): Ceres Solver Report: ...").
   std::string solver_report;
   DropFit drop_fit;
   // What makes the fitted profiles doubtful, one sentence each (a fit that misses its own rows by
