@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <string>
 
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/util/error.h"
@@ -13,6 +14,16 @@ namespace mosaic::scaling {
 namespace {
 
 constexpr double kEndpointRelTol = 0.10;
+
+// The first `runs` of four one-point runs of a compute ladder (C, loss), as `mosaic fit` reads
+// them, for the compute law (3 free parameters).
+FitData ComputeRuns(int runs) {
+  const std::string rows[] = {"b1,1e18,3.2541\n", "b2,3e18,3.1007\n", "b3,1e19,2.9536\n",
+                              "b4,3e19,2.8355\n"};
+  std::string csv = "run,C,loss\n";
+  for (int i = 0; i < runs; ++i) csv += rows[i];
+  return SelectFitData(ParseCsv(csv, "ladder.csv"), FindLaw("compute"));
+}
 
 TEST(Bootstrap, EpochIntervalsWithinTenPercent) {
   DataTable t = ReadCsv(std::string(MOSAIC_SOURCE_DIR) +
@@ -86,11 +97,8 @@ TEST(Bootstrap, RunsOfWeightZeroAreNotDrawn) {
 // fit it starts from. Such resamples are counted and left out, with a caution, not hidden among
 // the converged ones.
 TEST(Bootstrap, ResamplesWithTooFewDistinctPointsAreCountedAndLeftOut) {
-  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n"
-                         "b4,3e19,2.8355\n",
-                         "four.csv");
   const Law& law = FindLaw("compute");
-  const FitData data = SelectFitData(t, law);
+  const FitData data = ComputeRuns(4);
   const FitOptions options;
   const FitSummary fit = Fit(law, data, options);
   BootstrapOptions b;
@@ -118,11 +126,8 @@ TEST(Bootstrap, ResamplesWithTooFewDistinctPointsAreCountedAndLeftOut) {
 // runs leave about 26 that determine the law, too few for a percentile interval, and the error
 // says how many to ask for.
 TEST(Bootstrap, TooFewRefittedResamplesAreRefused) {
-  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n"
-                         "b4,3e19,2.8355\n",
-                         "four.csv");
   const Law& law = FindLaw("compute");
-  const FitData data = SelectFitData(t, law);
+  const FitData data = ComputeRuns(4);
   const FitOptions options;
   const FitSummary fit = Fit(law, data, options);
   BootstrapOptions b;
@@ -144,10 +149,8 @@ TEST(Bootstrap, TooFewRefittedResamplesAreRefused) {
 // determines the law holds all three and refits to the same values, so the bootstrap would report
 // zero-width intervals. It is refused; with a parameter pinned it runs and the intervals spread.
 TEST(Bootstrap, AFitThroughEveryPointIsRefused) {
-  DataTable t = ParseCsv("run,C,loss\nb1,1e18,3.2541\nb2,3e18,3.1007\nb3,1e19,2.9536\n",
-                         "three.csv");
   const Law& law = FindLaw("compute");
-  const FitData data = SelectFitData(t, law);
+  const FitData data = ComputeRuns(3);
   const FitOptions options;
   const FitSummary fit = Fit(law, data, options);
   BootstrapOptions b;
