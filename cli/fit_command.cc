@@ -234,14 +234,14 @@ void RunExpression(const FitCliOptions& o) {
     for (const auto& [name, value] : point) {
       const int i = law.InputIndex(name);
       if (i < 0) {
-        throw InputError(fmt::format("--predict {}: the expression has no input '{}'; inputs: {}",
+        throw UsageError(fmt::format("--predict {}: the expression has no input '{}'; inputs: {}",
                                      text, name, fmt::join(expression.inputs, ", ")));
       }
       x[i] = value;
     }
     for (size_t i = 0; i < x.size(); ++i) {
       if (std::isnan(x[i])) {
-        throw InputError(fmt::format("--predict {}: missing input {} (the expression's inputs: "
+        throw UsageError(fmt::format("--predict {}: missing input {} (the expression's inputs: "
                                      "{})",
                                      text, law.inputs[i].name, fmt::join(expression.inputs, ", ")));
       }
@@ -297,16 +297,22 @@ void Run(const FitCliOptions& o) {
   const FitRequest request = Request(o);
   const FitOptions fit_options = MakeFitOptions(request);
   if (!(o.flops_per_param_token > 0)) {
-    throw FieldError(Flag("--flops-per-param-token"), "flops_per_param_token",
-                     fmt::format("{}", o.flops_per_param_token), "> 0");
+    throw FlagError("--flops-per-param-token", fmt::format("{}", o.flops_per_param_token),
+                    "> 0");
   }
 
   const Arm base = FitFile(law, o.data, request, 0);
   const BootstrapResult* boot = base.bootstrap ? &*base.bootstrap : nullptr;
   std::vector<Prediction> predictions;
   for (const std::string& text : o.predict) {
-    predictions.push_back(
-        Predict(law, base.fit, boot, ParseInputPoint(text), o.flops_per_param_token));
+    // A point the law cannot take (an input it lacks or needs, a value out of its range) is a
+    // --predict value out of range: a usage error, as a malformed one is.
+    try {
+      predictions.push_back(
+          Predict(law, base.fit, boot, ParseInputPoint(text), o.flops_per_param_token));
+    } catch (const InputError& e) {
+      throw AsUsageError(e);
+    }
   }
   std::vector<FrontierPoint> frontier;
   for (double c : o.frontier) {

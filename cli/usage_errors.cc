@@ -268,7 +268,9 @@ std::string UsageErrorMessage(std::string_view message, CLI::App& app) {
     const std::string own = sub->get_name() + ": ";
     if (message.starts_with(own)) message.remove_prefix(own.size());
   }
-  return fmt::format("{}: {}", command, message);
+  // Every usage error ends as CLI11's own do (UsageMessage): where the flags are listed.
+  return fmt::format("{}: {}\nRun '{} --help' for {}.", command, message, command,
+                     sub != nullptr ? "its flags" : "the subcommands");
 }
 
 }  // namespace mosaic::cli

@@ -29,7 +29,8 @@ CLI::Option* TakesList(CLI::Option* option);
 std::string UsageMessage(const CLI::ParseError& error, CLI::App& app, int argc, char** argv);
 
 // A mosaic::UsageError's `message` as "mosaic SUBCOMMAND: message", without repeating a
-// subcommand prefix the message already has.
+// subcommand prefix the message already has, then "Run 'mosaic SUBCOMMAND --help' for its
+// flags." on a line of its own (no newline at the end), as UsageMessage ends.
 std::string UsageErrorMessage(std::string_view message, CLI::App& app);
 
 }  // namespace mosaic::cli

@@ -271,7 +271,7 @@ TEST(FitCli, PredictInputGivenTwiceIsAnError) {
 // A budget with both N and D has nothing left to resolve: refused, not silently ignored.
 TEST(FitCli, PredictBudgetWithBothParamsAndTokensIsAnError) {
   CommandResult r = RunMosaic("fit " + kEpoch + " --predict C=1e21,N=1e9,D=1e10");
-  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("--predict: C = 1e+21 with both N = 1e+09 and D = 1e+10. Violated "
                        "constraint: C alone"),
             std::string::npos)
@@ -401,7 +401,9 @@ TEST(FitCli, LossesFromLogs) {
   r = RunMosaic("fit tests/fixtures/scaling/logged_runs.csv --logs "
                 "tests/fixtures/janosh__tensorboard-reducer/tests/runs --law compute");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic fit: --logs needs --tag (the loss tag, e.g. eval/loss)\n");
+  EXPECT_EQ(r.err,
+            "mosaic fit: --logs needs --tag (the loss tag, e.g. eval/loss)\nRun 'mosaic fit "
+            "--help' for its flags.\n");
   // Three free parameters on these three points leave none over, but the chinchilla form with
   // both exponents pinned cannot pass through them (A and B go to 0): the caution says which.
   r = RunMosaic("fit tests/fixtures/scaling/logged_runs.csv --logs "

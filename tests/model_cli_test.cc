@@ -115,7 +115,9 @@ namespace {
 TEST(ModelCli, MissingModelIsAUsageError) {
   CommandResult r = RunMosaic("model");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic model: name a preset or a CONFIG.toml (see mosaic model --list)\n");
+  EXPECT_EQ(r.err,
+            "mosaic model: name a preset or a CONFIG.toml (see mosaic model --list)\nRun 'mosaic "
+            "model --help' for its flags.\n");
   // --list lists every preset; a model beside it was silently ignored.
   r = RunMosaic("model mixtral-8x7b --list");
   EXPECT_EQ(r.exit_code, 2);
@@ -149,7 +151,8 @@ TEST(ModelCli, UsageErrorsInOneVoice) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"", "mosaic: name a subcommand (model, plan, perf, fit, runs, decide, codesign)\n"
            "Run 'mosaic --help' for the subcommands.\n"},
-      {"runs", "mosaic runs: LOGDIR is required (name at least one log directory)\n"},
+      {"runs", "mosaic runs: LOGDIR is required (name at least one log directory)\n"
+               "Run 'mosaic runs --help' for its flags.\n"},
       {"runs --restarts first --restarts last logs",
        "mosaic runs: --restarts is given 2 times. Violated constraint: --restarts is given at "
        "most once\nRun 'mosaic runs --help' for its flags.\n"},

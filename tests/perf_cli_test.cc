@@ -144,10 +144,14 @@ TEST(PerfCli, Mxfp8NeedsBlackwellTensorCores) {
 TEST(PerfCli, MissingOrUnknownOptionValuesAreUsageErrors) {
   CommandResult r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --layout dp=8");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic perf: --batch is required (sequences per step)\n");
+  EXPECT_EQ(r.err,
+            "mosaic perf: --batch is required (sequences per step)\nRun 'mosaic perf --help' for "
+            "its flags.\n");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --format fp4");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_EQ(r.err, "mosaic perf: --format fp4: expected bf16, fp8 or mxfp8\n");
+  EXPECT_EQ(r.err,
+            "mosaic perf: --format fp4: expected bf16, fp8 or mxfp8\nRun 'mosaic perf --help' for "
+            "its flags.\n");
   r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 8 --batch 8 --layout dp=8 --routing x");
   EXPECT_EQ(r.exit_code, 2);
   // An empty layout is named as such (it read as a missing --layout).

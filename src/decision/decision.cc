@@ -366,7 +366,13 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     b.seed = scaling::StreamSeed(spec.fit.seed, stream);
     b.confidence = spec.fit.confidence;
     b.threads = options.threads;
-    af.bootstrap = scaling::Bootstrap(d.law, data, fo, af.fit, b);
+    // Resamples that cannot measure a spread (every refitted one the data itself, or too few
+    // refitted) leave the arm without intervals, said among its cautions, not the study failed.
+    try {
+      af.bootstrap = scaling::Bootstrap(d.law, data, fo, af.fit, b);
+    } catch (const InputError& error) {
+      af.fit.cautions.push_back(fmt::format("no bootstrap intervals for {}: {}", arm, error.what()));
+    }
   }
   // A law that lost a term projects on what is left: nothing to decide on (a FAIL on a
   // degenerate projection is no answer). Its fit and bootstrap cautions are still reported.

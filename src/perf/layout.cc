@@ -287,7 +287,9 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     }
     for (const std::string& s : seen) {
       if (s == key) {
-        throw InputError(fmt::format("{} {}: {} is given twice", shown_label, shown, key));
+        throw InputError(fmt::format("{} {}: {} is given twice. Violated constraint: each key "
+                                     "at most once",
+                                     shown_label, shown, key));
       }
     }
     seen.push_back(key);
@@ -518,30 +520,45 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     const int64_t given = (l.pp_first > 0 ? 1 : 0) + (l.pp_last > 0 ? 1 : 0);
     const int64_t middle_stages = l.pp - given;
     const int64_t middle = passes - l.pp_first - l.pp_last;
-    if (middle < 0 || (middle_stages > 0 && middle < middle_stages)) {
-      return fail(kUnsupported,
-                  fmt::format("pp_first + pp_last leave at least one layer per middle stage "
-                              "({} of {} layers, {} middle stages)",
-                              l.pp_first > 0 && l.pp_last > 0
-                                  ? fmt::format("{} + {}", l.pp_first, l.pp_last)
-                                  : fmt::format("{}", l.pp_first + l.pp_last),
-                              passes, middle_stages));
+    const std::string given_text = l.pp_first > 0 && l.pp_last > 0
+                                       ? fmt::format("{} + {}", l.pp_first, l.pp_last)
+                                       : fmt::format("{}", l.pp_first + l.pp_last);
+    // The stages neither key gives (a stage not given holds as many layers as each of them, as in
+    // Megatron-Core): with pp = 2 and both given there are none, and the two hold every layer.
+    if (middle_stages == 0) {
+      if (middle != 0) {
+        return fail(kIndivisible,
+                    fmt::format("with pp = {} and both given, pp_first + pp_last = layers ({} = "
+                                "{} of {} layers)",
+                                l.pp, given_text, l.pp_first + l.pp_last, passes));
+      }
+    } else {
+      const std::string others =
+          fmt::format("{} other stage{}", middle_stages, middle_stages == 1 ? "" : "s");
+      if (middle < middle_stages) {
+        return fail(kUnsupported,
+                    fmt::format("pp_first + pp_last leave at least one layer per other stage "
+                                "({} of {} layers, {})",
+                                given_text, passes, others));
+      }
+      if (middle % middle_stages != 0) {
+        return fail(kIndivisible,
+                    fmt::format("the other stages divide the remaining layers ({} layers on {})",
+                                middle, others));
+      }
     }
-    if (middle_stages == 0 ? middle != 0 : middle % middle_stages != 0) {
-      return fail(kIndivisible,
-                  fmt::format("the middle stages divide the other layers ({} layers on {} "
-                              "stages)",
-                              middle, middle_stages));
-    }
-    // A stage not given holds the middle stages' count, as in Megatron-Core.
     const int64_t per_middle = middle_stages > 0 ? middle / middle_stages : 0;
     const int64_t first = l.pp_first > 0 ? l.pp_first : per_middle;
     const int64_t last = l.pp_last > 0 ? l.pp_last : per_middle;
     if (first % l.vpp != 0 || last % l.vpp != 0 || per_middle % l.vpp != 0) {
+      // The middle stages are those between the first and the last (pp > 2).
       return fail(kIndivisible,
-                  fmt::format("vpp divides each stage's layers (first {}, middle {}, last {}, "
-                              "vpp {})",
-                              first, per_middle, last, l.vpp));
+                  l.pp > 2 ? fmt::format("vpp divides each stage's layers (first {}, middle {}, "
+                                         "last {}, vpp {})",
+                                         first, per_middle, last, l.vpp)
+                           : fmt::format("vpp divides each stage's layers (first {}, last {}, vpp "
+                                         "{})",
+                                         first, last, l.vpp));
     }
   } else if (l.pp_embed > 0 || l.pp_loss > 0) {
     const int64_t slots = passes + l.pp_embed + l.pp_loss;

@@ -244,7 +244,8 @@ TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=3,pp_last=2"), d, dj, 8));
   auto middle = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=4,pp_last=2"), d, dj, 8);
   ASSERT_TRUE(middle);
-  EXPECT_EQ(middle->rule, "the middle stages divide the other layers (55 layers on 14 stages)");
+  EXPECT_EQ(middle->rule,
+            "the other stages divide the remaining layers (55 layers on 14 other stages)");
   auto both = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=3,pp_loss=1"), d, dj, 8);
   ASSERT_TRUE(both);
   EXPECT_EQ(both->rule,
@@ -259,8 +260,24 @@ TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   auto too_many = CheckLayout(ParseLayout("pp=16,ep=64,dp=128,pp_first=70"), d, dj, 8);
   ASSERT_TRUE(too_many);
   EXPECT_EQ(too_many->rule,
-            "pp_first + pp_last leave at least one layer per middle stage (70 of 61 layers, 15 "
-            "middle stages)");
+            "pp_first + pp_last leave at least one layer per other stage (70 of 61 layers, 15 "
+            "other stages)");
+  // With pp = 2 there is no middle stage: both given hold every layer, one given leaves the rest
+  // to the other.
+  const std::pair<const char*, const char*> two_stages[] = {
+      {"pp=2,ep=64,dp=1024,pp_first=30,pp_last=30",
+       "with pp = 2 and both given, pp_first + pp_last = layers (30 + 30 = 60 of 61 layers)"},
+      {"pp=2,ep=64,dp=1024,pp_first=61",
+       "pp_first + pp_last leave at least one layer per other stage (61 of 61 layers, 1 other "
+       "stage)"},
+      {"pp=2,vpp=2,ep=64,dp=1024,pp_first=30,pp_last=31",
+       "vpp divides each stage's layers (first 30, last 31, vpp 2)"}};
+  for (const auto& [text, rule] : two_stages) {
+    auto v = CheckLayout(ParseLayout(text), d, dj, 8);
+    ASSERT_TRUE(v) << text;
+    EXPECT_EQ(v->rule, rule) << text;
+  }
+  EXPECT_FALSE(CheckLayout(ParseLayout("pp=2,ep=64,dp=1024,pp_first=30,pp_last=31"), d, dj, 8));
   EXPECT_TRUE(CheckLayout(ParseLayout("ep=64,dp=2048,pp_embed=1"), d, dj, 8));
 }
 

@@ -92,11 +92,12 @@ std::vector<int> CanonicalRunOrder(const FitData& data) {
 
 namespace {
 
-// The fewest resamples n whose refitted count, were each refitted with the share p = usable /
-// drawn seen so far, stays at `minimum` or more three binomial standard deviations below its mean:
-// n·p − 3·sqrt(n·p·(1 − p)) >= minimum (about 1 in 700 to fall short again).
+// The fewest resamples n whose refitted count stays at `minimum` or more three binomial standard
+// deviations below its mean, n·p − 3·sqrt(n·p·(1 − p)) >= minimum, for p the refitted share seen
+// (usable / drawn) less two of its own standard errors: the share another seed draws may be lower.
 int SuggestedResamples(int minimum, int usable, int drawn) {
-  const double p = static_cast<double>(usable) / drawn;
+  const double seen = static_cast<double>(usable) / drawn;
+  const double p = std::max(seen / 4, seen - 2 * std::sqrt(seen * (1 - seen) / drawn));
   int n = static_cast<int>(std::ceil(minimum / p));
   while (n * p - 3 * std::sqrt(n * p * (1 - p)) < minimum) n += std::max(1, n / 100);
   return n;
@@ -141,13 +142,20 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
 
   std::vector<std::vector<double>> theta(options.resamples);
   std::vector<char> ok(options.resamples, kFailed);
+  // Whether a resample drew each run exactly once: it is the data itself and refits to the fit.
+  std::vector<char> whole(options.resamples, 0);
   ParallelFor(static_cast<size_t>(options.resamples), options.threads, [&](size_t b) {
     uint64_t state = options.seed * 0x2545f4914f6cdd1dull + static_cast<uint64_t>(b) + 1;
     std::vector<double> weights(data.size(), 0.0);
+    std::vector<char> seen(runs, 0);
+    int distinct_runs = 0;
     for (int draw = 0; draw < runs; ++draw) {
       const int run = canonical[SplitMix(state) % static_cast<uint64_t>(runs)];
+      distinct_runs += seen[run] ? 0 : 1;
+      seen[run] = 1;
       for (size_t i : points_of_run[run]) weights[i] += problem.weights()[i];
     }
+    whole[b] = distinct_runs == runs;
     // A resample whose distinct points cannot identify the law (too few of them, or too few
     // values of a term's inputs) refits to wherever it starts: left out, counted.
     std::vector<size_t> drawn;
@@ -184,6 +192,20 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   // the range of a handful of them, which BootstrapOptions::Validate refuses up front.
   const int usable = static_cast<int>(result.theta.size());
   const int minimum = MinBootstrapResamples(options.confidence);
+  // Every refitted resample is the data itself (the others cannot determine the law: 2 runs of 2
+  // points for 3 parameters): no count of resamples gives an interval wider than zero.
+  int whole_refits = 0;
+  for (int b = 0; b < options.resamples; ++b) whole_refits += ok[b] == kFitted && whole[b];
+  if (usable > 0 && whole_refits == usable) {
+    throw FieldError(
+        At("--bootstrap"), "bootstrap", fmt::format("{}", options.resamples),
+        fmt::format("a resample that determines the law and differs from the data; of {} runs, "
+                    "only a resample drawing each run once determines the law's {} free "
+                    "parameters, and it refits to the fit itself, so the bootstrap measures no "
+                    "spread ({} of {} resamples drew too few distinct points); add runs or pin "
+                    "parameters",
+                    runs, problem.num_free(), result.underdetermined, options.resamples));
+  }
   if (usable < minimum) {
     const std::string remedy =
         usable > 0 ? fmt::format("raise --bootstrap to {} or more, or add runs",

@@ -172,6 +172,33 @@ TEST(Bootstrap, AFitThroughEveryPointIsRefused) {
   EXPECT_GT(r.params[alpha].high - r.params[alpha].low, 0);
 }
 
+// Two runs of two points for three free parameters: a resample drawing one run twice cannot
+// determine the law, and one drawing each run once is the data itself. No count of resamples
+// gives an interval wider than zero: refused at any count, with no count suggested.
+TEST(Bootstrap, ResamplesThatAreAllTheDataAreRefused) {
+  const Law& law = FindLaw("compute");
+  const FitData data = SelectFitData(
+      ParseCsv("run,C,loss\nA,1e18,3.25\nA,1e19,2.95\nB,1e20,2.72\nB,1e21,2.55\n", "two.csv"),
+      law);
+  const FitOptions options;
+  const FitSummary fit = Fit(law, data, options);
+  for (int resamples : {40, 400}) {
+    BootstrapOptions b;
+    b.resamples = resamples;
+    try {
+      Bootstrap(law, data, options, fit, b);
+      FAIL() << "expected an error at " << resamples;
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      EXPECT_NE(message.find("only a resample drawing each run once determines the law's 3 free "
+                             "parameters, and it refits to the fit itself"),
+                std::string::npos)
+          << message;
+      EXPECT_EQ(message.find("raise --bootstrap"), std::string::npos) << message;
+    }
+  }
+}
+
 // A percentile interval at confidence c needs a resample beyond each end: B·(1 − c)/2 >= 1.
 TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_EQ(MinBootstrapResamples(0.95), 40);

@@ -117,7 +117,9 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
   std::vector<std::string> param_names;
   for (const ExpressionParam& p : params) {
     if (std::find(param_names.begin(), param_names.end(), p.name) != param_names.end()) {
-      throw UsageError(fmt::format("--param {}: given twice", p.name));
+      throw UsageError(fmt::format("--param {}: given twice. Violated constraint: each parameter "
+                                   "at most once",
+                                   p.name));
     }
     param_names.push_back(p.name);
   }

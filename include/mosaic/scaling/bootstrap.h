@@ -73,9 +73,11 @@ Interval PercentileInterval(std::vector<double> values, double confidence);
 // runs of those alone, are in no resample), and refits from `full_fit`'s optimum. Throws
 // InputError for options that fail BootstrapOptions::Validate; when the weighted points are no
 // more than the free parameters (the fit passes through each, so every resample refits to the
-// same values); and when fewer resamples than MinBootstrapResamples(confidence) remain once the
+// same values); when every refitted resample drew each run once (the data itself: the others
+// cannot determine the law); and when fewer resamples than MinBootstrapResamples(confidence) remain once the
 // underdetermined and unconverged ones are left out (the message suggests a count whose refitted
-// share, as seen, stays above the minimum by three binomial standard deviations).
+// share, taken two standard errors below the share seen, stays above the minimum by three
+// binomial standard deviations).
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options);
 
