@@ -13,6 +13,7 @@
 
 #include "location.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/parallel_for.h"
 #include "mosaic/util/spellcheck.h"
 
@@ -45,17 +46,21 @@ std::vector<ExpressionParam> ParseExpressionParams(std::string_view text) {
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
-    const std::string_view item = text.substr(pos, comma - pos);
+    const std::string_view item = TrimSpaces(text.substr(pos, comma - pos));
     pos = comma + 1;
     const size_t eq = item.find('=');
     auto bad = [&](const std::string& rule) {
       return FlagError("--param", item, rule);
     };
+    if (item.empty()) {
+      throw FlagError("--param", text,
+                      "no empty item (a ',' at the start or the end, or two in a row)");
+    }
     if (eq == std::string_view::npos || eq == 0) {
       throw bad("NAME=START or NAME=LO:HI:STEP, e.g. E=1.5 or alpha=0:2:0.5");
     }
-    ExpressionParam p{std::string(item.substr(0, eq)), {}};
-    const std::string_view value = item.substr(eq + 1);
+    ExpressionParam p{std::string(TrimSpaces(item.substr(0, eq))), {}};
+    const std::string_view value = TrimSpaces(item.substr(eq + 1));
     bool ok = false;
     if (value.find(':') == std::string_view::npos) {
       p.starts.push_back(ParseDouble(value, &ok));

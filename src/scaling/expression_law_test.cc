@@ -30,6 +30,19 @@ TEST(ExpressionLaw, ParsesStartsAndGrids) {
   // A malformed --param is a usage error, as any malformed flag value.
   EXPECT_THROW(Params("alpha=2:0:0.5"), UsageError);
   EXPECT_THROW(Params("alpha"), UsageError);
+  // Spaces around items, names and values are ignored; an empty item is named as such.
+  const std::vector<ExpressionParam> spaced = Params(" E = 1.5 , alpha=0:2:0.5 ");
+  ASSERT_EQ(spaced.size(), 2u);
+  EXPECT_EQ(spaced[0].name, "E");
+  EXPECT_EQ(spaced[0].starts, std::vector<double>({1.5}));
+  try {
+    Params("E=1.5,");
+    ADD_FAILURE() << "expected an error";
+  } catch (const UsageError& e) {
+    EXPECT_NE(std::string(e.what()).find("--param = E=1.5,. Violated constraint: no empty item"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 // A step below the resolution of LO never moved LO past HI: the grid grew until memory ran out

@@ -9,6 +9,7 @@
 
 #include "location.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/text_input.h"
 #include "mosaic/util/spellcheck.h"
 
 namespace mosaic::scaling {
@@ -19,11 +20,11 @@ InputPoint ParseInputPoint(std::string_view text) {
   while (pos <= text.size()) {
     size_t comma = text.find(',', pos);
     if (comma == std::string_view::npos) comma = text.size();
-    const std::string_view item = text.substr(pos, comma - pos);
+    const std::string_view item = TrimSpaces(text.substr(pos, comma - pos));
     const size_t eq = item.find('=');
     double value = NAN;
     if (eq != std::string_view::npos && eq > 0) {
-      const std::string_view number = item.substr(eq + 1);
+      const std::string_view number = TrimSpaces(item.substr(eq + 1));
       auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
       if (ec != std::errc() || end != number.data() + number.size()) value = NAN;
     }
@@ -31,7 +32,7 @@ InputPoint ParseInputPoint(std::string_view text) {
       throw FlagError("--predict", text,
                       "INPUT=NUMBER[,INPUT=NUMBER...], e.g. N=70e9,D=1.4e12 or C=1e24");
     }
-    const std::string name(item.substr(0, eq));
+    const std::string name(TrimSpaces(item.substr(0, eq)));
     for (const auto& [seen, seen_value] : point) {
       if (seen == name) {
         throw FlagError("--predict", text,

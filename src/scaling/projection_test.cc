@@ -22,6 +22,19 @@ std::string ErrorOf(const Law& law, const InputPoint& point) {
 }
 
 // A bad budget is named as given, not as the N or D derived from it.
+// Spaces around names and values are read as --layout reads them; a malformed item is a usage
+// error quoting the whole flag.
+TEST(ParseInputPoint, SpacesAroundNamesAndValuesAreIgnored) {
+  const InputPoint p = ParseInputPoint(" N = 70e9 ,D=1.4e12 ");
+  ASSERT_EQ(p.size(), 2u);
+  EXPECT_EQ(p[0].first, "N");
+  EXPECT_EQ(p[0].second, 70e9);
+  EXPECT_EQ(p[1].first, "D");
+  EXPECT_EQ(p[1].second, 1.4e12);
+  EXPECT_THROW(ParseInputPoint("N=70e9,"), UsageError);
+  EXPECT_THROW(ParseInputPoint("N=7 0e9"), UsageError);
+}
+
 TEST(ResolveInputs, ABadBudgetIsNamedAsGiven) {
   const Law& chinchilla = FindLaw("chinchilla");
   EXPECT_EQ(ErrorOf(chinchilla, {{"C", 0}}),

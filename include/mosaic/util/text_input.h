@@ -17,6 +17,14 @@ inline std::string_view StripByteOrderMark(std::string_view text) {
   return text;
 }
 
+// `text` without the spaces at either end, as the KEY=VALUE lists of flags (--layout, --param,
+// --predict) read each key and value.
+inline std::string_view TrimSpaces(std::string_view text) {
+  while (!text.empty() && text.front() == ' ') text.remove_prefix(1);
+  while (!text.empty() && text.back() == ' ') text.remove_suffix(1);
+  return text;
+}
+
 // Reads the whole file at `path` as text, without a leading byte-order mark. Throws InputError
 // naming the path when it cannot be read (atomic_file.h ReadFile).
 std::string ReadTextFile(const std::string& path);
