@@ -282,8 +282,12 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     if (!known) {
       std::string lower = key;
       for (char& ch : lower) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+      const std::string suggestion = DidYouMean(lower, kKeys);
       throw InputError(fmt::format("{} {}: unknown layout key '{}'{}", shown_label, shown,
-                                   Printable(key), DidYouMean(lower, kKeys)));
+                                   Printable(key),
+                                   suggestion.empty()
+                                       ? fmt::format("; keys: {}", fmt::join(kKeys, ", "))
+                                       : suggestion));
     }
     for (const std::string& s : seen) {
       if (s == key) {
@@ -575,7 +579,10 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (l.a2a_overlap > 0) {
     // Megatron-Core's TransformerConfig checks for overlap_moe_expert_parallel_comm.
     if (!m.is_moe() || l.ep < 2) {
-      return fail(kUnsupported, fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep));
+      return fail(kUnsupported,
+                  m.is_moe() ? fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep)
+                             : std::string("a2a_overlap needs expert parallelism, and the model "
+                                           "has no routed experts"));
     }
     if (l.recompute == Recompute::kFull || l.recompute == Recompute::kMoe) {
       return fail(kUnsupported, fmt::format("a2a_overlap excludes recompute={} (Megatron-Core "

@@ -281,6 +281,21 @@ TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   EXPECT_TRUE(CheckLayout(ParseLayout("ep=64,dp=2048,pp_embed=1"), d, dj, 8));
 }
 
+TEST(Layout, UnknownKeysAndOverlapOnADenseModelSayWhatIsValid) {
+  try {
+    ParseLayout("dp=8,foo=2");
+    ADD_FAILURE() << "expected an error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("unknown layout key 'foo'; keys: tp, pp, vpp, cp, dp"),
+              std::string::npos)
+        << e.what();
+  }
+  const ModelConfig dense = LoadModel("llama3-70b").config;
+  auto v = CheckLayout(ParseLayout("tp=8,pp=8,vpp=2,a2a_overlap=1"), dense, {64, 64, 4096}, 8);
+  ASSERT_TRUE(v);
+  EXPECT_EQ(v->rule, "a2a_overlap needs expert parallelism, and the model has no routed experts");
+}
+
 TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   const ModelConfig q = LoadModel("qwen3-235b-a22b").config;
   const JobShape job{256, 2048, 4096};
