@@ -774,9 +774,16 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
     }
     ParamMap::Set(from_defaults, x.data());
   }
-  FitOutcome best = Fit(prepared, all, from_defaults, scope);
-  best.report = "solver, from the parameters' defaults (the better of two starts; neither is "
-                "the profiles' current values): " + best.report;
+  // Each start's Ceres report opens with where it started (neither is the current profiles, so
+  // its initial cost is not the final one when calibrating again).
+  auto started = [](std::string_view from, FitOutcome f) {
+    f.report = fmt::format("solver, from {} (the better of two starts; neither is the profiles' "
+                           "current values): {}",
+                           from, f.report);
+    return f;
+  };
+  FitOutcome best =
+      started("the parameters' defaults", Fit(prepared, all, from_defaults, scope));
   {
     ProfileSet middle = initial;
     std::vector<double> x = ParamMap::Get(middle);
@@ -786,9 +793,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       x[i] = (lo + hi) / 2;
     }
     ParamMap::Set(middle, x.data());
-    FitOutcome f = Fit(prepared, all, middle, scope);
-    f.report = "solver, from the middle of every bound (the better of two starts; neither is the "
-               "profiles' current values): " + f.report;
+    FitOutcome f = started("the middle of every bound", Fit(prepared, all, middle, scope));
     if (f.cost < best.cost) best = std::move(f);
   }
   ProfileSet& fitted = best.profiles;

@@ -13,6 +13,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 
@@ -246,10 +247,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     size_t end = text.find(',', pos);
     if (end == std::string_view::npos) end = text.size();
     const size_t start = pos;
-    std::string_view item = text.substr(pos, end - pos);
+    const std::string_view item = TrimSpaces(text.substr(pos, end - pos));
     pos = end + 1;
-    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
-    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (item.empty()) {
       // A blank text is refused below as holding no key=value; ",," is a key left out.
       if (text.find_first_not_of(' ') == std::string_view::npos) break;
@@ -267,11 +266,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
           shown, Printable(item)));
     }
     // Spaces around '=' are allowed ("dp = 16"), as around ','.
-    std::string_view key_text = item.substr(0, eq);
-    while (!key_text.empty() && key_text.back() == ' ') key_text.remove_suffix(1);
-    std::string_view value = item.substr(eq + 1);
-    while (!value.empty() && value.front() == ' ') value.remove_prefix(1);
-    const std::string key(key_text);
+    const std::string key(TrimSpaces(item.substr(0, eq)));
+    const std::string_view value = TrimSpaces(item.substr(eq + 1));
     bool known = false;
     for (const std::string& k : kKeys) known = known || k == key;
     if (key.empty()) {
@@ -304,9 +300,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       while (pos < text.size()) {
         size_t next = text.find(',', pos);
         if (next == std::string_view::npos) next = text.size();
-        std::string_view more = text.substr(pos, next - pos);
-        while (!more.empty() && more.front() == ' ') more.remove_prefix(1);
-        while (!more.empty() && more.back() == ' ') more.remove_suffix(1);
+        const std::string_view more = TrimSpaces(text.substr(pos, next - pos));
         if (more.find('=') != std::string_view::npos) break;
         layout += more;
         pos = next + 1;
