@@ -109,7 +109,7 @@ FitRequest Request(const FitCliOptions& o) {
   // Every field comes from a flag: a value or combination the library refuses is a usage error.
   try {
     for (const std::string& p : o.pins) r.pins.push_back(ParsePin(p));
-    CheckFitRequest(r);
+    CheckFitRequest(r, RequestNames::kFlags);
   } catch (const InputError& e) {
     throw UsageError(e.what());
   }

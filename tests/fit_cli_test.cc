@@ -374,9 +374,16 @@ TEST(FitCli, ANamedRunOrWeightColumnMustExist) {
 TEST(FitCli, TooFewBootstrapResamplesAreRefused) {
   CommandResult r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 2");
   EXPECT_EQ(r.exit_code, 2);
-  EXPECT_NE(r.err.find("bootstrap = 2. Violated constraint: bootstrap >= 40 at confidence 0.95 "
-                       "(ceil(2 / (1 - confidence)): a percentile interval needs a resample "
-                       "beyond each of its ends), or 0 for none"),
+  // The message names the flag the user typed, as every other flag's does.
+  EXPECT_NE(r.err.find("mosaic fit: --bootstrap = 2. Violated constraint: --bootstrap >= 40 at "
+                       "confidence 0.95 (ceil(2 / (1 - confidence)): a percentile interval needs "
+                       "a resample beyond each of its ends), or 0 for none"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin E=1.6 --pin E=1.7");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--pin E = 1.7. Violated constraint: each parameter is pinned once (it is "
+                       "already pinned to 1.6)"),
             std::string::npos)
       << r.err;
   r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --bootstrap 20 "

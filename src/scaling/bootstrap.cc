@@ -16,10 +16,10 @@ int MinBootstrapResamples(double confidence) {
   return static_cast<int>(std::ceil(2 / (1 - confidence) - 1e-9));
 }
 
-std::string BootstrapMinimumRule(double confidence) {
-  return fmt::format("bootstrap >= {} at confidence {:g} (ceil(2 / (1 - confidence)): a "
+std::string BootstrapMinimumRule(double confidence, std::string_view name) {
+  return fmt::format("{} >= {} at confidence {:g} (ceil(2 / (1 - confidence)): a "
                      "percentile interval needs a resample beyond each of its ends)",
-                     MinBootstrapResamples(confidence), confidence);
+                     name, MinBootstrapResamples(confidence), confidence);
 }
 
 void BootstrapOptions::Validate() const {

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "mosaic/runs/run.h"
@@ -12,24 +13,35 @@
 
 namespace mosaic::scaling {
 
-void CheckFitRequest(const FitRequest& r) {
+void CheckFitRequest(const FitRequest& r, RequestNames names) {
+  const bool flags = names == RequestNames::kFlags;
+  // A field's name, or its flag's: "--" and the field with '-' for '_'.
+  const auto named = [flags](std::string field) {
+    if (!flags) return field;
+    std::replace(field.begin(), field.end(), '_', '-');
+    return "--" + field;
+  };
+  const std::string drop = named("drop_highest_loss"), last_k = named("last_k"),
+                    delta = named("delta"), bootstrap = named("bootstrap"),
+                    confidence = named("confidence");
   const auto check = [](std::string_view name, double value, bool ok, std::string_view rule) {
     if (!ok) {
       throw InputError(fmt::format("{} = {}. Violated constraint: {}", name, value, rule));
     }
   };
-  check("drop_highest_loss", r.drop_highest_loss,
-        r.drop_highest_loss >= 0 && r.drop_highest_loss <= 1000000,
-        "0 <= drop_highest_loss <= 1e6");
-  check("last_k", r.last_k, r.last_k >= 1 && r.last_k <= 1000000, "1 <= last_k <= 1e6");
-  check("delta", r.delta, r.delta > 0 && r.delta <= 1e6, "0 < delta <= 1e6");
+  check(drop, r.drop_highest_loss, r.drop_highest_loss >= 0 && r.drop_highest_loss <= 1000000,
+        fmt::format("0 <= {} <= 1e6", drop));
+  check(last_k, r.last_k, r.last_k >= 1 && r.last_k <= 1000000,
+        fmt::format("1 <= {} <= 1e6", last_k));
+  check(delta, r.delta, r.delta > 0 && r.delta <= 1e6, fmt::format("0 < {} <= 1e6", delta));
   CheckThreadCount(r.threads);
-  check("bootstrap", r.bootstrap, r.bootstrap >= 0 && r.bootstrap <= 1000000,
-        "0 <= bootstrap <= 1e6 (resamples; 0 for none)");
-  check("confidence", r.confidence, r.confidence > 0 && r.confidence < 1, "0 < confidence < 1");
-  check("bootstrap", r.bootstrap,
+  check(bootstrap, r.bootstrap, r.bootstrap >= 0 && r.bootstrap <= 1000000,
+        fmt::format("0 <= {} <= 1e6 (resamples; 0 for none)", bootstrap));
+  check(confidence, r.confidence, r.confidence > 0 && r.confidence < 1,
+        fmt::format("0 < {} < 1", confidence));
+  check(bootstrap, r.bootstrap,
         r.bootstrap == 0 || r.bootstrap >= MinBootstrapResamples(r.confidence),
-        BootstrapMinimumRule(r.confidence) + ", or 0 for none");
+        BootstrapMinimumRule(r.confidence, bootstrap) + ", or 0 for none");
   LossKindFromString(r.objective);     // huber | squared
   ResidualSpaceFromString(r.space);    // log | linear
   for (size_t i = 0; i < r.pins.size(); ++i) {
@@ -37,9 +49,9 @@ void CheckFitRequest(const FitRequest& r) {
     check(name, value, std::isfinite(value), "a pinned value is finite");
     for (size_t j = 0; j < i; ++j) {
       if (r.pins[j].first == name) {
-        throw InputError(fmt::format("pin {} = {}. Violated constraint: each parameter is pinned "
-                                     "once (it is already pinned to {})",
-                                     name, value, r.pins[j].second));
+        throw InputError(fmt::format("{} {} = {}. Violated constraint: each parameter is "
+                                     "pinned once (it is already pinned to {})",
+                                     flags ? "--pin" : "pin", name, value, r.pins[j].second));
       }
     }
   }

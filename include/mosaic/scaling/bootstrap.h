@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mosaic/scaling/fit.h"
@@ -35,8 +36,9 @@ struct BootstrapOptions {
 // §19.3, recommend 1000 or more for percentile intervals).
 int MinBootstrapResamples(double confidence);
 
-// The rule of that minimum as messages state it: "bootstrap >= 40 at confidence 0.95 (...)".
-std::string BootstrapMinimumRule(double confidence);
+// The rule of that minimum as messages state it: "bootstrap >= 40 at confidence 0.95 (...)",
+// `name` being what the user set (a file's field, or the flag "--bootstrap").
+std::string BootstrapMinimumRule(double confidence, std::string_view name = "bootstrap");
 
 struct Interval {
   double low = 0;

@@ -51,8 +51,11 @@ struct FittedArm {
 // Checks the request's numbers as `mosaic fit` does its flags: 0 <= drop_highest_loss <= 1e6,
 // 1 <= last_k <= 1e6, 0 < delta <= 1e6, 1 <= threads <= 1024, 0 <= bootstrap <= 1e6,
 // 0 < confidence < 1, and each pin named once with a finite value. Throws InputError
-// "NAME = VALUE. Violated constraint: RULE" for the first that is not.
-void CheckFitRequest(const FitRequest& request);
+// "NAME = VALUE. Violated constraint: RULE" for the first that is not. NAME is the request's
+// field (bootstrap, last_k) or, with `names` kFlags, the `mosaic fit` flag that sets it
+// (--bootstrap, --last-k), so the CLI's message names what its user typed.
+enum class RequestNames { kFields, kFlags };
+void CheckFitRequest(const FitRequest& request, RequestNames names = RequestNames::kFields);
 
 // The fit options of a request (objective, pins, threads, cut-short), checked by
 // CheckFitRequest. Throws InputError for an unknown objective or residual space.
