@@ -472,14 +472,10 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   r.layout = ToString(p.layout);
   if (!p.row->layout_rule.empty()) {
     // The GPUs leave no data-parallel size (measurements.h: layout_rule): dp and fsdp, derived
-    // from it, are shown as unknown rather than as a truncated quotient.
+    // from it, are shown as unknown ("?") rather than as a truncated quotient.
     Layout unknown = p.layout;
     unknown.dp = unknown.fsdp = 0;
     r.layout = ToString(unknown);
-    for (const char* key : {",dp=0,", ",fsdp=0,"}) {
-      const size_t at = r.layout.find(key);
-      if (at != std::string::npos) r.layout.replace(at + std::string_view(key).size() - 2, 1, "?");
-    }
   }
   r.valid = p.valid;
   r.invalid_rule = p.invalid_rule;

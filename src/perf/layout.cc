@@ -45,10 +45,12 @@ std::string_view ToString(RejectKind kind) {
 }
 
 std::string ToString(const Layout& l) {
+  // A degree of 0 is one left unknown; every layout that runs has each degree at least 1.
+  const auto degree = [](int64_t d) { return d == 0 ? std::string("?") : std::to_string(d); };
   std::string text = fmt::format(
       "tp={},pp={},vpp={},cp={},dp={},fsdp={},ep={},etp={},mbs={},recompute={},moe_chunk={}",
-      l.tp, l.pp, l.vpp, l.cp, l.dp, l.fsdp, l.ep, l.etp, l.mbs, ToString(l.recompute),
-      l.moe_chunk);
+      degree(l.tp), degree(l.pp), degree(l.vpp), degree(l.cp), degree(l.dp), degree(l.fsdp),
+      degree(l.ep), degree(l.etp), degree(l.mbs), ToString(l.recompute), degree(l.moe_chunk));
   if (l.pp_first > 0) text += fmt::format(",pp_first={}", l.pp_first);
   if (l.pp_last > 0) text += fmt::format(",pp_last={}", l.pp_last);
   if (l.pp_embed > 0) text += ",pp_embed=1";

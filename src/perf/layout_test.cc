@@ -23,6 +23,11 @@ TEST(Layout, ParsesKeysAndDefaults) {
   EXPECT_EQ(ParseLayout("recompute=modules").recompute, Recompute::kModules);
   EXPECT_EQ(ParseLayout(ToString(ParseLayout("recompute=modules"))).recompute,
             Recompute::kModules);
+  // A degree left unknown (0) is written "?", which ParseLayout refuses as no number.
+  l.dp = l.fsdp = 0;
+  EXPECT_EQ(ToString(l),
+            "tp=2,pp=8,vpp=4,cp=1,dp=?,fsdp=?,ep=64,etp=1,mbs=1,recompute=selective,moe_chunk=1");
+  EXPECT_THROW(ParseLayout(ToString(l)), InputError);
 }
 
 TEST(Layout, RejectsUnknownKeyWithSuggestion) {

@@ -142,7 +142,9 @@ struct Layout {
 };
 
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
-// pp_first, pp_last, pp_embed, pp_loss and a2a_overlap are appended only when set.
+// pp_first, pp_last, pp_embed, pp_loss and a2a_overlap are appended only when set. A degree of
+// 0 stands for one left unknown and is written "?" (a measured row whose GPUs give no
+// data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
 
 // The layer passes each pipeline rank holds (all its virtual chunks), for a layout that passes
