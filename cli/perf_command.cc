@@ -101,8 +101,18 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   out += fmt::format("  MFU, causal FLOPs     {:>10.4f}     (half the attention square)\n",
                      e.mfu_causal);
   out += fmt::format("  dropped assignments   {:>10.4f}\n", e.dropped_fraction);
-  out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n\n", Gb(e.memory.peak_bytes),
-                     Gb(e.capacity_bytes), e.fits ? "fits" : "DOES NOT FIT");
+  // Each memory states whether it fits; the estimate fits when both do (FitsDevice).
+  const auto fit_text = [](double bytes, double capacity) {
+    return bytes <= capacity ? "fits" : "DOES NOT FIT";
+  };
+  out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n", Gb(e.memory.peak_bytes),
+                     Gb(e.capacity_bytes), fit_text(e.memory.peak_bytes, e.capacity_bytes));
+  if (l.offload_layers > 0) {
+    out += fmt::format("  host memory per GPU   {:>10} of {} (offloaded activations; {})\n",
+                       Gb(e.memory.host_activation_bytes), Gb(e.host_capacity_bytes),
+                       fit_text(e.memory.host_activation_bytes, e.host_capacity_bytes));
+  }
+  out += "\n";
   const StepBreakdown& t = e.time;
   out += "Time per step (s)\n";
   auto row = [&](std::string_view name, double v, std::string_view note = "") {
@@ -127,6 +137,12 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   row("pipeline send/recv", t.pp_seconds, "before overlap");
   row("exposed communication", t.exposed_comm_seconds);
   row("host waits", t.host_seconds, "MoE token-count syncs");
+  if (l.offload_layers > 0) {
+    row("activation offload", t.offload_seconds,
+        fmt::format("to host memory and back, before overlap; over the host link ({:g} GB/s)",
+                    cluster.device.host_link_gb_per_s));
+    row("exposed offload", t.exposed_offload_seconds);
+  }
   row("pipeline bubble", t.bubble_seconds);
   row("overhead", t.overhead_seconds, "fixed per step");
   out += "\nMemory per GPU\n";
@@ -143,6 +159,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   mrow("all-to-all buffers", m.dispatch_bytes);
   mrow("reserve", m.reserve_bytes);
   mrow("peak", m.peak_bytes);
+  if (l.offload_layers > 0) mrow("host (offloaded)", m.host_activation_bytes);
   return out;
 }
 
@@ -351,7 +368,8 @@ void AddPerfCommand(CLI::App& root) {
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
                   "(layers on the first/last stage), pp_embed=1,pp_loss=1 (embedding/loss "
                   "counted as a layer) or pp_layout=Et|(tt|)*30mL (Megatron-Core's layout "
-                  "string); a2a_overlap=1 (EP all-to-all overlap) (a missing key is 1)")
+                  "string); a2a_overlap=1 (EP all-to-all overlap); offload_layers=N (the "
+                  "activations of N layers per rank held in host memory) (a missing key is 1)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // Nothing, or spaces alone, would read as a missing --layout: a usage error either

@@ -1577,5 +1577,72 @@ TEST(PerfCli, AllToAllOverlapIsSearchedOnlyUnderAStackThatRunsIt) {
   EXPECT_EQ(r.out.find("paired all-to-all overlap"), std::string::npos) << r.out;
 }
 
+// Activation offload through the CLI: the host memory beside the HBM's, the copies and what of
+// them is exposed, in text and JSON; a device file without its host link refuses it (exit 1).
+TEST(PerfCli, OffloadedActivationsAreShownBesideTheHbm) {
+  const std::string base =
+      "perf llama3-405b --hardware tpu-v5p --gpus 512 --batch 1024 --seq 8192 ";
+  CommandResult r = RunMosaic(base + "--layout fsdp=512,mbs=2,recompute=full,offload_layers=126");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("host memory per GPU     67.65 GB of 112.00 GB (offloaded activations; "
+                       "fits)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("activation offload"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over the host link (16 GB/s)"), std::string::npos) << r.out;
+  r = RunMosaic(base + "--layout fsdp=512,mbs=2,recompute=full,offload_layers=126 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  // 126 layer inputs of 2 × 8192 tokens × 16384 × 2 bytes.
+  EXPECT_EQ(j["host_memory"]["activation_bytes"].get<int64_t>(), 67645734912);
+  EXPECT_EQ(j["host_memory"]["capacity_bytes"].get<int64_t>(), 112000000000);
+  EXPECT_GT(j["time"]["offload_seconds"].get<double>(), 0);
+  EXPECT_TRUE(j["fits"].get<bool>());
+  // Without offload the same layout is over the HBM, and prints no host lines.
+  r = RunMosaic(base + "--layout fsdp=512,mbs=2,recompute=full");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(DOES NOT FIT)"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("host memory"), std::string::npos) << r.out;
+  r = RunMosaic(base + "--set hardware.host_link_gb_per_s=0 "
+                       "--layout fsdp=512,mbs=2,recompute=full,offload_layers=126");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: offload_layers needs the device's host link and "
+                       "host memory (host_link_gb_per_s = 0"),
+            std::string::npos)
+      << r.err;
+}
+
+// The offload_layers column of a measured row: MaxText's rows that offload the decoder layer
+// input hold it; a value that is no positive integer is refused with its line.
+TEST(PerfCli, MeasuredRowsReadTheirOffloadedLayers) {
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/heldout.csv"));
+  const std::string header = text.substr(0, text.find('\n') + 1);
+  const std::string x1 = text.substr(text.find("\nX1,") + 1);
+  const std::string row = x1.substr(0, x1.find('\n'));
+  ASSERT_EQ(row.substr(row.rfind(',')), ",126");
+  const std::filesystem::path path =
+      std::filesystem::temp_directory_path() / "mosaic_offload_rows.csv";
+  {
+    std::ofstream out(path);
+    out << header << row << "\n";
+  }
+  // Held out: predicted with the TPU's uncalibrated defaults.
+  const std::string validate =
+      "perf validate tests/fixtures/throughput/published.csv --heldout " + path.string();
+  CommandResult r = RunMosaic(validate);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("recompute=full,moe_chunk=1,offload_layers=126"), std::string::npos)
+      << r.out;
+  {
+    std::ofstream out(path);
+    out << header << row.substr(0, row.rfind(',')) << ",-2\n";
+  }
+  r = RunMosaic(validate);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(":2: offload_layers = '-2'. Violated constraint: an integer in [1, "),
+            std::string::npos)
+      << r.err;
+}
+
 }  // namespace
 }  // namespace mosaic::testing

@@ -42,7 +42,7 @@ constexpr std::string_view kFields[] = {
     "name",           "description",          "peak_bf16_tflops",
     "peak_fp8_tflops", "peak_mxfp8_tflops",   "hbm_gb",              "hbm_tb_per_s",
     "scale_up_gb_per_s", "scale_up_domain_gpus", "scale_up_domain_gpus_used",
-    "scale_out_gbit_per_s"};
+    "scale_out_gbit_per_s", "host_link_gb_per_s", "host_memory_gb"};
 
 std::vector<std::string> FieldList() {
   return std::vector<std::string>(std::begin(kFields), std::end(kFields));
@@ -82,6 +82,8 @@ constexpr FieldRange kRanges[] = {
     {"scale_up_domain_gpus_used", 1, static_cast<double>(kMaxDomainGpus), true, true,
      "GPUs; 0 = the whole domain"},
     {"scale_out_gbit_per_s", 0.1, 1e6, false, false, "Gbit/s"},
+    {"host_link_gb_per_s", 0.1, 1e5, true, false, "GB/s per direction; 0 = not given"},
+    {"host_memory_gb", 0.1, 1e6, true, false, "GB per GPU; 0 = not given"},
 };
 
 // The rule of a field's range as the error states it: "peak_fp8_tflops is 0 or in [0.1, 100000]
@@ -122,6 +124,8 @@ void SetField(HardwareSpec& h, std::string_view field, const std::string& text,
   else if (field == "scale_up_domain_gpus") h.scale_up_domain_gpus = static_cast<int64_t>(v);
   else if (field == "scale_up_domain_gpus_used") h.scale_up_domain_gpus_used = static_cast<int64_t>(v);
   else if (field == "scale_out_gbit_per_s") h.scale_out_gbit_per_s = v;
+  else if (field == "host_link_gb_per_s") h.host_link_gb_per_s = v;
+  else if (field == "host_memory_gb") h.host_memory_gb = v;
 }
 
 // The rules between fields (each field's own range is checked as it is set). Errors name a

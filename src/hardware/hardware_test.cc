@@ -36,6 +36,10 @@ TEST(Hardware, Gb300Nvl72HasBlackwellUltraValues) {
   EXPECT_EQ(hw.scale_up_domain_gpus, 72);
   EXPECT_EQ(hw.domain_gpus(), 64);
   EXPECT_EQ(hw.scale_out_gbit_per_s, 800);
+  // NVLink-C2C's 900 GB/s bidirectional between one Grace and its two GPUs; 480 GB LPDDR5X per
+  // Grace.
+  EXPECT_EQ(hw.host_link_gb_per_s, 225);
+  EXPECT_EQ(hw.host_memory_gb, 240);
   ExpectEverySourced(hw);
   // A 128-GPU cluster: two racks linked by the 800 Gb/s NICs.
   const Cluster c = MakeCluster(hw, 128);
@@ -58,6 +62,9 @@ TEST(Hardware, TpuV6eHasTrilliumValues) {
   EXPECT_EQ(hw.scale_up_gb_per_s, 400);
   EXPECT_EQ(hw.domain_gpus(), 256);
   EXPECT_EQ(hw.scale_out_gbit_per_s, 100);
+  // PCIe at 3.2e10 bytes/s per chip (jax-ml scaling book); 1536 GiB per host of 8 chips.
+  EXPECT_EQ(hw.host_link_gb_per_s, 32);
+  EXPECT_EQ(hw.host_memory_gb, 206.2);
   ExpectEverySourced(hw);
   const Cluster c = MakeCluster(hw, 512);
   EXPECT_EQ(c.domains[0].name, "ici");
@@ -99,6 +106,8 @@ TEST(Hardware, DeviceTextLoadsWithItsFields) {
   EXPECT_EQ(h.hbm_gb, 80);
   EXPECT_EQ(h.scale_up_domain_gpus, 8);
   EXPECT_EQ(h.peak_fp8_tflops, 0);  // optional
+  EXPECT_EQ(h.host_link_gb_per_s, 0);  // optional: no activation offload
+  EXPECT_EQ(h.host_memory_gb, 0);
 }
 
 // Each required key left out is named as missing, with the file and what it means, rather than
@@ -216,6 +225,9 @@ TEST(Hardware, ValuesStayInAPhysicalRange) {
         {"hbm_tb_per_s", "1e-9", "hbm_tb_per_s is in [0.01, 1000] (TB/s)"},
         {"scale_up_gb_per_s", "inf", "scale_up_gb_per_s is in [0.1, 100000] (GB/s)"},
         {"scale_out_gbit_per_s", "1e7", "scale_out_gbit_per_s is in [0.1, 1000000] (Gbit/s)"},
+        {"host_link_gb_per_s", "-64",
+         "host_link_gb_per_s is 0 or in [0.1, 100000] (GB/s per direction; 0 = not given)"},
+        {"host_memory_gb", "nan", "host_memory_gb is 0 or in [0.1, 1000000] (GB per GPU; 0 = not given)"},
         {"scale_up_domain_gpus_used", "-1",
          "scale_up_domain_gpus_used is 0 or a whole number in [1, 1048576] (GPUs; 0 = the whole "
          "domain)"}}) {

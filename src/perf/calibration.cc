@@ -101,20 +101,20 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
     p.layout = r.layout;
     const ModelConfig& config = it->second.config;
     const JobShape shape{r.gpus, r.global_batch, r.seq_len};
-    const int64_t domain = p.cluster.device.domain_gpus();
     const PerfProfile& profile = set.profiles[p.profile_index];
     // The row's layout is checked with its recompute policy in place (some rules depend on it:
     // a2a_overlap excludes full and MoE-layer recompute); the first broken rule is kept.
     auto valid_with = [&](Recompute rc) {
       p.layout.recompute = rc;
-      const auto violation = CheckLayout(p.layout, config, shape, domain);
+      const auto violation = CheckLayout(p.layout, config, shape, p.cluster.device);
       if (violation && p.invalid_rule.empty()) p.invalid_rule = violation->rule;
       return !violation;
     };
     auto measure = [&](Recompute rc) {
       p.layout.recompute = rc;
-      p.peak_bytes = EstimateMemory(p.shape, p.cluster, p.layout, p.job, profile).peak_bytes;
-      p.fits = p.peak_bytes <= p.cluster.device.hbm_gb * 1e9;
+      const MemoryBreakdown memory = EstimateMemory(p.shape, p.cluster, p.layout, p.job, profile);
+      p.peak_bytes = memory.peak_bytes;
+      p.fits = FitsDevice(memory, p.cluster.device);
     };
     if (!r.layout_rule.empty()) {
       p.valid = false;  // its cells form no layout (measurements.h)

@@ -56,6 +56,7 @@ std::string ToString(const Layout& l) {
   if (l.pp_embed > 0) text += ",pp_embed=1";
   if (l.pp_loss > 0) text += ",pp_loss=1";
   if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
+  if (l.offload_layers > 0) text += fmt::format(",offload_layers={}", l.offload_layers);
   if (l.pp_layout[0] != '\0') text += fmt::format(",pp_layout={}", l.pp_layout_text());
   return text;
 }
@@ -238,7 +239,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk", "pp_first", "pp_last",
                                                  "pp_embed", "pp_loss", "a2a_overlap",
-                                                 "pp_layout"};
+                                                 "offload_layers", "pp_layout"};
   // The user's text as messages echo it, control characters escaped (terminal_text.h).
   const std::string shown_label = Printable(label);
   const std::string shown = Printable(text);
@@ -382,6 +383,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     else if (key == "moe_chunk") l.moe_chunk = v;
     else if (key == "pp_first") l.pp_first = v;
     else if (key == "pp_last") l.pp_last = v;
+    else if (key == "offload_layers") l.offload_layers = v;
   }
   if (seen.empty()) {
     throw InputError(fmt::format("{} '{}': no key=value (for example tp=2,pp=4,ep=8,dp=8,mbs=1)",
@@ -592,6 +594,15 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   if (l.pp == 1 && l.vpp != 1) {
     return fail(kUnsupported, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
   }
+  if (l.offload_layers > 0) {
+    const PipelineSplit split = SplitPipeline(l, passes);
+    const int64_t most = std::max({split.first, split.middle, split.last});
+    if (l.offload_layers > most) {
+      return fail(kUnsupported,
+                  fmt::format("offload_layers <= the layer passes of a pipeline rank ({} > {})",
+                              l.offload_layers, most));
+    }
+  }
   // Megatron-Core splits each sequence into 2·cp chunks, rank r taking chunks r and 2·cp − 1 − r
   // so that causal attention balances (get_batch_on_this_cp_rank, megatron/core/utils.py); the
   // sequence-parallel activations then split each rank's seq / cp tokens over tp
@@ -623,6 +634,20 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   }
   if (l.etp > domain_gpus) {
     return fail(kDomain, fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus));
+  }
+  return std::nullopt;
+}
+
+std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m,
+                                           const JobShape& job, const HardwareSpec& device) {
+  if (auto v = CheckLayout(l, m, job, device.domain_gpus())) return v;
+  if (l.offload_layers > 0 && (device.host_link_gb_per_s <= 0 || device.host_memory_gb <= 0)) {
+    return LayoutViolation{
+        RejectKind::kUnsupported,
+        fmt::format("offload_layers needs the device's host link and host memory "
+                    "(host_link_gb_per_s = {:g}, host_memory_gb = {:g} in {}; 0 = not given: set "
+                    "them in the device file or with --set hardware.FIELD=VALUE)",
+                    device.host_link_gb_per_s, device.host_memory_gb, device.origin)};
   }
   return std::nullopt;
 }

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_loader.h"
 #include "mosaic/util/error.h"
 
@@ -327,6 +328,41 @@ TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   EXPECT_EQ(full->rule, "a2a_overlap excludes recompute=full (Megatron-Core refuses full and "
                         "MoE-layer recompute with it)");
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,ep=8,fsdp=128,mbs=4,a2a_overlap=1"), q, job, 8));
+}
+
+// offload_layers: at most the layers of the heaviest pipeline rank, and only on a device that
+// gives its host link and host memory.
+TEST(Layout, OffloadedLayersFitARankAndNeedTheHostLink) {
+  const ModelConfig llama = LoadModel("llama3-70b").config;  // 80 layers
+  const JobShape job{64, 64, 8192};
+  const Layout l = ParseLayout("tp=8,fsdp=8,recompute=full,offload_layers=80");
+  EXPECT_EQ(l.offload_layers, 80);
+  EXPECT_EQ(ToString(l),
+            "tp=8,pp=1,vpp=1,cp=1,dp=1,fsdp=8,ep=1,etp=1,mbs=1,recompute=full,moe_chunk=1,"
+            "offload_layers=80");
+  EXPECT_EQ(ParseLayout(ToString(l)), l);
+  EXPECT_THROW(ParseLayout("fsdp=8,offload_layers=-1"), InputError);
+  const HardwareSpec h100 = LoadHardware("h100");
+  EXPECT_FALSE(CheckLayout(l, llama, job, h100));
+  auto too_many = CheckLayout(ParseLayout("tp=8,fsdp=8,offload_layers=81"), llama, job, h100);
+  ASSERT_TRUE(too_many);
+  EXPECT_EQ(too_many->rule, "offload_layers <= the layer passes of a pipeline rank (81 > 80)");
+  // Four stages of 20 layers.
+  auto staged = CheckLayout(ParseLayout("tp=8,pp=4,dp=2,offload_layers=21"), llama, job, h100);
+  ASSERT_TRUE(staged);
+  EXPECT_EQ(staged->rule, "offload_layers <= the layer passes of a pipeline rank (21 > 20)");
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,pp=4,dp=2,offload_layers=20"), llama, job, h100));
+  // A device file without the host link refuses it; without offload the device needs none.
+  HardwareSpec bare = h100;
+  bare.host_link_gb_per_s = 0;
+  auto no_link = CheckLayout(l, llama, job, bare);
+  ASSERT_TRUE(no_link);
+  EXPECT_EQ(no_link->kind, RejectKind::kUnsupported);
+  EXPECT_NE(no_link->rule.find("offload_layers needs the device's host link and host memory "
+                               "(host_link_gb_per_s = 0, host_memory_gb = 256 in hardware h100"),
+            std::string::npos)
+      << no_link->rule;
+  EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,fsdp=8"), llama, job, bare));
 }
 
 TEST(Layout, PipelineLayoutStringsExpandAsMegatronCoreReadsThem) {

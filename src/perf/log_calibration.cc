@@ -231,8 +231,7 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
     // A layout that breaks a rule would only be left out of the fit: an error of its run here.
     if (const auto violation =
             CheckLayout(spec.layout, spec.model_config,
-                        JobShape{spec.gpus, spec.global_batch, spec.seq_len},
-                        spec.device.domain_gpus())) {
+                        JobShape{spec.gpus, spec.global_batch, spec.seq_len}, spec.device)) {
       throw LocatedError(where, fmt::format("layout {}: {}", ToString(spec.layout),
                                             violation->rule));
     }

@@ -92,7 +92,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       "global_batch", "seq_len", "precision", "routing", "measured_tokens_per_s_per_gpu",
       "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
   static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
-                                                     "pipeline_split", "a2a_overlap", "profile"};
+                                                     "pipeline_split", "a2a_overlap",
+                                                     "offload_layers", "profile"};
   // A column twice would be read from one copy; a misspelt one would be ignored.
   CheckUniqueColumnNames(records.front(), path);
   std::map<std::string, size_t> col;
@@ -264,6 +265,11 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                      path, line_no, Printable(v)));
       }
       l.a2a_overlap = v == "1" ? 1 : 0;
+    }
+    // Activation offload to host memory (layout.h: offload_layers): the layers per pipeline rank
+    // whose saved activations the source's recipe holds on the host; blank or absent: none.
+    if (col.contains("offload_layers") && !cell("offload_layers").empty()) {
+      l.offload_layers = integer("offload_layers", kMaxLayoutDegree);
     }
     r.global_batch = integer("global_batch", kMaxRowSequences);
     r.seq_len = integer("seq_len", kMaxRowSequences);

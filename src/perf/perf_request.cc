@@ -215,7 +215,7 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
   result.layout = ParseLayout(layout_text);
   if (auto v = CheckLayout(result.layout, setup.spec.config,
                            {setup.cluster.gpus, setup.job.global_batch, setup.job.seq_len},
-                           setup.hardware.domain_gpus())) {
+                           setup.hardware)) {
     throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}",
                                  Printable(layout_text), ToString(v->kind), v->rule));
   }
@@ -310,9 +310,14 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"pp_seconds", t.pp_seconds},
                {"exposed_comm_seconds", t.exposed_comm_seconds},
                {"host_seconds", t.host_seconds},
+               {"offload_seconds", t.offload_seconds},
+               {"exposed_offload_seconds", t.exposed_offload_seconds},
                {"bubble_seconds", t.bubble_seconds},
                {"overhead_seconds", t.overhead_seconds}};
   j["memory"] = std::move(memory);
+  // Activation offload's host memory, apart from the HBM's parts and peak above.
+  j["host_memory"] = {{"activation_bytes", std::llround(e.memory.host_activation_bytes)},
+                      {"capacity_bytes", std::llround(e.host_capacity_bytes)}};
   return j;
 }
 

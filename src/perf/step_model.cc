@@ -47,6 +47,10 @@ namespace {
 constexpr double kActBytes = 2;     // bf16 activations
 constexpr double kWeightBytes = 2;  // bf16 weights
 constexpr double kGradBytes = 4;    // fp32 main gradients
+// Share of the host link's per-direction bandwidth a device-host copy reaches: nvbandwidth on
+// GB300 measured 193 GB/s device to host and 211 host to device of NVLink-C2C's 225 per GPU
+// (NVIDIA/Megatron-LM issue 6491), 0.86 and 0.94; a little under the lower one is taken.
+constexpr double kHostLinkEfficiency = 0.85;
 
 int64_t CeilDiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -367,6 +371,8 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   }
   parts.held_layers += x.split.mtp_placed ? static_cast<double>(mtp_layers)
                                           : static_cast<double>(c.mtp_layers) * share;
+  parts.offloaded_layers =
+      std::min(static_cast<double>(l.offload_layers), parts.held_layers);
   parts.in_flight = 1;
   if (l.pp > 1) {
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
@@ -420,7 +426,14 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
-  mem.activation_bytes = per_layer * parts.held_layers * parts.in_flight;
+  mem.activation_bytes = per_layer * (parts.held_layers - parts.offloaded_layers) * parts.in_flight;
+  if (parts.offloaded_layers > 0) {
+    // Offloaded layers' activations wait in host memory; one layer's copy is in transit (its
+    // device buffer freed once the copy ends, the next layer's filled meanwhile).
+    mem.activation_bytes += per_layer;
+    mem.host_activation_bytes = per_layer * parts.offloaded_layers * parts.in_flight;
+    mem.offload_bytes_per_micro_batch = per_layer * parts.offloaded_layers;
+  }
   if (recompute == Recompute::kFull) mem.activation_bytes += per_layer_full;
   mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
                    mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
@@ -470,6 +483,11 @@ MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const Perf
 }
 
 }  // namespace
+
+bool FitsDevice(const MemoryBreakdown& memory, const HardwareSpec& device) {
+  return memory.peak_bytes <= device.hbm_gb * 1e9 &&
+         memory.host_activation_bytes <= device.host_memory_gb * 1e9;
+}
 
 MemoryBreakdown EstimateMemory(const ModelShape& m, const Cluster& cluster, const Layout& l,
                                const PerfJob& job, const PerfProfile& profile) {
@@ -914,7 +932,22 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     tb.host_seconds = mb_ * layers_stage_moe_ * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
   }
   tb.overhead_seconds = profile.step_overhead_seconds;
-  const double pipelined = tb.compute_seconds + exposed + tb.host_seconds;
+  e.memory = memory != nullptr ? *memory : LayoutMemory(m, l, job_, profile, x).For(recompute);
+  if (e.memory.offload_bytes_per_micro_batch > 0) {
+    // Activation offload: each micro-batch's offloaded activations go to host memory during its
+    // forward and come back during its backward, on copy engines beside the compute (Transformer
+    // Engine's CPU offload; XLA's host offload). Each direction is hidden under the compute of
+    // the same direction (forward: one pass of layer_mult; backward: the rest) and what exceeds
+    // it is exposed. A device without host_link_gb_per_s is refused before (OffloadViolation).
+    const double link_bytes_per_s = hw.host_link_gb_per_s * 1e9 * kHostLinkEfficiency;
+    const double each_way = mb_ * e.memory.offload_bytes_per_micro_batch / link_bytes_per_s;
+    const double forward = tb.compute_seconds / layer_mult;
+    tb.offload_seconds = 2 * each_way;
+    tb.exposed_offload_seconds = std::max(0.0, each_way - forward) +
+                                 std::max(0.0, each_way - (tb.compute_seconds - forward));
+  }
+  const double pipelined =
+      tb.compute_seconds + exposed + tb.host_seconds + tb.exposed_offload_seconds;
   if (l.pp > 1) {
     // The fill and drain are the other ranks' time: the mean rank's, not the slowest's.
     tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches,
@@ -926,9 +959,9 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   e.model_flops_per_step = m.model_flops_per_token * tokens_step_;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16_ * N_);
   e.mfu_causal = m.causal_model_flops_per_token * tokens_step_ / (e.step_seconds * bf16_ * N_);
-  e.memory = memory != nullptr ? *memory : LayoutMemory(m, l, job_, profile, x).For(recompute);
   e.capacity_bytes = hw.hbm_gb * 1e9;
-  e.fits = e.memory.peak_bytes <= e.capacity_bytes;
+  e.host_capacity_bytes = hw.host_memory_gb * 1e9;
+  e.fits = FitsDevice(e.memory, hw);
   if (drop != nullptr) e.dropped_fraction = LayoutDroppedFraction(m, l, job_, *drop);
   return e;
 }

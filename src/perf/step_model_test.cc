@@ -952,5 +952,60 @@ TEST(StepModel, EpOverlapWithoutThePairedPassesIsTheStacks) {
   EXPECT_GT(none.step_seconds, shipped.step_seconds);
 }
 
+// Activation offload (offload_layers): N of a rank's layers keep their activations in host
+// memory; the HBM holds the others and one layer's copy in transit. The copies each way cost the
+// offloaded bytes over the host link at kHostLinkEfficiency (0.85), hidden under the compute of
+// the same direction: the forward (compute / 3 without recompute) and the backward (the rest).
+TEST(StepModel, OffloadedActivationsMoveToHostMemoryAndCostTheirCopies) {
+  const ModelShape shape = MakeModelShape(LoadModel("llama3-405b").config, 8192);
+  const Cluster pod = MakeCluster(LoadHardware("tpu-v5p"), 512);
+  const ProfileSet profiles = LoadProfiles();
+  const PerfProfile& profile = profiles.ForHardware("tpu-v5p");
+  const PerfJob job{1024, 8192, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, 0};
+  auto run = [&](const std::string& layout) {
+    return EvaluateStep(shape, pod, ParseLayout(layout), job, profiles.shared, profile, nullptr);
+  };
+  const StepEstimate kept = run("fsdp=512,mbs=2");
+  const StepEstimate offloaded = run("fsdp=512,mbs=2,offload_layers=125");
+  const double per_layer = kept.memory.activation_bytes / 126;  // one layer, one micro-batch
+  EXPECT_NEAR(offloaded.memory.activation_bytes, per_layer * (126 - 125 + 1),
+              kRelTol * kept.memory.activation_bytes);
+  EXPECT_NEAR(offloaded.memory.host_activation_bytes, per_layer * 125,
+              kRelTol * kept.memory.activation_bytes);
+  // The rest of the HBM is unchanged.
+  EXPECT_EQ(offloaded.memory.weights_bytes + offloaded.memory.optimizer_bytes +
+                offloaded.memory.gather_buffer_bytes + offloaded.memory.logits_bytes,
+            kept.memory.weights_bytes + kept.memory.optimizer_bytes +
+                kept.memory.gather_buffer_bytes + kept.memory.logits_bytes);
+  EXPECT_EQ(kept.memory.host_activation_bytes, 0);
+  EXPECT_EQ(kept.time.offload_seconds, 0);
+  // One micro-batch per step: 125 layers' activations (1.2 TB) each way at 0.85 × 16 GB/s (TPU
+  // v5p's PCIe), against 52 s of forward and 104 s of backward compute.
+  const double each_way = offloaded.memory.offload_bytes_per_micro_batch / (0.85 * 16e9);
+  EXPECT_NEAR(offloaded.time.offload_seconds, 2 * each_way, kRelTol * each_way);
+  const double compute = offloaded.time.compute_seconds;
+  EXPECT_EQ(compute, kept.time.compute_seconds);
+  const double exposed =
+      std::max(0.0, each_way - compute / 3) + std::max(0.0, each_way - 2 * compute / 3);
+  EXPECT_GT(exposed, 0);
+  EXPECT_NEAR(offloaded.time.exposed_offload_seconds, exposed, kRelTol * exposed);
+  EXPECT_NEAR(offloaded.step_seconds - kept.step_seconds, exposed, 1e-9 * kept.step_seconds);
+  // It fits the HBM; the host's 112 GB per chip (448 GB per 4-chip VM) do not hold 1.2 TB.
+  EXPECT_LE(offloaded.memory.peak_bytes, offloaded.capacity_bytes);
+  EXPECT_EQ(offloaded.host_capacity_bytes, 112e9);
+  EXPECT_FALSE(offloaded.fits);
+  // Under full recompute only the layer inputs are kept: all 126 go to the host (MaxText's
+  // decoder_layer_input offload), 68 GB, and the copies hide under the compute.
+  const StepEstimate full = run("fsdp=512,mbs=2,recompute=full");
+  const StepEstimate full_offloaded = run("fsdp=512,mbs=2,recompute=full,offload_layers=126");
+  EXPECT_NEAR(full_offloaded.memory.host_activation_bytes, 126 * 2.0 * 8192 * 16384 * 2,
+              1e-9 * full_offloaded.memory.host_activation_bytes);
+  EXPECT_EQ(full_offloaded.time.exposed_offload_seconds, 0);
+  EXPECT_EQ(full_offloaded.step_seconds, full.step_seconds);
+  EXPECT_FALSE(full.fits);
+  EXPECT_LT(full_offloaded.memory.peak_bytes, full.memory.peak_bytes - 60e9);
+  EXPECT_TRUE(FitsDevice(full_offloaded.memory, pod.device));
+}
+
 }  // namespace
 }  // namespace mosaic

@@ -33,6 +33,9 @@ struct HardwareSpec {
   int64_t scale_up_domain_gpus = 0;           // GPUs in one scale-up domain
   int64_t scale_up_domain_gpus_used = 0;      // GPUs used per domain (0 = all of them)
   double scale_out_gbit_per_s = 0;            // NIC bandwidth per GPU per direction, Gbit/s
+  double host_link_gb_per_s = 0;  // GPU ↔ host memory link per GPU per direction, GB/s (PCIe,
+                                  // NVLink-C2C); 0 = not given: no activation offload
+  double host_memory_gb = 0;      // host memory (DRAM) per GPU, GB; 0 = not given
   std::map<std::string, std::string> sources;  // field → where its value comes from
 
   // GPUs per scale-up domain as jobs place them (scale_up_domain_gpus_used when set).
@@ -53,7 +56,8 @@ std::span<const std::string_view> HardwareFieldNames();
 // mean), a file that cannot be read, a syntax error, an unknown field, a wrong type, or a value
 // outside its physical range, checked as the field is set from the file or an override alike:
 // peaks in [0.1, 1e5] TFLOP/s (fp8 and MXFP8 peaks also 0: not supported), HBM in [0.1, 1e5] GB
-// at [0.01, 1e3] TB/s, scale-up links in [0.1, 1e5] GB/s, NICs in [0.1, 1e6] Gbit/s, domain sizes
+// at [0.01, 1e3] TB/s, scale-up links in [0.1, 1e5] GB/s, NICs in [0.1, 1e6] Gbit/s, the host link
+// 0 or in [0.1, 1e5] GB/s and host memory 0 or in [0.1, 1e6] GB (both optional), domain sizes
 // whole numbers in [1, 2^20] GPUs (the used one also 0: all), the used domain size at most the
 // domain size.
 HardwareSpec LoadHardware(std::string_view name_or_path,

@@ -49,6 +49,16 @@
 //             forward of one micro-batch is merged with the backward of another, each one's
 //             dispatch and combine hidden under the other's compute. Needs ep > 1, the
 //             interleaved schedule when pp > 1, and no full or MoE-layer recompute.
+//   offload_layers  N: the activations N layers of each pipeline rank keep for their backward
+//             (what the recompute policy keeps: under full recompute the layer input) are held
+//             in host memory, copied out during the forward and back during the backward beside
+//             the compute: Megatron-Core's --cpu-offloading-num-layers (Transformer Engine's CPU
+//             offload, transformer_engine/pytorch/cpu_offload.py) and MaxText's remat policies
+//             that offload the decoder layer input to the host. A rank with fewer layers
+//             offloads all of them. Needs a device file with host_link_gb_per_s and
+//             host_memory_gb. Megatron-Core's layer offload itself refuses pp > 1 and activation
+//             recompute (megatron/core/transformer/transformer_config.py); MaxText combines it
+//             with recompute.
 // Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
 // of the first k dimensions occupies consecutive ranks.
 #pragma once
@@ -61,6 +71,7 @@
 #include <string>
 #include <string_view>
 
+#include "mosaic/hardware/hardware.h"
 #include "mosaic/model/model_config.h"
 
 namespace mosaic {
@@ -112,6 +123,8 @@ struct Layout {
   // micro-batch runs beside the backward of another, each one's dispatch and combine hidden under
   // the other's compute. 0 or 1.
   int64_t a2a_overlap = 0;
+  // Layers per pipeline rank whose saved activations are held in host memory; 0: none.
+  int64_t offload_layers = 0;
   // Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout), its cosmetic
   // commas removed, NUL-padded; empty = not set. See PipelineLayoutStages. A fixed array keeps
   // Layout trivially copyable (co-design sends layouts between MPI ranks as bytes).
@@ -142,7 +155,8 @@ struct Layout {
 };
 
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
-// pp_first, pp_last, pp_embed, pp_loss and a2a_overlap are appended only when set. A degree of
+// pp_first, pp_last, pp_embed, pp_loss, a2a_overlap and offload_layers are appended only when
+// set. A degree of
 // 0 stands for one left unknown and is written "?" (a measured row whose GPUs give no
 // data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
@@ -229,6 +243,7 @@ struct LayoutViolation {
 //   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
 //   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
+//   offload_layers <= the layer passes of the heaviest pipeline rank.
 //   pp_layout (validate_layer_layout in pipeline_parallel_layer_layout.py): pp divides its
 //   stages and vpp = stages / pp; E first and once, L last and once; as many t as layers × loops
 //   and as many m as MTP layers, each in its rank's last virtual stage; excludes pp_first,
@@ -236,5 +251,9 @@ struct LayoutViolation {
 //   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
+// The same on a device (its domain_gpus), and activation offload's need of it: offload_layers
+// needs a device that gives host_link_gb_per_s and host_memory_gb (kUnsupported).
+std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
+                                           const JobShape& job, const HardwareSpec& device);
 
 }  // namespace mosaic

@@ -211,6 +211,10 @@ struct StepBreakdown {
          pp_seconds = 0;
   double exposed_comm_seconds = 0;
   double host_seconds = 0;      // host issue time the GPU waits for (MoE token-count syncs)
+  // Activation offload (Layout::offload_layers): the copies to host memory and back before
+  // overlap, and what of them the compute does not hide.
+  double offload_seconds = 0;
+  double exposed_offload_seconds = 0;
   double bubble_seconds = 0;
   double overhead_seconds = 0;  // fixed per step
 };
@@ -224,7 +228,12 @@ struct MemoryBreakdown {
   double logits_bytes = 0;
   double dispatch_bytes = 0;
   double reserve_bytes = 0;
-  double peak_bytes = 0;
+  double peak_bytes = 0;  // the HBM's: everything above
+  // Activation offload (Layout::offload_layers): the activations held in host memory at the
+  // peak (not part of peak_bytes), and the bytes one micro-batch copies to host memory (and
+  // back) through the peak stage's offloaded layers.
+  double host_activation_bytes = 0;
+  double offload_bytes_per_micro_batch = 0;
 };
 
 struct StepEstimate {
@@ -237,7 +246,8 @@ struct StepEstimate {
   StepBreakdown time;
   MemoryBreakdown memory;
   double capacity_bytes = 0;           // the device's HBM
-  bool fits = false;
+  double host_capacity_bytes = 0;      // the device's host memory (0: not given)
+  bool fits = false;                   // FitsDevice
   double dropped_fraction = 0;         // share of routed assignments dropped
 };
 
@@ -390,7 +400,14 @@ double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus, dou
 ExpertDispatchTraffic ExpertDispatchBytes(int64_t experts, int64_t top_k, int64_t ep, int64_t etp,
                                           int64_t domain_gpus, bool hierarchical);
 
-// Only the memory part of EvaluateStep (for the search's early rejection).
+// Whether `memory` fits the device: its peak within the HBM and, with activation offload, the
+// activations held on the host within host_memory_gb.
+bool FitsDevice(const MemoryBreakdown& memory, const HardwareSpec& device);
+
+// Only the memory part of EvaluateStep (for the search's early rejection). With activation
+// offload (Layout::offload_layers = N), each micro-batch in flight keeps min(N, the stage's
+// layers) layers' activations in host memory, and the HBM holds the others plus one offloaded
+// layer's in transit (Transformer Engine double-buffers each offloaded layer's copy).
 MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
                                const Layout& layout, const PerfJob& job,
                                const PerfProfile& profile);
@@ -401,6 +418,7 @@ struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
   double per_layer_full = 0;    // bytes of one layer pass's activations for one micro-batch
   double held_layers = 0;       // layer passes whose activations are held
+  double offloaded_layers = 0;  // of those, the ones held in host memory (offload_layers)
   double in_flight = 0;         // micro-batches in flight
 };
 
