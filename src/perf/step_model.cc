@@ -385,9 +385,9 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
       if (l.a2a_overlap > 0) parts.in_flight += 1 / static_cast<double>(l.vpp);
     }
   }
-  // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the first
-  // when pp = 1); counted when pp = 1 only, as the first stage is the peak otherwise.
-  if (l.pp == 1) {
+  // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the only
+  // one when pp = 1).
+  if (stage == l.pp - 1) {
     mem.logits_bytes = t * static_cast<double>(c.vocab) * (2 + 4) * profile.logits_fraction;
   }
   // All-to-all send and receive buffers of one MoE layer.
@@ -444,9 +444,9 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
 }  // namespace
 
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
-// micro-batches, so a later stage can only be the peak when it holds more layers than every
-// earlier one (SplitPipeline places short stages first; the last stage, one micro-batch in
-// flight, is compared only when it holds more than the middle ones).
+// micro-batches, so a middle stage can only be the peak when it holds more layers than the first
+// (SplitPipeline places short stages first); the last stage, one micro-batch in flight, holds the
+// output layer's logits and is always compared.
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
@@ -458,7 +458,7 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
                                                             s.middle_mtp,
                                                             s.middle_rank);
   }
-  if (l.pp > 1 && s.last > std::max(s.first, s.middle)) {
+  if (l.pp > 1) {
     stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
                                                             s.last_mtp,
                                                             l.pp - 1);

@@ -1007,5 +1007,24 @@ TEST(StepModel, OffloadedActivationsMoveToHostMemoryAndCostTheirCopies) {
   EXPECT_TRUE(FitsDevice(full_offloaded.memory, pod.device));
 }
 
+// The last pipeline stage holds the output layer's logits (bf16) and their fp32 softmax: with a
+// large micro-batch it is the peak, though it holds one micro-batch in flight (a search ranked
+// pp=2 layouts at micro-batch 64 first, over the HBM by 200 GB).
+TEST(StepModel, TheLastStageHoldsTheLogits) {
+  const ModelShape shape = MakeModelShape(LoadModel("qwen3-30b-a3b").config, 4096);
+  const Cluster node = MakeCluster(LoadHardware("b200"), 8);
+  const ProfileSet profiles = LoadProfiles();
+  const PerfProfile& profile = profiles.Get("megatron-b200");
+  const PerfJob job{512, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const MemoryBreakdown piped =
+      EstimateMemory(shape, node, ParseLayout("pp=2,fsdp=4,mbs=64,recompute=full"), job, profile);
+  const MemoryBreakdown flat =
+      EstimateMemory(shape, node, ParseLayout("fsdp=8,mbs=64,recompute=full"), job, profile);
+  const double logits = 64.0 * 4096 * 151936 * (2 + 4) * profile.logits_fraction;
+  EXPECT_NEAR(piped.logits_bytes, logits, kRelTol * logits);
+  EXPECT_EQ(flat.logits_bytes, piped.logits_bytes);
+  EXPECT_GT(piped.peak_bytes, node.device.hbm_gb * 1e9);
+}
+
 }  // namespace
 }  // namespace mosaic
