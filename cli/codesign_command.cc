@@ -59,9 +59,7 @@ void Run(const CodesignCliOptions& o) {
                                              space.law.origin};
     CheckOutputIsNotInput(o.output, inputs);
     CheckOutputIsNotInput(o.html, inputs, "--html");
-    if (!o.html.empty() && o.html == o.output) {
-      throw UsageError("--html and --output name the same file " + o.html);
-    }
+    CheckHtmlIsNotOutput(o.html, o.output);
   } catch (...) {
     error = std::current_exception();
   }

@@ -61,6 +61,10 @@ CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output,
 void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs,
                            const std::string& flag = "--output");
 
+// Throws UsageError when `html` and `output` (both given) name the same file, whatever the
+// spelling ("a.json" and "./a.json", a link to it): one would overwrite the other.
+void CheckHtmlIsNotOutput(const std::string& html, const std::string& output);
+
 // A range check for a number flag whose message shows the bounds as written ("-3 is not in
 // [0, 1e+06]"): CLI11's own ranges print the full digits of their default bounds and let NaN pass.
 // NaN, and text that is not a number from end to end, are never in range.

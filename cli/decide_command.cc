@@ -27,9 +27,7 @@ void Run(const DecideOptions& o) {
   const std::vector<std::string> inputs = StudyInputFiles(o.study, study);
   CheckOutputIsNotInput(o.output, inputs);
   CheckOutputIsNotInput(o.html, inputs, "--html");
-  if (!o.html.empty() && o.html == o.output) {
-    throw UsageError("--html and --output name the same file " + o.html);
-  }
+  CheckHtmlIsNotOutput(o.html, o.output);
   const Decision decision = Decide(study, options);
   EmitOutputWithHtml(o.output,
                      o.json ? report::RenderDecisionJson(decision)

@@ -94,6 +94,18 @@ void CheckOutputIsNotInput(const std::string& output, const std::vector<std::str
   }
 }
 
+void CheckHtmlIsNotOutput(const std::string& html, const std::string& output) {
+  if (html.empty() || output.empty()) return;
+  std::error_code ec_html, ec_output;
+  const std::filesystem::path a = std::filesystem::weakly_canonical(html, ec_html);
+  const std::filesystem::path b = std::filesystem::weakly_canonical(output, ec_output);
+  if (html == output || (!ec_html && !ec_output && a == b)) {
+    throw UsageError(fmt::format("--html and --output name the same file ({} and {}): one would "
+                                 "overwrite the other",
+                                 html, output));
+  }
+}
+
 CLI::Validator InRange(double low, double high, bool open_low, bool open_high) {
   const std::string range = fmt::format("{}{:g}, {:g}{}", open_low ? '(' : '[', low, high,
                                         open_high ? ')' : ']');

@@ -465,6 +465,7 @@ void RunAblationCommand(const AblationCliOptions& o) {
   const std::vector<std::string> inputs = LogFiles(DiscoverRuns({o.ablation_dir, o.baseline_dir}));
   CheckOutputIsNotInput(o.output, inputs);
   CheckOutputIsNotInput(o.html, inputs, "--html");
+  CheckHtmlIsNotOutput(o.html, o.output);
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
   // The text report quotes run names, tags and paths from the logs in many places: none reaches

@@ -130,6 +130,19 @@ TEST(AblationCliFixture, ATagShortOfItsRunIsNotedUnderFractions) {
   EXPECT_NE(r.out.find("validation  validation  final 999 "), std::string::npos) << r.out;
 }
 
+// --html and --output naming one file, however spelt, would leave only one of the two reports.
+TEST_F(AblationCli, HtmlAndOutputMustBeTwoFiles) {
+  const std::string dir = ::testing::TempDir() + "ablation_same_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  const std::string report = dir + "/a.json";
+  const CommandResult r =
+      RunMosaic(Command("--json --output " + report + " --html " + dir + "/./a.json"));
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("--html and --output name the same file"), std::string::npos) << r.err;
+  EXPECT_FALSE(std::filesystem::exists(report));
+  std::filesystem::remove_all(dir);
+}
+
 TEST_F(AblationCli, HtmlReportRendersInHeadlessChromium) {
   const std::string dir = ::testing::TempDir() + "ablation_html_" + std::to_string(::getpid());
   std::filesystem::create_directories(dir);
