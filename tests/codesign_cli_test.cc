@@ -8,6 +8,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "cli_support.h"
 #include "mosaic/codesign/distributed.h"
@@ -38,6 +40,20 @@ TEST(CodesignCli, TextCsvAndHtml) {
   const CommandResult csv = RunMosaic("codesign h100-sparsity --csv");
   ASSERT_EQ(csv.exit_code, 0) << csv.err;
   EXPECT_EQ(CountOf(csv.out, "\n"), 1u + 18u);  // header + 2 widths × 9 expert counts
+  // Byte counts are whole, and each architecture's peak is the JSON's (the sum of its rounded
+  // parts).
+  const CommandResult json = RunMosaic("codesign h100-sparsity --json");
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  std::vector<std::string> peaks;
+  for (const auto& a : nlohmann::json::parse(json.out)["architectures"]) {
+    if (a.contains("estimate")) {
+      peaks.push_back(std::to_string(a["estimate"]["memory"]["peak_bytes"].get<int64_t>()));
+    }
+  }
+  ASSERT_FALSE(peaks.empty());
+  size_t found = 0;
+  for (const std::string& peak : peaks) found += csv.out.find("," + peak + ",") != std::string::npos;
+  EXPECT_EQ(found, peaks.size()) << csv.out;
 
   const std::string page =
       ::testing::TempDir() + "codesign_" + std::to_string(::getpid()) + ".html";

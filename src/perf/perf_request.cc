@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -258,28 +259,35 @@ std::vector<std::string> SearchCautions(const SearchResult& result) {
 
 namespace {
 
+// The memory parts of a breakdown, in the order outputs list them.
+std::array<std::pair<const char*, double>, 8> MemoryParts(const MemoryBreakdown& m) {
+  return {{{"weights_bytes", m.weights_bytes},
+           {"gradients_bytes", m.gradients_bytes},
+           {"optimizer_bytes", m.optimizer_bytes},
+           {"gather_buffer_bytes", m.gather_buffer_bytes},
+           {"activation_bytes", m.activation_bytes},
+           {"logits_bytes", m.logits_bytes},
+           {"dispatch_bytes", m.dispatch_bytes},
+           {"reserve_bytes", m.reserve_bytes}}};
+}
+
 // The memory breakdown in whole bytes: each part is the model's estimate rounded, and the peak
-// is their sum, so the parts add up to it exactly.
+// is their sum (PeakMemoryWholeBytes), so the parts add up to it exactly.
 nlohmann::ordered_json MemoryJson(const StepEstimate& e) {
-  const MemoryBreakdown& m = e.memory;
-  const std::pair<const char*, double> parts[] = {
-      {"weights_bytes", m.weights_bytes},       {"gradients_bytes", m.gradients_bytes},
-      {"optimizer_bytes", m.optimizer_bytes},   {"gather_buffer_bytes", m.gather_buffer_bytes},
-      {"activation_bytes", m.activation_bytes}, {"logits_bytes", m.logits_bytes},
-      {"dispatch_bytes", m.dispatch_bytes},     {"reserve_bytes", m.reserve_bytes}};
   nlohmann::ordered_json memory;
-  int64_t peak_bytes = 0;
-  for (const auto& [name, bytes] : parts) {
-    const int64_t whole = std::llround(bytes);
-    memory[name] = whole;
-    peak_bytes += whole;
-  }
-  memory["peak_bytes"] = peak_bytes;
+  for (const auto& [name, bytes] : MemoryParts(e.memory)) memory[name] = std::llround(bytes);
+  memory["peak_bytes"] = PeakMemoryWholeBytes(e.memory);
   memory["capacity_bytes"] = std::llround(e.capacity_bytes);
   return memory;
 }
 
 }  // namespace
+
+int64_t PeakMemoryWholeBytes(const MemoryBreakdown& memory) {
+  int64_t peak_bytes = 0;
+  for (const auto& [name, bytes] : MemoryParts(memory)) peak_bytes += std::llround(bytes);
+  return peak_bytes;
+}
 
 nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   nlohmann::ordered_json j;

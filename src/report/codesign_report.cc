@@ -212,7 +212,8 @@ std::string RenderCodesignCsv(const CodesignResult& r) {
     if (a.feasible()) {
       out += fmt::format("{},{},{},{},{},{},{},", quote(ToString(a.layout)),
                          num(a.estimate.tokens_per_s_per_gpu), num(a.estimate.mfu),
-                         num(a.estimate.memory.peak_bytes), num(a.estimate.dropped_fraction),
+                         PeakMemoryWholeBytes(a.estimate.memory),
+                         num(a.estimate.dropped_fraction),
                          num(a.cluster_tokens), num(a.cluster_loss));
     } else {
       out += ",,,,,,,";

@@ -128,6 +128,10 @@ struct CollectiveLinks {
 };
 CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout);
 
+// The peak HBM bytes as every output writes them: the sum of the memory parts each rounded to a
+// whole byte, so that the parts printed add up to it exactly.
+int64_t PeakMemoryWholeBytes(const MemoryBreakdown& memory);
+
 // The estimate as JSON: layout, step time, tokens/s per GPU, MFU, memory and time breakdowns
 // (seconds and bytes per GPU), dropped share; the field names of `mosaic perf --json`.
 nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& estimate);
