@@ -44,8 +44,9 @@ TEST(CodesignCli, TextCsvAndHtml) {
   // parts).
   const CommandResult json = RunMosaic("codesign h100-sparsity --json");
   ASSERT_EQ(json.exit_code, 0) << json.err;
+  const nlohmann::json parsed = nlohmann::json::parse(json.out);
   std::vector<std::string> peaks;
-  for (const auto& a : nlohmann::json::parse(json.out)["architectures"]) {
+  for (const auto& a : parsed["architectures"]) {
     if (a.contains("estimate")) {
       peaks.push_back(std::to_string(a["estimate"]["memory"]["peak_bytes"].get<int64_t>()));
     }
