@@ -300,6 +300,12 @@ void Run(const FitCliOptions& o) {
     throw FlagError("--flops-per-param-token", fmt::format("{}", o.flops_per_param_token),
                     "> 0");
   }
+  if (!o.frontier.empty() && law.name != "chinchilla") {
+    throw FlagError("--frontier", fmt::format("{:g}", o.frontier.front()),
+                    fmt::format("the compute-optimal frontier needs the chinchilla law (inputs N "
+                                "and D), not --law {}",
+                                law.name));
+  }
 
   const Arm base = FitFile(law, o.data, request, 0);
   const BootstrapResult* boot = base.bootstrap ? &*base.bootstrap : nullptr;

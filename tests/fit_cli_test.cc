@@ -215,7 +215,7 @@ TEST(FitCli, UnknownLawAndPin) {
   EXPECT_NE(r.err.find("unknown law 'chinchila' (did you mean 'chinchilla'?)"), std::string::npos)
       << r.err;
   CommandResult p = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin alpah=1");
-  EXPECT_EQ(p.exit_code, 1);
+  EXPECT_EQ(p.exit_code, 2);
   EXPECT_NE(p.err.find("(did you mean 'alpha'?)"), std::string::npos) << p.err;
   for (const auto& [flag, rule] :
        {std::pair<std::string, std::string>{"--objective l1", "objective = l1. Violated "

@@ -164,7 +164,7 @@ TEST(RunsCli, ErrorsAndExitCodes) {
     EXPECT_NE(both.err.find("excludes"), std::string::npos) << both.err;
   }
   CommandResult regex = RunMosaic("runs " + kRerun + " --tags '(x'");
-  EXPECT_EQ(regex.exit_code, 1);
+  EXPECT_EQ(regex.exit_code, 2);  // a malformed flag
   EXPECT_NE(regex.err.find("--tags = (x. Violated constraint: a valid regular expression"),
             std::string::npos)
       << regex.err;

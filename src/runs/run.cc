@@ -443,8 +443,8 @@ std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern) {
   options.set_log_errors(false);
   auto compiled = std::make_shared<const RE2>(pattern, options);
   if (compiled->ok()) return compiled;
-  throw FieldError({}, "--tags", ShownPattern(pattern),
-                   fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
+  throw FlagError("--tags", ShownPattern(pattern),
+                  fmt::format("a valid regular expression (RE2 syntax: {})", compiled->error()));
 }
 
 LoadOptions MakeLoadOptions(std::string_view restarts, const std::string& tags,

@@ -161,7 +161,7 @@ TEST(Runs, TagFilterAndHistograms) {
   EXPECT_EQ(run.Tags(), (std::vector<std::string>{"ray/tune/episode_reward_max",
                                                   "ray/tune/episode_reward_min"}));
   EXPECT_TRUE(run.histograms.empty());
-  EXPECT_THROW(CompileTagFilter("(unclosed"), InputError);
+  EXPECT_THROW(CompileTagFilter("(unclosed"), UsageError);  // a malformed --tags
   const runs::Run unfiltered = LoadOnly("CursedSeraphim__process-tensorboard-logs/Ray_PPO_cycle_1e6");
   int64_t histogram_values = 0;
   for (const HistogramSeries& h : unfiltered.histograms) histogram_values += h.points;

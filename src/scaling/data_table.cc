@@ -172,7 +172,7 @@ std::vector<double> EvaluateRows(const DataTable& table, const std::string& expr
     }
     return out;
   } catch (const mu::Parser::exception_type& e) {
-    throw InputError(fmt::format("{}: cannot parse expression '{}': {}", label, expression,
+    throw UsageError(fmt::format("{}: cannot parse expression '{}': {}", label, expression,
                                  e.GetMsg()));
   }
 }

@@ -116,7 +116,7 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
     if (position >= 0 && position <= static_cast<int>(expression.size())) {
       caret = fmt::format("\n  {}\n  {}^", expression, std::string(position, ' '));
     }
-    throw InputError(fmt::format("--law-expr: cannot parse '{}' at position {}: {}{}", expression,
+    throw UsageError(fmt::format("--law-expr: cannot parse '{}' at position {}: {}{}", expression,
                                  position + 1, e.GetMsg(), caret));
   }
   std::vector<std::string> param_names;
@@ -401,7 +401,7 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
     if (j < 0) {
       std::vector<std::string> names;
       for (const ExpressionParam& q : law.params) names.push_back(q.name);
-      throw InputError(fmt::format("--pin {}={}: the expression has no parameter '{}'{}; "
+      throw UsageError(fmt::format("--pin {}={}: the expression has no parameter '{}'{}; "
                                    "parameters: {}",
                                    name, value, name, DidYouMean(name, names),
                                    fmt::join(names, ", ")));

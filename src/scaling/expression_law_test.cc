@@ -114,7 +114,7 @@ TEST(ExpressionLaw, InputErrors) {
   try {
     MakeExpressionLaw("E + A*N^(-alpha", Params("E=1,A=1,alpha=0.3"), columns, {});
     FAIL();
-  } catch (const InputError& e) {
+  } catch (const UsageError& e) {  // a malformed --law-expr
     EXPECT_NE(std::string(e.what()).find("cannot parse 'E + A*N^(-alpha' at position"),
               std::string::npos)
         << e.what();

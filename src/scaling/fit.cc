@@ -55,7 +55,7 @@ std::vector<std::optional<double>> PinnedTheta(
   for (const auto& [name, value] : pins) {
     const int j = law.ParamIndex(name);
     if (j < 0) {
-      throw InputError(fmt::format("--pin {}={}: law {} has no parameter '{}'{}; parameters: {}",
+      throw UsageError(fmt::format("--pin {}={}: law {} has no parameter '{}'{}; parameters: {}",
                                    name, value, law.name, name, DidYouMean(name, names),
                                    fmt::join(names, ", ")));
     }

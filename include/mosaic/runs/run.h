@@ -115,12 +115,12 @@ struct LoadOptions {
 // The options of `mosaic runs` and the Python package's readers: `restarts` ("first", "last",
 // "all"), the `tags` filter ("" keeps every tag; compiled by CompileTagFilter), the CSV/JSONL
 // `step_column` ("" detects it), files read on every core. Throws InputError for an unknown
-// policy or a pattern RE2 refuses.
+// policy, UsageError (a malformed --tags) for a pattern RE2 refuses.
 LoadOptions MakeLoadOptions(std::string_view restarts, const std::string& tags,
                             const std::string& step_column);
 
 // Compiles `--tags` with RE2 (github.com/google/re2/wiki/Syntax): matching takes time linear in
-// the tag and compiling is bounded in memory, whatever the pattern. Throws InputError naming the
+// the tag and compiling is bounded in memory, whatever the pattern. Throws UsageError naming the
 // flag, the pattern (shortened when long) and RE2's complaint (syntax, pattern too large).
 std::shared_ptr<const re2::RE2> CompileTagFilter(const std::string& pattern);
 

@@ -70,14 +70,14 @@ struct ColumnMapping {
 ColumnMapping ParseColumnMapping(std::string_view text);
 
 // Applies the mappings in order (a source naming a column copies it, otherwise it is evaluated
-// as an expression). Throws InputError for a syntax error or an unknown variable, with a
-// did-you-mean over the columns.
+// as an expression). Throws UsageError for a syntax error (a malformed --column) and InputError
+// for an unknown variable, with a did-you-mean over the columns.
 void ApplyMappings(DataTable& table, const std::vector<ColumnMapping>& mappings);
 
 // Keeps the rows where `condition` (muparser, e.g. "C < 1e21 && N > 1e8") is true (1); a row
 // where it is NaN (a missing value) is dropped. Throws InputError naming the row's file and line
 // and the value when the condition gives anything but 0, 1 or NaN (a bare column, "C", is a
-// value, not a condition).
+// value, not a condition); UsageError for a condition that does not parse (a malformed --where).
 void FilterRows(DataTable& table, std::string_view condition);
 
 // Drops the `count` rows with the highest value of column `column` (Epoch's subset rule for the

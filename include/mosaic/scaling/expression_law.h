@@ -38,8 +38,9 @@ struct ExpressionLaw {
   Law Describe() const;
 };
 
-// Resolves the expression against the data's columns and the parameters. Throws InputError for
-// an expression that does not parse (with the position and a caret), a name that is neither a
+// Resolves the expression against the data's columns and the parameters. Throws UsageError for
+// an expression that does not parse (with the position and a caret: a malformed --law-expr),
+// InputError for a name that is neither a
 // column nor a parameter, a name that is both, a parameter the expression does not use, a
 // parameter given twice, or a parameter with neither a start nor a pin (`pinned` names).
 ExpressionLaw MakeExpressionLaw(const std::string& expression,

@@ -108,8 +108,8 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options);
 void CheckDesign(const Law& law, const FitData& data,
                  const std::vector<std::optional<double>>& pinned);
 
-// Pins by name → θ per law parameter (nullopt for free ones). Throws InputError with a
-// did-you-mean for an unknown name.
+// Pins by name → θ per law parameter (nullopt for free ones). Throws UsageError (a --pin the law
+// cannot take) with a did-you-mean for an unknown name.
 std::vector<std::optional<double>> PinnedTheta(
     const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 
