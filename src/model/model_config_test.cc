@@ -82,6 +82,27 @@ TEST(LoadModelFromToml, AnUnknownFieldIsLocatedAtItsKey) {
   }
 }
 
+// A required field the file leaves out is named as missing, not reported as a 0 it never wrote;
+// a 0 it wrote is quoted with its place.
+TEST(LoadModelFromToml, AFieldLeftOutIsMissing) {
+  try {
+    LoadModelFromToml("name = \"x\"\n", "m.toml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()), "m.toml: d_model is missing. Violated constraint: d_model >= 1");
+  }
+  try {
+    LoadModelFromToml("name = \"x\"\nd_model = 0\n", "m.toml");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("m.toml:2:11: d_model = 0. Violated constraint: d_model "
+                                          ">= 1",
+                                          0),
+              0u)
+        << e.what();
+  }
+}
+
 TEST(SetModelField, RoundTripsThroughGet) {
   ModelConfig config;
   for (const ModelField& field : ModelFields()) {

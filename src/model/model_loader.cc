@@ -133,6 +133,13 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
       for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
       rule += " (after --set " + applied + ")";
     }
+    // A field no one set (neither the file, an override nor a family derivation) is missing, not
+    // a 0 the user wrote.
+    if (!explicit_fields.contains(violation->field) && spec.derivation.empty() &&
+        violation->value == "0") {
+      throw LocatedError(where, fmt::format("{} is missing. Violated constraint: {}",
+                                            violation->field, rule));
+    }
     throw FieldError(where, violation->field, violation->value, rule);
   }
   return spec;
