@@ -9,6 +9,7 @@
 #include <set>
 
 #include "mosaic/model/flops.h"
+#include "mosaic/perf/measurements.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
 #include "mosaic/scaling/data_table.h"
@@ -421,6 +422,47 @@ double TargetCompute(const Decision& d, std::string& rule) {
   return 0;
 }
 
+// The perf setup of an arm's target shape ([target] and its [[target.arms]] entry); errors are
+// located at the entry.
+PerfSetup TargetSetup(const StudyConfig& study, const TargetArm& target_arm) {
+  const TargetSpec& target = *study.decision.target;
+  PerfRequest request;
+  request.model = target_arm.model;
+  request.hardware = target.hardware;
+  request.gpus = target.gpus;
+  request.batch = target.batch_seqs;
+  request.seq = target.seq_len > 0 ? target.seq_len : study.seq_len;
+  SetFormatAndRouting(request, target.format, target_arm.routing);
+  request.capacity_factor = target_arm.capacity_factor;
+  request.profile = target.profile;
+  try {
+    return PreparePerf(request);
+  } catch (const InputError& error) {
+    throw LocatedError(target_arm.where,
+                       fmt::format("[[target.arms]] {}: {}", target_arm.arm, error.what()));
+  }
+}
+
+// A measured throughput the target's device could not run: more model FLOPs per second than its
+// peak (or under 0.1% of it), or an MFU more than a factor of 2 from what the tokens/s imply
+// (CheckTokensPerSecondIsPossible, CheckMfuAgreesWithTokensPerSecond), is a typo or a unit slip,
+// refused at its [[throughput.measured]] entry. The entry is taken as measured on the target's
+// device and the arm's target model.
+void CheckMeasuredThroughput(const MeasuredThroughput& m, const PerfSetup& target) {
+  const double per_gpu = m.tokens_per_s / static_cast<double>(m.gpus);
+  try {
+    CheckTokensPerSecondIsPossible(per_gpu, target.shape, target.hardware, target.job.format,
+                                   "tokens_per_s / gpus");
+    CheckMfuAgreesWithTokensPerSecond(100 * m.mfu, per_gpu,
+                                      target.shape.causal_model_flops_per_token, target.hardware,
+                                      "mfu (%)", "tokens_per_s / gpus");
+  } catch (const InputError& error) {
+    throw LocatedError(m.where, fmt::format("[[throughput.measured]] {} on the target's {} × {}: {}",
+                                            m.arm, target.cluster.gpus, target.hardware.name,
+                                            error.what()));
+  }
+}
+
 ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_arm,
                               const std::string& arm) {
   ArmThroughput t;
@@ -429,22 +471,7 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_
     t.why_not = fmt::format("no [[target.arms]] entry for {}", arm);
     return t;
   }
-  const TargetSpec& target = *study.decision.target;
-  PerfRequest request;
-  request.model = target_arm->model;
-  request.hardware = target.hardware;
-  request.gpus = target.gpus;
-  request.batch = target.batch_seqs;
-  request.seq = target.seq_len > 0 ? target.seq_len : study.seq_len;
-  SetFormatAndRouting(request, target.format, target_arm->routing);
-  request.capacity_factor = target_arm->capacity_factor;
-  request.profile = target.profile;
-  PerfSetup setup;
-  try {
-    setup = PreparePerf(request);
-  } catch (const InputError& error) {
-    throw LocatedError(target_arm->where, fmt::format("[[target.arms]] {}: {}", arm, error.what()));
-  }
+  const PerfSetup setup = TargetSetup(study, *target_arm);
   if (study.decision.throughput.layout == "arm") {
     try {
       t.estimate = EvaluateLayout(setup, target_arm->layout);
@@ -465,7 +492,7 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_
     so.top = 1;
     const SearchResult result = SearchBestLayouts(setup, so);
     if (result.best.empty()) {
-      t.why_not = fmt::format("no layout of {} fits on {} × {} ({})", arm, target.gpus,
+      t.why_not = fmt::format("no layout of {} fits on {} × {} ({})", arm, setup.cluster.gpus,
                               setup.hardware.name, result.RejectedText());
       return t;
     }
@@ -756,6 +783,11 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
       t.why_not = fmt::format("no measured tokens/s of {}", arm.name);
       for (const MeasuredThroughput& m : spec.throughput.measured) {
         if (m.arm != arm.name) continue;
+        if (spec.target) {
+          for (const TargetArm& a : spec.target->arms) {
+            if (a.arm == arm.name) CheckMeasuredThroughput(m, TargetSetup(study, a));
+          }
+        }
         t.known = true;
         t.why_not.clear();
         t.tokens_per_s_per_gpu = m.tokens_per_s / static_cast<double>(m.gpus);

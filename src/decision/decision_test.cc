@@ -366,6 +366,20 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                       "compute: E, A, alpha (did you mean 'alpha'?)"),
             std::string::npos)
       << ErrorOf("pin = { E = 1.6, alpha = 0.0941 }", "pin = { E = 1.6, alfa = 0.0941 }");
+  // A measured throughput the target's device cannot run, or an MFU far from what its tokens/s
+  // imply, is a typo, refused at its entry (a 10^7 slip used to flip the decision).
+  const std::string fast = ErrorOf("tokens_per_s = 316473", "tokens_per_s = 2.327e12");
+  EXPECT_NE(fast.find("study.toml:134:1: [[throughput.measured]] ep64 on the target's 64 × "
+                      "gb200-nvl72: tokens_per_s / gpus = 36359375000. Violated constraint: at "
+                      "most 17466.5 tokens/s per GPU"),
+            std::string::npos)
+      << fast;
+  const std::string mfu = ErrorOf("mfu = 0.1941", "mfu = 0.9");
+  EXPECT_NE(mfu.find("[[throughput.measured]] fsdp-chunk1 on the target's 64 × gb200-nvl72: mfu "
+                     "(%) = 90 with tokens_per_s / gpus = 3635.9375, which is 19.2% of the "
+                     "gb200-nvl72's bf16 peak"),
+            std::string::npos)
+      << mfu;
   // A results row naming an arm the study does not have: file, line, column, value and rule.
   const std::string csv =
       "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nep-64,768,3.0331\n";

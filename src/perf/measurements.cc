@@ -82,6 +82,24 @@ void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShap
   }
 }
 
+void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_gpu,
+                                       double flops_per_token, const HardwareSpec& device,
+                                       std::string_view mfu_what, std::string_view tokens_what) {
+  if (!(tokens_per_s_per_gpu > 0 && mfu_pct > 0)) return;
+  // The range spans the bf16 peak (high) and the fastest 8-bit one (low).
+  const double model_tflops = tokens_per_s_per_gpu * flops_per_token / 1e12;
+  const double low = 100 * model_tflops / std::max(PeakTflops(device, NumberFormat::kFp8),
+                                                   PeakTflops(device, NumberFormat::kMxfp8));
+  const double high = 100 * model_tflops / PeakTflops(device, NumberFormat::kBf16);
+  if (mfu_pct > 2 * high || mfu_pct < low / 2) {
+    throw InputError(fmt::format(
+        "{} = {} with {} = {}, which is {:.3g}% of the {}'s bf16 peak ({:.3g}% of its fp8 peak) "
+        "at {:.4g} model FLOPs per token. Violated constraint: the two agree within a factor of 2",
+        mfu_what, mfu_pct, tokens_what, tokens_per_s_per_gpu, high, device.name, low,
+        flops_per_token));
+  }
+}
+
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path) {
   std::vector<CsvRecord> records = ParseCsvRecords(text, path);
   if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", path));
@@ -405,20 +423,11 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
             path, line_no, tflops, tokens, implied, row_flops_per_token));
       }
     }
-    // An MFU beside tokens/s agrees with it within a factor of 2 of what it implies over the
-    // device's peak: a publisher may divide by the bf16 or the fp8 peak, so the range spans both.
-    if (tokens > 0 && mfu.back() > 0) {
-      const double model_tflops = tokens * row_flops_per_token / 1e12;
-      const double low = 100 * model_tflops / std::max(PeakTflops(device, NumberFormat::kFp8),
-                                                       PeakTflops(device, NumberFormat::kMxfp8));
-      const double high = 100 * model_tflops / PeakTflops(device, NumberFormat::kBf16);
-      if (mfu.back() > 2 * high || mfu.back() < low / 2) {
-        throw InputError(fmt::format(
-            "{}:{}: measured_mfu_pct = {} with measured_tokens_per_s_per_gpu = {}, which is "
-            "{:.3g}% of the {}'s bf16 peak ({:.3g}% of its fp8 peak) at {:.4g} model FLOPs per "
-            "token. Violated constraint: the two agree within a factor of 2",
-            path, line_no, mfu.back(), tokens, high, device.name, low, row_flops_per_token));
-      }
+    try {
+      CheckMfuAgreesWithTokensPerSecond(mfu.back(), tokens, row_flops_per_token, device,
+                                        "measured_mfu_pct", "measured_tokens_per_s_per_gpu");
+    } catch (const InputError& e) {
+      throw InputError(fmt::format("{}:{}: {}", path, line_no, e.what()));
     }
     if (tokens == 0 && tflops == 0 && mfu.back() == 0) {
       throw InputError(fmt::format(

@@ -73,6 +73,16 @@ void CheckTokensPerSecondIsPossible(double tokens_per_s_per_gpu, const ModelShap
                                     const HardwareSpec& device, NumberFormat format,
                                     const std::string& what);
 
+// Throws InputError "<mfu_what> = <mfu_pct> with <tokens_what> = <tokens>, which is X% of the
+// <device>'s bf16 peak (Y% of its fp8 peak) at F model FLOPs per token. Violated constraint: the
+// two agree within a factor of 2" when an MFU (in percent) given beside tokens/s per GPU lies
+// more than a factor of 2 outside what the tokens/s imply at `flops_per_token` over the device's
+// peaks: a publisher may divide by the bf16 or the fp8 peak and count the attention square or its
+// half, but not more. Either figure 0 (not given) passes.
+void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_gpu,
+                                       double flops_per_token, const HardwareSpec& device,
+                                       std::string_view mfu_what, std::string_view tokens_what);
+
 // ParseMeasurements of the file at `path`; also throws InputError when it cannot be read.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
