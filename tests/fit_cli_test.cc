@@ -286,6 +286,20 @@ TEST(FitCli, CollinearInputsAreASingularDesign) {
                        "6 points (log D = 1·log N + 2.996)"),
             std::string::npos)
       << r.err;
+  // Pinning both exponents equal, as that message allows, makes A/N^alpha and B/D^beta
+  // proportional: any split of A and B fits alike, and a prediction off the line is arbitrary.
+  r = RunMosaic("fit tests/fixtures/scaling/collinear_d20n.csv --law chinchilla --pin alpha=0.3 "
+                "--pin beta=0.3");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("singular design: with the pinned parameters the terms scaled by A, B of "
+                       "law chinchilla are linearly dependent over the 6 points (its 3 terms of "
+                       "fixed shape span 2 dimensions)"),
+            std::string::npos)
+      << r.err;
+  // Unequal exponents give the terms different shapes over the same points: it fits.
+  r = RunMosaic("fit tests/fixtures/scaling/collinear_d20n.csv --law chinchilla --pin alpha=0.3 "
+                "--pin beta=0.35");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
 }
 
 TEST(FitCli, HoldoutChoosesWhatIsHeldOut) {
@@ -413,9 +427,10 @@ TEST(FitCli, LossesFromLogs) {
             "--help' for its flags.\n");
   // Three free parameters on these three points leave none over, but the chinchilla form with
   // both exponents pinned cannot pass through them (A and B go to 0): the caution says which.
+  // (Equal exponents on these D = 20·N points would be a singular design.)
   r = RunMosaic("fit tests/fixtures/scaling/logged_runs.csv --logs "
                 "tests/fixtures/janosh__tensorboard-reducer/tests/runs --tag strict/foo "
-                "--law chinchilla --pin alpha=0.3 --pin beta=0.3 --json");
+                "--law chinchilla --pin alpha=0.3 --pin beta=0.4 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::string caution = nlohmann::json::parse(r.out)["cautions"][0].get<std::string>();
   EXPECT_NE(caution.find("3 free parameters on 3 points: no point is left over to check the fit "

@@ -264,6 +264,75 @@ void CheckTermsIdentifiable(const Law& law, const FitData& data,
   }
 }
 
+// A term whose every input-dependent factor is pinned is its free scale times a fixed shape of
+// the inputs (E: the shape 1; A/N^alpha with alpha pinned: N^-alpha). The loss's derivative by
+// each such scale is the term itself, so shapes that are linearly dependent over the points
+// leave those scales unseparated whatever the other terms do: D = 20·N with alpha = beta pinned
+// makes A/N^alpha and B/D^beta proportional, and any split of A and B fits alike.
+void CheckScalesSeparable(const Law& law, const FitData& data,
+                          const std::vector<std::optional<double>>& pinned) {
+  const int p = static_cast<int>(law.params.size());
+  std::vector<int> terms;  // the fixed-shape terms with a free scale
+  std::vector<std::string> names;
+  for (size_t t = 0; t < law.terms.size(); ++t) {
+    bool fixed_shape = true;
+    std::vector<std::string> scales;
+    for (const Factor& f : law.terms[t].factors) {
+      if (pinned[f.param]) continue;
+      if (!f.inputs.empty()) fixed_shape = false;
+      scales.push_back(law.params[f.param].name);
+    }
+    if (!fixed_shape || scales.empty()) continue;
+    terms.push_back(static_cast<int>(t));
+    names.push_back(fmt::format("{}", fmt::join(scales, "·")));
+  }
+  if (terms.size() < 2 || data.size() < terms.size()) return;
+  // Each column is a term's log-shape at every point, exponentiated after subtracting its
+  // largest value (no overflow), then normalized.
+  Eigen::MatrixXd shapes(data.size(), terms.size());
+  std::vector<double> x(law.inputs.size());
+  std::vector<double> v(law.terms.size() * p);
+  for (size_t i = 0; i < data.size(); ++i) {
+    data.Point(i, x.data());
+    law.Features(x.data(), v.data());
+    for (size_t c = 0; c < terms.size(); ++c) {
+      double log_shape = 0;
+      for (int j = 0; j < p; ++j) {
+        if (pinned[j]) log_shape += v[terms[c] * p + j] * *pinned[j];
+      }
+      shapes(i, c) = log_shape;
+    }
+  }
+  for (Eigen::Index c = 0; c < shapes.cols(); ++c) {
+    const double top = shapes.col(c).maxCoeff();
+    shapes.col(c) = (shapes.col(c).array() - top).exp().matrix();
+    shapes.col(c) /= shapes.col(c).norm();
+  }
+  Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(shapes);
+  qr.setThreshold(1e-10);
+  if (qr.rank() < shapes.cols()) {
+    // The terms in a dependency: those whose removal leaves the rank as it is.
+    std::vector<std::string> dependent;
+    for (Eigen::Index c = 0; c < shapes.cols(); ++c) {
+      Eigen::MatrixXd others(shapes.rows(), shapes.cols() - 1);
+      for (Eigen::Index k = 0, o = 0; k < shapes.cols(); ++k) {
+        if (k != c) others.col(o++) = shapes.col(k);
+      }
+      Eigen::ColPivHouseholderQR<Eigen::MatrixXd> without(others);
+      without.setThreshold(1e-10);
+      if (without.rank() == qr.rank()) dependent.push_back(names[c]);
+    }
+    names = dependent;
+    throw InputError(fmt::format(
+        "{}: singular design: with the pinned parameters the terms scaled by {} of law {} are "
+        "linearly dependent over the {} points (its {} terms of fixed shape span {} dimensions): "
+        "any split of those scales fits alike. Violated constraint: the terms of fixed shape are "
+        "linearly independent over the points (pin one of the scales, or add points that vary "
+        "the inputs independently)",
+        data.origin, fmt::join(names, ", "), law.name, data.size(), shapes.cols(), qr.rank()));
+  }
+}
+
 // The floor of a law under pinned θ (PinnedFloor in fit.h).
 LawFloor FloorOf(const Law& law, const std::vector<std::optional<double>>& pinned) {
   LawFloor floor;
@@ -339,6 +408,7 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
   }
   CheckInputsSeparable(law, data, pinned);
   CheckTermsIdentifiable(law, data, pinned);
+  CheckScalesSeparable(law, data, pinned);
   CheckAboveFloor(law, data, pinned);
   if (q == 0) return;  // every parameter pinned: nothing to identify
   const int k = static_cast<int>(law.terms.size());
