@@ -302,9 +302,22 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
   });
 }
 
-// Fits `law` to the arm's losses at `rungs`, with `bootstrap` resamples (0: none).
+// The rungs of `rungs` at which `arm` has a loss of the deciding kind, in order.
+std::vector<int64_t> RungsWithLoss(const Decision& d, const std::string& arm,
+                                   const std::vector<int64_t>& rungs) {
+  std::vector<int64_t> with;
+  for (int64_t rung : rungs) {
+    const RungResult* r = d.Find(arm, rung);
+    if (r != nullptr && r->Loss(d.study.decision.results->loss)) with.push_back(rung);
+  }
+  return with;
+}
+
+// Fits `law` to the arm's losses at `rungs`, with `bootstrap` resamples (0: none) from seed
+// stream `stream`; `paired`: the resamples draw rungs by their d_model (run_keys), so an arm
+// fitted on the same rungs with the same stream draws the same rungs in every resample.
 ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64_t>& rungs,
-              int64_t bootstrap, uint64_t stream, const DecideOptions& options) {
+              int64_t bootstrap, uint64_t stream, bool paired, const DecideOptions& options) {
   const DecisionSpec& spec = d.study.decision;
   const DecisionLoss which = spec.results->loss;
   ArmFit af;
@@ -314,9 +327,8 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
                                           : spec.results->csv;
   for (const scaling::LawInput& in : d.law.inputs) data.input_names.push_back(in.name);
   data.inputs.resize(d.law.inputs.size());
-  for (int64_t rung : rungs) {
+  for (int64_t rung : RungsWithLoss(d, arm, rungs)) {
     const RungResult* r = d.Find(arm, rung);
-    if (r == nullptr || !r->Loss(which)) continue;
     const LadderRow& row = PlanRow(d.plan, arm, rung);
     for (size_t i = 0; i < d.law.inputs.size(); ++i) {
       const std::string& name = d.law.inputs[i].name;
@@ -367,6 +379,7 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
     b.seed = scaling::StreamSeed(spec.fit.seed, stream);
     b.confidence = spec.fit.confidence;
     b.threads = options.threads;
+    if (paired) b.run_keys = af.rungs;  // one run per rung
     // Resamples that cannot measure a spread (every refitted one the data itself, or too few
     // refitted) leave the arm without intervals, said among its cautions, not the study failed.
     try {
@@ -621,8 +634,16 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     if (a && b && a->Loss(which) && b->Loss(which)) common.push_back(rung.d_model);
   }
   const std::vector<int64_t>& fit_rungs = spec.fit.rungs == "common" ? common : all;
-  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, spec.fit.bootstrap, 0, options));
-  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap, 1, options));
+  // Arms with losses at the same rungs are resampled together, rung by rung: losses of one rung
+  // share its data order and evaluation, so independent resamples of the two arms would count
+  // that shared part twice in the interval.
+  const std::vector<int64_t> base_rungs = RungsWithLoss(d, rule.default_arm, fit_rungs);
+  d.paired_bootstrap = base_rungs.size() >= 2 &&
+                       base_rungs == RungsWithLoss(d, rule.challenger, fit_rungs);
+  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, spec.fit.bootstrap, 0,
+                          d.paired_bootstrap, options));
+  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap,
+                          d.paired_bootstrap ? 0 : 1, d.paired_bootstrap, options));
   d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
   const ArmFit& base = d.fits[0];
   const ArmFit& challenger = d.fits[1];
@@ -672,8 +693,8 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
 
   // Sensitivity: the same projection with each arm fitted on every rung it ran.
   if (spec.fit.rungs == "common" && d.target_compute_flops > 0) {
-    const ArmFit a = FitArm(d, rule.default_arm, all, 0, 0, options);
-    const ArmFit b = FitArm(d, rule.challenger, all, 0, 1, options);
+    const ArmFit a = FitArm(d, rule.default_arm, all, 0, 0, false, options);
+    const ArmFit b = FitArm(d, rule.challenger, all, 0, 1, false, options);
     if (a.fitted && b.fitted && (a.rungs != d.fits[0].rungs || b.rungs != d.fits[1].rungs)) {
       d.effective_compute_all_rungs =
           scaling::CompareArms(d.law, a.fit, b.fit, d.target_compute_flops, 1.0, nullptr, nullptr,

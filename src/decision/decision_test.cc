@@ -433,6 +433,29 @@ TEST(Decide, ATargetBudgetInFlopsNeedsNoTokens) {
   }
 }
 
+// Arms fitted on the same rungs are resampled together, rung by rung: what their losses share at
+// a rung cancels. With the default arm at every rung of the challenger (per-rung effective
+// compute 1.18-1.30×), the paired interval stays around them; resampled independently it was
+// [0.68, 2.25], its low end reaching into a loss.
+TEST(Decide, ArmsOnTheSameRungsAreBootstrappedInPairs) {
+  ScratchDir scratch("paired");
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << *FindEmbeddedFile("studies/fsdp-vs-ep-results.csv")
+      << "fsdp-chunk1,1024,2.8130,2.8130,0.0,x1,\"test rung\"\n"
+      << "fsdp-chunk1,1536,2.5950,2.5950,0.0,x2,\"test rung\"\n"
+      << "fsdp-chunk1,2048,2.4300,2.4300,0.0,x3,\"test rung\"\n";
+  const std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const Decision d = Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  EXPECT_TRUE(d.paired_bootstrap);
+  ASSERT_TRUE(d.effective_compute.has_value());
+  ASSERT_TRUE(d.effective_compute_interval.has_value());
+  EXPECT_NEAR(*d.effective_compute, 1.193, 5e-4);
+  EXPECT_GT(d.effective_compute_interval->low, 1.15);
+  EXPECT_LT(d.effective_compute_interval->high, 1.35);
+  // The shipped study: the arms share one rung, so nothing is resampled in pairs.
+  EXPECT_FALSE(Decide(LoadStudy(kDefaultStudy)).paired_bootstrap);
+}
+
 // A pinned floor E above every loss leaves no compute that reaches the losses: the projection is
 // not finite, so the advantage is UNKNOWN with the reason, never a PASS on infinity.
 TEST(Decide, AFloorAboveTheLossesLeavesTheProjectionUnknown) {

@@ -106,9 +106,15 @@ std::string RenderDecisionText(const Decision& d) {
                      spec.fit.rungs == "common" ? "the rungs both arms ran" : "every rung of each arm");
   for (const ArmFit& f : d.fits) out += FitLine(d, f);
   if (spec.fit.bootstrap > 0) {
-    out += fmt::format("  intervals: {:g}% percentile, bootstrap by rung, {} resamples, each arm "
-                       "resampled independently (none for an arm fitted on one rung)\n",
-                       100 * spec.fit.confidence, spec.fit.bootstrap);
+    const bool same_rungs = d.fits.size() == 2 && d.fits[0].rungs == d.fits[1].rungs;
+    out += fmt::format("  intervals: {:g}% percentile, bootstrap by rung, {} resamples, {} (none "
+                       "for an arm fitted on one rung)\n",
+                       100 * spec.fit.confidence, spec.fit.bootstrap,
+                       d.paired_bootstrap ? "paired: both arms are fitted on the same rungs and "
+                                            "each resample draws the same rungs of both"
+                       : same_rungs       ? "each arm resampled on its own"
+                                          : "each arm resampled on its own (they are fitted on "
+                                            "different rungs)");
   }
 
   out += "\nTarget";
@@ -264,6 +270,7 @@ std::string RenderDecisionJson(const Decision& d) {
                  {"compute_rule", d.target_compute_rule},
                  {"effective_compute", Optional(d.effective_compute)},
                  {"effective_compute_interval", IntervalJson(d.effective_compute_interval)},
+                 {"paired_bootstrap", d.paired_bootstrap},
                  {"missing", d.missing_fit},
                  {"effective_compute_all_rungs", Optional(d.effective_compute_all_rungs)},
                  {"all_rungs", d.all_rungs_note}};

@@ -108,6 +108,16 @@ int SuggestedResamples(int minimum, int usable, int drawn) {
 BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions& fit_options,
                           const FitSummary& full_fit, const BootstrapOptions& options) {
   options.Validate();
+  if (!options.run_keys.empty()) {
+    std::vector<int64_t> sorted = options.run_keys;
+    std::sort(sorted.begin(), sorted.end());
+    if (sorted.size() != data.run_names.size() ||
+        std::adjacent_find(sorted.begin(), sorted.end()) != sorted.end()) {
+      throw InputError(fmt::format("bootstrap run keys: {} keys for {} runs. Violated constraint: "
+                                   "one distinct key per run",
+                                   sorted.size(), data.run_names.size()));
+    }
+  }
   // Points of weight 0 are in no fit: the resamples draw among the runs with a weighted point, as
   // many as there are (drawing empty runs too would shrink each resample by a random amount).
   if (std::any_of(data.weight.begin(), data.weight.end(), [](double w) { return !(w > 0); })) {
@@ -115,7 +125,17 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
     for (size_t i = 0; i < data.size(); ++i) {
       if (data.weight[i] > 0) weighted.push_back(i);
     }
-    return Bootstrap(law, data.Subset(weighted), fit_options, full_fit, options);
+    // The subset numbers its runs in order of first appearance (FitData::Subset): so do the keys.
+    BootstrapOptions subset_options = options;
+    if (!options.run_keys.empty()) {
+      subset_options.run_keys.clear();
+      std::vector<char> kept(data.run_names.size(), 0);
+      for (size_t i : weighted) {
+        if (!kept[data.run[i]]) subset_options.run_keys.push_back(options.run_keys[data.run[i]]);
+        kept[data.run[i]] = 1;
+      }
+    }
+    return Bootstrap(law, data.Subset(weighted), fit_options, full_fit, subset_options);
   }
   const std::vector<std::optional<double>> pinned = PinnedTheta(law, fit_options.pins);
   const FitProblem problem(law, data, fit_options.objective, pinned);
@@ -136,9 +156,14 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   const int runs = data.num_runs();
   std::vector<std::vector<size_t>> points_of_run(runs);
   for (size_t i = 0; i < data.size(); ++i) points_of_run[data.run[i]].push_back(i);
-  // Draws index runs in a canonical order (by their points' values), so that the resamples, and
-  // every interval, are the same whatever the order of the rows in the file.
-  const std::vector<int> canonical = CanonicalRunOrder(data);
+  // Draws index runs in a canonical order (by their points' values, or by the keys given), so
+  // that the resamples, and every interval, are the same whatever the order of the rows in the
+  // file.
+  std::vector<int> canonical = CanonicalRunOrder(data);
+  if (!options.run_keys.empty()) {
+    std::stable_sort(canonical.begin(), canonical.end(),
+                     [&](int a, int b) { return options.run_keys[a] < options.run_keys[b]; });
+  }
 
   std::vector<std::vector<double>> theta(options.resamples);
   std::vector<char> ok(options.resamples, kFailed);
@@ -182,6 +207,7 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
   for (int b = 0; b < options.resamples; ++b) {
     if (ok[b] == kFitted) {
       result.theta.push_back(std::move(theta[b]));
+      result.resample.push_back(b);
     } else if (ok[b] == kUnderdetermined) {
       ++result.underdetermined;
     } else {

@@ -212,6 +212,50 @@ TEST(Bootstrap, MinimumResamplesLeaveOneBeyondEachEnd) {
   EXPECT_NO_THROW(options.Validate());
 }
 
+// Run keys order the draws: two datasets whose runs carry the same keys, in any row order, draw
+// the same keys in every resample with the same seed (a paired bootstrap); keys that are not one
+// distinct key per run are refused.
+TEST(Bootstrap, RunKeysPairTheDraws) {
+  const Law& law = FindLaw("compute");
+  FitOptions options;
+  options.pins = {{"E", 1.6}};
+  const std::string rows[] = {"b1,1e18,3.2541\n", "b2,3e18,3.1007\n", "b3,1e19,2.9536\n",
+                              "b4,3e19,2.8355\n"};
+  std::string forward = "run,C,loss\n", backward = forward;
+  for (int i = 0; i < 4; ++i) forward += rows[i];
+  for (int i = 3; i >= 0; --i) backward += rows[i];
+  const FitData a = SelectFitData(ParseCsv(forward, "a.csv"), law);
+  const FitData b = SelectFitData(ParseCsv(backward, "b.csv"), law);
+  BootstrapOptions paired;
+  paired.resamples = 200;
+  paired.seed = 7;
+  paired.run_keys = {768, 1024, 1536, 2048};
+  const BootstrapResult ra = Bootstrap(law, a, options, Fit(law, a, options), paired);
+  paired.run_keys = {2048, 1536, 1024, 768};  // b's runs are in the other order
+  const BootstrapResult rb = Bootstrap(law, b, options, Fit(law, b, options), paired);
+  // The same draws refit the same points: the same resamples kept, with the same θ.
+  ASSERT_EQ(ra.resample, rb.resample);
+  ASSERT_FALSE(ra.theta.empty());
+  for (size_t i = 0; i < ra.theta.size(); ++i) {
+    for (size_t j = 0; j < ra.theta[i].size(); ++j) {
+      EXPECT_NEAR(ra.theta[i][j], rb.theta[i][j], 1e-6 * (1 + std::abs(ra.theta[i][j]))) << i;
+    }
+  }
+  // Keys that reverse the points' order draw other runs than CanonicalRunOrder does.
+  paired.run_keys = {4, 3, 2, 1};
+  const BootstrapResult reversed = Bootstrap(law, a, options, Fit(law, a, options), paired);
+  paired.run_keys.clear();
+  const BootstrapResult canonical = Bootstrap(law, a, options, Fit(law, a, options), paired);
+  ASSERT_EQ(reversed.theta.size(), canonical.theta.size());
+  size_t differ = 0;
+  for (size_t i = 0; i < reversed.theta.size(); ++i) differ += reversed.theta[i] != canonical.theta[i];
+  EXPECT_GT(differ, reversed.theta.size() / 2);
+  paired.run_keys = {1, 2, 2, 3};
+  EXPECT_THROW(Bootstrap(law, a, options, Fit(law, a, options), paired), InputError);
+  paired.run_keys = {1, 2, 3};
+  EXPECT_THROW(Bootstrap(law, a, options, Fit(law, a, options), paired), InputError);
+}
+
 TEST(Bootstrap, PercentileInterpolates) {
   const Interval i = PercentileInterval({4, 1, 3, 2, 5}, 0.5);
   EXPECT_DOUBLE_EQ(i.low, 2);

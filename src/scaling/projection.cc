@@ -235,13 +235,23 @@ Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary&
   }
   if (base_bootstrap != nullptr && arm_bootstrap != nullptr && !base_bootstrap->theta.empty() &&
       !arm_bootstrap->theta.empty()) {
-    const size_t n = std::min(base_bootstrap->theta.size(), arm_bootstrap->theta.size());
+    // Matched by resample index; both lists are in increasing order of it.
+    const BootstrapResult& p = *base_bootstrap;
+    const BootstrapResult& q = *arm_bootstrap;
     std::vector<double> m, w;
-    for (size_t b = 0; b < n; ++b) {
-      const double v = Multiplier(law, base_bootstrap->theta[b], arm_bootstrap->theta[b],
-                                  compute_flops, flops_per_param_token);
-      m.push_back(v);
-      w.push_back(v * tokens_per_s_ratio);
+    for (size_t i = 0, j = 0; i < p.theta.size() && j < q.theta.size();) {
+      const int a = i < p.resample.size() ? p.resample[i] : static_cast<int>(i);
+      const int b = j < q.resample.size() ? q.resample[j] : static_cast<int>(j);
+      if (a < b) {
+        ++i;
+      } else if (b < a) {
+        ++j;
+      } else {
+        const double v = Multiplier(law, p.theta[i++], q.theta[j++], compute_flops,
+                                    flops_per_param_token);
+        m.push_back(v);
+        w.push_back(v * tokens_per_s_ratio);
+      }
     }
     c.multiplier_interval = PercentileInterval(std::move(m), confidence);
     c.wall_clock_interval = PercentileInterval(std::move(w), confidence);

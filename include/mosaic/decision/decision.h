@@ -118,6 +118,10 @@ struct Decision {
   std::string target_compute_rule;       // how it was obtained
   std::optional<double> effective_compute;  // at the target
   std::optional<scaling::Interval> effective_compute_interval;
+  // Whether the two arms' bootstraps are paired: both fitted on the same rungs, each resample
+  // draws the same rungs of both (BootstrapOptions::run_keys), so what their losses share at a
+  // rung (its data, its seed) cancels in the interval; else each arm is resampled on its own.
+  bool paired_bootstrap = false;
   std::string missing_fit;               // why effective_compute is missing
   std::string settle_fit;                // what would give it ("" when it is known)
   // With [fit] rungs = "common": the same projection with each arm fitted on every rung it ran

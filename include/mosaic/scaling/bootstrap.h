@@ -23,6 +23,12 @@ struct BootstrapOptions {
   uint64_t seed = 0;
   double confidence = 0.95;  // of the two-sided percentile intervals
   int threads = 2;
+  // Optional: one key per run of the data (indexed like FitData::run), all distinct. Resamples
+  // then draw runs in the order of their keys rather than CanonicalRunOrder, so two bootstraps
+  // over data with the same keys and the same seed draw the same keys in every resample: a
+  // paired bootstrap (two arms run at the same rungs, each resample drawing the same rungs of
+  // both; Efron & Tibshirani 1993, ch. 9). Empty: CanonicalRunOrder.
+  std::vector<int64_t> run_keys;
 
   // Throws InputError for a confidence outside (0, 1), or resamples below
   // MinBootstrapResamples(confidence).
@@ -47,6 +53,7 @@ struct Interval {
 
 struct BootstrapResult {
   std::vector<std::vector<double>> theta;  // full θ per resample that converged
+  std::vector<int> resample;               // the index (0-based draw) of each θ's resample
   int resamples = 0;
   int failed = 0;                          // resamples whose refit did not converge (dropped)
   // Resamples whose distinct points cannot identify the law (CheckDesign; dropped: their
@@ -73,7 +80,8 @@ Interval PercentileInterval(std::vector<double> values, double confidence);
 // Percentile bootstrap by run (Efron & Tibshirani 1993, ch. 13): each resample draws as many
 // runs, with replacement, as `data` has runs with a point of weight > 0 (points of weight 0, and
 // runs of those alone, are in no resample), and refits from `full_fit`'s optimum. Throws
-// InputError for options that fail BootstrapOptions::Validate; when the weighted points are no
+// InputError for options that fail BootstrapOptions::Validate; run_keys that are not one distinct
+// key per run; when the weighted points are no
 // more than the free parameters (the fit passes through each, so every resample refits to the
 // same values); when every refitted resample drew each run once (the data itself: the others
 // cannot determine the law); and when fewer resamples than MinBootstrapResamples(confidence) remain once the

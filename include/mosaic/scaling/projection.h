@@ -92,9 +92,11 @@ struct Comparison {
 };
 
 // Compares `arm` against `base` at `compute_flops`. The bootstraps, when both are given, are
-// combined resample by resample for the intervals; they must be drawn independently (each arm
-// with its own seed stream, StreamSeed), so that this pairing is a random one and no interval
-// depends on the order of either file's rows.
+// combined resample by resample for the intervals, matched by resample index (a resample either
+// dropped is left out). Drawn independently (each arm with its own seed stream, StreamSeed), the
+// match is a random pairing; drawn over the same run keys with the same seed
+// (BootstrapOptions::run_keys), each pair resamples the same runs of both arms, a paired
+// bootstrap that keeps what the arms' losses share at each run.
 Comparison CompareArms(const Law& law, const FitSummary& base, const FitSummary& arm,
                        double compute_flops, double tokens_per_s_ratio,
                        const BootstrapResult* base_bootstrap, const BootstrapResult* arm_bootstrap,
