@@ -198,7 +198,7 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   std::string out = fmt::format("profile: {} ({}); routing {}\n", Printable(profile.name),
                                 CalibrationText(profile), RoutingText(setup));
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
-  for (const std::string& note : SearchCautions(r)) out += "note: " + note + "\n";
+  for (const std::string& note : SearchCautions(setup, r)) out += "note: " + note + "\n";
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
       cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());

@@ -116,8 +116,11 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
 
 // Cautions about a search's result, in PerfCautions's form: when the best layout is pipelined, that
 // the search keeps stages even (search.h) and an uneven split, evaluated with --layout, may balance
-// the embedding and output layer better. Empty when there is none.
-std::vector<std::string> SearchCautions(const SearchResult& result);
+// the embedding and output layer better; when the best layout's micro-batch above 1 runs more than
+// 20% faster than the same layout at micro-batch 1, at least half of the time saved in the expert
+// GEMMs' fitted per-expert cost (PerfProfile::expert_group_seconds), that measured releases
+// disagree on such gains. Empty when there is none.
+std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResult& result);
 
 // The links a layout's expert all-to-all (its ep·etp ranks) and FSDP collectives (tp·cp·fsdp
 // ranks) cross on the cluster: the name of the smallest domain holding the span
