@@ -443,10 +443,29 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
 
 }  // namespace
 
+namespace {
+
+// A stage's bytes that do not scale with a layer's activations.
+double FixedBytes(const MemoryBreakdown& m) {
+  return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.gather_buffer_bytes +
+         m.logits_bytes + m.dispatch_bytes + m.reserve_bytes;
+}
+
+// How many layers' activations (of one micro-batch) a stage holds in HBM under every recompute
+// policy (StageMemory): the held layers of each micro-batch in flight less the offloaded ones,
+// and one offloaded layer in transit.
+double DeviceActivationLayers(const StageMemoryParts& p) {
+  return (p.held_layers - p.offloaded_layers) * p.in_flight + (p.offloaded_layers > 0 ? 1 : 0);
+}
+
+}  // namespace
+
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
 // micro-batches, so a middle stage can only be the peak when it holds more layers than the first
-// (SplitPipeline places short stages first); the last stage, one micro-batch in flight, holds the
-// output layer's logits and is always compared.
+// (SplitPipeline places short stages first). The last stage, one micro-batch in flight, holds the
+// output layer's logits: it is compared unless both its fixed bytes and its activation layers are
+// at most the first stage's, when no recompute policy (one per-layer size for every stage) can
+// put it above.
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
@@ -459,9 +478,12 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
                                                             s.middle_rank);
   }
   if (l.pp > 1) {
-    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
-                                                            s.last_mtp,
-                                                            l.pp - 1);
+    const StageMemoryParts last =
+        StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
+    if (FixedBytes(last.memory) > FixedBytes(stages_[0].memory) ||
+        DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0])) {
+      stages_[stage_count_++] = last;
+    }
   }
 }
 
