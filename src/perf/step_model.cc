@@ -463,9 +463,9 @@ double DeviceActivationLayers(const StageMemoryParts& p) {
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
 // micro-batches, so a middle stage can only be the peak when it holds more layers than the first
 // (SplitPipeline places short stages first). The last stage, one micro-batch in flight, holds the
-// output layer's logits: it is compared unless both its fixed bytes and its activation layers are
-// at most the first stage's, when no recompute policy (one per-layer size for every stage) can
-// put it above.
+// output layer's logits: it is compared unless its fixed bytes, its activation layers and its
+// offloaded layers are all at most the first stage's, when no recompute policy (one per-layer size
+// for every stage) can put it above.
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
@@ -481,7 +481,8 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
     const StageMemoryParts last =
         StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
     if (FixedBytes(last.memory) > FixedBytes(stages_[0].memory) ||
-        DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0])) {
+        DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0]) ||
+        last.offloaded_layers * last.in_flight > stages_[0].offloaded_layers * stages_[0].in_flight) {
       stages_[stage_count_++] = last;
     }
   }
@@ -489,11 +490,18 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
 
 MemoryBreakdown LayoutMemory::For(Recompute recompute) const {
   MemoryBreakdown peak = StageMemory(model_, job_, profile_, derivation_, stages_[0], recompute);
+  // Offload: the host holds the most any stage offloads (not the HBM peak stage's), and the
+  // copies are timed on the stage that moves the most.
+  double host = peak.host_activation_bytes, copied = peak.offload_bytes_per_micro_batch;
   for (int i = 1; i < stage_count_; ++i) {
     const MemoryBreakdown stage =
         StageMemory(model_, job_, profile_, derivation_, stages_[i], recompute);
+    host = std::max(host, stage.host_activation_bytes);
+    copied = std::max(copied, stage.offload_bytes_per_micro_batch);
     if (stage.peak_bytes > peak.peak_bytes) peak = stage;
   }
+  peak.host_activation_bytes = host;
+  peak.offload_bytes_per_micro_batch = copied;
   return peak;
 }
 

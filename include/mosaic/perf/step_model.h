@@ -229,9 +229,9 @@ struct MemoryBreakdown {
   double dispatch_bytes = 0;
   double reserve_bytes = 0;
   double peak_bytes = 0;  // the HBM's: everything above
-  // Activation offload (Layout::offload_layers): the activations held in host memory at the
-  // peak (not part of peak_bytes), and the bytes one micro-batch copies to host memory (and
-  // back) through the peak stage's offloaded layers.
+  // Activation offload (Layout::offload_layers): the most activations any pipeline stage holds
+  // in host memory (not part of peak_bytes), and the most bytes one micro-batch copies to host
+  // memory (and back) through any stage's offloaded layers.
   double host_activation_bytes = 0;
   double offload_bytes_per_micro_batch = 0;
 };
