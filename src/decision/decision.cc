@@ -644,6 +644,9 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
                           d.paired_bootstrap, options));
   d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap,
                           d.paired_bootstrap ? 0 : 1, d.paired_bootstrap, options));
+  // Paired only where both arms have intervals (a fit through every point, or one that failed,
+  // has none).
+  d.paired_bootstrap = d.paired_bootstrap && d.fits[0].bootstrap && d.fits[1].bootstrap;
   d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
   const ArmFit& base = d.fits[0];
   const ArmFit& challenger = d.fits[1];
@@ -805,9 +808,20 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
       for (const MeasuredThroughput& m : spec.throughput.measured) {
         if (m.arm != arm.name) continue;
         if (spec.target) {
+          // Taken as measured on the target: the arm's target model is what checks it.
+          const TargetArm* target_arm = nullptr;
           for (const TargetArm& a : spec.target->arms) {
-            if (a.arm == arm.name) CheckMeasuredThroughput(m, TargetSetup(study, a));
+            if (a.arm == arm.name) target_arm = &a;
           }
+          if (target_arm == nullptr) {
+            throw LocatedError(m.where,
+                               fmt::format("[[throughput.measured]] {}: no [[target.arms]] entry "
+                                           "for {}. Violated constraint: a measured throughput "
+                                           "names an arm with its model on the target, which "
+                                           "checks it against the device's peak",
+                                           m.arm, m.arm));
+          }
+          CheckMeasuredThroughput(m, TargetSetup(study, *target_arm));
         }
         t.known = true;
         t.why_not.clear();

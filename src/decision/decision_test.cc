@@ -374,6 +374,12 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                       "most 17466.5 tokens/s per GPU"),
             std::string::npos)
       << fast;
+  // An entry whose arm has no model on the target cannot be checked: refused, not trusted.
+  const std::string unchecked = ErrorOf("arm = \"ep64\"\nmodel = \"marin-hero-ep\"",
+                                        "arm = \"fsdp-chunk4\"\nmodel = \"marin-hero-ep\"");
+  EXPECT_NE(unchecked.find("[[throughput.measured]] ep64: no [[target.arms]] entry for ep64"),
+            std::string::npos)
+      << unchecked;
   const std::string mfu = ErrorOf("mfu = 0.1941", "mfu = 0.9");
   EXPECT_NE(mfu.find("[[throughput.measured]] fsdp-chunk1 on the target's 64 × gb200-nvl72: mfu "
                      "(%) = 90 with tokens_per_s / gpus = 3635.9375, which is 19.2% of the "

@@ -93,7 +93,7 @@ void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_g
   const double high = 100 * model_tflops / PeakTflops(device, NumberFormat::kBf16);
   if (mfu_pct > 2 * high || mfu_pct < low / 2) {
     throw InputError(fmt::format(
-        "{} = {} with {} = {}, which is {:.3g}% of the {}'s bf16 peak ({:.3g}% of its fp8 peak) "
+        "{} = {:.6g} with {} = {}, which is {:.3g}% of the {}'s bf16 peak ({:.3g}% of its fp8 peak) "
         "at {:.4g} model FLOPs per token. Violated constraint: the two agree within a factor of 2",
         mfu_what, mfu_pct, tokens_what, tokens_per_s_per_gpu, high, device.name, low,
         flops_per_token));

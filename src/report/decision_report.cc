@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "mosaic/util/json_output.h"
@@ -107,11 +108,14 @@ std::string RenderDecisionText(const Decision& d) {
   for (const ArmFit& f : d.fits) out += FitLine(d, f);
   if (spec.fit.bootstrap > 0) {
     const bool same_rungs = d.fits.size() == 2 && d.fits[0].rungs == d.fits[1].rungs;
+    const bool any_interval =
+        std::any_of(d.fits.begin(), d.fits.end(), [](const ArmFit& f) { return f.bootstrap; });
     out += fmt::format("  intervals: {:g}% percentile, bootstrap by rung, {} resamples, {} (none "
                        "for an arm fitted on one rung)\n",
                        100 * spec.fit.confidence, spec.fit.bootstrap,
                        d.paired_bootstrap ? "paired: both arms are fitted on the same rungs and "
                                             "each resample draws the same rungs of both"
+                       : !any_interval    ? "none computed (the fits' cautions say why)"
                        : same_rungs       ? "each arm resampled on its own"
                                           : "each arm resampled on its own (they are fitted on "
                                             "different rungs)");
