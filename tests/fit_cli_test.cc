@@ -216,6 +216,21 @@ TEST(FitCli, UnknownLawAndPin) {
       << r.err;
   CommandResult p = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin alpah=1");
   EXPECT_EQ(p.exit_code, 2);
+  // muparser's '=' assigns: --where 'loss = 1' kept every row; a malformed --column is a usage
+  // error too.
+  CommandResult eq = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --where "
+                               "'loss = 1'");
+  EXPECT_EQ(eq.exit_code, 2);
+  EXPECT_NE(eq.err.find("'=' at position 6 of 'loss = 1' assigns to a variable in an expression; "
+                        "compare with '=='"),
+            std::string::npos)
+      << eq.err;
+  EXPECT_EQ(RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --where 'loss <= 4'")
+                .exit_code,
+            0);
+  EXPECT_EQ(RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --column =C")
+                .exit_code,
+            2);
   EXPECT_NE(p.err.find("(did you mean 'alpha'?)"), std::string::npos) << p.err;
   for (const auto& [flag, rule] :
        {std::pair<std::string, std::string>{"--objective l1", "objective = l1. Violated "

@@ -116,7 +116,7 @@ DataTable ReadCsv(const std::string& path) { return ParseCsv(ReadTextFile(path),
 ColumnMapping ParseColumnMapping(std::string_view text) {
   const size_t eq = text.find('=');
   if (eq == std::string_view::npos || eq == 0 || eq + 1 == text.size()) {
-    throw FieldError(At("--column"), "--column", text, "TARGET=SOURCE, e.g. N=Model Size or D=C/(6*N)");
+    throw FlagError("--column", text, "TARGET=SOURCE, e.g. N=Model Size or D=C/(6*N)");
   }
   return {std::string(text.substr(0, eq)), std::string(text.substr(eq + 1))};
 }
@@ -149,6 +149,7 @@ std::vector<double> EvaluateRows(const DataTable& table, const std::string& expr
   std::vector<int> bound;
   std::vector<std::string> identifiers;
   UnknownVariables unknown;
+  RefuseAssignment(expression, label);
   try {
     for (size_t c = 0; c < table.names.size(); ++c) {
       if (!IsIdentifier(table.names[c])) continue;
@@ -434,6 +435,22 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     }
   }
   return data;
+}
+
+void RefuseAssignment(std::string_view expression, std::string_view label) {
+  for (size_t i = 0; i < expression.size(); ++i) {
+    if (expression[i] != '=') continue;
+    const char before = i > 0 ? expression[i - 1] : ' ';
+    const char after = i + 1 < expression.size() ? expression[i + 1] : ' ';
+    if (after == '=') {
+      ++i;  // "==": a comparison
+      continue;
+    }
+    if (before == '<' || before == '>' || before == '!') continue;
+    throw UsageError(fmt::format("{}: '=' at position {} of '{}' assigns to a variable in an "
+                                 "expression; compare with '=='",
+                                 label, i + 1, expression));
+  }
 }
 
 }  // namespace mosaic::scaling

@@ -12,6 +12,7 @@
 #include <stdexcept>
 
 #include "location.h"
+#include "mosaic/scaling/data_table.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/text_input.h"
 #include "mosaic/util/parallel_for.h"
@@ -103,6 +104,7 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
                                 const std::vector<std::string>& pinned) {
   ExpressionLaw law;
   law.expression = expression;
+  RefuseAssignment(expression, "--law-expr");
   NameRecorder recorder;
   try {
     mu::Parser parser;

@@ -66,8 +66,14 @@ struct ColumnMapping {
   std::string source;  // a column name, or an expression
 };
 
-// Parses "TARGET=SOURCE"; throws InputError for a missing '=' or an empty side.
+// Parses "TARGET=SOURCE"; throws UsageError (a malformed --column) for a missing '=' or an empty
+// side.
 ColumnMapping ParseColumnMapping(std::string_view text);
+
+// Throws UsageError "<label>: '=' at position P assigns in an expression ...; compare with '=='"
+// when `expression` holds a '=' that is not part of '==', '<=', '>=' or '!=': muparser reads it
+// as an assignment to a variable, which --where 'loss = 1' would make true for every row.
+void RefuseAssignment(std::string_view expression, std::string_view label);
 
 // Applies the mappings in order (a source naming a column copies it, otherwise it is evaluated
 // as an expression). Throws UsageError for a syntax error (a malformed --column) and InputError
