@@ -441,10 +441,6 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
   return mem;
 }
 
-}  // namespace
-
-namespace {
-
 // A stage's bytes that do not scale with a layer's activations.
 double FixedBytes(const MemoryBreakdown& m) {
   return m.weights_bytes + m.gradients_bytes + m.optimizer_bytes + m.gather_buffer_bytes +
@@ -482,7 +478,8 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
         StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
     if (FixedBytes(last.memory) > FixedBytes(stages_[0].memory) ||
         DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0]) ||
-        last.offloaded_layers * last.in_flight > stages_[0].offloaded_layers * stages_[0].in_flight) {
+        last.offloaded_layers * last.in_flight >
+            stages_[0].offloaded_layers * stages_[0].in_flight) {
       stages_[stage_count_++] = last;
     }
   }
@@ -968,7 +965,8 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     // forward and come back during its backward, on copy engines beside the compute (Transformer
     // Engine's CPU offload; XLA's host offload). Each direction is hidden under the compute of
     // the same direction (forward: one pass of layer_mult; backward: the rest) and what exceeds
-    // it is exposed. A device without host_link_gb_per_s is refused before (OffloadViolation).
+    // it is exposed. A device without host_link_gb_per_s is refused before (CheckLayout on the
+    // device, layout.h).
     const double link_bytes_per_s = hw.host_link_gb_per_s * 1e9 * kHostLinkEfficiency;
     const double each_way = mb_ * e.memory.offload_bytes_per_micro_batch / link_bytes_per_s;
     const double forward = tb.compute_seconds / layer_mult;
