@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!options.empty()) {
     try {
       tags = CompileTagFilter(std::string(options[0]));
-    } catch (const InputError&) {
+    } catch (const UsageError&) {  // a pattern RE2 refuses: a malformed --tags
       return 0;
     }
   }
