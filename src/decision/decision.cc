@@ -638,15 +638,15 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   // share its data order and evaluation, so independent resamples of the two arms would count
   // that shared part twice in the interval.
   const std::vector<int64_t> base_rungs = RungsWithLoss(d, rule.default_arm, fit_rungs);
-  d.paired_bootstrap = base_rungs.size() >= 2 &&
-                       base_rungs == RungsWithLoss(d, rule.challenger, fit_rungs);
-  d.fits.push_back(FitArm(d, rule.default_arm, fit_rungs, spec.fit.bootstrap, 0,
-                          d.paired_bootstrap, options));
-  d.fits.push_back(FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap,
-                          d.paired_bootstrap ? 0 : 1, d.paired_bootstrap, options));
-  // Paired only where both arms have intervals (a fit through every point, or one that failed,
-  // has none).
-  d.paired_bootstrap = d.paired_bootstrap && d.fits[0].bootstrap && d.fits[1].bootstrap;
+  const bool paired =
+      base_rungs.size() >= 2 && base_rungs == RungsWithLoss(d, rule.challenger, fit_rungs);
+  d.fits.push_back(
+      FitArm(d, rule.default_arm, fit_rungs, spec.fit.bootstrap, 0, paired, options));
+  d.fits.push_back(
+      FitArm(d, rule.challenger, fit_rungs, spec.fit.bootstrap, paired ? 0 : 1, paired, options));
+  // Reported paired only where both arms have intervals (a fit through every point, or one that
+  // failed, has none).
+  d.paired_bootstrap = paired && d.fits[0].bootstrap && d.fits[1].bootstrap;
   d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
   const ArmFit& base = d.fits[0];
   const ArmFit& challenger = d.fits[1];
