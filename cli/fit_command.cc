@@ -275,6 +275,17 @@ void RunExpression(const FitCliOptions& o) {
   EmitOutput(o.output, out);
 }
 
+// A flag's expression given but blank ('--where ""') is a malformed flag, not "no filter".
+CLI::Validator NonEmptyExpression() {
+  return CLI::Validator(
+      [](const std::string& text) {
+        return text.find_first_not_of(" \t") == std::string::npos
+                   ? std::string("an expression, not empty")
+                   : std::string();
+      },
+      "EXPRESSION");
+}
+
 // The files the fit reads: the data, the second arm and the log files under --logs.
 std::vector<std::string> InputFiles(const FitCliOptions& o) {
   std::vector<std::string> files = {o.data, o.compare};
@@ -296,11 +307,16 @@ void Run(const FitCliOptions& o) {
   const Law& law = LawOfFlag(o.law);
   const FitRequest request = Request(o);
   const FitOptions fit_options = MakeFitOptions(request);
+  try {
+    PinnedTheta(law, fit_options.pins);  // a pin against the law's form is a bad --pin value
+  } catch (const InputError& error) {
+    throw AsUsageError(error);
+  }
   if (!(o.flops_per_param_token > 0)) {
     throw FlagError("--flops-per-param-token", fmt::format("{}", o.flops_per_param_token),
                     "> 0");
   }
-  if (!o.frontier.empty() && law.name != "chinchilla") {
+  if (!o.frontier.empty() && !HasComputeOptimalFrontier(law)) {
     throw FlagError("--frontier", fmt::format("{:g}", o.frontier.front()),
                     fmt::format("the compute-optimal frontier needs the chinchilla law (inputs N "
                                 "and D), not --law {}",
@@ -477,13 +493,7 @@ void AddFitCommand(CLI::App& root) {
                   "a user-written law over data columns and parameters (muparser), e.g. "
                   "'E + A*N^(-alpha) + B*D^(-beta)'; parameters need --param")
       ->excludes(law_option)
-      ->check(CLI::Validator(
-          [](const std::string& text) {
-            return text.find_first_not_of(" \t") == std::string::npos
-                       ? std::string("an expression, not empty")
-                       : std::string();
-          },
-          "EXPRESSION"));
+      ->check(NonEmptyExpression());
   cmd->add_option("--param", o->params,
                   "start values of --law-expr parameters: NAME=START or NAME=LO:HI:STEP (a start "
                   "grid), comma separated, e.g. E=1.5,A=400,alpha=0:2:0.5 (repeatable)")
@@ -491,7 +501,8 @@ void AddFitCommand(CLI::App& root) {
   cmd->add_option("--column", o->columns,
                   "NAME=COLUMN or NAME=EXPRESSION (muparser), applied in order (repeatable)")
       ->take_all();
-  cmd->add_option("--where", o->where, "keep rows where the expression is true, e.g. 'C < 1e21'");
+  cmd->add_option("--where", o->where, "keep rows where the expression is true, e.g. 'C < 1e21'")
+      ->check(NonEmptyExpression());
   cmd->add_option("--drop-highest-loss", o->drop_highest_loss,
                   "drop the K rows with the highest loss, before --where filters the rest "
                   "(Epoch's Chinchilla subset: 5)")

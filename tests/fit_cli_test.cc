@@ -137,6 +137,20 @@ TEST(FitCli, EveryParameterPinned) {
   r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr ''");
   EXPECT_EQ(r.exit_code, 2);
   EXPECT_NE(r.err.find("an expression, not empty"), std::string::npos) << r.err;
+  // A --param the expression does not use is a flag naming nothing, and a parameter that moves no
+  // prediction a singular design.
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)' "
+                "--param E=1,A=80,alpha=0.1,Z=3");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  EXPECT_NE(r.err.find("--param Z: the expression 'E + A*C^(-alpha)' does not use 'Z'"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha) + 0*B' "
+                "--param E=1,A=80,alpha=0.1,B=1");
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("singular design: over the 5 points, B moves no prediction"),
+            std::string::npos)
+      << r.err;
   // Malformed --param and --predict values are usage errors, as any malformed flag value is.
   r = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law-expr 'E + A*C^(-alpha)' "
                 "--param alpha=0:1:0");
@@ -238,6 +252,9 @@ TEST(FitCli, UnknownLawAndPin) {
         {"--space logit", "space = logit. Violated constraint: one of log, linear"},
         {"--pin E=abc", "--pin = E=abc. Violated constraint: NAME=NUMBER"},
         {"--param E=1", "--param needs --law-expr"},
+        // A value against the law's form and a blank filter are malformed flags too.
+        {"--pin alpha=0", "--pin: alpha = 0. Violated constraint: alpha > 0"},
+        {"--where ' '", "--where: an expression, not empty"},
         {"--objective squared --delta 5", "--delta 5 is the Huber threshold: it needs --objective "
                                           "huber, not squared"}}) {
     CommandResult u = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute " + flag);
@@ -373,9 +390,10 @@ TEST(FitCli, PinIrreducibleLossToZero) {
   EXPECT_GT(alpha, 0);
   const double expected = a * std::pow(1e21, -alpha);
   EXPECT_NEAR(j["predictions"][0]["loss"].get<double>(), expected, expected * 1e-12);
-  // A scale that is not a plain factor of its terms cannot be zero.
+  // A scale cannot be negative: a --pin value the law cannot take.
   CommandResult k = RunMosaic("fit tests/fixtures/scaling/arm_base.csv --law compute --pin A=-1");
-  EXPECT_EQ(k.exit_code, 1);
+  EXPECT_EQ(k.exit_code, 2) << k.err;
+  EXPECT_NE(k.err.find("mosaic fit: --pin: A = -1."), std::string::npos) << k.err;
 }
 
 }  // namespace

@@ -476,15 +476,26 @@ void CheckMeasuredThroughput(const MeasuredThroughput& m, const PerfSetup& targe
   }
 }
 
+// The [[target.arms]] entry of `arm`; nullptr when there is no [target] or no such entry.
+const TargetArm* FindTargetArm(const DecisionSpec& spec, const std::string& arm) {
+  if (!spec.target) return nullptr;
+  for (const TargetArm& a : spec.target->arms) {
+    if (a.arm == arm) return &a;
+  }
+  return nullptr;
+}
+
+// The model's tokens/s of `arm` on the target: `setup` is the arm's TargetSetup, nullptr when
+// it has no [[target.arms]] entry.
 ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_arm,
-                              const std::string& arm) {
+                              const PerfSetup* setup_or_null, const std::string& arm) {
   ArmThroughput t;
   t.arm = arm;
   if (target_arm == nullptr) {
     t.why_not = fmt::format("no [[target.arms]] entry for {}", arm);
     return t;
   }
-  const PerfSetup setup = TargetSetup(study, *target_arm);
+  const PerfSetup& setup = *setup_or_null;
   if (study.decision.throughput.layout == "arm") {
     try {
       t.estimate = EvaluateLayout(setup, target_arm->layout);
@@ -796,7 +807,16 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     shared.push_back(NoAnomalies(d.logs_read, runs_read, anomalies, rule));
   }
 
-  // One scenario per throughput source.
+  // One scenario per throughput source. Each arm's target setup is prepared once, for the
+  // measured rows' checks and the model's estimate alike.
+  std::map<std::string, PerfSetup> target_setups;
+  const auto target_setup = [&](const TargetArm& target_arm) -> const PerfSetup& {
+    auto it = target_setups.find(target_arm.arm);
+    if (it == target_setups.end()) {
+      it = target_setups.emplace(target_arm.arm, TargetSetup(study, target_arm)).first;
+    }
+    return it->second;
+  };
   if (!spec.throughput.measured.empty()) {
     Scenario s;
     s.name = "measured";
@@ -809,10 +829,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
         if (m.arm != arm.name) continue;
         if (spec.target) {
           // Taken as measured on the target: the arm's target model is what checks it.
-          const TargetArm* target_arm = nullptr;
-          for (const TargetArm& a : spec.target->arms) {
-            if (a.arm == arm.name) target_arm = &a;
-          }
+          const TargetArm* target_arm = FindTargetArm(spec, arm.name);
           if (target_arm == nullptr) {
             throw LocatedError(m.where,
                                fmt::format("[[throughput.measured]] {}: no [[target.arms]] entry "
@@ -821,7 +838,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
                                            "checks it against the device's peak",
                                            m.arm, m.arm));
           }
-          CheckMeasuredThroughput(m, TargetSetup(study, *target_arm));
+          CheckMeasuredThroughput(m, target_setup(*target_arm));
         }
         t.known = true;
         t.why_not.clear();
@@ -844,11 +861,10 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
                                 spec.throughput.layout == "search" ? "best layout per arm"
                                                                    : "each arm's own layout");
     for (const Arm& arm : study.arms) {
-      const TargetArm* target_arm = nullptr;
-      for (const TargetArm& a : t.arms) {
-        if (a.arm == arm.name) target_arm = &a;
-      }
-      s.arms.push_back(ModelThroughput(study, target_arm, arm.name));
+      const TargetArm* target_arm = FindTargetArm(spec, arm.name);
+      s.arms.push_back(ModelThroughput(study, target_arm,
+                                       target_arm ? &target_setup(*target_arm) : nullptr,
+                                       arm.name));
     }
     d.scenarios.push_back(std::move(s));
   }

@@ -2,6 +2,7 @@
 
 #include <ceres/ceres.h>
 #include <fmt/format.h>
+#include <Eigen/QR>
 #include <fmt/ranges.h>
 #include <muParser.h>
 
@@ -179,7 +180,7 @@ ExpressionLaw MakeExpressionLaw(const std::string& expression,
       const bool has_start =
           std::any_of(params.begin(), params.end(),
                       [&](const ExpressionParam& p) { return p.name == param_names[j]; });
-      throw InputError(fmt::format("{} {}: the expression '{}' does not use '{}'",
+      throw UsageError(fmt::format("{} {}: the expression '{}' does not use '{}'",
                                    has_start ? "--param" : "--pin", param_names[j], expression,
                                    param_names[j]));
     }
@@ -374,6 +375,55 @@ class ExpressionFitter {
   std::vector<double> x_;
 };
 
+// The free parameters that the predictions at the points cannot tell apart at `values`: those
+// in a linear dependency among the columns of the Jacobian d prediction / d parameter (central
+// differences, each column normalized; a column of zeros is a dependency by itself). Empty when
+// the Jacobian has full column rank, or when a step leaves the expression's domain (no verdict).
+// `rank` receives the Jacobian's rank.
+std::vector<int> UnseparatedParams(const ExpressionLaw& law, const FitData& data,
+                                   std::vector<double> values, const std::vector<int>& free,
+                                   int* rank) {
+  constexpr double kRelativeStep = 1e-6;
+  // Central differences carry about 1e-10 relative error; a dependency that exact is one.
+  constexpr double kRankThreshold = 1e-7;
+  ExpressionEvaluator evaluate(law);
+  const size_t n = data.size(), q = free.size();
+  std::vector<double> x(law.inputs.size());
+  Eigen::MatrixXd jacobian(n, q);
+  for (size_t c = 0; c < q; ++c) {
+    const double v = values[free[c]];
+    const double h = kRelativeStep * (v != 0 ? std::fabs(v) : 1.0);
+    for (size_t i = 0; i < n; ++i) {
+      data.Point(i, x.data());
+      values[free[c]] = v + h;
+      const double up = evaluate(x.data(), values.data());
+      values[free[c]] = v - h;
+      const double down = evaluate(x.data(), values.data());
+      if (!std::isfinite(up) || !std::isfinite(down)) return {};
+      jacobian(i, c) = (up - down) / (2 * h);
+    }
+    values[free[c]] = v;
+    const double norm = jacobian.col(c).norm();
+    if (norm > 0) jacobian.col(c) /= norm;
+  }
+  const auto rank_of = [&](const Eigen::MatrixXd& m) {
+    Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(m);
+    qr.setThreshold(kRankThreshold);
+    return static_cast<int>(qr.rank());
+  };
+  *rank = rank_of(jacobian);
+  std::vector<int> dependent;
+  if (*rank == static_cast<int>(q)) return dependent;
+  for (size_t c = 0; c < q; ++c) {
+    Eigen::MatrixXd others(n, q - 1);
+    for (size_t k = 0, o = 0; k < q; ++k) {
+      if (k != c) others.col(o++) = jacobian.col(k);
+    }
+    if (rank_of(others) == *rank) dependent.push_back(free[c]);
+  }
+  return dependent;
+}
+
 }  // namespace
 
 FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const FitOptions& options) {
@@ -479,6 +529,41 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
         std::isnan(r.bad_value) ? std::fabs(r.bad_value) : r.bad_value,
         fmt::join(at_values, ", "), where,
         options.objective.space == ResidualSpace::kLog ? " > 0 (residuals of log loss)" : ""));
+  }
+
+  // Parameters the points cannot tell apart both at the best start's first values and at the
+  // fit: a dependency that holds at an arbitrary start and where the fit ended is one of the
+  // expression and the data (a parameter that moves nothing, two scales of proportional terms),
+  // refused as the built-in laws' singular designs are. One at a special start alone (a scale
+  // starting at 0) is no verdict.
+  if (!free.empty()) {
+    std::vector<double> first = values;
+    const std::vector<double> start_values = start(best);
+    for (size_t k = 0; k < free.size(); ++k) first[free[k]] = start_values[k];
+    int rank = 0, rank_at_fit = 0;
+    const std::vector<int> dependent = UnseparatedParams(law, data, first, free, &rank);
+    if (!dependent.empty() &&
+        !UnseparatedParams(law, data, results[best].values, free, &rank_at_fit).empty()) {
+      std::vector<std::string> names;
+      for (int j : dependent) names.push_back(law.params[j].name);
+      const int lost = static_cast<int>(free.size()) - rank;
+      const int directions = static_cast<int>(dependent.size()) - lost;
+      const std::string what =
+          dependent.size() == 1
+              ? fmt::format("{} moves no prediction", names[0])
+              : fmt::format("{} move the predictions along {} direction{} for their {}",
+                            fmt::join(names, ", "), directions, directions == 1 ? "" : "s",
+                            dependent.size());
+      throw InputError(WithSubsetRule(
+          fmt::format("{}: singular design: over the {} points, {} in --law-expr '{}' (at the "
+                      "start and at the fit): the data cannot fix {}. Violated constraint: "
+                      "each free parameter moves the predictions in a direction of its own (pin "
+                      "one of them with --pin, rewrite the expression, or add points that vary "
+                      "the inputs independently)",
+                      data.origin, data.size(), what, law.expression,
+                      dependent.size() == 1 ? "its value" : "their values"),
+          options.subset_rule));
+    }
   }
 
   FitSummary s;

@@ -148,7 +148,7 @@ TEST(ExpressionLaw, InputErrors) {
     try {
       MakeExpressionLaw("E + A*N^(-alpha)", Params(params), columns, pinned);
       FAIL() << flag;
-    } catch (const InputError& e) {
+    } catch (const UsageError& e) {  // a flag naming what the expression does not use
       EXPECT_EQ(std::string(e.what()),
                 flag + ": the expression 'E + A*N^(-alpha)' does not use 'Z'");
     }
@@ -218,6 +218,59 @@ TEST(ExpressionLaw, ZeroWeightPointsAreLeftOut) {
               "w.csv: points = 1. Violated constraint: points (of weight > 0) >= free parameters "
               "of the expression (2)");
   }
+}
+
+// Parameters the points cannot tell apart are refused as a built-in law's singular design is: a
+// parameter that moves no prediction (it multiplies 0), and two scales of terms made proportional
+// by the data (D = 20·N with equal pinned exponents: any split of A and B fits alike). The fit
+// without the dependency goes through.
+TEST(ExpressionLaw, UnseparatedParametersAreASingularDesign) {
+  const std::vector<std::string> columns = {"N", "D", "loss"};
+  FitData data;
+  data.origin = "d20.csv";
+  data.input_names = {"N", "D"};
+  data.inputs.resize(2);
+  for (double n : {1e8, 3e8, 1e9, 3e9, 1e10}) {
+    data.inputs[0].push_back(n);
+    data.inputs[1].push_back(20 * n);
+    data.loss.push_back(1.69 + 406.4 * std::pow(n, -0.34) + 410.7 * std::pow(20 * n, -0.34));
+    data.weight.push_back(1);
+    data.run.push_back(static_cast<int>(data.run.size()));
+    data.run_names.push_back(std::to_string(data.run.size()));
+    data.line.push_back(static_cast<int>(data.line.size()) + 2);
+  }
+  FitOptions pinned;
+  pinned.pins = {{"alpha", 0.34}, {"beta", 0.34}};
+  const ExpressionLaw proportional = MakeExpressionLaw(
+      kChinchilla, Params("E=1.5,A=300,B=300"), columns, {"alpha", "beta"});
+  try {
+    FitExpression(proportional, data, pinned);
+    FAIL() << "fitted A and B of proportional terms";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "d20.csv: singular design: over the 5 points, A, B move the predictions along 1 "
+              "direction for their 2 in --law-expr 'E + A*N^(-alpha) + B*D^(-beta)' (at the "
+              "start and at the fit): the data cannot fix their values. Violated constraint: "
+              "each free parameter moves the predictions in a direction of its own (pin one of "
+              "them with --pin, rewrite the expression, or add points that vary the inputs "
+              "independently)");
+  }
+  const ExpressionLaw times_zero =
+      MakeExpressionLaw("E + A*N^(-alpha) + 0*B*D", Params("E=1.5,A=300,alpha=0.3,B=1"), columns, {});
+  try {
+    FitExpression(times_zero, data, FitOptions{});
+    FAIL() << "fitted B, which multiplies 0";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("over the 5 points, B moves no prediction in "
+                                         "--law-expr 'E + A*N^(-alpha) + 0*B*D'"),
+              std::string::npos)
+        << e.what();
+  }
+  // Pinning B leaves A, alpha and E to the data, which fix them.
+  pinned.pins.emplace_back("B", 410.7);
+  const FitSummary fit = FitExpression(proportional, data, pinned);
+  ASSERT_TRUE(fit.ok()) << fit.message;
+  EXPECT_NEAR(fit.Value("A"), 406.4, 406.4 * kRecoveryRelTol);
 }
 
 // A name muparser cannot define (a column "2", a parameter "0E") is an input error, never an

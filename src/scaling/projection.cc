@@ -59,9 +59,11 @@ double Theta(const Law& law, const std::vector<double>& theta, std::string_view 
 
 }  // namespace
 
+bool HasComputeOptimalFrontier(const Law& law) { return law.name == "chinchilla"; }
+
 FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
                              double compute_flops, double flops_per_param_token) {
-  if (law.name != "chinchilla") {
+  if (!HasComputeOptimalFrontier(law)) {
     throw InputError(fmt::format(
         "law {}: the compute-optimal frontier needs the chinchilla law (inputs N and D)",
         law.name));
@@ -114,7 +116,7 @@ std::vector<double> ResolveInputs(const Law& law, const std::vector<double>& the
           caller, *compute, x[n], x[d], flops_per_param_token));
     }
     if (!given[n] && !given[d]) {
-      if (law.name != "chinchilla") {
+      if (!HasComputeOptimalFrontier(law)) {
         throw InputError(fmt::format(
             "{}: C = {:g} alone. Violated constraint: C alone needs the compute-optimal N and D, "
             "which are derived for the chinchilla law only; with law {} give C with one of N, D "
@@ -168,7 +170,7 @@ double LossAtCompute(const Law& law, const std::vector<double>& theta, double co
   if (law.inputs.size() == 1 && law.inputs[0].name == "C") {
     return law.Predict(&compute_flops, theta.data());
   }
-  if (law.name == "chinchilla") {
+  if (HasComputeOptimalFrontier(law)) {
     return ComputeOptimal(law, theta, compute_flops, flops_per_param_token).loss;
   }
   throw InputError(fmt::format(

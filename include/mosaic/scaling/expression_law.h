@@ -39,9 +39,9 @@ struct ExpressionLaw {
 };
 
 // Resolves the expression against the data's columns and the parameters. Throws UsageError for
-// an expression that does not parse (with the position and a caret: a malformed --law-expr),
-// InputError for a name that is neither a
-// column nor a parameter, a name that is both, a parameter the expression does not use, a
+// an expression that does not parse (with the position and a caret: a malformed --law-expr) and
+// for a flag naming a parameter the expression does not use (--param or --pin, whichever gave
+// it); InputError for a name that is neither a column nor a parameter, a name that is both, a
 // parameter given twice, or a parameter with neither a start nor a pin (`pinned` names).
 ExpressionLaw MakeExpressionLaw(const std::string& expression,
                                 const std::vector<ExpressionParam>& params,
@@ -68,7 +68,9 @@ class ExpressionEvaluator {
 // options.convergence_tolerance apply). FitSummary::theta holds the parameter values as written.
 // Points of weight 0 are left out, of the fit and of its counts, as Fit leaves them out.
 // Throws InputError for bad input, including a prediction that is not finite (or not positive,
-// for residuals of log loss) at some point at every start; std::invalid_argument when `data`'s
+// for residuals of log loss) at some point at every start, and free parameters the points cannot
+// tell apart (a singular design: the Jacobian of the predictions by the free parameters, by
+// central differences, loses rank both at the best start's first values and at the fit); std::invalid_argument when `data`'s
 // inputs are not the law's, in its order.
 FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const FitOptions& options);
 

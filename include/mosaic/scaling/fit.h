@@ -109,7 +109,9 @@ void CheckDesign(const Law& law, const FitData& data,
                  const std::vector<std::optional<double>>& pinned);
 
 // Pins by name → θ per law parameter (nullopt for free ones). Throws UsageError (a --pin the law
-// cannot take) with a did-you-mean for an unknown name.
+// cannot take) with a did-you-mean for an unknown name; InputError for a value against the law's
+// form (a falling term's exponent < 0, or 0 where it is the term's only input factor; a scale of
+// 0 where dropping its term is not possible).
 std::vector<std::optional<double>> PinnedTheta(
     const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 

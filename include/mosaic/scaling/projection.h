@@ -59,8 +59,12 @@ struct FrontierPoint {
   double loss = 0;
 };
 
+// Whether `law` has a closed-form compute-optimal frontier (ComputeOptimal): the chinchilla law,
+// whose inputs N and D trade off at fixed C = k·N·D (Hoffmann et al. 2022, eq. 4).
+bool HasComputeOptimalFrontier(const Law& law);
+
 // The compute-optimal N*, D* and loss at `compute_flops` for a law with inputs N and D. Throws
-// InputError for another law.
+// InputError for a law without one (HasComputeOptimalFrontier).
 FrontierPoint ComputeOptimal(const Law& law, const std::vector<double>& theta,
                              double compute_flops, double flops_per_param_token = 6);
 
