@@ -476,31 +476,28 @@ void CheckMeasuredThroughput(const MeasuredThroughput& m, const PerfSetup& targe
   }
 }
 
-// The [[target.arms]] entry of `arm`; nullptr when there is no [target] or no such entry.
+// The [[target.arms]] entry of `arm` (the last, where several name it); nullptr when there is
+// no [target] or no such entry.
 const TargetArm* FindTargetArm(const DecisionSpec& spec, const std::string& arm) {
-  if (!spec.target) return nullptr;
+  const TargetArm* found = nullptr;
+  if (!spec.target) return found;
   for (const TargetArm& a : spec.target->arms) {
-    if (a.arm == arm) return &a;
+    if (a.arm == arm) found = &a;
   }
-  return nullptr;
+  return found;
 }
 
-// The model's tokens/s of `arm` on the target: `setup` is the arm's TargetSetup, nullptr when
-// it has no [[target.arms]] entry.
-ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm* target_arm,
-                              const PerfSetup* setup_or_null, const std::string& arm) {
+// The model's tokens/s of an arm on the target: `setup` is its TargetSetup.
+ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm& target_arm,
+                              const PerfSetup& setup) {
+  const std::string& arm = target_arm.arm;
   ArmThroughput t;
   t.arm = arm;
-  if (target_arm == nullptr) {
-    t.why_not = fmt::format("no [[target.arms]] entry for {}", arm);
-    return t;
-  }
-  const PerfSetup& setup = *setup_or_null;
   if (study.decision.throughput.layout == "arm") {
     try {
-      t.estimate = EvaluateLayout(setup, target_arm->layout);
+      t.estimate = EvaluateLayout(setup, target_arm.layout);
     } catch (const InputError& error) {
-      throw LocatedError(target_arm->where,
+      throw LocatedError(target_arm.where,
                          fmt::format("[[target.arms]] {}: {}", arm, error.what()));
     }
     t.source = fmt::format("mosaic model, the arm's layout {}", ToString(t.estimate->layout));
@@ -862,9 +859,14 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
                                                                    : "each arm's own layout");
     for (const Arm& arm : study.arms) {
       const TargetArm* target_arm = FindTargetArm(spec, arm.name);
-      s.arms.push_back(ModelThroughput(study, target_arm,
-                                       target_arm ? &target_setup(*target_arm) : nullptr,
-                                       arm.name));
+      if (target_arm == nullptr) {
+        ArmThroughput none;
+        none.arm = arm.name;
+        none.why_not = fmt::format("no [[target.arms]] entry for {}", arm.name);
+        s.arms.push_back(std::move(none));
+        continue;
+      }
+      s.arms.push_back(ModelThroughput(study, *target_arm, target_setup(*target_arm)));
     }
     d.scenarios.push_back(std::move(s));
   }

@@ -1,8 +1,8 @@
 #include "mosaic/scaling/expression_law.h"
 
+#include <Eigen/QR>
 #include <ceres/ceres.h>
 #include <fmt/format.h>
-#include <Eigen/QR>
 #include <fmt/ranges.h>
 #include <muParser.h>
 
