@@ -476,15 +476,14 @@ void CheckMeasuredThroughput(const MeasuredThroughput& m, const PerfSetup& targe
   }
 }
 
-// The [[target.arms]] entry of `arm` (the last, where several name it); nullptr when there is
-// no [target] or no such entry.
+// The [[target.arms]] entry of `arm` (ValidateDecisionSpec allows one per arm); nullptr when
+// there is no [target] or no such entry.
 const TargetArm* FindTargetArm(const DecisionSpec& spec, const std::string& arm) {
-  const TargetArm* found = nullptr;
-  if (!spec.target) return found;
+  if (!spec.target) return nullptr;
   for (const TargetArm& a : spec.target->arms) {
-    if (a.arm == arm) found = &a;
+    if (a.arm == arm) return &a;
   }
-  return found;
+  return nullptr;
 }
 
 // The model's tokens/s of an arm on the target: `setup` is its TargetSetup.

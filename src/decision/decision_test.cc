@@ -380,6 +380,13 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   EXPECT_NE(unchecked.find("[[throughput.measured]] ep64: no [[target.arms]] entry for ep64"),
             std::string::npos)
       << unchecked;
+  // A second entry for one arm would silently replace the first's model and layout.
+  const std::string twice_on_target = ErrorOf("arm = \"ep64\"\nmodel = \"marin-hero-ep\"",
+                                              "arm = \"fsdp-chunk1\"\nmodel = \"marin-hero-ep\"");
+  EXPECT_NE(twice_on_target.find("study.toml:115:1: arm = \"fsdp-chunk1\". Violated constraint: "
+                                 "each arm has one [[target.arms]] entry (the first is at "),
+            std::string::npos)
+      << twice_on_target;
   const std::string mfu = ErrorOf("mfu = 0.1941", "mfu = 0.9");
   EXPECT_NE(mfu.find("[[throughput.measured]] fsdp-chunk1 on the target's 64 × gb200-nvl72: mfu "
                      "(%) = 90 with tokens_per_s / gpus = 3635.9375, which is 19.2% of the "

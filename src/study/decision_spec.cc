@@ -476,7 +476,16 @@ void ValidateDecisionSpec(const StudyConfig& study) {
   }
   for (const MeasuredThroughput& m : spec.throughput.measured) check_arm(m.arm, m.where, "arm");
   if (spec.target) {
-    for (const TargetArm& a : spec.target->arms) check_arm(a.arm, a.where, "arm");
+    // One entry per arm: a second would silently replace the first's model and layout.
+    std::map<std::string, const TargetArm*> by_arm;
+    for (const TargetArm& a : spec.target->arms) {
+      check_arm(a.arm, a.where, "arm");
+      if (const auto [it, added] = by_arm.emplace(a.arm, &a); !added) {
+        throw FieldError(a.where, "arm", "\"" + a.arm + "\"",
+                         fmt::format("each arm has one [[target.arms]] entry (the first is at {})",
+                                     it->second->where.ToString()));
+      }
+    }
   }
   for (const ContextExtension& e : spec.context_extension) {
     check_arm(e.arm, e.where, "arm");
