@@ -247,6 +247,23 @@ bool UsesCapacity(RoutingPolicy routing, const Layout& l) {
          (routing == RoutingPolicy::kFixedCells && l.ep > 1);
 }
 
+// Segmented backprop of a looped model (PerfJob::bp_segment_loops): segments of `loops` loops
+// each but the last, which holds the rest; segments = 1 when the job runs all loops in one graph.
+struct BackpropSegments {
+  int64_t segments = 1;
+  int64_t loops = 0;       // per segment but the last
+  int64_t last_loops = 0;  // in the last segment
+};
+BackpropSegments SegmentsOf(const ModelConfig& c, const PerfJob& job) {
+  BackpropSegments s{1, c.loops, c.loops};
+  if (job.bp_segment_loops > 0 && c.loops > 1 && job.bp_segment_loops < c.loops) {
+    s.loops = job.bp_segment_loops;
+    s.segments = CeilDiv(c.loops, s.loops);
+    s.last_loops = c.loops - s.loops * (s.segments - 1);
+  }
+  return s;
+}
+
 }  // namespace
 
 LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job) {
@@ -278,13 +295,9 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
                                        static_cast<double>(x.layers_stage);
   // Segmented backprop of a looped model keeps one segment of S loops and repeats the forward of
   // every segment but the last in the backward: loops − (the last segment's loops) of `loops`.
-  x.segment_recompute = 0;
-  if (job.bp_segment_loops > 0 && m.config.loops > 1 && job.bp_segment_loops < m.config.loops) {
-    const int64_t loops = m.config.loops, seg = job.bp_segment_loops;
-    const int64_t last_segment = loops - seg * (CeilDiv(loops, seg) - 1);
-    x.segment_recompute =
-        static_cast<double>(loops - last_segment) / static_cast<double>(loops);
-  }
+  const BackpropSegments segments = SegmentsOf(m.config, job);
+  x.segment_recompute = static_cast<double>(m.config.loops - segments.last_loops) /
+                        static_cast<double>(m.config.loops);
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
   const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
@@ -317,6 +330,12 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
                                                int64_t mtp_layers, int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
+  // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
+  // loss-only "L" stages): it gathers no layer's weights and dispatches no tokens.
+  const bool placed_mtp = x.split.mtp_placed && mtp_layers > 0;
+  const bool holds_layers = layers > 0 || placed_mtp;
+  const bool holds_moe_layers =
+      c.is_moe() && (layers > 0 || (placed_mtp && c.mtp_moe_layers() > 0));
   StageMemoryParts parts;
   MemoryBreakdown& mem = parts.memory;
   const double tp = static_cast<double>(l.tp);
@@ -340,7 +359,7 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   mem.gradients_bytes = profile.grad_bytes_per_param * (dense_gpu / dense_w_shards + expert_gpu / expert_w_shards);
   mem.optimizer_bytes =
       profile.optimizer_bytes_per_param * (dense_gpu / dense_state_shards + expert_gpu / expert_state_shards);
-  if (l.fsdp > 1) {
+  if (l.fsdp > 1 && holds_layers) {
     // Two layers of gathered weights (the current one and the prefetched next); gradients are
     // reduce-scattered as they are produced.
     const double layer_dense = m.layer_params / static_cast<double>(m.config.layers) / tp;
@@ -362,17 +381,26 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token +
                                  k * x.pad * m.fp8_saved_bytes_per_assignment);
   }
-  // Layers whose activations are held: with segmented backprop, only the segment's loops; and
-  // the stage's share of the MTP layers, which run once.
-  parts.held_layers = static_cast<double>(layers);
-  if (job.bp_segment_loops > 0 && c.loops > 1) {
-    const double seg = static_cast<double>(std::min(job.bp_segment_loops, c.loops));
-    parts.held_layers *= seg / static_cast<double>(c.loops);
-  }
-  parts.held_layers += x.split.mtp_placed ? static_cast<double>(mtp_layers)
-                                          : static_cast<double>(c.mtp_layers) * share;
-  parts.offloaded_layers =
-      std::min(static_cast<double>(l.offload_layers), parts.held_layers);
+  // Layers whose activations are held: with segmented backprop, one segment's loops; and the
+  // stage's share of the MTP layers, which run once (after the loops: in the last segment).
+  const BackpropSegments segments = SegmentsOf(c, job);
+  const auto layers_of = [&](int64_t loops) {  // exact for whole multiples of c.loops
+    return static_cast<double>(layers * loops) / static_cast<double>(c.loops);
+  };
+  const double mtp_held = x.split.mtp_placed ? static_cast<double>(mtp_layers)
+                                             : static_cast<double>(c.mtp_layers) * share;
+  const double segment_layers = layers_of(segments.loops);
+  parts.held_layers = segment_layers + mtp_held;
+  // Offloaded layers: each segment's forward copies its first offload_layers out. The forward
+  // keeps only the last segment's activations; the backward runs each earlier segment's forward
+  // again, which offloads anew before that segment's backward reads its layers back.
+  const double offload_layers = static_cast<double>(l.offload_layers);
+  parts.offloaded_layers = std::min(offload_layers, parts.held_layers);
+  parts.recomputed_offloaded_layers =
+      static_cast<double>(segments.segments - 1) * std::min(offload_layers, segment_layers);
+  parts.offloaded_passes =
+      std::min(offload_layers, layers_of(segments.last_loops) + mtp_held) +
+      parts.recomputed_offloaded_layers;
   parts.in_flight = 1;
   if (l.pp > 1) {
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
@@ -391,7 +419,7 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     mem.logits_bytes = t * static_cast<double>(c.vocab) * (2 + 4) * profile.logits_fraction;
   }
   // All-to-all send and receive buffers of one MoE layer.
-  if (c.is_moe()) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
+  if (holds_moe_layers) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
   mem.reserve_bytes = profile.memory_reserve_gb * 1e9;
   return parts;
 }
@@ -432,9 +460,14 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
     // device buffer freed once the copy ends, the next layer's filled meanwhile).
     mem.activation_bytes += per_layer;
     mem.host_activation_bytes = per_layer * parts.offloaded_layers * parts.in_flight;
-    mem.offload_bytes_per_micro_batch = per_layer * parts.offloaded_layers;
+    mem.offload_bytes_per_micro_batch = per_layer * parts.offloaded_passes;
+    mem.offload_recomputed_bytes_per_micro_batch = per_layer * parts.recomputed_offloaded_layers;
   }
-  if (recompute == Recompute::kFull) mem.activation_bytes += per_layer_full;
+  // Full recompute rebuilds one layer's activations at a time in the backward (none on a stage
+  // without layers).
+  if (recompute == Recompute::kFull && parts.held_layers > 0) {
+    mem.activation_bytes += per_layer_full;
+  }
   mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
                    mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
                    mem.dispatch_bytes + mem.reserve_bytes;
@@ -479,7 +512,8 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
     if (FixedBytes(last.memory) > FixedBytes(stages_[0].memory) ||
         DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0]) ||
         last.offloaded_layers * last.in_flight >
-            stages_[0].offloaded_layers * stages_[0].in_flight) {
+            stages_[0].offloaded_layers * stages_[0].in_flight ||
+        last.offloaded_passes > stages_[0].offloaded_passes) {
       stages_[stage_count_++] = last;
     }
   }
@@ -490,15 +524,20 @@ MemoryBreakdown LayoutMemory::For(Recompute recompute) const {
   // Offload: the host holds the most any stage offloads (not the HBM peak stage's), and the
   // copies are timed on the stage that moves the most.
   double host = peak.host_activation_bytes, copied = peak.offload_bytes_per_micro_batch;
+  double copied_in_backward = peak.offload_recomputed_bytes_per_micro_batch;
   for (int i = 1; i < stage_count_; ++i) {
     const MemoryBreakdown stage =
         StageMemory(model_, job_, profile_, derivation_, stages_[i], recompute);
     host = std::max(host, stage.host_activation_bytes);
-    copied = std::max(copied, stage.offload_bytes_per_micro_batch);
+    if (stage.offload_bytes_per_micro_batch > copied) {
+      copied = stage.offload_bytes_per_micro_batch;
+      copied_in_backward = stage.offload_recomputed_bytes_per_micro_batch;
+    }
     if (stage.peak_bytes > peak.peak_bytes) peak = stage;
   }
   peak.host_activation_bytes = host;
   peak.offload_bytes_per_micro_batch = copied;
+  peak.offload_recomputed_bytes_per_micro_batch = copied_in_backward;
   return peak;
 }
 
@@ -964,14 +1003,17 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     // Activation offload: each micro-batch's offloaded activations go to host memory during its
     // forward and come back during its backward, on copy engines beside the compute (Transformer
     // Engine's CPU offload; XLA's host offload). Each direction is hidden under the compute of
-    // the same direction (forward: one pass of layer_mult; backward: the rest) and what exceeds
-    // it is exposed. A device without host_link_gb_per_s is refused before (CheckLayout on the
-    // device, layout.h).
+    // its phase (forward: one pass of layer_mult; backward: the rest) and what exceeds it is
+    // exposed. Segments recomputed by segmented backprop copy out during the backward, beside
+    // the copies back (the host link is full duplex). A device without host_link_gb_per_s is
+    // refused before (CheckLayout on the device, layout.h).
     const double link_bytes_per_s = hw.host_link_gb_per_s * 1e9 * kHostLinkEfficiency;
     const double each_way = mb_ * e.memory.offload_bytes_per_micro_batch / link_bytes_per_s;
+    const double out_in_forward =
+        each_way - mb_ * e.memory.offload_recomputed_bytes_per_micro_batch / link_bytes_per_s;
     const double forward = tb.compute_seconds / layer_mult;
     tb.offload_seconds = 2 * each_way;
-    tb.exposed_offload_seconds = std::max(0.0, each_way - forward) +
+    tb.exposed_offload_seconds = std::max(0.0, out_in_forward - forward) +
                                  std::max(0.0, each_way - (tb.compute_seconds - forward));
   }
   const double pipelined =

@@ -65,6 +65,37 @@ TEST(StepModelLayouts, TimeFollowsTheSlowestStageAndMemoryThePeakStage) {
   EXPECT_GT(heavy_first.step_seconds, balanced.step_seconds);
 }
 
+TEST(StepModelLayouts, ALossOnlyStageHoldsNoLayersWorkingSet) {
+  // OLMoE with a 2^20-token vocabulary, its 16 layers on rank 0 and the loss alone on rank 1
+  // (pp_layout "Et*16|L"): the logits of 4096 tokens (25 GB) make rank 1 the peak. It holds the
+  // output layer's weights and the logits, but no layer: no all-to-all buffers, no gathered
+  // weights, and under full recompute no layer's activations.
+  ModelConfig c = LoadModel("olmoe-1b-7b").config;
+  c.vocab = int64_t{1} << 20;
+  const int64_t seq = 4096;
+  const ModelShape shape = MakeModelShape(c, seq);
+  const PerfJob job{64, seq, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const PerfProfile profile = LoadProfiles().ForHardware("h100");
+  const Cluster cluster = MakeCluster(LoadHardware("h100"), 128);
+  const MemoryBreakdown loss_only = EstimateMemory(
+      shape, cluster, ParseLayout("pp=2,ep=8,dp=64,recompute=full,pp_layout=Et*16|L"), job,
+      profile);
+  EXPECT_GT(loss_only.logits_bytes, 25e9);
+  EXPECT_EQ(loss_only.activation_bytes, 0.0);
+  EXPECT_EQ(loss_only.dispatch_bytes, 0.0);
+  EXPECT_EQ(loss_only.gather_buffer_bytes, 0.0);
+  EXPECT_EQ(loss_only.peak_bytes, loss_only.weights_bytes + loss_only.gradients_bytes +
+                                      loss_only.optimizer_bytes + loss_only.logits_bytes +
+                                      loss_only.reserve_bytes);
+  // With one layer beside the loss, that layer's buffers and working set are back.
+  const MemoryBreakdown one_layer = EstimateMemory(
+      shape, cluster, ParseLayout("pp=2,ep=8,dp=64,recompute=full,pp_layout=Et*15|tL"), job,
+      profile);
+  EXPECT_GT(one_layer.logits_bytes, 25e9);
+  EXPECT_GT(one_layer.activation_bytes, 0.0);
+  EXPECT_GT(one_layer.dispatch_bytes, 0.0);
+}
+
 TEST(StepModelLayouts, BubbleIsTheOtherStagesTime) {
   // Fill and drain run the other ranks' chunks: (pp − 1)·t̄/vpp with t̄ the mean of the other
   // ranks, each in proportion to its layers: 91 layers on the 31 ranks beside a middle one of 3.
@@ -131,6 +162,55 @@ TEST(StepModelLayouts, SegmentedBackpropRepeatsTheForward) {
   EXPECT_NEAR(uneven.time.recompute_seconds,
               uneven.time.compute_seconds * (10.0 / 12) / (3 + 10.0 / 12),
               kRelTol * uneven.step_seconds);
+}
+
+TEST(StepModelLayouts, SegmentedBackpropOffloadsEachSegmentOnce) {
+  // 12 loops of 10 layers in segments of 3 loops (30 layers each), 20 layers offloaded: the host
+  // holds one segment's 20 layers, and each micro-batch copies 20 out in the forward (the last
+  // segment, kept) and 20 more for each of the 3 segments the backward runs again, copied out
+  // during the backward beside the copies back: 80 layers each way, 60 of them out in the
+  // backward. Segments of 5 loops (5, 5, 2): the last holds 20 layers, the two repeated 50 each.
+  ModelConfig c = LoadModel("looped-moe-329m").config;
+  c.loops = 12;
+  const ModelShape shape = MakeModelShape(c, 1024);
+  // A host link of 4 GB/s, so that copies are exposed in both phases.
+  HardwareSpec device = LoadHardware("h100");
+  device.host_link_gb_per_s = 4;
+  const Cluster cluster = MakeCluster(device, 8);
+  const ProfileSet profiles = LoadProfiles();
+  const PerfProfile& profile = profiles.Get("torch-eager-h100");
+  auto run = [&](int64_t segment, const std::string& layout) {
+    const PerfJob job{1024, 1024, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, segment};
+    return EvaluateStep(shape, cluster, ParseLayout(layout), job, profiles.shared, profile,
+                        nullptr);
+  };
+  const StepEstimate kept = run(3, "fsdp=8,mbs=8");
+  const double per_layer = kept.memory.activation_bytes / 30;  // one layer, one micro-batch
+  const StepEstimate offloaded = run(3, "fsdp=8,mbs=8,offload_layers=20");
+  EXPECT_NEAR(offloaded.memory.host_activation_bytes, 20 * per_layer, kRelTol * per_layer * 20);
+  EXPECT_NEAR(offloaded.memory.offload_bytes_per_micro_batch, 80 * per_layer,
+              kRelTol * per_layer * 80);
+  EXPECT_NEAR(offloaded.memory.offload_recomputed_bytes_per_micro_batch, 60 * per_layer,
+              kRelTol * per_layer * 60);
+  // 16 micro-batches, each way at 0.85 × 4 GB/s; the forward phase copies 20 of the 80.
+  const double each_way = 16 * 80 * per_layer / (0.85 * 4e9);
+  EXPECT_NEAR(offloaded.time.offload_seconds, 2 * each_way, kRelTol * each_way);
+  const double compute = offloaded.time.compute_seconds;
+  const double forward = compute / (3 + 0.75);  // 3 passes and the repeated 9 of 12 loops
+  const double exposed_forward = each_way * 20 / 80 - forward;
+  EXPECT_GT(exposed_forward, 0);
+  const double exposed = exposed_forward + std::max(0.0, each_way - (compute - forward));
+  EXPECT_NEAR(offloaded.time.exposed_offload_seconds, exposed, kRelTol * each_way);
+  const StepEstimate uneven = run(5, "fsdp=8,mbs=8,offload_layers=25");
+  EXPECT_NEAR(uneven.memory.offload_bytes_per_micro_batch, (20 + 2 * 25) * per_layer,
+              kRelTol * per_layer * 70);
+  EXPECT_NEAR(uneven.memory.offload_recomputed_bytes_per_micro_batch, 50 * per_layer,
+              kRelTol * per_layer * 50);
+  // Without segments the forward copies all it offloads, and nothing is copied out again.
+  const StepEstimate whole = run(0, "fsdp=8,mbs=8,offload_layers=20");
+  EXPECT_NEAR(whole.memory.offload_bytes_per_micro_batch, 20 * per_layer,
+              kRelTol * per_layer * 20);
+  EXPECT_EQ(whole.memory.offload_recomputed_bytes_per_micro_batch, 0);
 }
 
 TEST(StepModelLayouts, SearchRefusesABatchNoLayoutDividesBeforeEnumerating) {

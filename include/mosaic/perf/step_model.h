@@ -234,6 +234,9 @@ struct MemoryBreakdown {
   // memory (and back) through any stage's offloaded layers.
   double host_activation_bytes = 0;
   double offload_bytes_per_micro_batch = 0;
+  // Of offload_bytes_per_micro_batch, the bytes copied out during the backward: the segments of
+  // a looped model whose forward segmented backprop repeats there offload again (0 without).
+  double offload_recomputed_bytes_per_micro_batch = 0;
 };
 
 struct StepEstimate {
@@ -420,6 +423,11 @@ struct StageMemoryParts {
   double held_layers = 0;       // layer passes whose activations are held
   double offloaded_layers = 0;  // of those, the ones held in host memory (offload_layers)
   double in_flight = 0;         // micro-batches in flight
+  // Layer passes one micro-batch copies to host memory (and back): the offloaded layers of its
+  // forward and, with segmented backprop, those of every segment whose forward the backward
+  // repeats (recomputed_offloaded_layers of them, copied out during the backward).
+  double offloaded_passes = 0;
+  double recomputed_offloaded_layers = 0;
 };
 
 // The memory of a layout under each recompute policy, the stages' parts that do not depend on it
