@@ -188,5 +188,29 @@ TEST(PlanCli, OutputOverTheStudysResultsIsRefused) {
   fs::remove_all(dir);
 }
 
+// A ladder is planned before its results exist: plan prints it; decide refuses the study at the
+// key naming the missing file.
+TEST(PlanCli, AStudyWhoseResultsAreNotYetWrittenIsPlanned) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_plan_before_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  fs::copy_file(SourcePath("data/studies/fsdp-vs-ep.toml"), dir / "fsdp-vs-ep.toml");
+  const std::string study = (dir / "fsdp-vs-ep.toml").string();
+  const CommandResult plan = RunMosaic("plan '" + study + "'");
+  EXPECT_EQ(plan.exit_code, 0) << plan.err;
+  EXPECT_NE(plan.out.find("| d2048 | 22 | 1.06B | 795.5B | 4 | 47,414 | 7.81e21 | ~22.6 h |"),
+            std::string::npos)
+      << plan.out;
+  const CommandResult decide = RunMosaic("decide '" + study + "'");
+  EXPECT_EQ(decide.exit_code, 1) << decide.out;
+  EXPECT_NE(decide.err.find("fsdp-vs-ep.toml:66:7: csv = \"fsdp-vs-ep-results.csv\". Violated "
+                            "constraint: a file; none at "),
+            std::string::npos)
+      << decide.err;
+  fs::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace mosaic::testing

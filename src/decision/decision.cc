@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 
@@ -15,9 +16,9 @@
 #include "mosaic/scaling/data_table.h"
 #include "mosaic/scaling/projection.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/number_format.h"
 #include "mosaic/util/parallel_for.h"
-#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/toml_reader.h"
 
@@ -596,6 +597,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   if (!spec.rule) {
     throw LocatedError(file, "the study has no [rule] (default, challenger, threshold, criteria)");
   }
+  CheckResultsExist(*spec.results);
   Decision d;
   d.study = study;
   d.plan = PlanLadder(study);
@@ -899,10 +901,19 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
 std::vector<std::string> StudyInputFiles(const std::string& study_path, const StudyConfig& study) {
   std::vector<std::string> inputs = {study_path, study.model};
   if (study.decision.results) {
-    inputs.push_back(study.decision.results->csv);
-    for (const std::string& file :
-         runs::LogFiles(runs::DiscoverRuns(study.decision.results->logs))) {
-      inputs.push_back(file);
+    // Results not yet written are no input (`mosaic plan` runs before them; Decide refuses
+    // them at their key).
+    const ResultsSpec& results = *study.decision.results;
+    if (!results.csv.empty()) inputs.push_back(results.csv);
+    std::vector<std::string> logs;
+    for (const std::string& dir : results.logs) {
+      std::error_code ignored;
+      if (std::filesystem::exists(dir, ignored)) logs.push_back(dir);
+    }
+    if (!logs.empty()) {
+      for (const std::string& file : runs::LogFiles(runs::DiscoverRuns(logs))) {
+        inputs.push_back(file);
+      }
     }
   }
   return inputs;

@@ -88,11 +88,9 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   const std::string& origin = parent.origin();
   TableReader r(parent.text(), origin);
   r.On("csv", [&](auto& n, auto& w) {
-    const std::string written = GetString(n, w, "csv");
-    results.csv = ResolveBeside(written, origin);
-    if (!InputFileExists(results.csv)) {
-      throw FieldError(w, "csv", "\"" + written + "\"", MissingInputFileRule(results.csv, origin));
-    }
+    results.csv_written = GetString(n, w, "csv");
+    results.csv = ResolveBeside(results.csv_written, origin);
+    results.csv_where = w;
   });
   r.On("arm_column", [&](auto& n, auto& w) { results.arm_column = GetString(n, w, "arm_column"); });
   r.On("d_model_column",
@@ -107,13 +105,9 @@ void ReadResults(const toml::node& node, const SourceLocation& where, const Tabl
   r.On("logs", [&](auto& n, auto& w) {
     for (const std::string& dir : GetStringArray(n, w, "logs")) {
       results.logs.push_back(ResolveBeside(dir, origin));
-      std::error_code ignored;
-      if (!std::filesystem::exists(results.logs.back(), ignored)) {
-        throw FieldError(w, "logs", "\"" + dir + "\"",
-                         "a log directory or file; none at " + results.logs.back() +
-                             " (a relative path is taken beside " + origin + ")");
-      }
+      results.logs_written.push_back(dir);
     }
+    results.logs_where = w;
     if (results.logs.empty()) {
       throw FieldError(w, "logs", "[]", "logs names at least one log directory");
     }
@@ -420,6 +414,21 @@ void AddDecisionHandlers(TableReader& reader, DecisionSpec& spec) {
   reader.On("noise", [parent, &spec](auto& n, auto& w) { ReadNoise(n, w, *parent, spec); });
   reader.On("context_extension",
             [parent, &spec](auto& n, auto& w) { ReadContextExtension(n, w, *parent, spec); });
+}
+
+void CheckResultsExist(const ResultsSpec& results) {
+  if (!results.csv.empty() && !InputFileExists(results.csv)) {
+    throw FieldError(results.csv_where, "csv", "\"" + results.csv_written + "\"",
+                     MissingInputFileRule(results.csv, results.where.origin));
+  }
+  for (size_t i = 0; i < results.logs.size(); ++i) {
+    std::error_code ignored;
+    if (!std::filesystem::exists(results.logs[i], ignored)) {
+      throw FieldError(results.logs_where, "logs", "\"" + results.logs_written[i] + "\"",
+                       "a log directory or file; none at " + results.logs[i] +
+                           " (a relative path is taken beside " + results.where.origin + ")");
+    }
+  }
 }
 
 void ValidateDecisionSpec(const StudyConfig& study) {

@@ -200,17 +200,28 @@ TEST(LoadStudy, AMeasuredThroughputNamesTheKeysItLacks) {
 }
 
 // Files a study names are checked where they are named: the error points at the key, and says
-// where the file was looked for.
+// where the file was looked for. Results are planned before they exist: the study loads without
+// them, and CheckResultsExist (what `mosaic decide` runs first) refuses them at their key.
 TEST(LoadStudy, AMissingResultsFileOrModelFileIsNamedAtItsKey) {
+  const auto results_error = [](const std::string& toml) -> std::string {
+    const StudyConfig study = LoadStudyFromToml(toml, "study.toml");
+    try {
+      CheckResultsExist(*study.decision.results);
+    } catch (const InputError& error) {
+      return error.what();
+    }
+    return "";
+  };
   const std::string results =
-      ErrorOf(std::string(kMinimal) + "[results]\ncsv = \"nope.csv\"\n");
+      results_error(std::string(kMinimal) + "[results]\ncsv = \"nope.csv\"\n");
   EXPECT_NE(results.find("study.toml:7:7: csv = \"nope.csv\". Violated constraint: a file; none "
                          "at nope.csv (a relative path is looked for beside study.toml, then from "
                          "the working directory)"),
             std::string::npos)
       << results;
-  const std::string logs =
-      ErrorOf(std::string(kMinimal) + "[results]\nlogs = [\"no-such-logs\"]\ntag = \"loss\"\n");
+  const std::string logs = results_error(std::string(kMinimal) +
+                                         "[results]\nlogs = [\"no-such-logs\"]\ntag = \"loss\"\n"
+                                         "run_pattern = \"{arm}-d{d_model}\"\n");
   EXPECT_NE(logs.find("logs = \"no-such-logs\". Violated constraint: a log directory or file; "
                       "none at no-such-logs"),
             std::string::npos)

@@ -56,7 +56,16 @@ struct ResultsSpec {
   std::vector<LogRunSpec> runs;
   DecisionLoss loss = DecisionLoss::kDropless;  // which loss decides
   SourceLocation where;               // the [results] table
+  // csv and logs as the study writes them, and where (for CheckResultsExist's errors).
+  std::string csv_written;
+  std::vector<std::string> logs_written;
+  SourceLocation csv_where, logs_where;
 };
+
+// Checks that the files [results] names exist: a study is planned (`mosaic plan`) before its
+// results are, so LoadStudy does not require them; `mosaic decide` does. Throws InputError at
+// the csv or logs key, naming the path as written, where it was looked for, and the rule.
+void CheckResultsExist(const ResultsSpec& results);
 
 // A tokens/s figure for one arm, with where it comes from.
 struct MeasuredThroughput {
