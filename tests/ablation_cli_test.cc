@@ -207,6 +207,15 @@ TEST_F(AblationCli, ErrorsAndExitCodes) {
                                          *root_ + "/baseline --offset-pair a=b --tag eval/loss");
   EXPECT_EQ(no_dir.exit_code, 1);
   EXPECT_NE(no_dir.err.find("no such file or directory"), std::string::npos) << no_dir.err;
+  // The ablation directory given as its own baseline, one run paired with itself.
+  const CommandResult itself =
+      RunMosaic("runs ablation " + *root_ + "/ablation --baseline " + *root_ +
+                "/ablation --offset-pair nobpk_H3=nobpk_H3 --tag eval/loss");
+  EXPECT_EQ(itself.exit_code, 1);
+  EXPECT_NE(itself.err.find("--offset-pair = nobpk_H3=nobpk_H3. Violated constraint: two runs "
+                            "(both name "),
+            std::string::npos)
+      << itself.err;
 }
 
 }  // namespace

@@ -5,13 +5,15 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <regex>
 #include <set>
+#include <system_error>
 
 #include "mosaic/util/error.h"
-#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/terminal_text.h"
 #include "mosaic/util/wide_int.h"
 
 namespace mosaic::runs {
@@ -294,6 +296,16 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
                                      offset_value, "RUN", tag);
   const Run& offset_base = RequireRun(baseline_runs, options.offset_pair.base_run, "--offset-pair",
                                       offset_value, "BASE_RUN", tag);
+  std::error_code ec;
+  if (&offset_run == &offset_base ||
+      (!offset_run.directory.empty() &&
+       std::filesystem::equivalent(offset_run.directory, offset_base.directory, ec) && !ec)) {
+    throw FieldError({}, "--offset-pair", offset_value,
+                     fmt::format("two runs (both name {}): one run against itself has an offset "
+                                 "of 0 with no spread to judge effects against",
+                                 offset_run.directory.empty() ? offset_run.name
+                                                              : offset_run.directory));
+  }
   std::map<std::string, std::string> base_of;
   base_of[offset_run.name] = offset_base.name;
   for (const RunPair& pair : options.pairs) {
@@ -324,6 +336,14 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
   }
   out.offset = *offset;
   out.offset_band = std::hypot(offset->standard_error, offset->sd_difference);
+  if (out.offset_band == 0) {
+    // Two runs of a real pair never differ by the same amount at every step: a copy of one run,
+    // against which every effect, however small, is judged real.
+    out.notes.push_back(fmt::format(
+        "the offset pair {} differs by the same {} at each of its {} shared steps: the offset has "
+        "no spread, so any effect is judged outside it (a copy of one run?)",
+        offset_value, G(offset->mean_difference), offset->common_steps));
+  }
 
   std::vector<const Run*> order = {&offset_run};
   for (const Run& r : ablation_runs) {

@@ -318,6 +318,26 @@ TEST(Ablation, AnOffsetPairWithOneCommonStepIsRefused) {
   }
 }
 
+// The same run on both sides of the offset pair (the baseline directory given as the ablation's)
+// has an offset of exactly 0 with no spread: refused, as one shared step is.
+TEST(Ablation, AnOffsetPairOfOneRunTwiceIsRefused) {
+  auto linear = [](int64_t step) { return 1.0 + step / 1000.0; };
+  const std::vector<runs::Run> runs = {MakeRun("H3", "loss", {100, 1000, 2000}, linear)};
+  AblationOptions o;
+  o.tag = "loss";
+  o.offset_pair = {"H3", "H3"};
+  try {
+    AnalyzeAblation(runs, runs, o);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "--offset-pair = H3=H3. Violated constraint: two runs (both name H3): one run "
+                  "against itself has an offset of 0 with no spread to judge effects against"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // A run whose last eval is NaN did not end at its last finite step: the compared step is named
 // as the last common finite one (it read "the run's final step").
 TEST(Ablation, ANonFiniteLastEvalIsNotTheRunsFinalStep) {
