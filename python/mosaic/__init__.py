@@ -142,10 +142,15 @@ def _python_terms(keywords: Mapping[str, str]):
 
 
 def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
+    """Model and device overrides as ``--set`` writes them: a bool as true/false, a whole float
+    as its integer (``top_k=3.0`` is ``--set top_k=3``; an integer field refuses "3.0"), any
+    other value as its text."""
     out = {}
     for name, value in overrides.items():
-        if isinstance(value, bool):
+        if isinstance(value, (bool, np.bool_)):
             out[name] = "true" if value else "false"
+        elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+            out[name] = str(int(value))
         else:
             out[name] = str(value)
     return out

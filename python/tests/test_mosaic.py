@@ -450,6 +450,16 @@ def test_capacity_padding_is_the_cli_flag():
             == mosaic.summarize_runs(runs, last_k=5).runs)
 
 
+def test_overrides_are_set_values_and_a_whole_float_is_an_integer():
+    three = mosaic.model("mixtral-8x7b", top_k=3)
+    assert mosaic.model("mixtral-8x7b", top_k=3.0).to_dict() == three.to_dict()
+    assert mosaic.model("mixtral-8x7b", top_k=np.float64(3)).to_dict() == three.to_dict()
+    assert mosaic.model("mixtral-8x7b", top_k="3").to_dict() == three.to_dict()
+    assert three.to_dict() == cli_json("model", "mixtral-8x7b", "--set", "top_k=3")
+    with pytest.raises(mosaic.InputError, match="top_k is an integer"):
+        mosaic.model("mixtral-8x7b", top_k=3.5)
+
+
 def test_perf_sets_device_fields_as_set_does():
     args = dict(hardware="gb200-nvl72", gpus=64,
                 layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full", batch=1024,
