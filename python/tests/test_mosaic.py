@@ -366,7 +366,7 @@ def test_bad_input_raises_input_error_with_the_cli_message():
         mosaic.perf("mixtral-8x7b", hardware="h100", gpus=8, layout="tp=3", batch=8)
     compute_fit = mosaic.fit(os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv"),
                              law="compute", pins={"E": 1.6, "alpha": 0.0941})
-    with pytest.raises(mosaic.InputError, match="law compute has no input 'N' \\(did you mean"):
+    with pytest.raises(mosaic.InputError, match="law compute has no input 'N'; inputs: C"):
         compute_fit.predict(N=[1e9])
     with pytest.raises(mosaic.InputError, match="predict: law compute needs input C"):
         compute_fit.predict()

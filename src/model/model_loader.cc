@@ -7,6 +7,7 @@
 #include <set>
 
 #include "mosaic/model/family.h"
+#include "mosaic/model/param_count.h"
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
@@ -141,6 +142,16 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
                                             violation->field, rule));
     }
     throw FieldError(where, violation->field, violation->value, rule);
+  }
+  // Every count must be exact in 64 bits: a shape past them is refused here, naming the file.
+  try {
+    CountParams(spec.config);
+  } catch (const InputError& error) {
+    std::string applied;
+    for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
+    throw LocatedError(SourceLocation{origin, 0, 0, ""},
+                       applied.empty() ? std::string(error.what())
+                                       : fmt::format("{} (after --set {})", error.what(), applied));
   }
   return spec;
 }

@@ -92,9 +92,13 @@ LadderPlan PlanLadder(const StudyConfig& study) {
         spec = LoadModel(study.model, overrides);
       } catch (const InputError& error) {
         // The model's own location is in the message; which of the rung's shape and the arm's
-        // overrides broke it is the rule's to say (they are listed after "--set").
-        throw InputError(fmt::format("{}: arm '{}', rung d{}: {}", study.origin, arm.name,
-                                     rung.d_model, error.what()));
+        // overrides broke it is the rule's to say (they are listed after "--set"). The study is
+        // named unless the message already places the error in it (at an override's key).
+        const std::string_view message = error.what();
+        const bool in_study = message.starts_with(study.origin + ":");
+        throw InputError(fmt::format("{}arm '{}', rung d{}: {}",
+                                     in_study ? "" : study.origin + ": ", arm.name, rung.d_model,
+                                     message));
       }
       const ParamCount params = CountParams(spec.config);
       row.layers = spec.config.layers;

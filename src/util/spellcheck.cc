@@ -46,6 +46,8 @@ std::optional<std::string> ClosestMatch(std::string_view word,
   for (const std::string& candidate : candidates) {
     // A prefix ("mixtral" for "mixtral-8x7b", "gb200" for "gb200-nvl72") beats any edit.
     int distance = word.size() >= 3 && candidate.starts_with(word) ? 0 : EditDistance(word, candidate);
+    // A candidate that keeps no character of the word ("C" for "N") is no suggestion.
+    if (distance >= static_cast<int>(std::max(word.size(), candidate.size()))) continue;
     if (distance < best_distance) {
       best_distance = distance;
       best = candidate;

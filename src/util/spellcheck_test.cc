@@ -23,6 +23,11 @@ TEST(ClosestMatch, SuggestsNearNamesOnly) {
   EXPECT_EQ(ClosestMatch("zzzzzzzz", names), std::nullopt);
   EXPECT_EQ(DidYouMean("mdoel", names), " (did you mean 'model'?)");
   EXPECT_EQ(DidYouMean("xyzxyzxyz", names), "");
+  // A name sharing no character with the word is no suggestion, however short both are.
+  const std::vector<std::string> columns = {"C", "D", "loss"};
+  EXPECT_EQ(ClosestMatch("N", columns), std::nullopt);
+  EXPECT_EQ(ClosestMatch("d", columns), "D");
+  EXPECT_EQ(ClosestMatch("ep", std::vector<std::string>{"tp", "cp"}), "tp");
 }
 
 TEST(ClosestMatch, PrefersTheSameNameInOtherCase) {
