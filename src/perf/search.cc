@@ -98,8 +98,14 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   const std::vector<int64_t> cps = PowersOfTwo(options.max_cp);
   const std::vector<int64_t> vpps = PowersOfTwo(options.max_vpp);
   const std::vector<int64_t> chunks = c.is_moe() ? PowersOfTwo(8) : std::vector<int64_t>{1};
-  auto better = [](const SearchCandidate& a, const SearchCandidate& b) {
-    return a.estimate.tokens_per_s_per_gpu > b.estimate.tokens_per_s_per_gpu;
+  // Faster first; at the same speed, the layout without the all-to-all overlap (the simpler
+  // one to run gains nothing from it).
+  auto ranks_before = [](double tokens_a, int64_t overlap_a, double tokens_b, int64_t overlap_b) {
+    return tokens_a != tokens_b ? tokens_a > tokens_b : overlap_a < overlap_b;
+  };
+  auto better = [&](const SearchCandidate& a, const SearchCandidate& b) {
+    return ranks_before(a.estimate.tokens_per_s_per_gpu, a.layout.a2a_overlap,
+                        b.estimate.tokens_per_s_per_gpu, b.layout.a2a_overlap);
   };
   std::vector<SearchCandidate>& best = result.best;  // kept as a min-heap of size `top`
   auto keep = [&](const Layout& l, const StepEstimate& e) {
@@ -107,7 +113,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     if (static_cast<int64_t>(best.size()) < options.top) {
       best.push_back({l, e});
       std::push_heap(best.begin(), best.end(), better);
-    } else if (options.top > 0 && e.tokens_per_s_per_gpu > best.front().estimate.tokens_per_s_per_gpu) {
+    } else if (options.top > 0 &&
+               ranks_before(e.tokens_per_s_per_gpu, l.a2a_overlap,
+                            best.front().estimate.tokens_per_s_per_gpu,
+                            best.front().layout.a2a_overlap)) {
       std::pop_heap(best.begin(), best.end(), better);
       best.back() = {l, e};
       std::push_heap(best.begin(), best.end(), better);
