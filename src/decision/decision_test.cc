@@ -387,6 +387,11 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                                  "each arm has one [[target.arms]] entry (the first is at "),
             std::string::npos)
       << twice_on_target;
+  // A target past any pretraining run is a slipped exponent.
+  EXPECT_NE(ErrorOf("tokens = 20e12", "tokens = 20e40")
+                .find("tokens = 2e+41. Violated constraint: tokens <= 1e18"),
+            std::string::npos)
+      << ErrorOf("tokens = 20e12", "tokens = 20e40");
   const std::string mfu = ErrorOf("mfu = 0.1941", "mfu = 0.9");
   EXPECT_NE(mfu.find("[[throughput.measured]] fsdp-chunk1 on the target's 64 × gb200-nvl72: mfu "
                      "(%) = 90 with tokens_per_s / gpus = 3635.9375, which is 19.2% of the "

@@ -221,9 +221,22 @@ void ReadTarget(const toml::node& node, const SourceLocation& where, const Table
   t.where = where;
   TableReader r(parent.text(), parent.origin());
   r.On("description", [&](auto& n, auto& w) { t.description = GetString(n, w, "description"); });
-  r.On("tokens", [&](auto& n, auto& w) { t.tokens = GetPositiveNumber(n, w, "tokens"); });
-  r.On("compute_flops",
-       [&](auto& n, auto& w) { t.compute_flops = GetPositiveNumber(n, w, "compute_flops"); });
+  // Bounds against a slipped exponent, far past any pretraining run: the largest published
+  // ones train on about 36e12 tokens (Qwen3) with about 5e25 FLOPs (Llama 3 405B: 3.8e25).
+  r.On("tokens", [&](auto& n, auto& w) {
+    t.tokens = GetPositiveNumber(n, w, "tokens");
+    if (t.tokens > 1e18) {
+      throw FieldError(w, "tokens", TomlValueText(n),
+                       "tokens <= 1e18 (training tokens of the target run, e.g. 20e12)");
+    }
+  });
+  r.On("compute_flops", [&](auto& n, auto& w) {
+    t.compute_flops = GetPositiveNumber(n, w, "compute_flops");
+    if (t.compute_flops > 1e32) {
+      throw FieldError(w, "compute_flops", TomlValueText(n),
+                       "compute_flops <= 1e32 (training FLOPs of the target run, e.g. 3.8e25)");
+    }
+  });
   r.On("hardware", [&](auto& n, auto& w) { t.hardware = GetString(n, w, "hardware"); });
   r.On("gpus", [&](auto& n, auto& w) { t.gpus = GetPositiveInt(n, w, "gpus"); });
   r.On("batch_seqs", [&](auto& n, auto& w) { t.batch_seqs = GetPositiveInt(n, w, "batch_seqs"); });
