@@ -283,6 +283,9 @@ void RunRuns(const RunsOptions& options) {
   load.threads = options.threads;
   const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
   CheckOutputIsNotInput(options.output, LogFiles(directories));
+  if (!options.export_format.empty()) {
+    CheckExportOutsideLogs(options.output, options.logdirs, directories);
+  }
   // The runs are read a batch at a time (LoadRunsInBatches), each batch exported or digested
   // before the next is read: the memory held is one batch's points, whatever the directory's size.
   const int64_t batch_bytes = options.batch_mb << 20;

@@ -204,6 +204,31 @@ TEST(RunsCli, AnExportReadsBackAsTheSamePoints) {
   std::filesystem::remove_all(dir);
 }
 
+// An export of several runs written among the logs it reads would be read back as one run's
+// logs (and refused there): refused, nothing written. One run's export into its own folder reads
+// back as its points.
+TEST(RunsCli, AnExportOfSeveralRunsIsNotWrittenAmongTheirLogs) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / "mosaic_runs_export_inside";
+  fs::remove_all(dir);
+  fs::copy(SourcePath("tests/fixtures/janosh__tensorboard-reducer/tests/runs/strict"), dir,
+           fs::copy_options::recursive);
+  const fs::path inside = dir / "run_1" / "all.csv";
+  CommandResult r = RunMosaic("runs " + dir.string() + " --export csv --output " + inside.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--output = " + inside.string() + ". Violated constraint: outside the log "
+                       "directories this export reads (" + dir.string() + " is one)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(inside));
+  const fs::path own = dir / "run_1" / "own.csv";
+  CommandResult one = RunMosaic("runs " + (dir / "run_1").string() + " --export csv --output " +
+                                own.string());
+  EXPECT_EQ(one.exit_code, 0) << one.err;
+  EXPECT_TRUE(fs::exists(own));
+  fs::remove_all(dir);
+}
+
 TEST(RunsCli, DamagedFileIsReportedAndTheRestKept) {
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_runs_damaged";
   std::filesystem::remove_all(dir);

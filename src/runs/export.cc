@@ -4,10 +4,12 @@
 #include <charconv>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <memory>
 #include <system_error>
 #include <utility>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "mosaic/util/error.h"
@@ -212,6 +214,36 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
   std::string out;
   WriteExport(runs, format, with_pass, [&](std::string_view piece) { out += piece; }, 1);
   return out;
+}
+
+void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
+                            const std::vector<RunDirectory>& runs) {
+  namespace fs = std::filesystem;
+  if (output.empty() || !IsLogFileName(fs::path(output).filename().string())) return;
+  std::error_code ec;
+  const fs::path folder = fs::weakly_canonical(fs::absolute(output, ec), ec).parent_path();
+  if (ec) return;
+  const auto canonical = [](const std::string& path) {
+    std::error_code error;
+    const fs::path p = fs::weakly_canonical(path, error);
+    return error ? fs::path() : p;
+  };
+  if (runs.size() == 1 && folder == canonical(runs.front().directory)) return;
+  for (const std::string& logdir : logdirs) {
+    std::error_code error;
+    if (!fs::is_directory(logdir, error)) continue;
+    const fs::path root = canonical(logdir);
+    if (root.empty()) continue;
+    const auto [end, unused] = std::mismatch(root.begin(), root.end(), folder.begin(), folder.end());
+    if (end != root.end()) continue;
+    throw FieldError({}, "--output", output,
+                     fmt::format("outside the log directories this export reads ({} is one): "
+                                 "read again, the {} exported run{} would be read as logs of "
+                                 "the folder {}; write the export elsewhere, or one run into its "
+                                 "own folder",
+                                 logdir, runs.size(), runs.size() == 1 ? "" : "s",
+                                 folder.string()));
+  }
 }
 
 }  // namespace mosaic::runs

@@ -57,6 +57,12 @@ bool IsTableFile(const std::string& name) {
   return EndsWith(name, ".csv") || EndsWith(name, ".jsonl");
 }
 
+}  // namespace
+
+bool IsLogFileName(const std::string& name) { return IsEventFile(name) || IsTableFile(name); }
+
+namespace {
+
 // The format of a log file by its name (IsEventFile or IsTableFile holds for it).
 SourceFormat FormatOfLog(const std::string& name) {
   if (IsEventFile(name)) return SourceFormat::kEvents;

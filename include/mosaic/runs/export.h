@@ -62,6 +62,15 @@ class ExportWriter {
   bool any_row_ = false;
 };
 
+// Refuses an export written where it would be read back as logs: `output` (a file name DiscoverRuns
+// reads) under one of `logdirs`, unless the export is of one run (`runs`) into that run's own
+// folder, which reads back as the same points (a restart). Any other such export would put several
+// runs, or another run's points, in one run's logs: read again, that folder is refused (a long
+// CSV of several runs) or holds points that are not its own. Throws InputError on --output naming
+// the log directory. An empty `output` (stdout) passes.
+void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
+                            const std::vector<RunDirectory>& runs);
+
 // The whole export of `runs` as one string (WriteExport on one thread).
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
 

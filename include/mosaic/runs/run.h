@@ -60,6 +60,10 @@ struct RunDirectory {
 // folder.
 std::vector<RunDirectory> DiscoverRuns(const std::string& logdir);
 
+// Whether DiscoverRuns reads a file of this name (no folder) as a log: an event file
+// (events.out.tfevents.*), a .csv or a .jsonl file.
+bool IsLogFileName(const std::string& name);
+
 // Discovers the runs of several log directories (the arguments of `mosaic runs`) and names them
 // uniquely and stably. With one log directory, names are as DiscoverRuns gives them. With more,
 // each name is prefixed with a label of its log directory: the directory's (or file's) base name,
