@@ -123,13 +123,12 @@ std::string TransformedName(const LawInput& in) {
   return in.name;
 }
 
-// Throws InputError when the transformed inputs that free parameters multiply are collinear over
-// the points (e.g. D = 20·N at every point: log D = log N + log 20), so that the law cannot tell
-// the inputs' effects apart. Columns are centred and scaled before the rank test; an input is
-// reported against the ones before it in law order.
-void CheckInputsSeparable(const Law& law, const FitData& data,
-                          const std::vector<std::optional<double>>& pinned) {
-  std::vector<int> used;
+// The transformed inputs (log N, log D, ...) that free parameters multiply, one column per point
+// and input; `used` receives the inputs' indexes in law order.
+Eigen::MatrixXd FreeInputColumns(const Law& law, const FitData& data,
+                                 const std::vector<std::optional<double>>& pinned,
+                                 std::vector<int>* used) {
+  used->clear();
   for (size_t i = 0; i < law.inputs.size(); ++i) {
     bool uses = false;
     for (const LawTerm& term : law.terms) {
@@ -140,15 +139,14 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
         }
       }
     }
-    if (uses) used.push_back(static_cast<int>(i));
+    if (uses) used->push_back(static_cast<int>(i));
   }
-  if (used.size() < 2) return;
   const Eigen::Index n = static_cast<Eigen::Index>(data.size());
-  Eigen::MatrixXd t(n, static_cast<Eigen::Index>(used.size()));
-  for (size_t c = 0; c < used.size(); ++c) {
+  Eigen::MatrixXd t(n, static_cast<Eigen::Index>(used->size()));
+  for (size_t c = 0; c < used->size(); ++c) {
     for (Eigen::Index r = 0; r < n; ++r) {
-      const double x = data.inputs[used[c]][r];
-      switch (law.inputs[used[c]].transform) {
+      const double x = data.inputs[(*used)[c]][r];
+      switch (law.inputs[(*used)[c]].transform) {
         case InputTransform::kLog:
           t(r, c) = std::log(x);
           break;
@@ -161,6 +159,56 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
       }
     }
   }
+  return t;
+}
+
+// Column c of `t` fitted on the columns before it by least squares with an intercept:
+// t_c ≈ Σ_b coef(b)·t_b + coef(c), with the RMS residual and the share of t_c's variance left
+// unexplained (1 − R²).
+struct InputRelation {
+  Eigen::VectorXd coef;
+  double rms_residual = 0;
+  double unexplained = 0;
+};
+InputRelation RelationToEarlierInputs(const Eigen::MatrixXd& t, Eigen::Index c) {
+  const Eigen::Index n = t.rows();
+  Eigen::MatrixXd lhs(n, c + 1);
+  lhs.leftCols(c) = t.leftCols(c);
+  lhs.col(c).setOnes();
+  InputRelation r;
+  r.coef = lhs.colPivHouseholderQr().solve(t.col(c));
+  const Eigen::VectorXd residual = t.col(c) - lhs * r.coef;
+  const double variance = (t.col(c).array() - t.col(c).mean()).square().sum();
+  r.rms_residual = std::sqrt(residual.squaredNorm() / static_cast<double>(n));
+  r.unexplained = variance > 0 ? residual.squaredNorm() / variance : 0;
+  return r;
+}
+
+// "log D = 1·log N + 2.996", the relation as the messages print it.
+std::string RelationText(const Law& law, const std::vector<int>& used, Eigen::Index c,
+                         const Eigen::VectorXd& coef) {
+  std::string relation;
+  for (Eigen::Index b = 0; b < c; ++b) {
+    relation += fmt::format("{:.4g}·{} + ", coef(b), TransformedName(law.inputs[used[b]]));
+  }
+  return fmt::format("{} = {}{:.4g}", TransformedName(law.inputs[used[c]]), relation, coef(c));
+}
+
+std::vector<std::string> InputNames(const Law& law, const std::vector<int>& used, Eigen::Index c) {
+  std::vector<std::string> names;
+  for (Eigen::Index b = 0; b < c; ++b) names.push_back(law.inputs[used[b]].name);
+  return names;
+}
+
+// Throws InputError when the transformed inputs that free parameters multiply are collinear over
+// the points (e.g. D = 20·N at every point: log D = log N + log 20), so that the law cannot tell
+// the inputs' effects apart. Columns are centred and scaled before the rank test; an input is
+// reported against the ones before it in law order.
+void CheckInputsSeparable(const Law& law, const FitData& data,
+                          const std::vector<std::optional<double>>& pinned) {
+  std::vector<int> used;
+  const Eigen::MatrixXd t = FreeInputColumns(law, data, pinned, &used);
+  if (used.size() < 2) return;
   Eigen::MatrixXd centred = t.rowwise() - t.colwise().mean();
   for (Eigen::Index c = 0; c < centred.cols(); ++c) {
     const double norm = centred.col(c).norm();
@@ -170,27 +218,40 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
     Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(centred.leftCols(c + 1));
     qr.setThreshold(1e-8);
     if (qr.rank() > c) continue;
-    std::vector<std::string> before;
-    for (Eigen::Index b = 0; b < c; ++b) before.push_back(law.inputs[used[b]].name);
-    // The relation, fitted on the raw transformed columns: t_c = intercept + Σ slope_b t_b.
-    Eigen::MatrixXd lhs(n, c + 1);
-    lhs.leftCols(c) = t.leftCols(c);
-    lhs.col(c).setOnes();
-    const Eigen::VectorXd coef = lhs.colPivHouseholderQr().solve(t.col(c));
-    std::string relation;
-    for (Eigen::Index b = 0; b < c; ++b) {
-      relation += fmt::format("{:.4g}·{} + ", coef(b), TransformedName(law.inputs[used[b]]));
-    }
-    relation += fmt::format("{:.4g}", coef(c));
+    const std::vector<std::string> before = InputNames(law, used, c);
     throw InputError(fmt::format(
         "{}: singular design: column {} is determined by column{} {} at every one of the {} "
-        "points ({} = {}), so law {} cannot separate their effects. Violated constraint: the "
+        "points ({}), so law {} cannot separate their effects. Violated constraint: the "
         "inputs vary independently (add points off this line, or pin the parameters of one "
         "input with --pin)",
         data.origin, law.inputs[used[c]].name, before.size() > 1 ? "s" : "",
-        fmt::join(before, ", "), data.size(), TransformedName(law.inputs[used[c]]), relation,
-        law.name));
+        fmt::join(before, ", "), data.size(),
+        RelationText(law, used, c, RelationToEarlierInputs(t, c).coef), law.name));
   }
+}
+
+// The caution on inputs that are nearly, not exactly, collinear (CheckInputsSeparable refuses
+// exact ones): an input whose transformed column the earlier ones explain but for less than
+// kNearlyCollinear of its variance. The fit then separates the inputs' effects only through
+// that scatter, and their parameters trade off against each other.
+constexpr double kNearlyCollinear = 1e-3;
+std::optional<std::string> NearlyCollinearCaution(const Law& law, const FitData& data,
+                                                  const std::vector<std::optional<double>>& pinned) {
+  std::vector<int> used;
+  const Eigen::MatrixXd t = FreeInputColumns(law, data, pinned, &used);
+  for (Eigen::Index c = 1; c < t.cols(); ++c) {
+    const InputRelation r = RelationToEarlierInputs(t, c);
+    if (!(r.unexplained < kNearlyCollinear)) continue;
+    const std::vector<std::string> before = InputNames(law, used, c);
+    return fmt::format(
+        "nearly collinear inputs: over the {} points {} to within {:.2g} RMS ({:.2g} of its "
+        "variance unexplained): the fit tells {} apart from {} only through that scatter, so "
+        "the parameters of their terms are poorly determined (bootstrap intervals show how "
+        "poorly; add points off this line, or pin the parameters of one input with --pin)",
+        data.size(), RelationText(law, used, c, r.coef), r.rms_residual, r.unexplained,
+        law.inputs[used[c]].name, fmt::join(before, ", "));
+  }
+  return std::nullopt;
 }
 
 // Throws InputError when a term has more free parameters of its own than the distinct values of
@@ -521,6 +582,10 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
       s.message = fmt::format("failure: the objective was not finite at any of the {} starts",
                               s.starts);
       break;
+  }
+  if (std::optional<std::string> caution = NearlyCollinearCaution(
+          law, weighted.size() == data.size() ? data : data.Subset(weighted), pinned)) {
+    s.cautions.push_back(std::move(*caution));
   }
   int free_params = 0;
   for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;

@@ -229,6 +229,34 @@ TEST(Fit, AScaleDrivenToNothingIsNamed) {
   EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).negligible_params.empty());
 }
 
+// A ladder whose token budgets stay within 1% of 20 tokens per parameter: not the exact line
+// the design check refuses, but the fit separates N from D only through that 1%. Cautioned with
+// the line; Epoch's IsoFLOP points, which vary N and D apart, are not.
+TEST(Fit, NearlyCollinearInputsAreCautioned) {
+  FitData data;
+  data.origin = "ladder.csv";
+  data.input_names = {"N", "D"};
+  data.inputs = {{1e8, 2e8, 4e8, 8e8, 1.6e9, 3.2e9},
+                 {2.02e9, 3.96e9, 8.04e9, 15.92e9, 32.16e9, 63.68e9}};
+  data.loss = {3.49, 3.15, 2.87, 2.64, 2.45, 2.30};
+  data.weight = std::vector<double>(6, 1.0);
+  data.run = {0, 1, 2, 3, 4, 5};
+  data.run_names = {"a", "b", "c", "d", "e", "f"};
+  data.line = {2, 3, 4, 5, 6, 7};
+  const FitSummary s = Fit(FindLaw("chinchilla"), data, FitOptions{});
+  const std::string all = fmt::format("{}", fmt::join(s.cautions, "\n"));
+  // The line as numpy.linalg.lstsq fits it: slope 0.99836, intercept 3.02869, RMS residual
+  // 0.0068007, 3.311e-05 of the variance of log D left.
+  EXPECT_NE(all.find("nearly collinear inputs: over the 6 points log D = 0.9984·log N + 3.029 to "
+                     "within 0.0068 RMS (3.3e-05 of its variance unexplained)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("the fit tells D apart from N only through that scatter"), std::string::npos);
+  for (const std::string& caution : Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).cautions) {
+    EXPECT_EQ(caution.find("nearly collinear"), std::string::npos) << caution;
+  }
+}
+
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
   const FitData data = Epoch240();
   ASSERT_EQ(data.size(), 240u);
