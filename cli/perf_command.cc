@@ -107,7 +107,8 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   };
   out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n", Gb(e.memory.peak_bytes),
                      Gb(e.capacity_bytes), fit_text(e.memory.peak_bytes, e.capacity_bytes));
-  if (l.offload_layers > 0) {
+  const bool offloads = l.offload_layers > 0 || l.offload_modules != 0;
+  if (offloads) {
     out += fmt::format("  host memory per GPU   {:>10} of {} (offloaded activations; {})\n",
                        Gb(e.memory.host_activation_bytes), Gb(e.host_capacity_bytes),
                        fit_text(e.memory.host_activation_bytes, e.host_capacity_bytes));
@@ -137,7 +138,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   row("pipeline send/recv", t.pp_seconds, "before overlap");
   row("exposed communication", t.exposed_comm_seconds);
   row("host waits", t.host_seconds, "MoE token-count syncs");
-  if (l.offload_layers > 0) {
+  if (offloads) {
     row("activation offload", t.offload_seconds,
         fmt::format("to host memory and back, before overlap; over the host link ({:g} GB/s)",
                     cluster.device.host_link_gb_per_s));
@@ -159,7 +160,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   mrow("all-to-all buffers", m.dispatch_bytes);
   mrow("reserve", m.reserve_bytes);
   mrow("peak", m.peak_bytes);
-  if (l.offload_layers > 0) mrow("host (offloaded)", m.host_activation_bytes);
+  if (offloads) mrow("host (offloaded)", m.host_activation_bytes);
   return out;
 }
 
@@ -369,7 +370,9 @@ void AddPerfCommand(CLI::App& root) {
                   "(layers on the first/last stage), pp_embed=1,pp_loss=1 (embedding/loss "
                   "counted as a layer) or pp_layout=Et|(tt|)*30mL (Megatron-Core's layout "
                   "string); a2a_overlap=1 (EP all-to-all overlap); offload_layers=N (the "
-                  "activations of N layers per rank held in host memory) (a missing key is 1)")
+                  "activations of N layers per rank held in host memory) or "
+                  "offload_modules=expert_fc1+moe_act (the saved inputs of those modules, "
+                  "Megatron-Core's fine-grained offloading) (a missing key is 1)")
       ->check(CLI::Validator(
           [](std::string& text) -> std::string {
             // Nothing, or spaces alone, would read as a missing --layout: a usage error either

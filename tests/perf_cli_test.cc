@@ -1640,7 +1640,7 @@ TEST(PerfCli, MeasuredRowsReadTheirOffloadedLayers) {
   const std::string header = text.substr(0, text.find('\n') + 1);
   const std::string x1 = text.substr(text.find("\nX1,") + 1);
   const std::string row = x1.substr(0, x1.find('\n'));
-  ASSERT_EQ(row.substr(row.rfind(',')), ",126");
+  ASSERT_EQ(row.substr(row.rfind(",126,")), ",126,");  // offload_layers, then offload_modules
   const std::filesystem::path path =
       std::filesystem::temp_directory_path() / "mosaic_offload_rows.csv";
   {
@@ -1656,11 +1656,27 @@ TEST(PerfCli, MeasuredRowsReadTheirOffloadedLayers) {
       << r.out;
   {
     std::ofstream out(path);
-    out << header << row.substr(0, row.rfind(',')) << ",-2\n";
+    out << header << row.substr(0, row.rfind(",126,")) << ",-2,\n";
   }
   r = RunMosaic(validate);
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(":2: offload_layers = '-2'. Violated constraint: an integer in [1, "),
+            std::string::npos)
+      << r.err;
+  // The offload_modules column as the layout key writes it (G1: expert_fc1+moe_act).
+  r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --heldout "
+                "tests/fixtures/throughput/heldout.csv");
+  EXPECT_NE(r.out.find("a2a_overlap=1,offload_modules=expert_fc1+moe_act  [TFLOP/s (causal)]"),
+            std::string::npos)
+      << r.out;
+  {
+    std::ofstream out(path);
+    out << header << row.substr(0, row.rfind(",126,")) << ",,moe_act+fc2\n";
+  }
+  r = RunMosaic(validate);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(":2: column offload_modules=moe_act+fc2: offload_modules = moe_act+fc2. "
+                       "Violated constraint: module names joined by '+'"),
             std::string::npos)
       << r.err;
 }

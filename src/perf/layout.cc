@@ -57,6 +57,13 @@ std::string ToString(const Layout& l) {
   if (l.pp_loss > 0) text += ",pp_loss=1";
   if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
   if (l.offload_layers > 0) text += fmt::format(",offload_layers={}", l.offload_layers);
+  if (l.offload_modules != 0) {
+    std::vector<std::string_view> names;
+    for (size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
+      if (l.offload_modules & (1u << i)) names.push_back(kOffloadModuleNames[i]);
+    }
+    text += fmt::format(",offload_modules={}", fmt::join(names, "+"));
+  }
   if (l.pp_layout[0] != '\0') text += fmt::format(",pp_layout={}", l.pp_layout_text());
   return text;
 }
@@ -239,7 +246,8 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk", "pp_first", "pp_last",
                                                  "pp_embed", "pp_loss", "a2a_overlap",
-                                                 "offload_layers", "pp_layout"};
+                                                 "offload_layers", "offload_modules",
+                                                 "pp_layout"};
   // The user's text as messages echo it, control characters escaped (terminal_text.h).
   const std::string shown_label = Printable(label);
   const std::string shown = Printable(text);
@@ -333,6 +341,35 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
         throw InputError(fmt::format("{} {}: {}", shown_label, shown, e.what()));
       }
       std::copy(layout.begin(), layout.end(), l.pp_layout.begin());
+      continue;
+    }
+    if (key == "offload_modules") {
+      // Megatron's --offload-modules names, joined by '+' (',' separates the layout's keys).
+      const std::vector<std::string> names(std::begin(kOffloadModuleNames),
+                                           std::end(kOffloadModuleNames));
+      size_t from = 0;
+      while (true) {
+        const size_t plus = value.find('+', from);
+        const std::string_view name =
+            TrimSpaces(value.substr(from, plus == std::string_view::npos ? plus : plus - from));
+        const auto it = std::find(names.begin(), names.end(), name);
+        if (it == names.end()) {
+          throw InputError(fmt::format(
+              "{} {}: offload_modules = {}. Violated constraint: module names joined by '+', "
+              "each one of {} (not '{}'){}",
+              shown_label, shown, Printable(value), fmt::join(names, ", "), Printable(name),
+              DidYouMean(std::string(name), names)));
+        }
+        const uint32_t bit = 1u << (it - names.begin());
+        if (l.offload_modules & bit) {
+          throw InputError(fmt::format("{} {}: offload_modules = {}. Violated constraint: each "
+                                       "module at most once ({} is given twice)",
+                                       shown_label, shown, Printable(value), *it));
+        }
+        l.offload_modules |= bit;
+        if (plus == std::string_view::npos) break;
+        from = plus + 1;
+      }
       continue;
     }
     if (key == "recompute") {
@@ -603,6 +640,21 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
                               l.offload_layers, most));
     }
   }
+  if (l.offload_modules != 0) {
+    if (l.offload_layers > 0) {
+      return fail(kUnsupported, "offload_modules excludes offload_layers (Megatron-Core's "
+                                "fine-grained and layer-wise offloading are two ways to offload; "
+                                "give one)");
+    }
+    if (l.recompute == Recompute::kFull) {
+      return fail(kUnsupported, "offload_modules excludes recompute=full (a fully recomputed "
+                                "layer keeps no module's input to offload)");
+    }
+    if ((l.offload_modules & kMoeOffloadModules) != 0 && !m.is_moe()) {
+      return fail(kUnsupported, "offload_modules expert_fc1 and moe_act need routed experts, and "
+                                "the model has none");
+    }
+  }
   // Megatron-Core splits each sequence into 2·cp chunks, rank r taking chunks r and 2·cp − 1 − r
   // so that causal attention balances (get_batch_on_this_cp_rank, megatron/core/utils.py); the
   // sequence-parallel activations then split each rank's seq / cp tokens over tp
@@ -641,12 +693,14 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
 std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m,
                                            const JobShape& job, const HardwareSpec& device) {
   if (auto v = CheckLayout(l, m, job, device.domain_gpus())) return v;
-  if (l.offload_layers > 0 && (device.host_link_gb_per_s <= 0 || device.host_memory_gb <= 0)) {
+  if ((l.offload_layers > 0 || l.offload_modules != 0) &&
+      (device.host_link_gb_per_s <= 0 || device.host_memory_gb <= 0)) {
     return LayoutViolation{
         RejectKind::kUnsupported,
-        fmt::format("offload_layers needs the device's host link and host memory "
+        fmt::format("{} needs the device's host link and host memory "
                     "(host_link_gb_per_s = {:g}, host_memory_gb = {:g} in {}; 0 = not given: set "
                     "them in the device file or with --set hardware.FIELD=VALUE)",
+                    l.offload_layers > 0 ? "offload_layers" : "offload_modules",
                     device.host_link_gb_per_s, device.host_memory_gb, device.origin)};
   }
   return std::nullopt;

@@ -365,6 +365,69 @@ TEST(Layout, OffloadedLayersFitARankAndNeedTheHostLink) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=8,fsdp=8"), llama, job, bare));
 }
 
+// offload_modules: Megatron-Core's --offload-modules names joined by '+', printed in its order;
+// it excludes layer offload and full recompute, its expert modules need routed experts, and it
+// needs the host link.
+TEST(Layout, OffloadedModulesAreMegatronsAndNeedAPolicyThatStoresThem) {
+  const Layout l =
+      ParseLayout("tp=1,pp=4,vpp=6,ep=64,dp=64,mbs=3,recompute=modules,offload_modules="
+                  "moe_act+expert_fc1");
+  EXPECT_EQ(l.offload_modules, static_cast<uint32_t>(OffloadModule::kExpertFc1) |
+                                   static_cast<uint32_t>(OffloadModule::kMoeAct));
+  EXPECT_EQ(ToString(l),
+            "tp=1,pp=4,vpp=6,cp=1,dp=64,fsdp=1,ep=64,etp=1,mbs=3,recompute=modules,moe_chunk=1,"
+            "offload_modules=expert_fc1+moe_act");
+  EXPECT_EQ(ParseLayout(ToString(l)), l);
+  EXPECT_EQ(ParseLayout("offload_modules=attn_norm+qkv_linear+core_attn+attn_proj+mlp_norm+"
+                        "expert_fc1+moe_act")
+                .offload_modules,
+            0x7fu);
+  const auto error = [](const std::string& text) {
+    try {
+      ParseLayout(text);
+    } catch (const InputError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_EQ(error("ep=8,offload_modules=expert_fc2"),
+            "--layout ep=8,offload_modules=expert_fc2: offload_modules = expert_fc2. Violated "
+            "constraint: module names joined by '+', each one of attn_norm, qkv_linear, "
+            "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act (not 'expert_fc2') (did you "
+            "mean 'expert_fc1'?)");
+  EXPECT_NE(error("offload_modules=moe_act+moe_act").find("each module at most once (moe_act is "
+                                                          "given twice)"),
+            std::string::npos);
+  EXPECT_NE(error("offload_modules=").find("(not '')"), std::string::npos);
+  EXPECT_NE(error("offload_modules=core_attn+").find("(not '')"), std::string::npos);
+
+  const ModelConfig qwen = LoadModel("qwen3-235b-a22b").config;
+  const JobShape job{256, 3072, 4096};
+  const HardwareSpec gb200 = LoadHardware("gb200-nvl72");
+  EXPECT_FALSE(CheckLayout(l, qwen, job, gb200));
+  const auto rule = [&](const std::string& text, const ModelConfig& m, const JobShape& shape) {
+    const auto v = CheckLayout(ParseLayout(text), m, shape, gb200);
+    return v ? v->rule : std::string();
+  };
+  EXPECT_EQ(rule("pp=4,ep=64,dp=64,recompute=full,offload_modules=core_attn", qwen, job),
+            "offload_modules excludes recompute=full (a fully recomputed layer keeps no module's "
+            "input to offload)");
+  EXPECT_EQ(rule("pp=4,ep=64,dp=64,offload_layers=2,offload_modules=core_attn", qwen, job),
+            "offload_modules excludes offload_layers (Megatron-Core's fine-grained and "
+            "layer-wise offloading are two ways to offload; give one)");
+  const ModelConfig llama = LoadModel("llama3-70b").config;
+  EXPECT_EQ(rule("tp=8,fsdp=8,offload_modules=moe_act", llama, {64, 64, 8192}),
+            "offload_modules expert_fc1 and moe_act need routed experts, and the model has none");
+  EXPECT_EQ(rule("tp=8,fsdp=8,offload_modules=core_attn+attn_proj", llama, {64, 64, 8192}), "");
+  HardwareSpec bare = gb200;
+  bare.host_link_gb_per_s = 0;
+  const auto no_link = CheckLayout(l, qwen, job, bare);
+  ASSERT_TRUE(no_link);
+  EXPECT_EQ(no_link->rule.rfind("offload_modules needs the device's host link and host memory", 0),
+            0u)
+      << no_link->rule;
+}
+
 TEST(Layout, PipelineLayoutStringsExpandAsMegatronCoreReadsThem) {
   // parse_str_to_list's own example: "Ettt|(tt|)*29,m|L" is [E,t,t,t] + [t,t]*29 + [m] + [L].
   const std::vector<PipelineLayoutStage> s = PipelineLayoutStages("Ettt|(tt|)*29,m|L");

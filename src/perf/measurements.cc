@@ -111,7 +111,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
   static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
                                                      "pipeline_split", "a2a_overlap",
-                                                     "offload_layers", "profile"};
+                                                     "offload_layers", "offload_modules",
+                                                     "profile"};
   // A column twice would be read from one copy; a misspelt one would be ignored.
   CheckUniqueColumnNames(records.front(), path);
   std::map<std::string, size_t> col;
@@ -288,6 +289,17 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     // whose saved activations the source's recipe holds on the host; blank or absent: none.
     if (col.contains("offload_layers") && !cell("offload_layers").empty()) {
       l.offload_layers = integer("offload_layers", kMaxLayoutDegree);
+    }
+    // Fine-grained offload (layout.h: offload_modules), as the layout string writes it
+    // ("expert_fc1+moe_act"); blank or absent: none.
+    if (col.contains("offload_modules") && !cell("offload_modules").empty()) {
+      try {
+        l.offload_modules =
+            ParseLayout("offload_modules=" + std::string(cell("offload_modules")), "column")
+                .offload_modules;
+      } catch (const InputError& error) {
+        throw InputError(fmt::format("{}:{}: {}", path, line_no, error.what()));
+      }
     }
     r.global_batch = integer("global_batch", kMaxRowSequences);
     r.seq_len = integer("seq_len", kMaxRowSequences);

@@ -3,11 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
 
-#include "mosaic/util/enum_names.h"
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
+#include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
 
 namespace mosaic {
@@ -176,6 +177,18 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
       ffn_inputs = d + static_cast<double>(c.dense_ffn_width);
     }
     s.fp8_saved_bytes_per_token = d + v_width + ffn_inputs;
+    // Fine-grained offload: each module's saved input (Megatron-Core's offload_modules).
+    const double moe_share =
+        c.is_moe() ? static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers) : 0;
+    s.offload_module_bytes = {
+        kActBytes * d,                          // attn_norm: the layer input
+        kActBytes * d,                          // qkv_linear: the normed input
+        kActBytes * (s.q_dim + 2 * s.kv_dim),   // core_attn: q, k, v
+        kActBytes * v_width,                    // attn_proj: the attention output
+        kActBytes * d,                          // mlp_norm: the attention block's output
+        moe_share * kActBytes * s.routed_width,  // expert_fc1: the dispatched token
+        moe_share * kActBytes * (mats - 1) * static_cast<double>(c.expert_width),  // moe_act
+    };
     s.elementwise_width_per_token = 2 * d + s.q_dim + 2 * s.kv_dim + v_width + 2 * ffn_inputs;
     s.elementwise_width_per_assignment = 2 * s.fp8_saved_bytes_per_assignment;
   }
@@ -322,6 +335,27 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
 
 namespace {
 
+// Whether `recompute` stores the saved input of fine-grained offload module `module` (its index
+// in kOffloadModuleNames): module recompute (layernorm) and MoE-layer recompute (layernorm, moe)
+// recompute the norms' outputs, qkv_linear's input; module recompute with MLA the expanded q, k
+// and v (mla_up_proj), core_attn's; MoE-layer recompute keeps none of the experts' inputs; full
+// recompute keeps only the layer input, of no module.
+bool StoresModuleInput(Recompute recompute, size_t module, bool mla) {
+  const auto is = [&](OffloadModule m) { return module == static_cast<size_t>(std::countr_zero(
+                                                               static_cast<uint32_t>(m))); };
+  switch (recompute) {
+    case Recompute::kNone:
+    case Recompute::kSelective: return true;
+    case Recompute::kModules:
+      return !is(OffloadModule::kQkvLinear) && !(mla && is(OffloadModule::kCoreAttn));
+    case Recompute::kMoe:
+      return !is(OffloadModule::kQkvLinear) && !is(OffloadModule::kExpertFc1) &&
+             !is(OffloadModule::kMoeAct);
+    case Recompute::kFull: return false;
+  }
+  return false;
+}
+
 // The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
 // the activations: everything that does not depend on the recompute policy.
 StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
@@ -401,6 +435,27 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   parts.offloaded_passes =
       std::min(offload_layers, layers_of(segments.last_loops) + mtp_held) +
       parts.recomputed_offloaded_layers;
+  if (l.offload_modules != 0) {
+    // Fine-grained offload: the chosen modules' saved inputs at every layer, as each policy
+    // stores them; GEMM inputs in fp8 under fp8 formats. Every layer pass is copied out once a
+    // micro-batch, and segmented backprop copies the repeated segments out again.
+    constexpr uint32_t kGemmInputs = static_cast<uint32_t>(OffloadModule::kQkvLinear) |
+                                     static_cast<uint32_t>(OffloadModule::kAttnProj) |
+                                     static_cast<uint32_t>(OffloadModule::kExpertFc1);
+    for (Recompute r : kRecomputeByCost) {
+      double bytes = 0;
+      for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
+        const uint32_t bit = 1u << i;
+        if ((l.offload_modules & bit) == 0 || !StoresModuleInput(r, i, c.uses_mla())) continue;
+        double module = m.offload_module_bytes[i];
+        if (job.format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
+        bytes += (kMoeOffloadModules & bit) != 0 ? t * k * x.pad * module : t * module;
+      }
+      parts.module_offload_bytes[static_cast<size_t>(r)] = bytes;
+    }
+    parts.module_offload_passes = layers_of(c.loops) + mtp_held;
+    parts.module_recomputed_passes = layers_of(c.loops - segments.last_loops);
+  }
   parts.in_flight = 1;
   if (l.pp > 1) {
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
@@ -454,7 +509,20 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
-  mem.activation_bytes = per_layer * (parts.held_layers - parts.offloaded_layers) * parts.in_flight;
+  // Fine-grained offload moves the modules' saved inputs of every held layer to host memory; one
+  // layer's copy is in transit.
+  const double module = std::min(
+      per_layer,
+      parts.module_offload_bytes[static_cast<size_t>(recompute)] * profile.activation_factor);
+  if (module > 0) {
+    mem.activation_bytes = (per_layer - module) * parts.held_layers * parts.in_flight + module;
+    mem.host_activation_bytes = module * parts.held_layers * parts.in_flight;
+    mem.offload_bytes_per_micro_batch = module * parts.module_offload_passes;
+    mem.offload_recomputed_bytes_per_micro_batch = module * parts.module_recomputed_passes;
+  } else {
+    mem.activation_bytes =
+        per_layer * (parts.held_layers - parts.offloaded_layers) * parts.in_flight;
+  }
   if (parts.offloaded_layers > 0) {
     // Offloaded layers' activations wait in host memory; one layer's copy is in transit (its
     // device buffer freed once the copy ends, the next layer's filled meanwhile).
@@ -513,7 +581,8 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
         DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0]) ||
         last.offloaded_layers * last.in_flight >
             stages_[0].offloaded_layers * stages_[0].in_flight ||
-        last.offloaded_passes > stages_[0].offloaded_passes) {
+        last.offloaded_passes > stages_[0].offloaded_passes ||
+        last.module_offload_passes > stages_[0].module_offload_passes) {
       stages_[stage_count_++] = last;
     }
   }

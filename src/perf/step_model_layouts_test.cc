@@ -213,6 +213,37 @@ TEST(StepModelLayouts, SegmentedBackpropOffloadsEachSegmentOnce) {
   EXPECT_EQ(whole.memory.offload_recomputed_bytes_per_micro_batch, 0);
 }
 
+TEST(StepModelLayouts, OffloadedModulesMoveTheirInputsToTheHost) {
+  // Row G1 (Megatron-MoE-ModelZoo, Qwen3-235B on 256 GB200, mxfp8): module recompute with the
+  // inputs of the experts' fc1 and activation offloaded (--offload-modules expert_fc1 moe_act).
+  // Per layer and micro-batch of 3 × 4096 tokens, 8 assignments each: the dispatched token in
+  // fp8 (4096 bytes) and the fc1 output in bf16 (2 × 1536 × 2 bytes), 10240 bytes an assignment.
+  Megatron g("qwen3-235b-a22b", "gb200-nvl72", 256, 3072, 4096);
+  g.job.format = NumberFormat::kMxfp8;
+  const std::string base = "tp=1,pp=4,vpp=6,ep=64,dp=64,mbs=3,recompute=modules";
+  const StepEstimate plain = g.Run(base);
+  const StepEstimate offloaded = g.Run(base + ",offload_modules=expert_fc1+moe_act");
+  const double module = 3.0 * 4096 * 8 * 10240 * g.profile.activation_factor;
+  // The host holds every held layer's module inputs; the HBM the rest and one layer's in transit.
+  EXPECT_NEAR(offloaded.memory.host_activation_bytes,
+              plain.memory.activation_bytes - offloaded.memory.activation_bytes + module,
+              kRelTol * plain.memory.activation_bytes);
+  // Each micro-batch copies them for the heaviest rank's 24 layers (94 on 4 × 6 chunks of 4,
+  // two chunks of 3 on ranks 0 and 1).
+  EXPECT_NEAR(offloaded.memory.offload_bytes_per_micro_batch, 24 * module, kRelTol * module);
+  EXPECT_GT(plain.memory.peak_bytes, plain.capacity_bytes);  // 219 GB of 186: G1 did not fit
+  EXPECT_TRUE(offloaded.fits);
+  EXPECT_GT(offloaded.time.offload_seconds, 0);
+  EXPECT_EQ(offloaded.time.compute_seconds, plain.time.compute_seconds);
+  // MoE-layer recompute keeps neither input: nothing to offload.
+  const std::string moe = "tp=1,pp=4,vpp=6,ep=64,dp=64,mbs=3,recompute=moe";
+  const StepEstimate moe_plain = g.Run(moe);
+  const StepEstimate moe_offloaded = g.Run(moe + ",offload_modules=expert_fc1+moe_act");
+  EXPECT_EQ(moe_offloaded.memory.activation_bytes, moe_plain.memory.activation_bytes);
+  EXPECT_EQ(moe_offloaded.memory.host_activation_bytes, 0);
+  EXPECT_EQ(moe_offloaded.step_seconds, moe_plain.step_seconds);
+}
+
 TEST(StepModelLayouts, SearchRefusesABatchNoLayoutDividesBeforeEnumerating) {
   // 720,720 = 2⁴·3²·5·7·11·13 GPUs and a batch of 1024 = 2¹⁰: dp·fsdp = GPUs/(tp·pp·cp) must
   // divide 1024, which would need pp >= 45045 stages of a 94-layer model.

@@ -59,6 +59,18 @@
 //             host_memory_gb. Megatron-Core's layer offload itself refuses pp > 1 and activation
 //             recompute (megatron/core/transformer/transformer_config.py); MaxText combines it
 //             with recompute.
+//   offload_modules  the modules whose inputs (what each keeps for its backward) are held in
+//             host memory at every layer, joined by '+': Megatron-Core's fine-grained
+//             activation offloading (--fine-grained-activation-offloading --offload-modules;
+//             docs/source/api-guide/fine_grained_activation_offloading.md): attn_norm (the
+//             layer input), qkv_linear (the normed input of the q/k/v projections), core_attn
+//             (q, k and v), attn_proj (the attention output), mlp_norm (the attention block's
+//             output), expert_fc1 (each routed token, as dispatched) and moe_act (the experts'
+//             fc1 output). E.g. offload_modules=expert_fc1+moe_act. A module whose input the
+//             recompute policy does not store offloads nothing (qkv_linear under modules or moe,
+//             whose norms are recomputed; expert_fc1 and moe_act under moe). Needs an MoE
+//             model for expert_fc1 and moe_act, a policy other than full, no offload_layers,
+//             and the device's host link and memory.
 // Rank order, innermost first: tp, cp, fsdp, dp, pp (experts: etp, ep, expert-dp, pp), so a group
 // of the first k dimensions occupies consecutive ranks.
 #pragma once
@@ -98,6 +110,26 @@ inline constexpr Recompute kRecomputeByCost[] = {Recompute::kNone, Recompute::kM
                                                  Recompute::kSelective, Recompute::kMoe,
                                                  Recompute::kFull};
 
+// The modules of fine-grained activation offloading (Layout::offload_modules), one bit each, in
+// Megatron-Core's order.
+enum class OffloadModule : uint32_t {
+  kAttnNorm = 1u << 0,
+  kQkvLinear = 1u << 1,
+  kCoreAttn = 1u << 2,
+  kAttnProj = 1u << 3,
+  kMlpNorm = 1u << 4,
+  kExpertFc1 = 1u << 5,
+  kMoeAct = 1u << 6,
+};
+// Megatron-Core's names: "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm",
+// "expert_fc1", "moe_act", in the order of the bits.
+inline constexpr std::string_view kOffloadModuleNames[] = {
+    "attn_norm", "qkv_linear", "core_attn", "attn_proj", "mlp_norm", "expert_fc1", "moe_act"};
+// The modules of the routed experts (no such input in a dense model, none stored under
+// recompute=moe).
+inline constexpr uint32_t kMoeOffloadModules = static_cast<uint32_t>(OffloadModule::kExpertFc1) |
+                                               static_cast<uint32_t>(OffloadModule::kMoeAct);
+
 // The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
 inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
 // The longest pp_layout string (Megatron-Bridge's recipes use up to 20 characters).
@@ -125,6 +157,9 @@ struct Layout {
   int64_t a2a_overlap = 0;
   // Layers per pipeline rank whose saved activations are held in host memory; 0: none.
   int64_t offload_layers = 0;
+  // The modules whose saved inputs are held in host memory at every layer: OffloadModule bits;
+  // 0: none.
+  uint32_t offload_modules = 0;
   // Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout), its cosmetic
   // commas removed, NUL-padded; empty = not set. See PipelineLayoutStages. A fixed array keeps
   // Layout trivially copyable (co-design sends layouts between MPI ranks as bytes).
@@ -155,8 +190,8 @@ struct Layout {
 };
 
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
-// pp_first, pp_last, pp_embed, pp_loss, a2a_overlap and offload_layers are appended only when
-// set. A degree of
+// pp_first, pp_last, pp_embed, pp_loss, a2a_overlap, offload_layers and offload_modules are
+// appended only when set. A degree of
 // 0 stands for one left unknown and is written "?" (a measured row whose GPUs give no
 // data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
@@ -244,6 +279,8 @@ struct LayoutViolation {
 //   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
 //   offload_layers <= the layer passes of the heaviest pipeline rank.
+//   offload_modules: no offload_layers, recompute not full, routed experts for expert_fc1 and
+//   moe_act.
 //   pp_layout (validate_layer_layout in pipeline_parallel_layer_layout.py): pp divides its
 //   stages and vpp = stages / pp; E first and once, L last and once; as many t as layers × loops
 //   and as many m as MTP layers, each in its rank's last virtual stage; excludes pp_first,
@@ -252,7 +289,8 @@ struct LayoutViolation {
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
 // The same on a device (its domain_gpus), and activation offload's need of it: offload_layers
-// needs a device that gives host_link_gb_per_s and host_memory_gb (kUnsupported).
+// and offload_modules need a device that gives host_link_gb_per_s and host_memory_gb
+// (kUnsupported).
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, const HardwareSpec& device);
 

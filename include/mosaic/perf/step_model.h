@@ -86,6 +86,7 @@
 // Compare a published MFU with the one of the same convention.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -194,6 +195,12 @@ struct ModelShape {
   double elementwise_width_per_assignment = 0;
   double fp8_saved_bytes_per_token = 0;
   double fp8_saved_bytes_per_assignment = 0;
+  // The saved input of each module of fine-grained activation offloading (Layout::
+  // offload_modules, kOffloadModuleNames order), bf16 bytes per layer pass (all layers' mean):
+  // per token for the attention modules and mlp_norm, per routed assignment for expert_fc1 and
+  // moe_act. The GEMM inputs among them (qkv_linear, attn_proj, expert_fc1) are stored in fp8,
+  // half these bytes, under fp8 formats.
+  std::array<double, 7> offload_module_bytes{};
 };
 
 // Throws InputError when the model fails Validate or seq_len < 1.
@@ -428,6 +435,13 @@ struct StageMemoryParts {
   // repeats (recomputed_offloaded_layers of them, copied out during the backward).
   double offloaded_passes = 0;
   double recomputed_offloaded_layers = 0;
+  // Fine-grained offload (Layout::offload_modules): the modules' saved inputs of one layer pass
+  // and micro-batch under each recompute policy (indexed by Recompute), before the profile's
+  // activation_factor; the layer passes one micro-batch copies out (and back), and of those the
+  // ones segmented backprop copies out again in the backward.
+  std::array<double, 5> module_offload_bytes{};
+  double module_offload_passes = 0;
+  double module_recomputed_passes = 0;
 };
 
 // The memory of a layout under each recompute policy, the stages' parts that do not depend on it
