@@ -96,6 +96,11 @@ CriterionResult ProjectedAdvantage(const AdvantageInputs& in, const RuleSpec& ru
       }
     }
   }
+  if (r.status == CriterionStatus::kPass && !in.effective_compute_interval &&
+      !in.no_interval.empty()) {
+    r.caveat = fmt::format("no interval ({}): how far the projection may be off is not known",
+                           in.no_interval);
+  }
   if (r.status == CriterionStatus::kPass && in.noise_effective_compute &&
       std::abs(e - 1) < *in.noise_effective_compute) {
     if (!r.caveat.empty()) r.caveat += "; ";

@@ -68,6 +68,22 @@ TEST(ProjectedAdvantage, NamesAnIntervalThatCrossesTheThreshold) {
   EXPECT_EQ(r.caveat, "the interval's low end gives +1.0%, short of the 5% needed");
 }
 
+// A PASS with no interval where one was asked (each arm fitted on one rung) says so: the
+// projection's uncertainty is unknown. With an interval, or none asked, there is no such caveat.
+TEST(ProjectedAdvantage, APassWithoutTheAskedIntervalCarriesACaveat) {
+  AdvantageInputs in = Known(1.10, 1.0, 0.002);
+  in.no_interval = "fsdp is fitted on one rung; ep is fitted on one rung";
+  const CriterionResult r = ProjectedAdvantage(in, Rule());
+  EXPECT_EQ(r.status, CriterionStatus::kPass);
+  EXPECT_EQ(r.caveat, "no interval (fsdp is fitted on one rung; ep is fitted on one rung): how "
+                      "far the projection may be off is not known");
+  in.effective_compute_interval = scaling::Interval{1.08, 1.12};
+  EXPECT_EQ(ProjectedAdvantage(in, Rule()).caveat, "");
+  in.effective_compute_interval.reset();
+  in.no_interval.clear();
+  EXPECT_EQ(ProjectedAdvantage(in, Rule()).caveat, "");
+}
+
 TEST(ProjectedAdvantage, APassInsideTheRunToRunNoiseCarriesACaveat) {
   AdvantageInputs in = Known(1.03, 1.05, 0.001);  // 1.03 × 1.05 = 1.0815: passes 5%
   in.noise_effective_compute = 0.04;              // a 3% gain is inside 4% noise

@@ -374,7 +374,13 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
   // passes through every point): no interval to report.
   const auto free_params = std::count_if(af.fit.params.begin(), af.fit.params.end(),
                                          [](const scaling::FittedParam& p) { return !p.pinned; });
-  if (bootstrap > 0 && data.num_runs() >= 2 && af.fit.points > free_params) {
+  if (bootstrap > 0 && data.num_runs() < 2) {
+    af.no_interval = fmt::format("{} is fitted on one rung", arm);
+  } else if (bootstrap > 0 && af.fit.points <= free_params) {
+    af.no_interval = fmt::format("{} is fitted on {} point{} for its {} free parameter{}", arm,
+                                 af.fit.points, af.fit.points == 1 ? "" : "s", free_params,
+                                 free_params == 1 ? "" : "s");
+  } else if (bootstrap > 0) {
     scaling::BootstrapOptions b;
     b.resamples = static_cast<int>(bootstrap);
     b.seed = scaling::StreamSeed(spec.fit.seed, stream);
@@ -387,6 +393,7 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
       af.bootstrap = scaling::Bootstrap(d.law, data, fo, af.fit, b);
     } catch (const InputError& error) {
       af.fit.cautions.push_back(fmt::format("no bootstrap intervals for {}: {}", arm, error.what()));
+      af.no_interval = fmt::format("{}'s bootstrap resamples measure no spread", arm);
     }
   }
   // A law that lost a term projects on what is left: nothing to decide on (a FAIL on a
@@ -540,6 +547,13 @@ void Evaluate(const Decision& d, Scenario& s, const std::vector<CriterionResult>
   AdvantageInputs in;
   in.effective_compute = d.effective_compute;
   in.effective_compute_interval = d.effective_compute_interval;
+  if (!d.effective_compute_interval) {
+    std::vector<std::string> why;
+    for (const ArmFit& f : d.fits) {
+      if (!f.no_interval.empty()) why.push_back(f.no_interval);
+    }
+    in.no_interval = fmt::format("{}", fmt::join(why, "; "));
+  }
   in.missing_fit = d.missing_fit;
   in.settle_fit = d.settle_fit;
   if (d.noise && d.noise->used_effective_compute > 0) {

@@ -62,6 +62,10 @@ TEST(Decide, EmbeddedVerdictKeepsTheDefaultAndNamesTheUnknowns) {
   ASSERT_TRUE(measured.tokens_per_s_ratio.has_value());
   EXPECT_NEAR(*measured.tokens_per_s_ratio, 316473.0 / 232700.0, 1e-12);
   EXPECT_EQ(Criterion(measured, "projected_advantage").status, CriterionStatus::kPass);
+  // Both arms are fitted on the one rung they share (d768): no bootstrap interval, said.
+  EXPECT_EQ(Criterion(measured, "projected_advantage").caveat,
+            "no interval (fsdp-chunk1 is fitted on one rung; ep64 is fitted on one rung): how "
+            "far the projection may be off is not known");
   const CriterionResult& largest = Criterion(measured, "wins_at_largest_rung");
   EXPECT_EQ(largest.status, CriterionStatus::kUnknown);
   EXPECT_EQ(largest.missing, "no fsdp-chunk1 loss at d2048");

@@ -263,7 +263,8 @@ std::string RenderDecisionHtml(const Decision& d) {
     char letter = 'a';
     for (const CriterionResult& c : s.criteria) {
       rows.push_back({Cell(fmt::format("({}) {}", letter++, c.title)),
-                      Cell(std::string(ToString(c.status)), StatusClass(c.status)), Cell(c.reason),
+                      Cell(std::string(ToString(c.status)), StatusClass(c.status)),
+                      Cell(c.caveat.empty() ? c.reason : c.reason + "; but " + c.caveat),
                       Cell(c.status == CriterionStatus::kUnknown ? c.settle : "")});
     }
     body += HtmlTable({"criterion", "status", "reason", "what would settle it"}, rows);

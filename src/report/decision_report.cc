@@ -191,6 +191,7 @@ std::string RenderDecisionText(const Decision& d) {
     for (const CriterionResult& c : s.criteria) {
       out += fmt::format("  ({}) {:<8} {}\n", letter++, ToString(c.status), c.title);
       out += fmt::format("      {}\n", c.reason);
+      if (!c.caveat.empty()) out += fmt::format("      but {}\n", c.caveat);
       if (c.status == CriterionStatus::kUnknown && !c.settle.empty()) {
         out += fmt::format("      to settle: {}\n", c.settle);
       }

@@ -41,6 +41,9 @@ struct CriterionResult {
 struct AdvantageInputs {
   std::optional<double> effective_compute;       // E at the target
   std::optional<scaling::Interval> effective_compute_interval;
+  // Why there is no interval though one was asked for ("ep64 is fitted on one rung"); a PASS
+  // without one carries it as a caveat. "" when there is one or none was asked.
+  std::string no_interval;
   std::optional<double> tokens_per_s_ratio;      // r
   std::optional<double> loss_advantage;          // ΔL (needs r)
   std::string missing_fit;         // why a fit is missing ("" when both fitted)

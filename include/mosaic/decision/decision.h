@@ -52,6 +52,9 @@ struct ArmFit {
   std::string settle;                    // when not fitted: what would let the arm be fitted
   scaling::FitSummary fit;
   std::optional<scaling::BootstrapResult> bootstrap;
+  // Why the arm has no bootstrap intervals though [fit] bootstrap asks for them ("ep64 is fitted
+  // on one rung"); "" when it has them or none were asked.
+  std::string no_interval;
   double target_loss = 0;                // at the target budget
   std::optional<scaling::Interval> target_loss_interval;
 
