@@ -235,7 +235,16 @@ std::vector<ThroughputRunSpec> ParseLogRunFile(std::string_view text, const std:
       throw LocatedError(where, fmt::format("layout {}: {}", ToString(spec.layout),
                                             violation->rule));
     }
-    if (spec.profile.empty()) spec.profile = profiles.ForHardware(spec.device.name).name;
+    // The profile to fit is named: left out, the device's shipped profile would be refitted to
+    // these runs, and written under its own name, without a word.
+    if (spec.profile.empty()) {
+      const std::string shipped = profiles.ForHardware(spec.device.name).name;
+      throw LocatedError(where, fmt::format("[[run]] '{}' has no profile. Violated constraint: "
+                                            "each run names the profile it fits, in the run or "
+                                            "in [defaults] (a new name such as \"acme-{}\" "
+                                            "starts from {}; profile = \"{}\" refits that one)",
+                                            spec.run, spec.device.name, shipped, shipped));
+    }
     specs.push_back(std::move(spec));
   }
   return specs;

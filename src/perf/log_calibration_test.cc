@@ -347,7 +347,8 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
   };
   const std::string base =
       "[defaults]\nmodel = \"qwen3-30b-a3b\"\nhardware = \"h100\"\nseq_len = 4096\n"
-      "routing = \"balanced\"\ntag = \"throughput/tokens_per_sec_per_gpu\"\n";
+      "routing = \"balanced\"\ntag = \"throughput/tokens_per_sec_per_gpu\"\n"
+      "profile = \"team-h100\"\n";
   const std::string run = "[[run]]\ngpus = 16\nlayout = \"ep=8,dp=16\"\nglobal_batch = 512\n";
   EXPECT_NE(message(base + run + "run = \"ep8-dp1\"\n").find("run 'ep8-dp1' is not in the logs "
                                                             "(did you mean 'ep8-dp16'?)"),
@@ -410,7 +411,7 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
   // A layout that breaks a rule is an error of its run, not a run left out.
   const std::string broken = message(base + "[[run]]\nrun = \"ep8-dp16\"\ngpus = 8\n"
                                             "layout = \"ep=16,dp=8\"\nglobal_batch = 512\n");
-  EXPECT_NE(broken.find("perf_runs.toml:7:1: layout tp=1,pp=1,vpp=1,cp=1,dp=8,fsdp=1,ep=16,etp=1,"
+  EXPECT_NE(broken.find("perf_runs.toml:8:1: layout tp=1,pp=1,vpp=1,cp=1,dp=8,fsdp=1,ep=16,etp=1,"
                         "mbs=1,recompute=none,moe_chunk=1: ep·etp divides tp·cp·dp·fsdp"),
             std::string::npos)
       << broken;
@@ -591,6 +592,24 @@ TEST_F(LogCalibration, ADeviceFileRunsOnItsDevicesProfiles) {
   const std::string team = "profile = \"team-h100\"\n";
   text.replace(text.find(team), team.size(), "");
   WriteFileAtomically((dir_ / kRunFileName).string(), text);
+  // No profile named: refused, not the shipped one refitted in silence.
+  try {
+    MeasurementsFromLogs({dir_.string()}, "", shipped_);
+    ADD_FAILURE() << "runs without a profile refit megatron-h100";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("has no profile. Violated constraint: each run names "
+                                         "the profile it fits, in the run or in [defaults] (a "
+                                         "new name such as \"acme-h100\" starts from "
+                                         "megatron-h100; profile = \"megatron-h100\" refits "
+                                         "that one)"),
+              std::string::npos)
+        << e.what();
+  }
+  // Naming megatron-h100 outright is accepted; a device file of another device is not.
+  const std::string explicit_profile = "profile = \"megatron-h100\"\n";
+  std::string named_text = text;
+  named_text.insert(named_text.find("seq_len"), explicit_profile);
+  WriteFileAtomically((dir_ / kRunFileName).string(), named_text);
   const std::vector<MeasuredRow> rows = MeasurementsFromLogs({dir_.string()}, "", shipped_);
   ASSERT_EQ(rows.size(), std::size(kRuns));
   for (const MeasuredRow& r : rows) {
@@ -604,12 +623,6 @@ TEST_F(LogCalibration, ADeviceFileRunsOnItsDevicesProfiles) {
   const PerfProfile started = WithProfilesOf(named, shipped_).Get("acme-h100");
   EXPECT_EQ(started.gemm_efficiency, shipped_.Get("megatron-h100").gemm_efficiency);
   EXPECT_EQ(started.stack, "fitted from logs (started from the megatron-h100 profile)");
-  // Naming megatron-h100 outright is accepted; a device file of another device is not.
-  const std::string explicit_profile = "profile = \"megatron-h100\"\n";
-  std::string named_text = text;
-  named_text.insert(named_text.find("seq_len"), explicit_profile);
-  WriteFileAtomically((dir_ / kRunFileName).string(), named_text);
-  EXPECT_EQ(MeasurementsFromLogs({dir_.string()}, "", shipped_).front().profile, "megatron-h100");
   const std::filesystem::path b200 = dir_ / "b200.toml";
   std::filesystem::copy_file(std::string(MOSAIC_SOURCE_DIR) + "/data/hardware/b200.toml", b200);
   std::string other = named_text;
