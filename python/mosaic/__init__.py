@@ -115,6 +115,11 @@ def _numbers(name: str, value) -> np.ndarray:
         array = np.asarray(value)
     except ValueError:  # a ragged sequence
         array = np.asarray(value, dtype=object)
+    if array.dtype.kind == "O" and all(
+            isinstance(v, (int, float, np.integer, np.floating))
+            and not isinstance(v, (bool, np.bool_)) for v in array.flat):
+        # Python ints past 64 bits (C = 10**24) are numbers as any other.
+        array = np.array([float(v) for v in array.flat]).reshape(array.shape)
     if array.dtype.kind not in "iuf":
         raise InputError(f"{name} = {value!r}. Violated constraint: numbers (an int or float, or "
                          "an array of them; not bool, complex or text)")
@@ -200,20 +205,21 @@ def model(name_or_path: str | os.PathLike, *, seq: int = 4096, tokens: float = 0
     """
     seq = _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN)
     tokens = _number("tokens", tokens, 0, 1e30)
-    return Model(json.loads(_mosaic.model_json(os.fspath(name_or_path), _text_overrides(overrides),
-                                               seq, tokens)))
+    return Model(json.loads(_mosaic.model_json(_path("name_or_path", name_or_path),
+                                               _text_overrides(overrides), seq, tokens)))
 
 
 def _perf_args(model, hardware, gpus, batch, seq, format, routing, capacity_factor,
                capacity_padding, profile, profiles, overrides):
     cf = 0.0 if capacity_factor is None else _number("capacity_factor", capacity_factor, 0.01,
                                                       _mosaic.MAX_CAPACITY_FACTOR)
-    return (os.fspath(model), _text_overrides(overrides), os.fspath(hardware),
+    return (_path("model", model), _text_overrides(overrides), _path("hardware", hardware),
             _integer("gpus", gpus, 1, _mosaic.MAX_GPUS),
             _integer("batch", batch, 1, _mosaic.MAX_BATCH),
-            _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN), format, routing, cf,
-            _flag("capacity_padding", capacity_padding), profile or "",
-            os.fspath(profiles) if profiles else "")
+            _integer("seq", seq, 1, _mosaic.MAX_SEQ_LEN), _text("format", format),
+            _text("routing", routing), cf, _flag("capacity_padding", capacity_padding),
+            "" if profile is None else _text("profile", profile),
+            "" if profiles is None else _path("profiles", profiles))
 
 
 def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: int = 4096,
@@ -231,7 +237,8 @@ def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: 
     (m, sets, hw, g, b, s, f, r, cf, pad, p, pf) = _perf_args(
         model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
         profile, profiles, overrides)
-    return json.loads(_mosaic.perf_json(m, sets, hw, g, layout, b, s, f, r, cf, pad, p, pf))
+    return json.loads(_mosaic.perf_json(m, sets, hw, g, _text("layout", layout), b, s, f, r, cf,
+                                        pad, p, pf))
 
 
 def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
@@ -245,6 +252,9 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
     evaluated, feasible and rejected by reason.
     """
+    if "layout" in overrides:
+        raise InputError("search: layout is not an argument of search, which ranks every layout "
+                         "(perf(..., layout=...) evaluates one)")
     (m, sets, hw, g, b, s, f, r, cf, pad, p, pf) = _perf_args(
         model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
         profile, profiles, overrides)
@@ -360,6 +370,9 @@ def fit(data, *, law: str = "chinchilla", columns: Sequence[str] = (), where: st
                          f"objective='huber', not {objective!r}")
     if logs is None and (tag is not None or last_k != 1):
         raise InputError("fit: tag and last_k read losses from logs; give logs= as well")
+    if pins is not None and not isinstance(pins, collections.abc.Mapping):
+        raise InputError(f"pins = {pins!r}. Violated constraint: a mapping of parameter names to "
+                         "values, e.g. {'E': 1.6}")
     pins = {str(name): _number(f"pins[{name!r}]", value, -1e300, 1e300)
             for name, value in dict(pins or {}).items()}
     if isinstance(columns, str):  # one mapping, not its characters

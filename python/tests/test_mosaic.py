@@ -359,6 +359,31 @@ def test_codesign_matches_the_cli():
     assert c.to_dict() == cli_json("codesign", "h100-sparsity")
 
 
+def test_wrong_types_are_input_errors_and_big_ints_are_numbers():
+    args = dict(hardware="h100", gpus=8, batch=8)
+    for bad in (dict(layout=None), dict(layout="ep=8", format=None), dict(layout="ep=8", routing=1),
+                dict(layout="ep=8", profile=123), dict(layout="ep=8", profiles=123),
+                dict(layout="ep=8", hardware=None)):
+        with pytest.raises(mosaic.InputError, match="Violated constraint: a (str|path)"):
+            mosaic.perf("mixtral-8x7b", **{**args, **bad})
+    for bad in (None, 123):
+        with pytest.raises(mosaic.InputError, match="name_or_path = "):
+            mosaic.model(bad)
+    with pytest.raises(mosaic.InputError, match="search: layout is not an argument"):
+        mosaic.search("mixtral-8x7b", layout="tp=1", **args)
+    csv = os.path.join(SOURCE, "tests/fixtures/scaling/arm_base.csv")
+    with pytest.raises(mosaic.InputError, match="pins = 'E=1.6'. Violated constraint: a mapping"):
+        mosaic.fit(csv, law="compute", pins="E=1.6")
+    compute_fit = mosaic.fit(csv, law="compute", pins={"E": 1.6, "alpha": 0.0941})
+    # A budget past 64 bits as a Python int is the same number as a float.
+    assert (compute_fit.predict(C=10**24)["loss"][0]
+            == compute_fit.predict(C=1e24)["loss"][0])
+    assert (compute_fit.predict(C=[10**24, 10**25])["loss"].tolist()
+            == compute_fit.predict(C=[1e24, 1e25])["loss"].tolist())
+    with pytest.raises(mosaic.InputError, match="numbers"):
+        compute_fit.predict(C=[10**24, True])
+
+
 def test_bad_input_raises_input_error_with_the_cli_message():
     with pytest.raises(mosaic.InputError, match="unknown model preset 'mixtral-8x8b'"):
         mosaic.model("mixtral-8x8b")
