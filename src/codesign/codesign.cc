@@ -21,10 +21,13 @@
 namespace mosaic {
 
 std::string Architecture::Name() const {
-  // Depth and expert width not derived (the model was invalid before they were) read "?".
-  auto known = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
-  std::string name = fmt::format("d{} L{} E{} k{} w{} s{}", d_model, known(layers), experts,
-                                 top_k, known(expert_width), shared_experts);
+  // A field not known (kUnknownField: the model was invalid before it was derived or taken from
+  // the base model) reads "?"; so do a depth and an expert width of 0.
+  auto known = [](int64_t v) { return v >= 0 ? std::to_string(v) : std::string("?"); };
+  auto positive = [](int64_t v) { return v > 0 ? std::to_string(v) : std::string("?"); };
+  std::string name =
+      fmt::format("d{} L{} E{} k{} w{} s{}", known(d_model), positive(layers), known(experts),
+                  known(top_k), positive(expert_width), known(shared_experts));
   if (latent_dim > 0) name += fmt::format(" l{}", latent_dim);
   return name;
 }
@@ -210,7 +213,7 @@ void EvaluateRange(const SweepContext& c, const std::vector<Architecture>& all, 
     } else {
       for (int64_t* field : {&a.d_model, &a.layers, &a.experts, &a.top_k, &a.expert_width,
                              &a.shared_experts, &a.latent_dim}) {
-        if (*field < 0) *field = 0;
+        if (*field < 0) *field = kUnknownField;
       }
     }
     r.cluster_loss = r.flops_loss = NAN;

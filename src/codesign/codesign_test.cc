@@ -132,6 +132,21 @@ TEST(RunCodesign, ThreadsDoNotChangeTheResult) {
   EXPECT_EQ(one.architectures[0].arch.Name(), "d768 L8 E8 k2 w384 s2");
 }
 
+// An architecture the model refuses (top_k 2 of 1 expert) is named with what is known of it: the
+// fields the space sets, "?" for those the base or its family would have given (not the 0 of a
+// dense shape: marin-ladder has 2 shared experts).
+TEST(RunCodesign, ARefusedModelIsNamedWithWhatIsKnown) {
+  std::string text = kSpace;
+  text.replace(text.find("experts = [8, 16]"), 17, "experts = [1, 8]");
+  const CodesignResult r = RunCodesign(LoadSpaceFromToml(text, "space.toml"), {.threads = 1});
+  ASSERT_EQ(r.architectures.size(), 2u);
+  const ArchitectureResult& refused = r.architectures[0];
+  EXPECT_EQ(refused.rejected, ArchRejection::kModel);
+  EXPECT_EQ(refused.arch.Name(), "d768 L? E1 k2 w? s?");
+  EXPECT_EQ(refused.arch.shared_experts, kUnknownField);
+  EXPECT_EQ(r.architectures[1].arch.Name(), "d768 L8 E8 k2 w384 s2");
+}
+
 // A GPU count no layout can divide the batch over (63 H100 for a batch of 64): each
 // architecture gives the search's reason, not "0 do not divide"; with nothing that fits and no
 // reference_mfu there is no FLOPs-only budget (it was 0 FLOPs at MFU 0).

@@ -129,14 +129,16 @@ std::string RenderCodesignJson(const CodesignResult& r) {
                  {"peak_flops_per_gpu", Number(r.peak_flops_per_gpu)}};
   Json archs = Json::array();
   for (const ArchitectureResult& a : r.architectures) {
+    // A field not known (kUnknownField) is null.
+    const auto field = [](int64_t v) { return v == kUnknownField ? Json() : Json(v); };
     Json e = {{"name", a.arch.Name()},
-              {"d_model", a.arch.d_model},
-              {"layers", a.arch.layers},
-              {"experts", a.arch.experts},
-              {"top_k", a.arch.top_k},
-              {"expert_width", a.arch.expert_width},
-              {"shared_experts", a.arch.shared_experts},
-              {"latent_dim", a.arch.latent_dim},
+              {"d_model", field(a.arch.d_model)},
+              {"layers", field(a.arch.layers)},
+              {"experts", field(a.arch.experts)},
+              {"top_k", field(a.arch.top_k)},
+              {"expert_width", field(a.arch.expert_width)},
+              {"shared_experts", field(a.arch.shared_experts)},
+              {"latent_dim", field(a.arch.latent_dim)},
               {"fits", a.feasible()}};
     if (!a.feasible()) {
       e["rejected"] = ToString(a.rejected);
@@ -199,9 +201,14 @@ std::string RenderCodesignCsv(const CodesignResult& r) {
     return q + "\"";
   };
   for (const ArchitectureResult& a : r.architectures) {
-    out += fmt::format("{},{},{},{},{},{},{},{},", quote(a.arch.Name()), a.arch.d_model,
-                       a.arch.layers, a.arch.experts, a.arch.top_k, a.arch.expert_width,
-                       a.arch.shared_experts, a.arch.latent_dim);
+    // A field not known (kUnknownField) is an empty cell.
+    const auto field = [](int64_t v) {
+      return v == kUnknownField ? std::string() : std::to_string(v);
+    };
+    out += fmt::format("{},{},{},{},{},{},{},{},", quote(a.arch.Name()), field(a.arch.d_model),
+                       field(a.arch.layers), field(a.arch.experts), field(a.arch.top_k),
+                       field(a.arch.expert_width), field(a.arch.shared_experts),
+                       field(a.arch.latent_dim));
     // An architecture that is not a valid model has no parameter counts: empty cells, not zeros.
     if (a.valid_model()) {
       out += fmt::format("{},{},{},", a.active_params, a.total_params, num(a.sparsity));

@@ -28,7 +28,12 @@
 
 namespace mosaic {
 
+// A field of a rejected architecture that is not known: the space left it to the base model or
+// to a derivation, and the model was invalid before it was resolved.
+inline constexpr int64_t kUnknownField = -1;
+
 struct Architecture {
+  // Each field as the model resolves it; kUnknownField when not known (rejected architectures).
   int64_t d_model = 0;
   int64_t layers = 0;
   int64_t experts = 0;
@@ -37,7 +42,7 @@ struct Architecture {
   int64_t shared_experts = 0;
   int64_t latent_dim = 0;
 
-  // "d1024 L16 E64 k4 w512 s2" (+ " l512" with a latent dimension).
+  // "d1024 L16 E64 k4 w512 s2" (+ " l512" with a latent dimension); "?" for a field not known.
   std::string Name() const;
 };
 
