@@ -580,6 +580,7 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
     }
   }
   s.inferred_starts = s.converged_starts;
+  s.cautions = OutlyingValueCautions(data);
   s.theta = results[best].values;
   for (int j = 0; j < p; ++j) {
     s.params.push_back({law.params[j].name, s.theta[j], static_cast<bool>(pinned[j])});

@@ -230,6 +230,36 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
   }
 }
 
+// The caution on a value far from every other of its column, a slipped exponent by the look of
+// it: the largest more than `ratio` × the next largest, or the smallest less than 1/`ratio` of
+// the next smallest (at least 3 points). Losses of one study stay within a few × of each other
+// (ratio 10); inputs span decades, but a ladder's steps are not 1000× apart.
+std::optional<std::string> IsolatedValueCaution(const FitData& data,
+                                                const std::vector<double>& values,
+                                                std::string_view name, double ratio) {
+  if (values.size() < 3) return std::nullopt;
+  std::vector<size_t> order(values.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
+  const size_t n = order.size();
+  const auto caution = [&](size_t i, size_t next, std::string_view side) {
+    return fmt::format(
+        "{}: {} = {:.6g} is {:.3g}× the next {} {} ({:.6g}): far from every other point, as a "
+        "slipped exponent would be; the fit follows it (check the value, or leave the row out "
+        "with --where)",
+        data.Where(i).ToString(), name, values[i],
+        side == "largest" ? values[i] / values[next] : values[next] / values[i], side, name,
+        values[next]);
+  };
+  if (values[order[n - 1]] > ratio * values[order[n - 2]]) {
+    return caution(order[n - 1], order[n - 2], "largest");
+  }
+  if (values[order[0]] * ratio < values[order[1]]) {
+    return caution(order[0], order[1], "smallest");
+  }
+  return std::nullopt;
+}
+
 // The caution on inputs that are nearly, not exactly, collinear (CheckInputsSeparable refuses
 // exact ones): an input whose transformed column the earlier ones explain but for less than
 // kNearlyCollinear of its variance. The fit then separates the inputs' effects only through
@@ -499,6 +529,20 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
   }
 }
 
+std::vector<std::string> OutlyingValueCautions(const FitData& data) {
+  std::vector<std::string> cautions;
+  if (std::optional<std::string> caution = IsolatedValueCaution(data, data.loss, "loss", 10)) {
+    cautions.push_back(std::move(*caution));
+  }
+  for (size_t i = 0; i < data.inputs.size(); ++i) {
+    if (std::optional<std::string> caution =
+            IsolatedValueCaution(data, data.inputs[i], data.input_names[i], 1000)) {
+      cautions.push_back(std::move(*caution));
+    }
+  }
+  return cautions;
+}
+
 LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins) {
   return FloorOf(law, PinnedTheta(law, pins));
 }
@@ -587,6 +631,7 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
           law, weighted.size() == data.size() ? data : data.Subset(weighted), pinned)) {
     s.cautions.push_back(std::move(*caution));
   }
+  for (std::string& caution : OutlyingValueCautions(data)) s.cautions.push_back(std::move(caution));
   int free_params = 0;
   for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;
   if (free_params > 0 && s.points == free_params) {

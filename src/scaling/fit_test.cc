@@ -257,6 +257,36 @@ TEST(Fit, NearlyCollinearInputsAreCautioned) {
   }
 }
 
+// A value far from every other of its column (a loss of 31.5 among 2-4, an N slipped by 10^6)
+// is cautioned at its line; Epoch's 240 points, which span six decades of N, are not.
+TEST(Fit, AValueFarFromEveryOtherIsCautioned) {
+  FitData data;
+  data.origin = "runs.csv";
+  data.input_names = {"N", "D"};
+  data.inputs = {{1e8, 2e8, 4e8, 8e8}, {2e9, 8e9, 4e9, 16e9}};
+  data.loss = {3.49, 35.0, 2.87, 2.64};
+  data.weight = std::vector<double>(4, 1.0);
+  data.run = {0, 1, 2, 3};
+  data.run_names = {"a", "b", "c", "d"};
+  data.line = {2, 3, 4, 5};
+  EXPECT_EQ(OutlyingValueCautions(data),
+            std::vector<std::string>{
+                "runs.csv:3: loss = 35 is 10× the next largest loss (3.49): far from every other "
+                "point, as a slipped exponent would be; the fit follows it (check the value, or "
+                "leave the row out with --where)"});
+  data.loss[1] = 31.5;
+  EXPECT_TRUE(OutlyingValueCautions(data).empty());  // 9.03× is under the loss's 10×: none
+  data.loss[1] = 35.0;
+  data.inputs[0][0] = 1e2;  // N slipped by 10^6 at line 2
+  const std::vector<std::string> both = OutlyingValueCautions(data);
+  ASSERT_EQ(both.size(), 2u);
+  EXPECT_EQ(both[0].rfind("runs.csv:3: loss = 35 is 10× the next largest loss (3.49)", 0), 0u)
+      << both[0];
+  EXPECT_EQ(both[1].rfind("runs.csv:2: N = 100 is 2e+06× the next smallest N (2e+08)", 0), 0u)
+      << both[1];
+  EXPECT_TRUE(OutlyingValueCautions(Epoch240()).empty());
+}
+
 TEST(ChinchillaFit, EpochGridHuberLogReproducesObjective) {
   const FitData data = Epoch240();
   ASSERT_EQ(data.size(), 240u);

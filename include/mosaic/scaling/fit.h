@@ -125,6 +125,13 @@ struct LawFloor {
 };
 LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 
+// Cautions on values far from every other of their column, as a slipped exponent would be: the
+// largest loss more than 10× the next largest (or the smallest under a tenth of the next), an
+// input's more than 1000× (one study's losses stay within a few ×; a ladder's inputs step by far
+// less than 1000×). Each names the point's file and line, the value and its neighbour; none
+// with fewer than 3 points. Fit and the expression-law fit add them to their cautions.
+std::vector<std::string> OutlyingValueCautions(const FitData& data);
+
 // `message` (an error about the points a fit was given) followed by the rule that selected them,
 // "(the points are those left by: RULE)", so that a filter that left too few points or a singular
 // design is named; `message` alone when the rule is "all rows" or empty.
