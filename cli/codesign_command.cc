@@ -14,6 +14,7 @@
 #include "mosaic/codesign/distributed.h"
 #include "mosaic/report/codesign_report.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -87,7 +88,7 @@ void Run(const CodesignCliOptions& o) {
   EmitOutputWithHtml(o.output,
                      o.json  ? report::RenderCodesignJson(*result)
                      : o.csv ? report::RenderCodesignCsv(*result)
-                             : report::RenderCodesignText(*result, o.top),
+                             : PrintableText(report::RenderCodesignText(*result, o.top)),
                      o.html, o.html.empty() ? "" : report::RenderCodesignHtml(*result, o.top));
 }
 

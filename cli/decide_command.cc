@@ -8,6 +8,7 @@
 #include "mosaic/decision/decision.h"
 #include "mosaic/report/decision_report.h"
 #include "mosaic/util/atomic_file.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -31,7 +32,7 @@ void Run(const DecideOptions& o) {
   const Decision decision = Decide(study, options);
   EmitOutputWithHtml(o.output,
                      o.json ? report::RenderDecisionJson(decision)
-                            : report::RenderDecisionText(decision),
+                            : PrintableText(report::RenderDecisionText(decision)),
                      o.html, o.html.empty() ? "" : report::RenderDecisionHtml(decision));
 }
 

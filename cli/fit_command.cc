@@ -24,6 +24,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -272,7 +273,7 @@ void RunExpression(const FitCliOptions& o) {
       out += fmt::format("  {:<24} loss {}\n", PointText(point), FormatFixed(loss, 5));
     }
   }
-  EmitOutput(o.output, out);
+  EmitOutput(o.output, PrintableText(out));
 }
 
 // A flag's expression given but blank ('--where ""') is a malformed flag, not "no filter".
@@ -465,7 +466,7 @@ void Run(const FitCliOptions& o) {
       out += "  wall-clock multiplier        undefined\n";
     }
   }
-  EmitOutput(o.output, out);
+  EmitOutput(o.output, PrintableText(out));
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "mosaic/model/param_count.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -146,9 +147,10 @@ void Run(const ModelOptions& options) {
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
   FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, options.seq_len});
-  EmitOutput(options.output, options.json ? DumpJson(ModelJson(spec, options.seq_len,
-                                                               options.tokens)) + "\n"
-                                          : RenderText(spec, p, table, physical, options));
+  EmitOutput(options.output,
+             options.json
+                 ? DumpJson(ModelJson(spec, options.seq_len, options.tokens)) + "\n"
+                 : PrintableText(RenderText(spec, p, table, physical, options)));
 }
 
 }  // namespace

@@ -266,7 +266,7 @@ void Run(const PerfOptions& o) {
     so.top = o.top;
     // A search that runs past a second shows its progress on stderr when stderr is a terminal.
     if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
-    EmitOutput(o.output, RenderSearch(SearchBestLayouts(setup, so), o, setup));
+    EmitOutput(o.output, PrintableText(RenderSearch(SearchBestLayouts(setup, so), o, setup)));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
@@ -281,7 +281,7 @@ void Run(const PerfOptions& o) {
   if (o.json) {
     EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");
   } else {
-    EmitOutput(o.output, RenderText(setup, evaluated.layout, evaluated.estimate));
+    EmitOutput(o.output, PrintableText(RenderText(setup, evaluated.layout, evaluated.estimate)));
   }
 }
 

@@ -6,6 +6,7 @@
 #include "mosaic/decision/decision.h"
 #include "mosaic/study/ladder.h"
 #include "mosaic/study/ladder_report.h"
+#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -25,7 +26,7 @@ void Run(const PlanOptions& options) {
   const LadderPlan plan = PlanLadder(study);
   EmitOutput(options.output, options.json  ? RenderLadderJson(plan)
                              : options.csv ? RenderLadderCsv(plan)
-                                           : RenderLadderText(plan));
+                                           : PrintableText(RenderLadderText(plan)));
 }
 
 }  // namespace

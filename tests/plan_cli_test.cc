@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "cli_support.h"
 
@@ -185,6 +186,34 @@ TEST(PlanCli, OutputOverTheStudysResultsIsRefused) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("not one of the command's input files"), std::string::npos) << r.err;
   EXPECT_EQ(ReadText(results), before);
+  fs::remove_all(dir);
+}
+
+// A title with a right-to-left override (U+202E) would reorder the terminal's line: the text
+// reports of plan and decide show it escaped; JSON keeps it as the file has it.
+TEST(PlanCli, ABidiControlInATitleIsShownEscaped) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::path(::testing::TempDir()) / ("mosaic_plan_bidi_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string text = ReadText(SourcePath("data/studies/fsdp-vs-ep.toml"));
+  const std::string title = "title = \"FSDP vs EP ladder (seed 000)\"";
+  text.replace(text.find(title), title.size(), "title = \"FSDP \u202e vs EP\"");
+  {
+    std::ofstream out(dir / "study.toml");
+    out << text;
+  }
+  fs::copy_file(SourcePath("data/studies/fsdp-vs-ep-results.csv"), dir / "fsdp-vs-ep-results.csv");
+  const std::string study = (dir / "study.toml").string();
+  for (const std::string command : {"plan '" + study + "'", "decide '" + study + "'"}) {
+    const CommandResult r = RunMosaic(command);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_NE(r.out.find("FSDP \\u{202e} vs EP"), std::string::npos) << command;
+    EXPECT_EQ(r.out.find("\xE2\x80\xAE"), std::string::npos) << command;
+  }
+  const CommandResult json = RunMosaic("plan '" + study + "' --json");
+  EXPECT_NE(json.out.find("FSDP \xE2\x80\xAE vs EP"), std::string::npos) << json.out.substr(0, 300);
   fs::remove_all(dir);
 }
 

@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "mosaic/report/decision_report.h"
@@ -271,11 +272,16 @@ std::string RenderDecisionHtml(const Decision& d) {
   }
 
   body += "<h2>Loss against compute</h2>\n";
+  // The band and the interval are drawn only where a bootstrap gave them.
+  const bool any_band =
+      std::any_of(d.fits.begin(), d.fits.end(), [](const ArmFit& f) { return f.bootstrap; });
   body += Figure(LossChart(d),
-                 fmt::format("Each arm's {} loss per rung (markers), its fit {} (dashed, with the "
-                             "bootstrap band) extended to the target budget (vertical line), and "
-                             "the projected loss there with its interval.",
-                             ToString(which), d.law.formula));
+                 fmt::format("Each arm's {} loss per rung (markers), its fit {} (dashed{}) "
+                             "extended to the target budget (vertical line), and the projected "
+                             "loss there{}.",
+                             ToString(which), d.law.formula,
+                             any_band ? ", with the bootstrap band" : "",
+                             any_band ? " with its interval" : " (no bootstrap intervals)"));
   {
     std::vector<std::vector<Cell>> rows;
     for (const RungResult& r : d.results) {
