@@ -523,11 +523,13 @@ FitSummary FitExpression(const ExpressionLaw& law, const FitData& data, const Fi
         at_inputs.empty() ? "at every point (it reads no data column)"
                           : fmt::format("for the point ({})", fmt::join(at_inputs, ", "));
     throw InputError(fmt::format(
-        "{}: --law-expr '{}' predicts {} at the start ({}) {}. Violated constraint: a finite "
-        "prediction{} at every point from some start (change the start values with --param)",
+        "{}: --law-expr '{}' predicts {} at the start ({}) {}{}. Violated constraint: a finite "
+        "prediction{} at every point from some start (change the start values with --param; an "
+        "expression finite for no values, such as a division by 0, cannot be fitted)",
         data.Where(r.bad_point).ToString(), law.expression,
         std::isnan(r.bad_value) ? std::fabs(r.bad_value) : r.bad_value,
         fmt::join(at_values, ", "), where,
+        starts == 1 ? "" : fmt::format(", and so does each of the other {} starts", starts - 1),
         options.objective.space == ResidualSpace::kLog ? " > 0 (residuals of log loss)" : ""));
   }
 
