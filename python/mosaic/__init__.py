@@ -154,7 +154,8 @@ def _text_overrides(overrides: Mapping[str, object]) -> dict[str, str]:
     for name, value in overrides.items():
         if isinstance(value, (bool, np.bool_)):
             out[name] = "true" if value else "false"
-        elif isinstance(value, (float, np.floating)) and float(value).is_integer():
+        elif (isinstance(value, (float, np.floating)) and float(value).is_integer()
+              and abs(value) < 2**53):  # an integer a double holds exactly; larger, as written
             out[name] = str(int(value))
         else:
             out[name] = str(value)

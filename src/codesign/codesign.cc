@@ -384,8 +384,10 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
     result.reference_mfu_rule = "[budget] reference_mfu";
   } else if (!mfus.empty()) {
     result.reference_mfu = Median(mfus);
-    result.reference_mfu_rule = fmt::format("the median MFU of the {} architectures that fit",
-                                            mfus.size());
+    result.reference_mfu_rule =
+        mfus.size() == 1 ? std::string("the MFU of the one architecture that fits")
+                         : fmt::format("the median MFU of the {} architectures that fit",
+                                       mfus.size());
   } else {
     // Nothing fits, so there is no MFU to convert the cluster's time into FLOPs.
     result.reference_mfu = 0;

@@ -25,7 +25,8 @@ Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 std::string Budget(const CodesignResult& r) {
   const BudgetSpec& b = r.space.budget;
   const std::string given = b.gpu_hours > 0 ? fmt::format("{} GPU-hours", FormatCount(b.gpu_hours))
-                            : b.days > 0    ? fmt::format("{:g} days on the cluster", b.days)
+                            : b.days > 0    ? fmt::format("{:g} day{} on the cluster", b.days,
+                                                              b.days == 1 ? "" : "s")
                                             : fmt::format("{} model FLOPs",
                                                           FormatScientific(b.model_flops));
   if (!(r.flops_budget > 0)) {
@@ -74,8 +75,9 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
       if (count++ == 0) example = a.arch.Name() + ": " + a.rule;
     }
   }
-  out += fmt::format("{} architectures: {} fit the cluster; {} layouts evaluated\n\n",
-                     r.architectures.size(), feasible, r.layouts_evaluated);
+  out += fmt::format("{} architecture{}: {} fit{} the cluster; {} layouts evaluated\n\n",
+                     r.architectures.size(), r.architectures.size() == 1 ? "" : "s", feasible,
+                     feasible == 1 ? "s" : "", r.layouts_evaluated);
   out += fmt::format("Best under the cluster budget (fastest layout that fits; tokens = tokens/s × "
                      "{:.1f} days)\n",
                      r.cluster_seconds / 86400);
