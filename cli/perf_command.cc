@@ -51,6 +51,7 @@ struct PerfOptions {
   int64_t bp_segment = 0;
   bool search = false;
   int64_t top = 10;
+  std::string offload = "none";
   bool json = false;
   std::string output;
 };
@@ -203,7 +204,16 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   out += fmt::format(
       "{} layouts evaluated on {} × {}: {} feasible; rejected: {}\n\n", r.evaluated,
       cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());
-  if (r.best.empty()) return out + "No feasible layout.\n";
+  if (r.best.empty()) {
+    out += "No feasible layout.\n";
+    // Out of memory under every policy: offload is the one lever left.
+    if (o.offload == "none" && r.rejected[static_cast<int>(RejectKind::kMemory)] > 0 &&
+        setup.hardware.host_link_gb_per_s > 0 && setup.hardware.host_memory_gb > 0) {
+      out += "Layouts over the HBM under every recompute policy may fit with activation offload: "
+             "--offload modules or --offload layers tries it.\n";
+    }
+    return out;
+  }
   out += fmt::format("{:>4} {:>12} {:>8} {:>9} {:>10} {:>8}  {}\n", "rank", "tokens/s/GPU",
                      "MFU(fs)", "step s", "memory GB", "dropped", "layout");
   if (setup.job.format != NumberFormat::kBf16) {
@@ -264,6 +274,7 @@ void Run(const PerfOptions& o) {
   if (o.search) {
     SearchOptions so;
     so.top = o.top;
+    so.offload = *OffloadSearchFromString(o.offload);  // the flag's check admits only these
     // A search that runs past a second shows its progress on stderr when stderr is a terminal.
     if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
     EmitOutput(o.output, PrintableText(RenderSearch(SearchBestLayouts(setup, so), o, setup)));
@@ -407,6 +418,13 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--top", o->top, "layouts printed by --search")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->default_val(10)
+      ->needs(search);
+  cmd->add_option("--offload", o->offload,
+                  "what --search tries for a layout no recompute policy fits: none, modules "
+                  "(offload_modules=expert_fc1+moe_act, then every module) or layers "
+                  "(offload_layers = every layer of a rank)")
+      ->check(CLI::IsMember({"none", "modules", "layers"}))
+      ->default_val("none")
       ->needs(search);
   cmd->add_flag("--json", o->json, "machine-readable output");
   AddOutputOption(cmd, &o->output);

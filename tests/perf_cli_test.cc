@@ -1547,6 +1547,32 @@ TEST(PerfCli, SearchCautionsAMicroBatchGainFromPerExpertCosts) {
   EXPECT_EQ(r.out.find("faster than micro-batch 1"), std::string::npos) << r.out;
 }
 
+// --offload tries activation offload where no recompute policy fits; a search that finds
+// nothing for lack of memory says so. Llama 3 70B on 64 H100 cut to 24 GB: nothing fits, even
+// offloaded; at 30 GB every layer of a rank offloaded is the fastest.
+TEST(PerfCli, SearchTriesOffloadWhenAsked) {
+  const std::string base =
+      "perf llama3-70b --hardware h100 --gpus 64 --batch 64 --seq 8192 --search --top 1 ";
+  CommandResult none = RunMosaic(base + "--set hardware.hbm_gb=24");
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find("No feasible layout.\nLayouts over the HBM under every recompute "
+                          "policy may fit with activation offload: --offload modules or "
+                          "--offload layers tries it."),
+            std::string::npos)
+      << none.out;
+  CommandResult layers = RunMosaic(base + "--set hardware.hbm_gb=30 --offload layers --json");
+  ASSERT_EQ(layers.exit_code, 0) << layers.err;
+  const nlohmann::json j = nlohmann::json::parse(layers.out);
+  EXPECT_NE(j["ranked"][0]["layout"].get<std::string>().find(",offload_layers=80"),
+            std::string::npos)
+      << j["ranked"][0];
+  EXPECT_EQ(RunMosaic(base + "--offload everything").exit_code, 2);
+  EXPECT_EQ(RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,fsdp=8 "
+                      "--offload layers")
+                .exit_code,
+            2);
+}
+
 TEST(PerfCli, SearchSaysItKeepsPipelineStagesEven) {
   CommandResult r = RunMosaic(
       "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 2048 --search --top 1 --json");

@@ -245,13 +245,15 @@ def perf(model: str, *, hardware: str, gpus: int, layout: str, batch: int, seq: 
 def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
            format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
            capacity_padding: bool = True, profile: str | None = None,
-           profiles: str | None = None, top: int = 100, **overrides) -> pd.DataFrame:
+           profiles: str | None = None, top: int = 100, offload: str = "none",
+           **overrides) -> pd.DataFrame:
     """Every feasible layout ranked by tokens/s per GPU (``mosaic perf --search``).
 
     Returns a DataFrame of the ``top`` fastest layouts, best first: ``rank``, ``layout``,
     ``tokens_per_s_per_gpu``, ``mfu``, ``step_seconds``, ``peak_memory_bytes``,
     ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
-    evaluated, feasible and rejected by reason.
+    evaluated, feasible and rejected by reason. ``offload`` (``"none"``, ``"modules"``,
+    ``"layers"``) is ``--offload``: what is tried for a layout no recompute policy fits.
     """
     if "layout" in overrides:
         raise InputError("search: layout is not an argument of search, which ranks every layout "
@@ -260,7 +262,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
         model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
         profile, profiles, overrides)
     top = _integer("top", top, 1, 2**30)
-    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, pad, p, pf, top))
+    result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, pad, p, pf, top,
+                                            _text("offload", offload)))
     columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
     frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],

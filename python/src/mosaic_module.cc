@@ -257,12 +257,19 @@ PYBIND11_MODULE(_mosaic, m) {
            const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
            const std::string& format, const std::string& routing, double capacity_factor,
            bool capacity_padding, const std::string& profile, const std::string& profiles_file,
-           int64_t top) {
+           int64_t top, const std::string& offload) {
           py::gil_scoped_release release;
           const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
                                     capacity_factor, capacity_padding, profile, profiles_file);
           SearchOptions options;
           options.top = top;
+          const std::optional<OffloadSearch> kind = OffloadSearchFromString(offload);
+          if (!kind) {
+            throw InputError(fmt::format("offload = '{}'. Violated constraint: none, modules or "
+                                         "layers",
+                                         offload));
+          }
+          options.offload = *kind;
           return Dump(SearchJson(s, SearchBestLayouts(s, options)));
         });
 

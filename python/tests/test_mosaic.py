@@ -485,6 +485,19 @@ def test_overrides_are_set_values_and_a_whole_float_is_an_integer():
         mosaic.model("mixtral-8x7b", top_k=3.5)
 
 
+def test_search_offload_is_the_cli_flag():
+    args = dict(hardware="h100", gpus=64, batch=64, seq=8192, top=3, offload="layers",
+                **{"hardware.hbm_gb": 30})
+    frame = mosaic.search("llama3-70b", **args)
+    assert frame["layout"][0].endswith(",offload_layers=80")
+    cli = cli_json("perf", "llama3-70b", "--hardware", "h100", "--gpus", "64", "--batch", "64",
+                   "--seq", "8192", "--search", "--top", "3", "--offload", "layers", "--set",
+                   "hardware.hbm_gb=30")
+    assert frame["layout"].tolist() == [row["layout"] for row in cli["ranked"]]
+    with pytest.raises(mosaic.InputError, match="offload = 'everything'"):
+        mosaic.search("llama3-70b", **{**args, "offload": "everything"})
+
+
 def test_perf_sets_device_fields_as_set_does():
     args = dict(hardware="gb200-nvl72", gpus=64,
                 layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full", batch=1024,

@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <functional>
-#include <numeric>
 #include <iterator>
+#include <numeric>
+
+#include "mosaic/util/enum_names.h"
+#include "mosaic/util/error.h"
 
 namespace mosaic {
 
@@ -43,6 +46,20 @@ std::vector<int64_t> PowersOfTwo(int64_t max) {
 
 }  // namespace
 
+std::string_view ToString(OffloadSearch offload) {
+  switch (offload) {
+    case OffloadSearch::kNone: return "none";
+    case OffloadSearch::kModules: return "modules";
+    case OffloadSearch::kLayers: return "layers";
+  }
+  return "?";
+}
+
+std::optional<OffloadSearch> OffloadSearchFromString(std::string_view text) {
+  return EnumFromString<OffloadSearch>(
+      text, {OffloadSearch::kNone, OffloadSearch::kModules, OffloadSearch::kLayers});
+}
+
 std::optional<std::string> UnsearchableReason(const ModelConfig& c, const JobShape& job,
                                               int64_t domain_gpus, const SearchOptions& options) {
   const int64_t N = job.gpus;
@@ -78,7 +95,16 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   const int64_t N = cluster.gpus;
   const int64_t domain = cluster.device.domain_gpus();
   const double capacity = cluster.device.hbm_gb * 1e9;
+  const double host_capacity = cluster.device.host_memory_gb * 1e9;
   JobShape shape{N, job.global_batch, job.seq_len};
+  if (options.offload != OffloadSearch::kNone &&
+      (cluster.device.host_link_gb_per_s <= 0 || cluster.device.host_memory_gb <= 0)) {
+    throw InputError(fmt::format(
+        "offload {} needs the device's host link and host memory (host_link_gb_per_s = {:g}, "
+        "host_memory_gb = {:g} in {})",
+        ToString(options.offload), cluster.device.host_link_gb_per_s,
+        cluster.device.host_memory_gb, cluster.device.origin));
+  }
   SearchResult result;
   if (auto reason = UnsearchableReason(c, shape, domain, options)) {
     result.unsearchable = std::move(*reason);
@@ -131,13 +157,17 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     const LayoutMemory memory(model, l, job, profile, derived);
     auto allowed = [&](Recompute r) {
       if (r == Recompute::kMoe && !moe) return false;
+      if (l.offload_modules != 0 && r == Recompute::kFull) return false;
       return l.a2a_overlap == 0 || (r != Recompute::kFull && r != Recompute::kMoe);
     };
+    const bool offloads = l.offload_modules != 0 || l.offload_layers > 0;
     auto fits = [&](Recompute r, MemoryBreakdown* mem) {
       l.recompute = r;
-      if (l.mbs > 1 || r != Recompute::kNone || l.a2a_overlap > 0) ++result.evaluated;
+      if (l.mbs > 1 || r != Recompute::kNone || l.a2a_overlap > 0 || offloads) {
+        ++result.evaluated;
+      }
       *mem = memory.For(r);
-      if (mem->peak_bytes <= capacity) return true;
+      if (mem->peak_bytes <= capacity && mem->host_activation_bytes <= host_capacity) return true;
       ++result.rejected[static_cast<int>(RejectKind::kMemory)];
       if (per_reason[static_cast<int>(RejectKind::kMemory)] < options.examples_per_reason) {
         ++per_reason[static_cast<int>(RejectKind::kMemory)];
@@ -162,6 +192,37 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       keep(l, step.Evaluate(r, &mem, nullptr));
     }
     return true;
+  };
+  // Module offload's variants, the least first: the experts' fc1 and activation inputs (the
+  // largest of an MoE layer, as Megatron-MoE-ModelZoo's recipes offload them), then every module
+  // the model has.
+  const uint32_t all_modules =
+      moe ? (1u << std::size(kOffloadModuleNames)) - 1
+          : ((1u << std::size(kOffloadModuleNames)) - 1) & ~kMoeOffloadModules;
+  std::vector<uint32_t> module_sets;
+  if (moe) module_sets.push_back(kMoeOffloadModules);
+  module_sets.push_back(all_modules);
+  // `l` under each recompute policy and, where none fits, with the offload asked for; the offload
+  // fields are left cleared.
+  auto try_layout = [&](Layout& l, const LayoutDerivation& derived) {
+    if (try_policies(l, derived)) return true;
+    bool fitted = false;
+    if (options.offload == OffloadSearch::kModules) {
+      for (uint32_t modules : module_sets) {
+        l.offload_modules = modules;
+        if (try_policies(l, derived)) {
+          fitted = true;
+          break;
+        }
+      }
+      l.offload_modules = 0;
+    } else if (options.offload == OffloadSearch::kLayers) {
+      const PipelineSplit& s = derived.split;
+      l.offload_layers = std::max({s.first, s.middle, s.last});
+      fitted = try_policies(l, derived);
+      l.offload_layers = 0;
+    }
+    return fitted;
   };
   // Progress: the share of the (tp, pp, cp, fsdp, etp, vpp) combinations that reach the step
   // model behind each (tp, pp) pair. Pairs that the first rules reject at once (tp·pp not
@@ -234,13 +295,13 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
                     l.a2a_overlap = 0;
-                    if (!try_policies(l, derived)) break;  // larger mbs need more memory
+                    if (!try_layout(l, derived)) break;  // larger mbs need more memory
                     // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
                     // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
                     // MoE recompute).
                     if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1)) {
                       l.a2a_overlap = 1;
-                      try_policies(l, derived);
+                      try_layout(l, derived);
                     }
                   }
                 }

@@ -244,6 +244,66 @@ TEST(StepModelLayouts, OffloadedModulesMoveTheirInputsToTheHost) {
   EXPECT_EQ(moe_offloaded.step_seconds, moe_plain.step_seconds);
 }
 
+// --offload: a layout no recompute policy fits gets offload tried. Llama 3 70B on 64 H100 cut
+// to 30 GB: at best full recompute without it; with every layer of a rank offloaded a layout
+// under module recompute runs 36% faster. Each offloaded candidate fits neither HBM nor host
+// memory less, and needs its offload: without it no policy fits.
+TEST(StepModelLayouts, SearchTriesOffloadWhereNoRecomputePolicyFits) {
+  const ProfileSet profiles = LoadProfiles();
+  HardwareSpec h100 = LoadHardware("h100");
+  h100.hbm_gb = 30;
+  const Cluster cluster = MakeCluster(h100, 64);
+  const ModelShape llama = MakeModelShape(LoadModel("llama3-70b").config, 8192);
+  const PerfJob job{64, 8192, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, 0};
+  const PerfProfile& profile = profiles.Get("megatron-h100");
+  SearchOptions options;
+  options.top = 20;
+  const SearchResult plain =
+      SearchLayouts(llama, cluster, job, profiles.shared, profile, DefaultDropParams(), options);
+  options.offload = OffloadSearch::kLayers;
+  const SearchResult layers =
+      SearchLayouts(llama, cluster, job, profiles.shared, profile, DefaultDropParams(), options);
+  ASSERT_FALSE(plain.best.empty());
+  ASSERT_FALSE(layers.best.empty());
+  EXPECT_EQ(plain.best.front().layout.offload_layers, 0);
+  EXPECT_EQ(layers.best.front().layout.offload_layers, 80);
+  EXPECT_GT(layers.best.front().estimate.tokens_per_s_per_gpu,
+            1.3 * plain.best.front().estimate.tokens_per_s_per_gpu);
+  EXPECT_GT(layers.evaluated, plain.evaluated);
+  for (const SearchCandidate& c : layers.best) {
+    EXPECT_TRUE(c.estimate.fits) << ToString(c.layout);
+    if (c.layout.offload_layers == 0) continue;
+    Layout without = c.layout;
+    without.offload_layers = 0;
+    for (Recompute r : kRecomputeByCost) {
+      without.recompute = r;
+      EXPECT_GT(EstimateMemory(llama, cluster, without, job, profile).peak_bytes, 30e9)
+          << ToString(without);
+    }
+  }
+  // Module offload for an MoE model: Qwen3-30B-A3B on 16 H100 cut to 60 GB.
+  HardwareSpec smaller = LoadHardware("h100");
+  smaller.hbm_gb = 60;
+  const Cluster sixteen = MakeCluster(smaller, 16);
+  const ModelShape qwen = MakeModelShape(LoadModel("qwen3-30b-a3b").config, 4096);
+  const PerfJob qwen_job{256, 4096, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, 0};
+  options.offload = OffloadSearch::kModules;
+  options.top = 1;
+  const SearchResult modules = SearchLayouts(qwen, sixteen, qwen_job, profiles.shared, profile,
+                                             DefaultDropParams(), options);
+  ASSERT_EQ(modules.best.size(), 1u);
+  EXPECT_NE(modules.best.front().layout.offload_modules, 0u);
+  EXPECT_TRUE(modules.best.front().estimate.fits);
+  // Offload needs the host link.
+  HardwareSpec bare = h100;
+  bare.host_link_gb_per_s = 0;
+  EXPECT_THROW(SearchLayouts(llama, MakeCluster(bare, 64), job, profiles.shared, profile,
+                             DefaultDropParams(), options),
+               InputError);
+  EXPECT_EQ(OffloadSearchFromString("layers"), OffloadSearch::kLayers);
+  EXPECT_EQ(OffloadSearchFromString("layer"), std::nullopt);
+}
+
 TEST(StepModelLayouts, SearchRefusesABatchNoLayoutDividesBeforeEnumerating) {
   // 720,720 = 2⁴·3²·5·7·11·13 GPUs and a batch of 1024 = 2¹⁰: dp·fsdp = GPUs/(tp·pp·cp) must
   // divide 1024, which would need pp >= 45045 stages of a 94-layer model.

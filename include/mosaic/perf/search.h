@@ -5,6 +5,8 @@
 // when pp > 1, recompute neither full nor moe), with and without the EP all-to-all overlap
 // (a2a_overlap), evaluated by the step model and ranked by tokens/s per GPU. Pipeline stages
 // stay even: uneven splits (pp_first, pp_last, pp_embed, pp_loss, pp_layout) are not enumerated.
+// Activation offload is tried only when asked (SearchOptions::offload), for layouts that fit
+// under no recompute policy.
 // Rejected
 // combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
 // supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
@@ -24,11 +26,26 @@
 
 namespace mosaic {
 
+// What the search tries for a layout that fits under no recompute policy (SearchOptions::
+// offload): nothing; Megatron-Core's fine-grained offload of module inputs (offload_modules:
+// first the experts' fc1 and activation inputs, expert_fc1+moe_act, then every module the model
+// has); or the saved activations of every layer of a pipeline rank (offload_layers, as MaxText's
+// host-offloading remat policies).
+enum class OffloadSearch { kNone, kModules, kLayers };
+// "none", "modules", "layers"
+std::string_view ToString(OffloadSearch offload);
+std::optional<OffloadSearch> OffloadSearchFromString(std::string_view text);
+
 struct SearchOptions {
   int64_t top = 10;             // candidates kept in full, best first
   int64_t max_cp = 8;           // context-parallel degrees tried: 1, 2, 4, … up to this
   int64_t max_vpp = 8;          // virtual stages tried: 1, 2, 4, … up to this
   int64_t examples_per_reason = 3;
+  // Offload tried where no recompute policy fits the HBM; each offloaded variant is a layout of
+  // its own (counted in `evaluated`), kept when its HBM and host memory both fit, the least
+  // offload first. Needs the device's host link and host memory (SearchLayouts throws
+  // InputError otherwise).
+  OffloadSearch offload = OffloadSearch::kNone;
   // Called after each (tp, pp) pair of the enumeration with the share of pairs done (0 < f <= 1,
   // increasing, 1 last) and the layouts looked at so far; empty: no calls. For progress displays.
   std::function<void(double fraction_done, int64_t evaluated)> progress;
