@@ -221,6 +221,14 @@ TEST(RunsCli, AnExportOfSeveralRunsIsNotWrittenAmongTheirLogs) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(fs::exists(inside));
+  // One run into another run's folder would become that run's points.
+  const fs::path other = dir / "run_2" / "x.csv";
+  CommandResult into_other = RunMosaic("runs " + (dir / "run_1").string() +
+                                       " --export csv --output " + other.string());
+  EXPECT_EQ(into_other.exit_code, 1);
+  EXPECT_NE(into_other.err.find("outside another run's folder"), std::string::npos)
+      << into_other.err;
+  EXPECT_FALSE(fs::exists(other));
   const fs::path own = dir / "run_1" / "own.csv";
   CommandResult one = RunMosaic("runs " + (dir / "run_1").string() + " --export csv --output " +
                                 own.string());

@@ -244,6 +244,20 @@ void CheckExportOutsideLogs(const std::string& output, const std::vector<std::st
                                  logdir, runs.size(), runs.size() == 1 ? "" : "s",
                                  folder.string()));
   }
+  // Nor into another run's folder: one that holds event files of its own would read the export
+  // as its points (a restart of that run, with another run's values). A folder of CSV files alone
+  // is not taken for a run's: exports and tables share folders.
+  std::error_code error;
+  for (fs::directory_iterator it(folder, error), last; !error && it != last;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with("events.out.tfevents") || !it->is_regular_file(error)) continue;
+    throw FieldError({}, "--output", output,
+                     fmt::format("outside another run's folder ({} holds logs: {}): read again, "
+                                 "the export would be read as that run's points; write the export "
+                                 "elsewhere, or one run into its own folder",
+                                 folder.string(), name));
+  }
 }
 
 }  // namespace mosaic::runs

@@ -66,8 +66,10 @@ class ExportWriter {
 // reads) under one of `logdirs`, unless the export is of one run (`runs`) into that run's own
 // folder, which reads back as the same points (a restart). Any other such export would put several
 // runs, or another run's points, in one run's logs: read again, that folder is refused (a long
-// CSV of several runs) or holds points that are not its own. Throws InputError on --output naming
-// the log directory. An empty `output` (stdout) passes.
+// CSV of several runs) or holds points that are not its own. Refuses as well an `output` in a
+// folder that holds event files of its own (another run's folder), but for the exported run's own.
+// Throws InputError on --output naming the log directory or the log file found there. An empty
+// `output` (stdout) passes.
 void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
                             const std::vector<RunDirectory>& runs);
 
