@@ -216,6 +216,21 @@ TEST_F(AblationCli, ErrorsAndExitCodes) {
                             "(both name "),
             std::string::npos)
       << itself.err;
+  // So is a --pair of one run; a run that would fall back on the offset pair's baseline, itself,
+  // is left out with a note.
+  const std::string same_dir = "runs ablation " + *root_ + "/ablation --baseline " + *root_ +
+                               "/ablation --offset-pair nobpk_H3=nobpk_H6 --tag eval/loss";
+  const CommandResult pair = RunMosaic(same_dir + " --pair nobpk_H9_mb8=nobpk_H9_mb8");
+  EXPECT_EQ(pair.exit_code, 1);
+  EXPECT_NE(pair.err.find("--pair = nobpk_H9_mb8=nobpk_H9_mb8. Violated constraint: two runs "
+                          "(both name "),
+            std::string::npos)
+      << pair.err;
+  const CommandResult fallback = RunMosaic(same_dir + " --json");
+  ASSERT_EQ(fallback.exit_code, 0) << fallback.err;
+  EXPECT_NE(fallback.out.find("run nobpk_H6 is the offset pair's baseline run itself: left out"),
+            std::string::npos)
+      << fallback.out;
 }
 
 }  // namespace

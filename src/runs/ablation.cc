@@ -296,10 +296,14 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
                                      offset_value, "RUN", tag);
   const Run& offset_base = RequireRun(baseline_runs, options.offset_pair.base_run, "--offset-pair",
                                       offset_value, "BASE_RUN", tag);
-  std::error_code ec;
-  if (&offset_run == &offset_base ||
-      (!offset_run.directory.empty() &&
-       std::filesystem::equivalent(offset_run.directory, offset_base.directory, ec) && !ec)) {
+  // Whether two runs are one (the same object, or the same folder read twice: the baseline
+  // directory given as the ablation's).
+  const auto same_run = [](const Run& a, const Run& b) {
+    std::error_code ec;
+    return &a == &b || (!a.directory.empty() &&
+                        std::filesystem::equivalent(a.directory, b.directory, ec) && !ec);
+  };
+  if (same_run(offset_run, offset_base)) {
     throw FieldError({}, "--offset-pair", offset_value,
                      fmt::format("two runs (both name {}): one run against itself has an offset "
                                  "of 0 with no spread to judge effects against",
@@ -310,8 +314,14 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
   base_of[offset_run.name] = offset_base.name;
   for (const RunPair& pair : options.pairs) {
     const std::string value = pair.run + "=" + pair.base_run;
-    RequireRun(ablation_runs, pair.run, "--pair", value, "RUN", tag);
-    RequireRun(baseline_runs, pair.base_run, "--pair", value, "BASE_RUN", tag);
+    const Run& run = RequireRun(ablation_runs, pair.run, "--pair", value, "RUN", tag);
+    const Run& base = RequireRun(baseline_runs, pair.base_run, "--pair", value, "BASE_RUN", tag);
+    if (same_run(run, base)) {
+      throw FieldError({}, "--pair", value,
+                       fmt::format("two runs (both name {}): a run against itself has no effect "
+                                   "to measure",
+                                   run.directory.empty() ? run.name : run.directory));
+    }
     const auto [it, inserted] = base_of.try_emplace(pair.run, pair.base_run);
     if (!inserted && it->second != pair.base_run) {
       throw FieldError({}, "--pair", value,
@@ -363,6 +373,12 @@ Ablation AnalyzeAblation(const std::vector<Run>& ablation_runs,
     const std::string& base_name =
         paired != base_of.end() ? paired->second : offset_base.name;
     const Run& base = *FindRun(baseline_runs, base_name);
+    if (same_run(*run, base)) {
+      out.notes.push_back(fmt::format("run {} is the offset pair's baseline run itself: left out "
+                                      "(no baseline to compare it with; give it one with --pair)",
+                                      run->name));
+      continue;
+    }
     AblationRow row;
     row.run = run->name;
     row.base_run = base.name;
