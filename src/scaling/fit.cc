@@ -233,7 +233,8 @@ void CheckInputsSeparable(const Law& law, const FitData& data,
 // The caution on a value far from every other of its column, a slipped exponent by the look of
 // it: the largest more than `ratio` × the next largest, or the smallest less than 1/`ratio` of
 // the next smallest (at least 3 points). Losses of one study stay within a few × of each other
-// (ratio 10); inputs span decades, but a ladder's steps are not 1000× apart.
+// (ratio 4: even an untrained model's log-vocabulary loss is within 4× of a trained one's);
+// inputs span decades, but a ladder's or a grid's steps are not 100× apart.
 std::optional<std::string> IsolatedValueCaution(const FitData& data,
                                                 const std::vector<double>& values,
                                                 std::string_view name, double ratio) {
@@ -531,12 +532,12 @@ void CheckDesign(const Law& law, const FitData& data, const std::vector<std::opt
 
 std::vector<std::string> OutlyingValueCautions(const FitData& data) {
   std::vector<std::string> cautions;
-  if (std::optional<std::string> caution = IsolatedValueCaution(data, data.loss, "loss", 10)) {
+  if (std::optional<std::string> caution = IsolatedValueCaution(data, data.loss, "loss", 4)) {
     cautions.push_back(std::move(*caution));
   }
   for (size_t i = 0; i < data.inputs.size(); ++i) {
     if (std::optional<std::string> caution =
-            IsolatedValueCaution(data, data.inputs[i], data.input_names[i], 1000)) {
+            IsolatedValueCaution(data, data.inputs[i], data.input_names[i], 100)) {
       cautions.push_back(std::move(*caution));
     }
   }

@@ -257,7 +257,7 @@ TEST(Fit, NearlyCollinearInputsAreCautioned) {
   }
 }
 
-// A value far from every other of its column (a loss of 31.5 among 2-4, an N slipped by 10^6)
+// A value far from every other of its column (a loss of 35 among 2-4, an N slipped by 10^6)
 // is cautioned at its line; Epoch's 240 points, which span six decades of N, are not.
 TEST(Fit, AValueFarFromEveryOtherIsCautioned) {
   FitData data;
@@ -274,8 +274,12 @@ TEST(Fit, AValueFarFromEveryOtherIsCautioned) {
                 "runs.csv:3: loss = 35 is 10× the next largest loss (3.49): far from every other "
                 "point, as a slipped exponent would be; the fit follows it (check the value, or "
                 "leave the row out with --where)"});
-  data.loss[1] = 31.5;
-  EXPECT_TRUE(OutlyingValueCautions(data).empty());  // 9.03× is under the loss's 10×: none
+  data.loss[1] = 13.6;
+  EXPECT_TRUE(OutlyingValueCautions(data).empty());  // 3.9× is under the loss's 4×: none
+  data.loss[1] = 0.6;  // a quarter of the next smallest loss (2.64) is 0.66
+  EXPECT_EQ(OutlyingValueCautions(data).at(0).rfind(
+                "runs.csv:3: loss = 0.6 is 4.4× the next smallest loss (2.64)", 0),
+            0u);
   data.loss[1] = 35.0;
   data.inputs[0][0] = 1e2;  // N slipped by 10^6 at line 2
   const std::vector<std::string> both = OutlyingValueCautions(data);

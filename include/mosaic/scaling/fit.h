@@ -126,9 +126,9 @@ struct LawFloor {
 LawFloor PinnedFloor(const Law& law, const std::vector<std::pair<std::string, double>>& pins);
 
 // Cautions on values far from every other of their column, as a slipped exponent would be: the
-// largest loss more than 10× the next largest (or the smallest under a tenth of the next), an
-// input's more than 1000× (one study's losses stay within a few ×; a ladder's inputs step by far
-// less than 1000×). Each names the point's file and line, the value and its neighbour; none
+// largest loss more than 4× the next largest (or the smallest under a quarter of the next), an
+// input's more than 100× (one study's losses stay within a few ×; a ladder's inputs step by far
+// less than 100×). Each names the point's file and line, the value and its neighbour; none
 // with fewer than 3 points. Fit and the expression-law fit add them to their cautions.
 std::vector<std::string> OutlyingValueCautions(const FitData& data);
 
