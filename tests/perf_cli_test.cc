@@ -1567,6 +1567,15 @@ TEST(PerfCli, SearchTriesOffloadWhenAsked) {
             std::string::npos)
       << j["ranked"][0];
   EXPECT_EQ(RunMosaic(base + "--offload everything").exit_code, 2);
+  // Modules whose inputs the policy does not keep move nothing: said.
+  CommandResult idle = RunMosaic(
+      "perf qwen3-30b-a3b --hardware h100 --gpus 16 --batch 256 --layout "
+      "ep=16,fsdp=16,recompute=moe,offload_modules=expert_fc1+moe_act+core_attn");
+  ASSERT_EQ(idle.exit_code, 0) << idle.err;
+  EXPECT_NE(idle.out.find("note: offload_modules expert_fc1+moe_act move nothing under "
+                          "recompute=moe, which does not keep their inputs"),
+            std::string::npos)
+      << idle.out;
   EXPECT_EQ(RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,fsdp=8 "
                       "--offload layers")
                 .exit_code,

@@ -107,6 +107,10 @@ void ReadKeys(const toml::table& table, const std::string& origin, std::string_v
       }
     } else if (key == "profile") {
       spec.profile = string();
+      if (spec.profile.find_first_not_of(" \t") == std::string::npos) {
+        throw fail("a name that is not blank (the profile's name in the written file and in "
+                   "--profile)");
+      }
       // "generic-<device>" names the uncalibrated defaults validate predicts held-out rows with;
       // a fitted profile of that name would read as both.
       if (IsGenericProfile(spec.profile)) {

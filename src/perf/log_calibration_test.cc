@@ -358,6 +358,10 @@ TEST_F(LogCalibration, NamesWhatIsMissing) {
             std::string::npos);
   // "generic-<device>" names the uncalibrated defaults of held-out rows; a fitted profile may not
   // take it.
+  EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nprofile = \" \"\n")
+                .find("profile = ' '. Violated constraint: a name that is not blank"),
+            std::string::npos)
+      << message(base + run + "run = \"ep8-dp16\"\nprofile = \" \"\n");
   EXPECT_NE(message(base + run + "run = \"ep8-dp16\"\nprofile = \"generic-h100\"\n")
                 .find("profile = 'generic-h100'. Violated constraint: a name other than 'generic' "
                       "and 'generic-…'"),

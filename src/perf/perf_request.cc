@@ -237,6 +237,20 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 
 std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout) {
   std::vector<std::string> notes;
+  const uint32_t idle =
+      layout.offload_modules &
+      ~ModulesWithStoredInput(layout.recompute, setup.spec.config.uses_mla());
+  if (idle != 0) {
+    std::vector<std::string_view> names;
+    for (size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
+      if (idle & (1u << i)) names.push_back(kOffloadModuleNames[i]);
+    }
+    notes.push_back(fmt::format("offload_modules {} move{} nothing under recompute={}, which "
+                                "does not keep {} input{}",
+                                fmt::join(names, "+"), names.size() == 1 ? "s" : "",
+                                ToString(layout.recompute), names.size() == 1 ? "its" : "their",
+                                names.size() == 1 ? "" : "s"));
+  }
   if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
     notes.push_back(fmt::format(
         "a2a_overlap=1 under the {} profile, whose stack does not run Megatron-Core's paired "

@@ -134,17 +134,24 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                         b.estimate.tokens_per_s_per_gpu, b.layout.a2a_overlap);
   };
   std::vector<SearchCandidate>& best = result.best;  // kept as a min-heap of size `top`
+  // A kept layout names only the offload modules its policy lets move something.
+  const bool mla = c.uses_mla();
+  auto kept = [&](const Layout& l) {
+    Layout k = l;
+    k.offload_modules &= ModulesWithStoredInput(l.recompute, mla);
+    return k;
+  };
   auto keep = [&](const Layout& l, const StepEstimate& e) {
     result.feasible_tokens_per_s.push_back(e.tokens_per_s_per_gpu);
     if (static_cast<int64_t>(best.size()) < options.top) {
-      best.push_back({l, e});
+      best.push_back({kept(l), e});
       std::push_heap(best.begin(), best.end(), better);
     } else if (options.top > 0 &&
                ranks_before(e.tokens_per_s_per_gpu, l.a2a_overlap,
                             best.front().estimate.tokens_per_s_per_gpu,
                             best.front().layout.a2a_overlap)) {
       std::pop_heap(best.begin(), best.end(), better);
-      best.back() = {l, e};
+      best.back() = {kept(l), e};
       std::push_heap(best.begin(), best.end(), better);
     }
   };

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 
 #include "mosaic/model/flops.h"
@@ -335,27 +334,6 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
 
 namespace {
 
-// Whether `recompute` stores the saved input of fine-grained offload module `module` (its index
-// in kOffloadModuleNames): module recompute (layernorm) and MoE-layer recompute (layernorm, moe)
-// recompute the norms' outputs, qkv_linear's input; module recompute with MLA the expanded q, k
-// and v (mla_up_proj), core_attn's; MoE-layer recompute keeps none of the experts' inputs; full
-// recompute keeps only the layer input, of no module.
-bool StoresModuleInput(Recompute recompute, size_t module, bool mla) {
-  const auto is = [&](OffloadModule m) { return module == static_cast<size_t>(std::countr_zero(
-                                                               static_cast<uint32_t>(m))); };
-  switch (recompute) {
-    case Recompute::kNone:
-    case Recompute::kSelective: return true;
-    case Recompute::kModules:
-      return !is(OffloadModule::kQkvLinear) && !(mla && is(OffloadModule::kCoreAttn));
-    case Recompute::kMoe:
-      return !is(OffloadModule::kQkvLinear) && !is(OffloadModule::kExpertFc1) &&
-             !is(OffloadModule::kMoeAct);
-    case Recompute::kFull: return false;
-  }
-  return false;
-}
-
 // The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
 // the activations: everything that does not depend on the recompute policy.
 StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
@@ -444,9 +422,10 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
                                      static_cast<uint32_t>(OffloadModule::kExpertFc1);
     for (Recompute r : kRecomputeByCost) {
       double bytes = 0;
+      const uint32_t moved = l.offload_modules & ModulesWithStoredInput(r, c.uses_mla());
       for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
         const uint32_t bit = 1u << i;
-        if ((l.offload_modules & bit) == 0 || !StoresModuleInput(r, i, c.uses_mla())) continue;
+        if ((moved & bit) == 0) continue;
         double module = m.offload_module_bytes[i];
         if (job.format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
         bytes += (kMoeOffloadModules & bit) != 0 ? t * k * x.pad * module : t * module;
@@ -618,6 +597,20 @@ MemoryBreakdown PeakStageMemory(const ModelShape& m, const Layout& l, const Perf
 }
 
 }  // namespace
+
+uint32_t ModulesWithStoredInput(Recompute recompute, bool mla) {
+  constexpr uint32_t kAll = (1u << std::size(kOffloadModuleNames)) - 1;
+  const auto bit = [](OffloadModule m) { return static_cast<uint32_t>(m); };
+  switch (recompute) {
+    case Recompute::kNone:
+    case Recompute::kSelective: return kAll;
+    case Recompute::kModules:
+      return kAll & ~bit(OffloadModule::kQkvLinear) & ~(mla ? bit(OffloadModule::kCoreAttn) : 0u);
+    case Recompute::kMoe: return kAll & ~bit(OffloadModule::kQkvLinear) & ~kMoeOffloadModules;
+    case Recompute::kFull: return 0;
+  }
+  return 0;
+}
 
 bool FitsDevice(const MemoryBreakdown& memory, const HardwareSpec& device) {
   return memory.peak_bytes <= device.hbm_gb * 1e9 &&

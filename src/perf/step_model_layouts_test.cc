@@ -292,8 +292,12 @@ TEST(StepModelLayouts, SearchTriesOffloadWhereNoRecomputePolicyFits) {
   const SearchResult modules = SearchLayouts(qwen, sixteen, qwen_job, profiles.shared, profile,
                                              DefaultDropParams(), options);
   ASSERT_EQ(modules.best.size(), 1u);
-  EXPECT_NE(modules.best.front().layout.offload_modules, 0u);
+  const Layout& best = modules.best.front().layout;
+  EXPECT_NE(best.offload_modules, 0u);
   EXPECT_TRUE(modules.best.front().estimate.fits);
+  // It names only the modules its policy lets move something.
+  EXPECT_EQ(best.offload_modules & ~ModulesWithStoredInput(best.recompute, false), 0u)
+      << ToString(best);
   // Offload needs the host link.
   HardwareSpec bare = h100;
   bare.host_link_gb_per_s = 0;

@@ -422,6 +422,13 @@ MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
                                const Layout& layout, const PerfJob& job,
                                const PerfProfile& profile);
 
+// The fine-grained offload modules (OffloadModule bits) whose saved input `recompute` keeps, and
+// so which offload_modules can move: module recompute (layernorm) and MoE-layer recompute
+// (layernorm, moe) recompute the norms' outputs, qkv_linear's input; module recompute with MLA
+// the expanded q, k and v (mla_up_proj), core_attn's input; MoE-layer recompute keeps none of
+// the experts' inputs; full recompute keeps only the layer input, of no module.
+uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
+
 // One pipeline stage's memory apart from its activations, and what its activations scale with
 // (the part of the memory model that does not depend on the recompute policy).
 struct StageMemoryParts {
