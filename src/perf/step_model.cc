@@ -490,9 +490,11 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
   per_layer *= profile.activation_factor;
   // Fine-grained offload moves the modules' saved inputs of every held layer to host memory; one
   // layer's copy is in transit.
-  const double module = std::min(
-      per_layer,
-      parts.module_offload_bytes[static_cast<size_t>(recompute)] * profile.activation_factor);
+  const double module =
+      parts.held_layers > 0
+          ? std::min(per_layer, parts.module_offload_bytes[static_cast<size_t>(recompute)] *
+                                    profile.activation_factor)
+          : 0.0;
   if (module > 0) {
     mem.activation_bytes = (per_layer - module) * parts.held_layers * parts.in_flight + module;
     mem.host_activation_bytes = module * parts.held_layers * parts.in_flight;
