@@ -44,6 +44,14 @@ std::string_view ToString(RejectKind kind) {
   return "?";
 }
 
+std::string OffloadModulesText(uint32_t modules) {
+  std::vector<std::string_view> names;
+  for (size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
+    if (modules & (1u << i)) names.push_back(kOffloadModuleNames[i]);
+  }
+  return fmt::format("{}", fmt::join(names, "+"));
+}
+
 std::string ToString(const Layout& l) {
   // A degree of 0 is one left unknown; every layout that runs has each degree at least 1.
   const auto degree = [](int64_t d) { return d == 0 ? std::string("?") : std::to_string(d); };
@@ -57,13 +65,7 @@ std::string ToString(const Layout& l) {
   if (l.pp_loss > 0) text += ",pp_loss=1";
   if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
   if (l.offload_layers > 0) text += fmt::format(",offload_layers={}", l.offload_layers);
-  if (l.offload_modules != 0) {
-    std::vector<std::string_view> names;
-    for (size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
-      if (l.offload_modules & (1u << i)) names.push_back(kOffloadModuleNames[i]);
-    }
-    text += fmt::format(",offload_modules={}", fmt::join(names, "+"));
-  }
+  if (l.offload_modules != 0) text += ",offload_modules=" + OffloadModulesText(l.offload_modules);
   if (l.pp_layout[0] != '\0') text += fmt::format(",pp_layout={}", l.pp_layout_text());
   return text;
 }

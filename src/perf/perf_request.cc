@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <cmath>
 #include <cstdint>
 #include <utility>
@@ -241,15 +242,12 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
       layout.offload_modules &
       ~ModulesWithStoredInput(layout.recompute, setup.spec.config.uses_mla());
   if (idle != 0) {
-    std::vector<std::string_view> names;
-    for (size_t i = 0; i < std::size(kOffloadModuleNames); ++i) {
-      if (idle & (1u << i)) names.push_back(kOffloadModuleNames[i]);
-    }
+    const bool one = std::has_single_bit(idle);
     notes.push_back(fmt::format("offload_modules {} move{} nothing under recompute={}, which "
                                 "does not keep {} input{}",
-                                fmt::join(names, "+"), names.size() == 1 ? "s" : "",
-                                ToString(layout.recompute), names.size() == 1 ? "its" : "their",
-                                names.size() == 1 ? "" : "s"));
+                                OffloadModulesText(idle), one ? "s" : "",
+                                ToString(layout.recompute), one ? "its" : "their",
+                                one ? "" : "s"));
   }
   if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
     notes.push_back(fmt::format(

@@ -209,10 +209,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   std::vector<uint32_t> module_sets;
   if (moe) module_sets.push_back(kMoeOffloadModules);
   module_sets.push_back(all_modules);
-  // `l` under each recompute policy and, where none fits, with the offload asked for; the offload
-  // fields are left cleared.
-  auto try_layout = [&](Layout& l, const LayoutDerivation& derived) {
-    if (try_policies(l, derived)) return true;
+  // `l`, which fits under no recompute policy, with the offload asked for; the offload fields
+  // are left cleared.
+  const bool offload = options.offload != OffloadSearch::kNone;
+  auto try_offload = [&](Layout& l, const LayoutDerivation& derived) {
     bool fitted = false;
     if (options.offload == OffloadSearch::kModules) {
       for (uint32_t modules : module_sets) {
@@ -302,13 +302,14 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
                     l.a2a_overlap = 0;
-                    if (!try_layout(l, derived)) break;  // larger mbs need more memory
+                    // Larger micro-batches need more memory.
+                    if (!try_policies(l, derived) && !(offload && try_offload(l, derived))) break;
                     // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
                     // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
                     // MoE recompute).
                     if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1)) {
                       l.a2a_overlap = 1;
-                      try_layout(l, derived);
+                      if (!try_policies(l, derived) && offload) try_offload(l, derived);
                     }
                   }
                 }

@@ -308,8 +308,10 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   // Segmented backprop of a looped model keeps one segment of S loops and repeats the forward of
   // every segment but the last in the backward: loops − (the last segment's loops) of `loops`.
   const BackpropSegments segments = SegmentsOf(m.config, job);
-  x.segment_recompute = static_cast<double>(m.config.loops - segments.last_loops) /
-                        static_cast<double>(m.config.loops);
+  x.segment_recompute = segments.segments == 1
+                            ? 0.0
+                            : static_cast<double>(m.config.loops - segments.last_loops) /
+                                  static_cast<double>(m.config.loops);
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
   const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
@@ -333,6 +335,28 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
 }
 
 namespace {
+
+// Fine-grained offload (Layout::offload_modules): the chosen modules' saved inputs of one layer
+// pass and micro-batch of `tokens` tokens and `assignments` routed assignments, as `recompute`
+// stores them; GEMM inputs in fp8 under fp8 formats. Kept out of line: the layout search
+// evaluates millions of layouts without it.
+[[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, uint32_t modules,
+                                            Recompute recompute, NumberFormat format,
+                                            double tokens, double assignments) {
+  constexpr uint32_t kGemmInputs = static_cast<uint32_t>(OffloadModule::kQkvLinear) |
+                                   static_cast<uint32_t>(OffloadModule::kAttnProj) |
+                                   static_cast<uint32_t>(OffloadModule::kExpertFc1);
+  const uint32_t moved = modules & ModulesWithStoredInput(recompute, m.config.uses_mla());
+  double bytes = 0;
+  for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
+    const uint32_t bit = 1u << i;
+    if ((moved & bit) == 0) continue;
+    double module = m.offload_module_bytes[i];
+    if (format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
+    bytes += (kMoeOffloadModules & bit) != 0 ? assignments * module : tokens * module;
+  }
+  return bytes;
+}
 
 // The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
 // the activations: everything that does not depend on the recompute policy.
@@ -397,7 +421,8 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // stage's share of the MTP layers, which run once (after the loops: in the last segment).
   const BackpropSegments segments = SegmentsOf(c, job);
   const auto layers_of = [&](int64_t loops) {  // exact for whole multiples of c.loops
-    return static_cast<double>(layers * loops) / static_cast<double>(c.loops);
+    return loops == c.loops ? static_cast<double>(layers)
+                            : static_cast<double>(layers * loops) / static_cast<double>(c.loops);
   };
   const double mtp_held = x.split.mtp_placed ? static_cast<double>(mtp_layers)
                                              : static_cast<double>(c.mtp_layers) * share;
@@ -408,30 +433,18 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // again, which offloads anew before that segment's backward reads its layers back.
   const double offload_layers = static_cast<double>(l.offload_layers);
   parts.offloaded_layers = std::min(offload_layers, parts.held_layers);
-  parts.recomputed_offloaded_layers =
-      static_cast<double>(segments.segments - 1) * std::min(offload_layers, segment_layers);
-  parts.offloaded_passes =
-      std::min(offload_layers, layers_of(segments.last_loops) + mtp_held) +
-      parts.recomputed_offloaded_layers;
+  parts.offloaded_passes = parts.offloaded_layers;
+  if (segments.segments > 1) {
+    parts.recomputed_offloaded_layers =
+        static_cast<double>(segments.segments - 1) * std::min(offload_layers, segment_layers);
+    parts.offloaded_passes = std::min(offload_layers, layers_of(segments.last_loops) + mtp_held) +
+                             parts.recomputed_offloaded_layers;
+  }
   if (l.offload_modules != 0) {
-    // Fine-grained offload: the chosen modules' saved inputs at every layer, as each policy
-    // stores them; GEMM inputs in fp8 under fp8 formats. Every layer pass is copied out once a
-    // micro-batch, and segmented backprop copies the repeated segments out again.
-    constexpr uint32_t kGemmInputs = static_cast<uint32_t>(OffloadModule::kQkvLinear) |
-                                     static_cast<uint32_t>(OffloadModule::kAttnProj) |
-                                     static_cast<uint32_t>(OffloadModule::kExpertFc1);
-    for (Recompute r : kRecomputeByCost) {
-      double bytes = 0;
-      const uint32_t moved = l.offload_modules & ModulesWithStoredInput(r, c.uses_mla());
-      for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
-        const uint32_t bit = 1u << i;
-        if ((moved & bit) == 0) continue;
-        double module = m.offload_module_bytes[i];
-        if (job.format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
-        bytes += (kMoeOffloadModules & bit) != 0 ? t * k * x.pad * module : t * module;
-      }
-      parts.module_offload_bytes[static_cast<size_t>(r)] = bytes;
-    }
+    // Every layer pass is copied out once a micro-batch; segmented backprop copies the repeated
+    // segments out again.
+    parts.offload_modules = l.offload_modules;
+    parts.module_offload_assignments = k * x.pad;
     parts.module_offload_passes = layers_of(c.loops) + mtp_held;
     parts.module_recomputed_passes = layers_of(c.loops - segments.last_loops);
   }
@@ -491,8 +504,9 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
   // Fine-grained offload moves the modules' saved inputs of every held layer to host memory; one
   // layer's copy is in transit.
   const double module =
-      parts.held_layers > 0
-          ? std::min(per_layer, parts.module_offload_bytes[static_cast<size_t>(recompute)] *
+      parts.offload_modules != 0 && parts.held_layers > 0
+          ? std::min(per_layer, ModuleOffloadBytes(m, parts.offload_modules, recompute, job.format,
+                                                   t, t * parts.module_offload_assignments) *
                                     profile.activation_factor)
           : 0.0;
   if (module > 0) {

@@ -130,6 +130,10 @@ inline constexpr std::string_view kOffloadModuleNames[] = {
 inline constexpr uint32_t kMoeOffloadModules = static_cast<uint32_t>(OffloadModule::kExpertFc1) |
                                                static_cast<uint32_t>(OffloadModule::kMoeAct);
 
+// The names of the OffloadModule bits set in `modules`, in Megatron-Core's order, joined by '+'
+// as the layout string writes them ("expert_fc1+moe_act"); "" for none.
+std::string OffloadModulesText(uint32_t modules);
+
 // The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
 inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
 // The longest pp_layout string (Megatron-Bridge's recipes use up to 20 characters).

@@ -442,11 +442,11 @@ struct StageMemoryParts {
   // repeats (recomputed_offloaded_layers of them, copied out during the backward).
   double offloaded_passes = 0;
   double recomputed_offloaded_layers = 0;
-  // Fine-grained offload (Layout::offload_modules): the modules' saved inputs of one layer pass
-  // and micro-batch under each recompute policy (indexed by Recompute), before the profile's
-  // activation_factor; the layer passes one micro-batch copies out (and back), and of those the
-  // ones segmented backprop copies out again in the backward.
-  std::array<double, 5> module_offload_bytes{};
+  // Fine-grained offload (Layout::offload_modules; 0: none): the modules, the routed
+  // assignments per token (top_k × capacity padding), the layer passes one micro-batch copies
+  // out (and back), and of those the ones segmented backprop copies out again in the backward.
+  uint32_t offload_modules = 0;
+  double module_offload_assignments = 0;
   double module_offload_passes = 0;
   double module_recomputed_passes = 0;
 };
