@@ -281,7 +281,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
               for (int64_t vpp : vpps) {
                 if (pp == 1 && vpp > 1) break;
                 for (int64_t chunk : chunks) {
-                  Layout l{tp, pp, vpp, cp, dp, fsdp, ep, etp, 1, Recompute::kNone, chunk};
+                  Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
+                           .ep = ep, .etp = etp, .moe_chunk = chunk};
                   // moe_chunk only matters for FSDP-sharded experts.
                   if (chunk > 1 && l.expert_fsdp() == 1) break;
                   ++result.evaluated;

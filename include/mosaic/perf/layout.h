@@ -150,6 +150,9 @@ struct Layout {
   int64_t etp = 1;
   int64_t mbs = 1;
   Recompute recompute = Recompute::kNone;
+  // The modules whose saved inputs are held in host memory at every layer: OffloadModule bits;
+  // 0: none. (Beside `recompute`, in its padding.)
+  uint32_t offload_modules = 0;
   int64_t moe_chunk = 1;
   int64_t pp_first = 0;  // 0: not set (Megatron's None)
   int64_t pp_last = 0;   // 0: not set
@@ -161,9 +164,6 @@ struct Layout {
   int64_t a2a_overlap = 0;
   // Layers per pipeline rank whose saved activations are held in host memory; 0: none.
   int64_t offload_layers = 0;
-  // The modules whose saved inputs are held in host memory at every layer: OffloadModule bits;
-  // 0: none.
-  uint32_t offload_modules = 0;
   // Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout), its cosmetic
   // commas removed, NUL-padded; empty = not set. See PipelineLayoutStages. A fixed array keeps
   // Layout trivially copyable (co-design sends layouts between MPI ranks as bytes).
