@@ -6,6 +6,7 @@
 #include <functional>
 #include <iterator>
 #include <numeric>
+#include <optional>
 
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/error.h"
@@ -156,12 +157,12 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     }
   };
   const bool moe = c.is_moe();
-  // Evaluates `l` (its micro-batch set) under each recompute policy it may use, in order of cost:
-  // its memory, rejected when over the HBM; the step model is built once the first policy fits
-  // (many layouts fit under none) and evaluates that policy and each later one that fits. False
-  // when no policy fits.
-  auto try_policies = [&](Layout& l, const LayoutDerivation& derived) {
-    const LayoutMemory memory(model, l, job, profile, derived);
+  // Evaluates `l` (its micro-batch set), whose memory is `memory`, under each recompute policy it
+  // may use, in order of cost: its memory, rejected when over the HBM; the step model `step` is
+  // built once the first policy fits (many layouts fit under none), unless given, and evaluates
+  // that policy and each later one that fits. False when no policy fits.
+  auto try_policies = [&](Layout& l, const LayoutDerivation& derived, const LayoutMemory& memory,
+                          std::optional<LayoutStep>& step) {
     auto allowed = [&](Recompute r) {
       if (r == Recompute::kMoe && !moe) return false;
       if (l.offload_modules != 0 && r == Recompute::kFull) return false;
@@ -192,13 +193,19 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       if (allowed(r) && fits(r, &mem)) break;
     }
     if (first_fit == std::size(kRecomputeByCost)) return false;
-    const LayoutStep step(model, cluster, l, job, shared, profile, derived);
+    if (!step) step.emplace(model, cluster, l, job, shared, profile, derived);
     for (size_t i = first_fit; i < std::size(kRecomputeByCost); ++i) {
       const Recompute r = kRecomputeByCost[i];
       if (!allowed(r) || (i > first_fit && !fits(r, &mem))) continue;
-      keep(l, step.Evaluate(r, &mem, nullptr));
+      keep(l, step->Evaluate(r, &mem, nullptr));
     }
     return true;
+  };
+  // The same with the memory and step model of `l` built here (offload changes the memory).
+  auto try_policies_anew = [&](Layout& l, const LayoutDerivation& derived) {
+    const LayoutMemory memory(model, l, job, profile, derived);
+    std::optional<LayoutStep> step;
+    return try_policies(l, derived, memory, step);
   };
   // Module offload's variants, the least first: the experts' fc1 and activation inputs (the
   // largest of an MoE layer, as Megatron-MoE-ModelZoo's recipes offload them), then every module
@@ -217,7 +224,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     if (options.offload == OffloadSearch::kModules) {
       for (uint32_t modules : module_sets) {
         l.offload_modules = modules;
-        if (try_policies(l, derived)) {
+        if (try_policies_anew(l, derived)) {
           fitted = true;
           break;
         }
@@ -226,7 +233,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     } else if (options.offload == OffloadSearch::kLayers) {
       const PipelineSplit& s = derived.split;
       l.offload_layers = std::max({s.first, s.middle, s.last});
-      fitted = try_policies(l, derived);
+      fitted = try_policies_anew(l, derived);
       l.offload_layers = 0;
     }
     return fitted;
@@ -303,14 +310,25 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     const LayoutDerivation derived = DeriveLayout(model, l, job);
                     l.a2a_overlap = 0;
+                    const LayoutMemory memory(model, l, job, profile, derived);
+                    std::optional<LayoutStep> step;
                     // Larger micro-batches need more memory.
-                    if (!try_policies(l, derived) && !(offload && try_offload(l, derived))) break;
+                    if (!try_policies(l, derived, memory, step) &&
+                        !(offload && try_offload(l, derived))) {
+                      break;
+                    }
                     // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
                     // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
-                    // MoE recompute).
+                    // MoE recompute); its memory and step model are those above but for what
+                    // the overlap changes.
                     if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1)) {
                       l.a2a_overlap = 1;
-                      if (!try_policies(l, derived) && offload) try_offload(l, derived);
+                      std::optional<LayoutStep> overlap_step;
+                      if (step) overlap_step.emplace(step->WithA2aOverlap());
+                      if (!try_policies(l, derived, memory.WithA2aOverlap(), overlap_step) &&
+                          offload) {
+                        try_offload(l, derived);
+                      }
                     }
                   }
                 }

@@ -358,6 +358,16 @@ namespace {
   return bytes;
 }
 
+// The micro-batches the EP all-to-all overlap adds to those in flight on every stage: it pairs
+// each backward with the next micro-batch's forward, so the warm-up runs one more model chunk
+// forward (Megatron-LM, pipeline_parallel/schedules.py,
+// forward_backward_pipelining_with_interleaving: num_warmup_microbatches += 1 with
+// overlap_moe_expert_parallel_comm): one chunk, 1/vpp of the stage, more held. Only the
+// interleaved schedule with more micro-batches than stages holds it.
+double A2aOverlapExtraInFlight(const Layout& l, int64_t micro_batches) {
+  return l.pp > 1 && l.vpp > 1 && micro_batches > l.pp ? 1 / static_cast<double>(l.vpp) : 0.0;
+}
+
 // The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
 // the activations: everything that does not depend on the recompute policy.
 StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
@@ -453,11 +463,7 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     parts.in_flight = static_cast<double>(std::min<int64_t>(x.micro_batches, l.pp - stage));
     if (l.vpp > 1 && x.micro_batches > l.pp) {
       parts.in_flight *= 1 + static_cast<double>(l.pp - 1) / static_cast<double>(l.pp * l.vpp);
-      // The EP all-to-all overlap pairs each backward with the next micro-batch's forward, so
-      // the warm-up runs one more model chunk forward (Megatron-LM, pipeline_parallel/
-      // schedules.py, forward_backward_pipelining_with_interleaving: num_warmup_microbatches
-      // += 1 with overlap_moe_expert_parallel_comm): one chunk, 1/vpp of the stage, more held.
-      if (l.a2a_overlap > 0) parts.in_flight += 1 / static_cast<double>(l.vpp);
+      if (l.a2a_overlap > 0) parts.in_flight += A2aOverlapExtraInFlight(l, x.micro_batches);
     }
   }
   // Logits (bf16) and their fp32 softmax, vocabulary split over tp, on the last stage (the only
@@ -468,15 +474,27 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // All-to-all send and receive buffers of one MoE layer.
   if (holds_moe_layers) mem.dispatch_bytes = 2 * t * k * x.pad * m.routed_width * kActBytes;
   mem.reserve_bytes = profile.memory_reserve_gb * 1e9;
+  parts.fixed_before_activations_bytes =
+      mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes + mem.gather_buffer_bytes;
   return parts;
 }
 
-// The stage of `parts` with its activations under `recompute`, and its peak.
-MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfProfile& profile,
-                            const LayoutDerivation& x, const StageMemoryParts& parts,
-                            Recompute recompute) {
+// What of a stage's memory depends on the recompute policy: its activations in HBM and in host
+// memory, the bytes one micro-batch copies to host memory, and its peak.
+struct StageActivations {
+  double activation_bytes = 0;
+  double host_activation_bytes = 0;
+  double offload_bytes_per_micro_batch = 0;
+  double offload_recomputed_bytes_per_micro_batch = 0;
+  double peak_bytes = 0;
+};
+
+// The stage of `parts` with its activations under `recompute`.
+StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
+                                       const PerfProfile& profile, const LayoutDerivation& x,
+                                       const StageMemoryParts& parts, Recompute recompute) {
   const ModelConfig& c = m.config;
-  MemoryBreakdown mem = parts.memory;
+  StageActivations a;
   const double t = x.tokens_mb_rank;
   const double k = static_cast<double>(c.top_k);
   const double per_layer_full = parts.per_layer_full;
@@ -510,31 +528,31 @@ MemoryBreakdown StageMemory(const ModelShape& m, const PerfJob& job, const PerfP
                                     profile.activation_factor)
           : 0.0;
   if (module > 0) {
-    mem.activation_bytes = (per_layer - module) * parts.held_layers * parts.in_flight + module;
-    mem.host_activation_bytes = module * parts.held_layers * parts.in_flight;
-    mem.offload_bytes_per_micro_batch = module * parts.module_offload_passes;
-    mem.offload_recomputed_bytes_per_micro_batch = module * parts.module_recomputed_passes;
+    a.activation_bytes = (per_layer - module) * parts.held_layers * parts.in_flight + module;
+    a.host_activation_bytes = module * parts.held_layers * parts.in_flight;
+    a.offload_bytes_per_micro_batch = module * parts.module_offload_passes;
+    a.offload_recomputed_bytes_per_micro_batch = module * parts.module_recomputed_passes;
   } else {
-    mem.activation_bytes =
-        per_layer * (parts.held_layers - parts.offloaded_layers) * parts.in_flight;
+    a.activation_bytes = per_layer * (parts.held_layers - parts.offloaded_layers) * parts.in_flight;
   }
   if (parts.offloaded_layers > 0) {
     // Offloaded layers' activations wait in host memory; one layer's copy is in transit (its
     // device buffer freed once the copy ends, the next layer's filled meanwhile).
-    mem.activation_bytes += per_layer;
-    mem.host_activation_bytes = per_layer * parts.offloaded_layers * parts.in_flight;
-    mem.offload_bytes_per_micro_batch = per_layer * parts.offloaded_passes;
-    mem.offload_recomputed_bytes_per_micro_batch = per_layer * parts.recomputed_offloaded_layers;
+    a.activation_bytes += per_layer;
+    a.host_activation_bytes = per_layer * parts.offloaded_layers * parts.in_flight;
+    a.offload_bytes_per_micro_batch = per_layer * parts.offloaded_passes;
+    a.offload_recomputed_bytes_per_micro_batch = per_layer * parts.recomputed_offloaded_layers;
   }
   // Full recompute rebuilds one layer's activations at a time in the backward (none on a stage
   // without layers).
   if (recompute == Recompute::kFull && parts.held_layers > 0) {
-    mem.activation_bytes += per_layer_full;
+    a.activation_bytes += per_layer_full;
   }
-  mem.peak_bytes = mem.weights_bytes + mem.gradients_bytes + mem.optimizer_bytes +
-                   mem.gather_buffer_bytes + mem.activation_bytes + mem.logits_bytes +
-                   mem.dispatch_bytes + mem.reserve_bytes;
-  return mem;
+  // The sum in MemoryBreakdown's order (fixed_before_activations_bytes holds its first four).
+  const MemoryBreakdown& mem = parts.memory;
+  a.peak_bytes = parts.fixed_before_activations_bytes + a.activation_bytes + mem.logits_bytes +
+                 mem.dispatch_bytes + mem.reserve_bytes;
+  return a;
 }
 
 // A stage's bytes that do not scale with a layer's activations.
@@ -544,8 +562,8 @@ double FixedBytes(const MemoryBreakdown& m) {
 }
 
 // How many layers' activations (of one micro-batch) a stage holds in HBM under every recompute
-// policy (StageMemory): the held layers of each micro-batch in flight less the offloaded ones,
-// and one offloaded layer in transit.
+// policy (StageActivationsUnder): the held layers of each micro-batch in flight less the
+// offloaded ones, and one offloaded layer in transit.
 double DeviceActivationLayers(const StageMemoryParts& p) {
   return (p.held_layers - p.offloaded_layers) * p.in_flight + (p.offloaded_layers > 0 ? 1 : 0);
 }
@@ -570,39 +588,66 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
                                                             s.middle_rank);
   }
   if (l.pp > 1) {
-    const StageMemoryParts last =
+    stages_[stage_count_++] =
         StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
-    if (FixedBytes(last.memory) > FixedBytes(stages_[0].memory) ||
-        DeviceActivationLayers(last) > DeviceActivationLayers(stages_[0]) ||
-        last.offloaded_layers * last.in_flight >
-            stages_[0].offloaded_layers * stages_[0].in_flight ||
-        last.offloaded_passes > stages_[0].offloaded_passes ||
-        last.module_offload_passes > stages_[0].module_offload_passes) {
-      stages_[stage_count_++] = last;
-    }
+    has_last_ = true;
   }
+  computed_count_ = stage_count_;
+  if (has_last_ && !LastStageCanPeak()) --stage_count_;
+  overlap_extra_in_flight_ = l.a2a_overlap > 0 ? 0.0 : A2aOverlapExtraInFlight(l, x.micro_batches);
+}
+
+bool LayoutMemory::LastStageCanPeak() const {
+  const StageMemoryParts& first = stages_[0];
+  const StageMemoryParts& last = stages_[computed_count_ - 1];
+  return FixedBytes(last.memory) > FixedBytes(first.memory) ||
+         DeviceActivationLayers(last) > DeviceActivationLayers(first) ||
+         last.offloaded_layers * last.in_flight > first.offloaded_layers * first.in_flight ||
+         last.offloaded_passes > first.offloaded_passes ||
+         last.module_offload_passes > first.module_offload_passes;
+}
+
+LayoutMemory LayoutMemory::WithA2aOverlap() const {
+  LayoutMemory overlapped = *this;
+  if (overlap_extra_in_flight_ == 0) return overlapped;
+  overlapped.overlap_extra_in_flight_ = 0;
+  for (int i = 0; i < computed_count_; ++i) {
+    overlapped.stages_[i].in_flight += overlap_extra_in_flight_;
+  }
+  if (has_last_) {
+    overlapped.stage_count_ = overlapped.LastStageCanPeak() ? computed_count_ : computed_count_ - 1;
+  }
+  return overlapped;
 }
 
 MemoryBreakdown LayoutMemory::For(Recompute recompute) const {
-  MemoryBreakdown peak = StageMemory(model_, job_, profile_, derivation_, stages_[0], recompute);
+  StageActivations peak =
+      StageActivationsUnder(model_, job_, profile_, derivation_, stages_[0], recompute);
+  int peak_stage = 0;
   // Offload: the host holds the most any stage offloads (not the HBM peak stage's), and the
   // copies are timed on the stage that moves the most.
   double host = peak.host_activation_bytes, copied = peak.offload_bytes_per_micro_batch;
   double copied_in_backward = peak.offload_recomputed_bytes_per_micro_batch;
   for (int i = 1; i < stage_count_; ++i) {
-    const MemoryBreakdown stage =
-        StageMemory(model_, job_, profile_, derivation_, stages_[i], recompute);
+    const StageActivations stage =
+        StageActivationsUnder(model_, job_, profile_, derivation_, stages_[i], recompute);
     host = std::max(host, stage.host_activation_bytes);
     if (stage.offload_bytes_per_micro_batch > copied) {
       copied = stage.offload_bytes_per_micro_batch;
       copied_in_backward = stage.offload_recomputed_bytes_per_micro_batch;
     }
-    if (stage.peak_bytes > peak.peak_bytes) peak = stage;
+    if (stage.peak_bytes > peak.peak_bytes) {
+      peak = stage;
+      peak_stage = i;
+    }
   }
-  peak.host_activation_bytes = host;
-  peak.offload_bytes_per_micro_batch = copied;
-  peak.offload_recomputed_bytes_per_micro_batch = copied_in_backward;
-  return peak;
+  MemoryBreakdown memory = stages_[peak_stage].memory;
+  memory.activation_bytes = peak.activation_bytes;
+  memory.peak_bytes = peak.peak_bytes;
+  memory.host_activation_bytes = host;
+  memory.offload_bytes_per_micro_batch = copied;
+  memory.offload_recomputed_bytes_per_micro_batch = copied_in_backward;
+  return memory;
 }
 
 namespace {
@@ -875,15 +920,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     scale_out_[kEp] = out_seconds > up_seconds;
   }
   overlap_fsdp_ = profile.overlap_fsdp >= 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
-  overlap_ep_ = profile.overlap_ep;
-  if (l.a2a_overlap > 0) {
-    // Merged forward and backward: each paired pass hides its all-to-all under the other
-    // micro-batch's compute, up to the most a schedule hides (kMaxOverlapShare); the unpaired warm-up
-    // and cool-down passes keep the stack's ordinary overlap.
-    const double paired = A2aOverlapPairedShare(l.pp, l.vpp, x.micro_batches);
-    overlap_ep_ = std::max(profile.overlap_ep,
-                           paired * kMaxOverlapShare + (1 - paired) * profile.overlap_ep);
-  }
+  overlap_ep_ = EpOverlapShare();
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
   const double dense_gpu =
       (m.layer_params * x.stage_share + m.embedding_params * emb_share) / static_cast<double>(l.tp);
@@ -942,6 +979,23 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     const double calls = mb_ * 2 * static_cast<double>(l.vpp);
     pp_seconds_ = calls * (bytes / bandwidth(span[kPp]) + lat);
   }
+}
+
+double LayoutStep::EpOverlapShare() const {
+  if (l_.a2a_overlap == 0) return profile_.overlap_ep;
+  // Merged forward and backward: each paired pass hides its all-to-all under the other
+  // micro-batch's compute, up to the most a schedule hides (kMaxOverlapShare); the unpaired
+  // warm-up and cool-down passes keep the stack's ordinary overlap.
+  const double paired = A2aOverlapPairedShare(l_.pp, l_.vpp, x_.micro_batches);
+  return std::max(profile_.overlap_ep,
+                  paired * kMaxOverlapShare + (1 - paired) * profile_.overlap_ep);
+}
+
+LayoutStep LayoutStep::WithA2aOverlap() const {
+  LayoutStep overlapped = *this;
+  overlapped.l_.a2a_overlap = 1;
+  overlapped.overlap_ep_ = overlapped.EpOverlapShare();
+  return overlapped;
 }
 
 StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* memory,

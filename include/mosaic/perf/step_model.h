@@ -301,8 +301,8 @@ StepEstimate EvaluateStep(const ModelShape& model, const Cluster& cluster, const
 // The step model of one layout under each recompute policy, what does not depend on the policy
 // (the derivation, GEMM efficiencies, each collective's time per call, the FSDP, data-parallel
 // and pipeline traffic) computed once: Evaluate(r, memory, drop) is EvaluateStep of the layout
-// with recompute r, to the bit. The model, cluster, job, shared parameters and profile must
-// outlive it.
+// with recompute r, to the bit. The model, cluster, job, shared parameters, profile and
+// derivation must outlive it.
 class LayoutStep {
  public:
   LayoutStep(const ModelShape& model, const Cluster& cluster, const Layout& layout,
@@ -311,8 +311,15 @@ class LayoutStep {
   // `memory`: LayoutMemory's For(recompute), or nullptr to compute it.
   StepEstimate Evaluate(Recompute recompute, const MemoryBreakdown* memory,
                         const DropParams* drop) const;
+  // The same layout with Megatron-Core's EP all-to-all overlap (a2a_overlap = 1), which changes
+  // only the share of the all-to-all hidden: to the bit what the constructor gives for it.
+  LayoutStep WithA2aOverlap() const;
 
  private:
+  // The share of the EP all-to-all hidden under compute: the profile's, or with a2a_overlap the
+  // paired passes' (A2aOverlapPairedShare).
+  double EpOverlapShare() const;
+
   // The collectives, in the order of the per-collective arrays below and in Evaluate.
   enum Collective { kTp, kCp, kEp, kFsdp, kDp, kPp, kCollectives };
 
@@ -322,7 +329,7 @@ class LayoutStep {
   const PerfJob& job_;
   const SharedPerfParams& sh_;
   const PerfProfile& profile_;
-  LayoutDerivation x_;
+  const LayoutDerivation& x_;
   double N_ = 0, tokens_step_ = 0, mb_ = 0, bf16_ = 0, gemm_peak_ = 0, stage_tokens_ = 0;
   double dense_gemm_size_ = 0, dense_rate_ = 0;  // rate: FLOP/s at the GEMM's efficiency
   double layers_stage_moe_ = 0, expert_rate_ = 0, expert_kernel_seconds_ = 0;
@@ -433,6 +440,8 @@ uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
 // (the part of the memory model that does not depend on the recompute policy).
 struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
+  // weights + gradients + optimizer + gather buffer bytes, added in MemoryBreakdown's order.
+  double fixed_before_activations_bytes = 0;
   double per_layer_full = 0;    // bytes of one layer pass's activations for one micro-batch
   double held_layers = 0;       // layer passes whose activations are held
   double offloaded_layers = 0;  // of those, the ones held in host memory (offload_layers)
@@ -453,20 +462,33 @@ struct StageMemoryParts {
 
 // The memory of a layout under each recompute policy, the stages' parts that do not depend on it
 // computed once: For(r) is EstimateMemory of the layout with recompute r, to the bit. The model,
-// job and profile must outlive it.
+// job, profile and derivation must outlive it.
 class LayoutMemory {
  public:
   LayoutMemory(const ModelShape& model, const Layout& layout, const PerfJob& job,
                const PerfProfile& profile, const LayoutDerivation& derived);
   MemoryBreakdown For(Recompute recompute) const;
+  // The memory of the same layout with Megatron-Core's EP all-to-all overlap (a2a_overlap = 1),
+  // which holds one model chunk more in flight on every stage of an interleaved pipeline with more
+  // micro-batches than stages: to the bit what the constructor gives for it.
+  LayoutMemory WithA2aOverlap() const;
 
  private:
+  // Whether the last stage (stages_[computed_count_ − 1]) can hold the peak: see the
+  // constructor.
+  bool LastStageCanPeak() const;
+
   const ModelShape& model_;
   const PerfJob& job_;
   const PerfProfile& profile_;
-  LayoutDerivation derivation_;
-  StageMemoryParts stages_[3];  // the first stage, then the others that can hold the peak
-  int stage_count_ = 0;
+  const LayoutDerivation& derivation_;
+  // The first stage, a middle one that holds more layers, and (pp > 1) the last: computed_count_
+  // of them, of which the first stage_count_ can hold the peak (all but a last stage that
+  // cannot).
+  StageMemoryParts stages_[3];
+  int computed_count_ = 0, stage_count_ = 0;
+  bool has_last_ = false;                // pp > 1: the last stage is computed
+  double overlap_extra_in_flight_ = 0;   // what WithA2aOverlap adds to in_flight (0: nothing)
 };
 
 // The dropped share of routed assignments for the layout and job (0 when nothing can drop).
