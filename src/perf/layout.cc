@@ -441,18 +441,28 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
   return l;
 }
 
-std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m,
-                                           const JobShape& job, int64_t domain_gpus) {
-  auto fail = [](RejectKind kind, std::string rule) {
-    return std::optional<LayoutViolation>(LayoutViolation{kind, std::move(rule)});
+namespace {
+
+// CheckLayout, with the rule's text (kExplain) or only its kind: the search rejects most of the
+// layouts it enumerates and keeps a few examples, so it formats no text for the others.
+template <bool kExplain>
+std::optional<LayoutViolation> CheckLayoutRules(const Layout& l, const ModelConfig& m,
+                                                const JobShape& job, int64_t domain_gpus) {
+  auto fail = [](RejectKind kind, auto&& rule) {
+    LayoutViolation v{kind, {}};
+    if constexpr (kExplain) v.rule = rule();
+    return std::optional<LayoutViolation>(std::move(v));
   };
   using enum RejectKind;
   if (l.gpus() != job.gpus) {
-    return fail(kIndivisible, fmt::format("tp·pp·cp·dp·fsdp = GPUs ({}·{}·{}·{}·{} = {} != {})",
-                                          l.tp, l.pp, l.cp, l.dp, l.fsdp, l.gpus(), job.gpus));
+    return fail(kIndivisible, [&] {
+      return fmt::format("tp·pp·cp·dp·fsdp = GPUs ({}·{}·{}·{}·{} = {} != {})", l.tp, l.pp, l.cp,
+                         l.dp, l.fsdp, l.gpus(), job.gpus);
+    });
   }
   if (m.heads % l.tp != 0) {
-    return fail(kIndivisible, fmt::format("tp divides heads ({} % {} != 0)", m.heads, l.tp));
+    return fail(kIndivisible,
+                [&] { return fmt::format("tp divides heads ({} % {} != 0)", m.heads, l.tp); });
   }
   if (!m.uses_mla()) {
     const int64_t kv = m.kv_heads > 0 ? m.kv_heads : m.heads;
@@ -461,74 +471,93 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     // divide(num_query_groups, tp)).
     if (kv % l.tp != 0) {
       return fail(kIndivisible,
-                  fmt::format("tp divides kv_heads ({} % {} != 0)", kv, l.tp));
+                  [&] { return fmt::format("tp divides kv_heads ({} % {} != 0)", kv, l.tp); });
     }
     for (const auto& [field, heads] : {std::pair{"kv_heads_local", m.kv_heads_local},
                                        std::pair{"kv_heads_global", m.kv_heads_global}}) {
       if (heads > 0 && heads % l.tp != 0) {
-        return fail(kIndivisible,
-                    fmt::format("tp divides {} ({} % {} != 0)", field, heads, l.tp));
+        return fail(kIndivisible, [&] {
+          return fmt::format("tp divides {} ({} % {} != 0)", field, heads, l.tp);
+        });
       }
     }
   }
   if (!m.is_moe() && (l.ep != 1 || l.etp != 1)) {
-    return fail(kUnsupported, fmt::format("ep = etp = 1 for a dense model (ep {}, etp {})", l.ep,
-                                          l.etp));
+    return fail(kUnsupported, [&] {
+      return fmt::format("ep = etp = 1 for a dense model (ep {}, etp {})", l.ep, l.etp);
+    });
   }
   if (m.is_moe() && m.experts % l.ep != 0) {
     return fail(kIndivisible,
-                fmt::format("ep divides experts ({} % {} != 0)", m.experts, l.ep));
+                [&] { return fmt::format("ep divides experts ({} % {} != 0)", m.experts, l.ep); });
   }
   if (l.stage_group() % (l.ep * l.etp) != 0) {
-    return fail(kIndivisible,
-                fmt::format("ep·etp divides tp·cp·dp·fsdp ({}·{} = {} does not divide {})", l.ep,
-                            l.etp, l.ep * l.etp, l.stage_group()));
+    return fail(kIndivisible, [&] {
+      return fmt::format("ep·etp divides tp·cp·dp·fsdp ({}·{} = {} does not divide {})", l.ep,
+                         l.etp, l.ep * l.etp, l.stage_group());
+    });
   }
   if (m.is_moe() && m.expert_width % l.etp != 0) {
-    return fail(kIndivisible, fmt::format("etp divides expert_width ({} % {} != 0)",
-                                          m.expert_width, l.etp));
+    return fail(kIndivisible, [&] {
+      return fmt::format("etp divides expert_width ({} % {} != 0)", m.expert_width, l.etp);
+    });
   }
   if (m.is_moe() && (m.experts / l.ep) % l.moe_chunk != 0) {
-    return fail(kIndivisible, fmt::format("moe_chunk divides experts / ep ({} % {} != 0)",
-                                          m.experts / l.ep, l.moe_chunk));
+    return fail(kIndivisible, [&] {
+      return fmt::format("moe_chunk divides experts / ep ({} % {} != 0)", m.experts / l.ep,
+                         l.moe_chunk);
+    });
   }
   if (!m.is_moe() && l.moe_chunk != 1) {
-    return fail(kUnsupported, "moe_chunk = 1 for a dense model");
+    return fail(kUnsupported, [&] { return std::string("moe_chunk = 1 for a dense model"); });
   }
   if (m.is_moe() && l.moe_chunk > 1) {
     // Chunks split the gather of FSDP-sharded expert weights; without such a gather (fsdp = 1,
     // or experts replicated within the FSDP group) there is nothing to chunk.
     if (l.expert_fsdp() == 1) {
-      return fail(kUnsupported,
-                  fmt::format("moe_chunk > 1 needs expert weights sharded by FSDP (fsdp {}, "
-                              "expert-data-parallel {} over dp {})",
-                              l.fsdp, l.expert_dp(), l.dp));
+      return fail(kUnsupported, [&] {
+        return fmt::format(
+            "moe_chunk > 1 needs expert weights sharded by FSDP (fsdp {}, "
+            "expert-data-parallel {} over dp {})",
+            l.fsdp, l.expert_dp(), l.dp);
+      });
     }
   }
   if (!m.is_moe() && l.recompute == Recompute::kMoe) {
-    return fail(kUnsupported, "recompute=moe needs MoE layers (a dense model has none)");
+    return fail(kUnsupported, [&] {
+      return std::string("recompute=moe needs MoE layers (a dense model has none)");
+    });
   }
   const int64_t passes = m.layers * m.loops;
   if ((l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) && l.pp == 1) {
-    return fail(kUnsupported, "pp_first, pp_last, pp_embed and pp_loss need pp > 1");
+    return fail(kUnsupported,
+                [&] { return std::string("pp_first, pp_last, pp_embed and pp_loss need pp > 1"); });
   }
   if (l.pp_layout[0] != '\0') {
     if (l.pp_first > 0 || l.pp_last > 0 || l.pp_embed > 0 || l.pp_loss > 0) {
-      return fail(kUnsupported,
-                  "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in "
-                  "Megatron-Core)");
+      return fail(kUnsupported, [&] {
+        return std::string(
+            "pp_layout excludes pp_first, pp_last, pp_embed and pp_loss (as in "
+            "Megatron-Core)");
+      });
     }
     const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
     const int64_t count = static_cast<int64_t>(stages.size());
     if (count % l.pp != 0) {
-      return fail(kIndivisible, fmt::format("pp divides the stages of pp_layout ({} stages, "
-                                            "pp {})",
-                                            count, l.pp));
+      return fail(kIndivisible, [&] {
+        return fmt::format(
+            "pp divides the stages of pp_layout ({} stages, "
+            "pp {})",
+            count, l.pp);
+      });
     }
     if (l.vpp != count / l.pp) {
-      return fail(kUnsupported, fmt::format("vpp = stages of pp_layout / pp ({} / {} = {}, "
-                                            "vpp {})",
-                                            count, l.pp, count / l.pp, l.vpp));
+      return fail(kUnsupported, [&] {
+        return fmt::format(
+            "vpp = stages of pp_layout / pp ({} / {} = {}, "
+            "vpp {})",
+            count, l.pp, count / l.pp, l.vpp);
+      });
     }
     int64_t decoder = 0, mtp = 0;
     for (const PipelineLayoutStage& s : stages) {
@@ -536,26 +565,34 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
       mtp += s.mtp;
     }
     if (decoder != passes) {
-      return fail(kUnsupported, fmt::format("pp_layout holds one t per layer ({} t, {} layers)",
-                                            decoder, passes));
+      return fail(kUnsupported, [&] {
+        return fmt::format("pp_layout holds one t per layer ({} t, {} layers)", decoder, passes);
+      });
     }
     if (mtp != m.mtp_layers) {
-      return fail(kUnsupported, fmt::format("pp_layout holds one m per MTP layer ({} m, "
-                                            "mtp_layers {})",
-                                            mtp, m.mtp_layers));
+      return fail(kUnsupported, [&] {
+        return fmt::format(
+            "pp_layout holds one m per MTP layer ({} m, "
+            "mtp_layers {})",
+            mtp, m.mtp_layers);
+      });
     }
     for (int64_t i = 0; i < count; ++i) {
       if (stages[static_cast<size_t>(i)].mtp > 0 && i / l.pp != l.vpp - 1) {
-        return fail(kUnsupported,
-                    fmt::format("pp_layout puts MTP layers (m) in their rank's last virtual stage "
-                                "(stage {} is virtual stage {} of {} on rank {})",
-                                i, i / l.pp, l.vpp, i % l.pp));
+        return fail(kUnsupported, [&] {
+          return fmt::format(
+              "pp_layout puts MTP layers (m) in their rank's last virtual stage "
+              "(stage {} is virtual stage {} of {} on rank {})",
+              i, i / l.pp, l.vpp, i % l.pp);
+        });
       }
     }
   }
   if ((l.pp_first > 0 || l.pp_last > 0) && (l.pp_embed > 0 || l.pp_loss > 0)) {
-    return fail(kUnsupported,
-                "pp_first/pp_last and pp_embed/pp_loss exclude each other (as in Megatron-Core)");
+    return fail(kUnsupported, [&] {
+      return std::string(
+          "pp_first/pp_last and pp_embed/pp_loss exclude each other (as in Megatron-Core)");
+    });
   }
   if (l.pp_first > 0 || l.pp_last > 0) {
     const int64_t given = (l.pp_first > 0 ? 1 : 0) + (l.pp_last > 0 ? 1 : 0);
@@ -568,24 +605,29 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     // Megatron-Core): with pp = 2 and both given there are none, and the two hold every layer.
     if (middle_stages == 0) {
       if (middle != 0) {
-        return fail(kIndivisible,
-                    fmt::format("with pp = {} and both given, pp_first + pp_last = layers ({} = "
-                                "{} of {} layers)",
-                                l.pp, given_text, l.pp_first + l.pp_last, passes));
+        return fail(kIndivisible, [&] {
+          return fmt::format(
+              "with pp = {} and both given, pp_first + pp_last = layers ({} = "
+              "{} of {} layers)",
+              l.pp, given_text, l.pp_first + l.pp_last, passes);
+        });
       }
     } else {
       const std::string others =
           fmt::format("{} other stage{}", middle_stages, middle_stages == 1 ? "" : "s");
       if (middle < middle_stages) {
-        return fail(kUnsupported,
-                    fmt::format("pp_first + pp_last leave at least one layer per other stage "
-                                "({} of {} layers, {})",
-                                given_text, passes, others));
+        return fail(kUnsupported, [&] {
+          return fmt::format(
+              "pp_first + pp_last leave at least one layer per other stage "
+              "({} of {} layers, {})",
+              given_text, passes, others);
+        });
       }
       if (middle % middle_stages != 0) {
-        return fail(kIndivisible,
-                    fmt::format("the other stages divide the remaining layers ({} layers on {})",
-                                middle, others));
+        return fail(kIndivisible, [&] {
+          return fmt::format("the other stages divide the remaining layers ({} layers on {})",
+                             middle, others);
+        });
       }
     }
     const int64_t per_middle = middle_stages > 0 ? middle / middle_stages : 0;
@@ -593,68 +635,91 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
     const int64_t last = l.pp_last > 0 ? l.pp_last : per_middle;
     if (first % l.vpp != 0 || last % l.vpp != 0 || per_middle % l.vpp != 0) {
       // The middle stages are those between the first and the last (pp > 2).
-      return fail(kIndivisible,
-                  l.pp > 2 ? fmt::format("vpp divides each stage's layers (first {}, middle {}, "
-                                         "last {}, vpp {})",
-                                         first, per_middle, last, l.vpp)
-                           : fmt::format("vpp divides each stage's layers (first {}, last {}, vpp "
-                                         "{})",
-                                         first, last, l.vpp));
+      return fail(kIndivisible, [&] {
+        return l.pp > 2 ? fmt::format(
+                              "vpp divides each stage's layers (first {}, middle {}, "
+                              "last {}, vpp {})",
+                              first, per_middle, last, l.vpp)
+                        : fmt::format(
+                              "vpp divides each stage's layers (first {}, last {}, vpp "
+                              "{})",
+                              first, last, l.vpp);
+      });
     }
   } else if (l.pp_embed > 0 || l.pp_loss > 0) {
     const int64_t slots = passes + l.pp_embed + l.pp_loss;
     if (slots % (l.pp * l.vpp) != 0) {
-      return fail(kIndivisible,
-                  fmt::format("pp·vpp divides layers + pp_embed + pp_loss ({}·{} = {} does not "
-                              "divide {})",
-                              l.pp, l.vpp, l.pp * l.vpp, slots));
+      return fail(kIndivisible, [&] {
+        return fmt::format(
+            "pp·vpp divides layers + pp_embed + pp_loss ({}·{} = {} does not "
+            "divide {})",
+            l.pp, l.vpp, l.pp * l.vpp, slots);
+      });
     }
   } else if (l.pp_layout[0] == '\0' && l.pp * l.vpp > passes) {
-    return fail(kUnsupported, fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp,
-                                          l.pp * l.vpp, passes));
+    return fail(kUnsupported, [&] {
+      return fmt::format("pp·vpp <= layers ({}·{} = {} > {})", l.pp, l.vpp, l.pp * l.vpp, passes);
+    });
   }
   if (l.a2a_overlap > 0) {
     // Megatron-Core's TransformerConfig checks for overlap_moe_expert_parallel_comm.
     if (!m.is_moe() || l.ep < 2) {
-      return fail(kUnsupported,
-                  m.is_moe() ? fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep)
-                             : std::string("a2a_overlap needs expert parallelism, and the model "
-                                           "has no routed experts"));
+      return fail(kUnsupported, [&] {
+        return m.is_moe() ? fmt::format("a2a_overlap needs expert parallelism (ep {})", l.ep)
+                          : std::string(
+                                "a2a_overlap needs expert parallelism, and the model "
+                                "has no routed experts");
+      });
     }
     if (l.recompute == Recompute::kFull || l.recompute == Recompute::kMoe) {
-      return fail(kUnsupported, fmt::format("a2a_overlap excludes recompute={} (Megatron-Core "
-                                            "refuses full and MoE-layer recompute with it)",
-                                            ToString(l.recompute)));
+      return fail(kUnsupported, [&] {
+        return fmt::format(
+            "a2a_overlap excludes recompute={} (Megatron-Core "
+            "refuses full and MoE-layer recompute with it)",
+            ToString(l.recompute));
+      });
     }
     if (l.pp > 1 && l.vpp < 2) {
-      return fail(kUnsupported, "a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+      return fail(kUnsupported, [&] {
+        return std::string("a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
+      });
     }
   }
   if (l.pp == 1 && l.vpp != 1) {
-    return fail(kUnsupported, fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp));
+    return fail(kUnsupported, [&] { return fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp); });
   }
   if (l.offload_layers > 0) {
     const PipelineSplit split = SplitPipeline(l, passes);
     const int64_t most = std::max({split.first, split.middle, split.last});
     if (l.offload_layers > most) {
-      return fail(kUnsupported,
-                  fmt::format("offload_layers <= the layer passes of a pipeline rank ({} > {})",
-                              l.offload_layers, most));
+      return fail(kUnsupported, [&] {
+        return fmt::format("offload_layers <= the layer passes of a pipeline rank ({} > {})",
+                           l.offload_layers, most);
+      });
     }
   }
   if (l.offload_modules != 0) {
     if (l.offload_layers > 0) {
-      return fail(kUnsupported, "offload_modules excludes offload_layers (Megatron-Core's "
-                                "fine-grained and layer-wise offloading are two ways to offload; "
-                                "give one)");
+      return fail(kUnsupported, [&] {
+        return std::string(
+            "offload_modules excludes offload_layers (Megatron-Core's "
+            "fine-grained and layer-wise offloading are two ways to offload; "
+            "give one)");
+      });
     }
     if (l.recompute == Recompute::kFull) {
-      return fail(kUnsupported, "offload_modules excludes recompute=full (a fully recomputed "
-                                "layer keeps no module's input to offload)");
+      return fail(kUnsupported, [&] {
+        return std::string(
+            "offload_modules excludes recompute=full (a fully recomputed "
+            "layer keeps no module's input to offload)");
+      });
     }
     if ((l.offload_modules & kMoeOffloadModules) != 0 && !m.is_moe()) {
-      return fail(kUnsupported, "offload_modules expert_fc1 and moe_act need routed experts, and "
-                                "the model has none");
+      return fail(kUnsupported, [&] {
+        return std::string(
+            "offload_modules expert_fc1 and moe_act need routed experts, and "
+            "the model has none");
+      });
     }
   }
   // Megatron-Core splits each sequence into 2·cp chunks, rank r taking chunks r and 2·cp − 1 − r
@@ -662,33 +727,61 @@ std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m
   // sequence-parallel activations then split each rank's seq / cp tokens over tp
   // (_split_along_first_dim, megatron/core/tensor_parallel/mappings.py, asserts divisibility).
   if (l.cp > 1 && job.seq_len % (2 * l.cp) != 0) {
-    return fail(kIndivisible, fmt::format("2·cp divides seq (the load-balanced causal split: {} % "
-                                          "{} != 0)",
-                                          job.seq_len, 2 * l.cp));
+    return fail(kIndivisible, [&] {
+      return fmt::format(
+          "2·cp divides seq (the load-balanced causal split: {} % "
+          "{} != 0)",
+          job.seq_len, 2 * l.cp);
+    });
   }
   if ((job.seq_len / l.cp) % l.tp != 0) {
-    return fail(kIndivisible, fmt::format("tp divides seq / cp (sequence-parallel activations: {} "
-                                          "% {} != 0)",
-                                          job.seq_len / l.cp, l.tp));
+    return fail(kIndivisible, [&] {
+      return fmt::format(
+          "tp divides seq / cp (sequence-parallel activations: {} "
+          "% {} != 0)",
+          job.seq_len / l.cp, l.tp);
+    });
   }
   const int64_t per_step = l.data_parallel() * l.mbs;
   if (job.global_batch % per_step != 0) {
-    return fail(kIndivisible, fmt::format("dp·fsdp·mbs divides batch ({}·{}·{} = {} does not "
-                                          "divide {})",
-                                          l.dp, l.fsdp, l.mbs, per_step, job.global_batch));
+    return fail(kIndivisible, [&] {
+      return fmt::format(
+          "dp·fsdp·mbs divides batch ({}·{}·{} = {} does not "
+          "divide {})",
+          l.dp, l.fsdp, l.mbs, per_step, job.global_batch);
+    });
   }
   if (l.vpp > 1 && (job.global_batch / per_step) % l.pp != 0) {
-    return fail(kIndivisible,
-                fmt::format("vpp > 1 needs micro-batches per pipeline a multiple of pp, as "
-                            "Megatron-Core's interleaved schedule ({} % {} != 0)",
-                            job.global_batch / per_step, l.pp));
+    return fail(kIndivisible, [&] {
+      return fmt::format(
+          "vpp > 1 needs micro-batches per pipeline a multiple of pp, as "
+          "Megatron-Core's interleaved schedule ({} % {} != 0)",
+          job.global_batch / per_step, l.pp);
+    });
   }
   if (l.tp > domain_gpus) {
-    return fail(kDomain, fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus));
+    return fail(kDomain, [&] {
+      return fmt::format("tp <= scale-up domain ({} > {} GPUs)", l.tp, domain_gpus);
+    });
   }
   if (l.etp > domain_gpus) {
-    return fail(kDomain, fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus));
+    return fail(kDomain, [&] {
+      return fmt::format("etp <= scale-up domain ({} > {} GPUs)", l.etp, domain_gpus);
+    });
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<LayoutViolation> CheckLayout(const Layout& l, const ModelConfig& m,
+                                           const JobShape& job, int64_t domain_gpus) {
+  return CheckLayoutRules<true>(l, m, job, domain_gpus);
+}
+
+std::optional<RejectKind> LayoutRejectKind(const Layout& l, const ModelConfig& m,
+                                           const JobShape& job, int64_t domain_gpus) {
+  if (auto v = CheckLayoutRules<false>(l, m, job, domain_gpus)) return v->kind;
   return std::nullopt;
 }
 

@@ -1,5 +1,7 @@
 #include "mosaic/perf/layout.h"
 
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "mosaic/hardware/hardware.h"
@@ -574,6 +576,51 @@ TEST(Layout, PipelineLayoutRefusesControlCharacters) {
               std::string::npos)
         << e.what();
   }
+}
+
+// LayoutRejectKind, the search's test without the rule's text, names the kind CheckLayout names
+// for every layout: each degree over a range that breaks every rule in turn (GPU product, heads,
+// KV heads, experts, expert groups, expert width, moe_chunk, pp·vpp over the layers, the batch,
+// interleaving's micro-batches, the sequence split, the domain) on an MoE and a dense model.
+TEST(Layout, RejectKindWithoutTextIsCheckLayoutsKind) {
+  int rejected = 0, accepted = 0;
+  std::set<RejectKind> kinds;
+  for (const char* name : {"qwen3-30b-a3b", "llama3-70b"}) {
+    const ModelConfig m = LoadModel(name).config;
+    const JobShape job{64, 96, 4096};
+    for (int64_t tp : {1, 2, 4, 8, 16}) {
+      for (int64_t pp : {1, 2, 4, 64}) {
+        for (int64_t vpp : {1, 2, 3}) {
+          for (int64_t cp : {1, 2}) {
+            for (int64_t ep : {1, 2, 8, 96}) {
+              for (int64_t etp : {1, 2}) {
+                for (int64_t chunk : {1, 2}) {
+                  Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = 1, .fsdp = 1,
+                           .ep = ep, .etp = etp, .moe_chunk = chunk};
+                  const int64_t rest = 64 / std::min<int64_t>(64, tp * pp * cp);
+                  (chunk == 1 ? l.dp : l.fsdp) = std::max<int64_t>(rest, 1);
+                  const auto full = CheckLayout(l, m, job, 4);
+                  const auto kind = LayoutRejectKind(l, m, job, 4);
+                  ASSERT_EQ(full.has_value(), kind.has_value()) << ToString(l);
+                  if (full) {
+                    EXPECT_EQ(full->kind, *kind) << ToString(l);
+                    kinds.insert(full->kind);
+                    ++rejected;
+                  } else {
+                    ++accepted;
+                  }
+                }
+              }
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(accepted, 10);
+  EXPECT_GT(rejected, 1000);
+  EXPECT_EQ(kinds, (std::set<RejectKind>{RejectKind::kIndivisible, RejectKind::kUnsupported,
+                                         RejectKind::kDomain}));
 }
 
 }  // namespace

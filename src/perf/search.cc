@@ -112,14 +112,6 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
     return result;
   }
   std::array<int64_t, kRejectKinds> per_reason{};
-  auto reject = [&](const Layout& l, LayoutViolation&& v) {
-    const int kind = static_cast<int>(v.kind);
-    ++result.rejected[kind];
-    if (per_reason[kind] < options.examples_per_reason) {
-      ++per_reason[kind];
-      result.examples.push_back({l, std::move(v)});
-    }
-  };
   const std::vector<int64_t> divisors = Divisors(N);
   const std::vector<int64_t> experts = c.is_moe() ? Divisors(c.experts) : std::vector<int64_t>{1};
   const std::vector<int64_t> cps = PowersOfTwo(options.max_cp);
@@ -293,8 +285,14 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                   // moe_chunk only matters for FSDP-sharded experts.
                   if (chunk > 1 && l.expert_fsdp() == 1) break;
                   ++result.evaluated;
-                  if (auto v = CheckLayout(l, c, shape, domain)) {
-                    reject(l, std::move(*v));
+                  // The rule's text only for the examples kept.
+                  if (auto kind = LayoutRejectKind(l, c, shape, domain)) {
+                    const int k = static_cast<int>(*kind);
+                    ++result.rejected[k];
+                    if (per_reason[k] < options.examples_per_reason) {
+                      ++per_reason[k];
+                      result.examples.push_back({l, std::move(*CheckLayout(l, c, shape, domain))});
+                    }
                     continue;
                   }
                   for (int64_t mbs = 1; job.global_batch % (dp * fsdp * mbs) == 0; mbs *= 2) {

@@ -292,6 +292,10 @@ struct LayoutViolation {
 //   cp may span nodes (ring attention over the scale-out network); tp·cp is not bounded.
 std::optional<LayoutViolation> CheckLayout(const Layout& layout, const ModelConfig& model,
                                            const JobShape& job, int64_t domain_gpus);
+// CheckLayout's verdict without the rule's text: the kind of the first rule `layout` breaks, or
+// nullopt (the layout search's test of each layout it enumerates, most of which fail).
+std::optional<RejectKind> LayoutRejectKind(const Layout& layout, const ModelConfig& model,
+                                           const JobShape& job, int64_t domain_gpus);
 // The same on a device (its domain_gpus), and activation offload's need of it: offload_layers
 // and offload_modules need a device that gives host_link_gb_per_s and host_memory_gb
 // (kUnsupported).
