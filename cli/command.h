@@ -36,6 +36,11 @@ struct QuietExit {
 // Writes `text` to stdout, or atomically to `output_path` when it is not empty.
 void EmitOutput(const std::string& output_path, std::string_view text);
 
+// EmitOutput of a human-readable report: the control and bidirectional characters that came from
+// the inputs (run names, paths, row ids, model names) written escaped (PrintableText), so that a
+// report cannot drive the terminal or reorder what it shows. JSON escapes them by itself.
+void EmitText(const std::string& output_path, std::string_view text);
+
 // EmitOutput with an HTML report beside it (--html): both files are opened before either is
 // written, so a path that cannot be written leaves the other file as it was; `html_path` empty
 // writes no HTML.

@@ -24,7 +24,6 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
-#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -273,7 +272,7 @@ void RunExpression(const FitCliOptions& o) {
       out += fmt::format("  {:<24} loss {}\n", PointText(point), FormatFixed(loss, 5));
     }
   }
-  EmitOutput(o.output, PrintableText(out));
+  EmitText(o.output, out);
 }
 
 // A flag's expression given but blank ('--where ""') is a malformed flag, not "no filter".
@@ -466,7 +465,7 @@ void Run(const FitCliOptions& o) {
       out += "  wall-clock multiplier        undefined\n";
     }
   }
-  EmitOutput(o.output, PrintableText(out));
+  EmitText(o.output, out);
 }
 
 }  // namespace

@@ -39,6 +39,10 @@ void EmitOutput(const std::string& output_path, std::string_view text) {
   StreamOutput(output_path, [&](const auto& write) { write(text); });
 }
 
+void EmitText(const std::string& output_path, std::string_view text) {
+  EmitOutput(output_path, mosaic::PrintableText(text));
+}
+
 void EmitOutputWithHtml(const std::string& output_path, std::string_view text,
                         const std::string& html_path, std::string_view html) {
   std::optional<AtomicFileWriter> html_writer, output_writer;

@@ -14,7 +14,6 @@
 #include "mosaic/model/param_count.h"
 #include "mosaic/util/json_output.h"
 #include "mosaic/util/number_format.h"
-#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -113,7 +112,11 @@ void Run(const ModelOptions& options) {
       out += fmt::format("  {:<20} {:<8} default {:<8} {}\n", field.name, ToString(field.type),
                          value, field.help);
     }
-    EmitOutput(options.output, options.json ? DumpJson(fields) + "\n" : out);
+    if (options.json) {
+      EmitOutput(options.output, DumpJson(fields) + "\n");
+    } else {
+      EmitText(options.output, out);
+    }
     return;
   }
   if (options.list) {
@@ -134,7 +137,11 @@ void Run(const ModelOptions& options) {
                          FormatCount(static_cast<double>(p.total_params)),
                          FormatCount(static_cast<double>(p.active_params)), spec.config.source);
     }
-    EmitOutput(options.output, options.json ? DumpJson(presets) + "\n" : out);
+    if (options.json) {
+      EmitOutput(options.output, DumpJson(presets) + "\n");
+    } else {
+      EmitText(options.output, out);
+    }
     return;
   }
   if (options.model.empty()) {
@@ -147,10 +154,11 @@ void Run(const ModelOptions& options) {
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
   FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, options.seq_len});
-  EmitOutput(options.output,
-             options.json
-                 ? DumpJson(ModelJson(spec, options.seq_len, options.tokens)) + "\n"
-                 : PrintableText(RenderText(spec, p, table, physical, options)));
+  if (options.json) {
+    EmitOutput(options.output, DumpJson(ModelJson(spec, options.seq_len, options.tokens)) + "\n");
+  } else {
+    EmitText(options.output, RenderText(spec, p, table, physical, options));
+  }
 }
 
 }  // namespace

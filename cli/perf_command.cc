@@ -277,7 +277,7 @@ void Run(const PerfOptions& o) {
     so.offload = *OffloadSearchFromString(o.offload);  // the flag's check admits only these
     // A search that runs past a second shows its progress on stderr when stderr is a terminal.
     if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
-    EmitOutput(o.output, PrintableText(RenderSearch(SearchBestLayouts(setup, so), o, setup)));
+    EmitText(o.output, RenderSearch(SearchBestLayouts(setup, so), o, setup));
     return;
   }
   if (o.layout.empty()) throw UsageError("mosaic perf: --layout is required (or use --search)");
@@ -292,7 +292,16 @@ void Run(const PerfOptions& o) {
   if (o.json) {
     EmitOutput(o.output, DumpJson(PerfJson(setup, evaluated)) + "\n");
   } else {
-    EmitOutput(o.output, PrintableText(RenderText(setup, evaluated.layout, evaluated.estimate)));
+    EmitText(o.output, RenderText(setup, evaluated.layout, evaluated.estimate));
+  }
+}
+
+// The calibration's report: JSON, or text with the measured rows' ids and notes escaped.
+void EmitCalibration(const std::string& output_path, const CalibrationResult& result, bool json) {
+  if (json) {
+    EmitOutput(output_path, RenderCalibration(result, true));
+  } else {
+    EmitText(output_path, RenderCalibration(result, false));
   }
 }
 
@@ -336,7 +345,7 @@ void RunCalibrate(const CalibrateOptions& o) {
                         100 * result.heldout.median_abs_error)
           : "");
   if (!o.output.empty()) WriteFileAtomically(o.output, ProfilesToToml(result.profiles, header));
-  EmitOutput("", RenderCalibration(result, o.json));
+  EmitCalibration("", result, o.json);
 }
 
 void RunValidate(const ValidateOptions& o) {
@@ -347,7 +356,7 @@ void RunValidate(const ValidateOptions& o) {
   ProfileSet profiles = LoadProfiles(o.profiles_file);
   CalibrationResult result =
       ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search, heldout);
-  EmitOutput(o.output, RenderCalibration(result, o.json));
+  EmitCalibration(o.output, result, o.json);
 }
 
 }  // namespace

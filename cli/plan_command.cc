@@ -6,7 +6,6 @@
 #include "mosaic/decision/decision.h"
 #include "mosaic/study/ladder.h"
 #include "mosaic/study/ladder_report.h"
-#include "mosaic/util/terminal_text.h"
 
 namespace mosaic::cli {
 namespace {
@@ -24,9 +23,11 @@ void Run(const PlanOptions& options) {
   // them, but a plan over a study's results would destroy its data.
   CheckOutputIsNotInput(options.output, StudyInputFiles(options.study, study));
   const LadderPlan plan = PlanLadder(study);
-  EmitOutput(options.output, options.json  ? RenderLadderJson(plan)
-                             : options.csv ? RenderLadderCsv(plan)
-                                           : PrintableText(RenderLadderText(plan)));
+  if (options.json || options.csv) {
+    EmitOutput(options.output, options.json ? RenderLadderJson(plan) : RenderLadderCsv(plan));
+  } else {
+    EmitText(options.output, RenderLadderText(plan));
+  }
 }
 
 }  // namespace

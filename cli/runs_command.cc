@@ -312,9 +312,9 @@ void RunRuns(const RunsOptions& options) {
   if (options.json) {
     EmitOutput(options.output, RunDigestsJson(digests));
   } else if (options.summary) {
-    EmitOutput(options.output, RenderSummary(digests, options.tag));
+    EmitText(options.output, RenderSummary(digests, options.tag));
   } else {
-    EmitOutput(options.output, RenderSummary(digests, options.tag) + "\n" + RenderText(digests));
+    EmitText(options.output, RenderSummary(digests, options.tag) + "\n" + RenderText(digests));
   }
 }
 
@@ -454,7 +454,7 @@ void RunCompare(const CompareOptions& options) {
       out += "  relative            n/a (A is 0 at every common step)\n";
     }
   }
-  EmitOutput(options.output, PrintableText(out));  // run names and paths as the files have them
+  EmitText(options.output, out);  // run names and paths as the files have them
 }
 
 void RunAblationCommand(const AblationCliOptions& o) {

@@ -376,14 +376,24 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
                                                int64_t mtp_layers, int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
-  // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
-  // loss-only "L" stages): it gathers no layer's weights and dispatches no tokens.
-  const bool placed_mtp = x.split.mtp_placed && mtp_layers > 0;
-  const bool holds_layers = layers > 0 || placed_mtp;
-  const bool holds_moe_layers =
-      c.is_moe() && (layers > 0 || (placed_mtp && c.mtp_moe_layers() > 0));
   StageMemoryParts parts;
   MemoryBreakdown& mem = parts.memory;
+  // Layers whose activations are held: with segmented backprop, one segment's loops; and the
+  // stage's share of the MTP layers, which run once (after the loops: in the last segment).
+  const BackpropSegments segments = SegmentsOf(c, job);
+  const auto layers_of = [&](int64_t loops) {  // exact for whole multiples of c.loops
+    return loops == c.loops ? static_cast<double>(layers)
+                            : static_cast<double>(layers * loops) / static_cast<double>(c.loops);
+  };
+  const double mtp_held = x.split.mtp_placed ? static_cast<double>(mtp_layers)
+                                             : static_cast<double>(c.mtp_layers) * share;
+  const double segment_layers = layers_of(segments.loops);
+  parts.held_layers = segment_layers + mtp_held;
+  // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
+  // loss-only "L" stages, held_layers 0): it gathers no layer's weights and dispatches no tokens.
+  const bool holds_moe_layers =
+      c.is_moe() &&
+      (layers > 0 || (x.split.mtp_placed && mtp_layers > 0 && c.mtp_moe_layers() > 0));
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
@@ -405,7 +415,7 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   mem.gradients_bytes = profile.grad_bytes_per_param * (dense_gpu / dense_w_shards + expert_gpu / expert_w_shards);
   mem.optimizer_bytes =
       profile.optimizer_bytes_per_param * (dense_gpu / dense_state_shards + expert_gpu / expert_state_shards);
-  if (l.fsdp > 1 && holds_layers) {
+  if (l.fsdp > 1 && parts.held_layers > 0) {
     // Two layers of gathered weights (the current one and the prefetched next); gradients are
     // reduce-scattered as they are produced.
     const double layer_dense = m.layer_params / static_cast<double>(m.config.layers) / tp;
@@ -427,17 +437,6 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token +
                                  k * x.pad * m.fp8_saved_bytes_per_assignment);
   }
-  // Layers whose activations are held: with segmented backprop, one segment's loops; and the
-  // stage's share of the MTP layers, which run once (after the loops: in the last segment).
-  const BackpropSegments segments = SegmentsOf(c, job);
-  const auto layers_of = [&](int64_t loops) {  // exact for whole multiples of c.loops
-    return loops == c.loops ? static_cast<double>(layers)
-                            : static_cast<double>(layers * loops) / static_cast<double>(c.loops);
-  };
-  const double mtp_held = x.split.mtp_placed ? static_cast<double>(mtp_layers)
-                                             : static_cast<double>(c.mtp_layers) * share;
-  const double segment_layers = layers_of(segments.loops);
-  parts.held_layers = segment_layers + mtp_held;
   // Offloaded layers: each segment's forward copies its first offload_layers out. The forward
   // keeps only the last segment's activations; the backward runs each earlier segment's forward
   // again, which offloads anew before that segment's backward reads its layers back.

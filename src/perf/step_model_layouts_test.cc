@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "mosaic/model/model_loader.h"
@@ -77,9 +78,13 @@ TEST(StepModelLayouts, ALossOnlyStageHoldsNoLayersWorkingSet) {
   const PerfJob job{64, seq, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
   const PerfProfile profile = LoadProfiles().ForHardware("h100");
   const Cluster cluster = MakeCluster(LoadHardware("h100"), 128);
-  const MemoryBreakdown loss_only = EstimateMemory(
-      shape, cluster, ParseLayout("pp=2,ep=8,dp=64,recompute=full,pp_layout=Et*16|L"), job,
-      profile);
+  const auto memory_of = [&](const char* pp_layout) {
+    return EstimateMemory(
+        shape, cluster,
+        ParseLayout(std::string("pp=2,ep=8,dp=64,recompute=full,pp_layout=") + pp_layout), job,
+        profile);
+  };
+  const MemoryBreakdown loss_only = memory_of("Et*16|L");
   EXPECT_GT(loss_only.logits_bytes, 25e9);
   EXPECT_EQ(loss_only.activation_bytes, 0.0);
   EXPECT_EQ(loss_only.dispatch_bytes, 0.0);
@@ -88,9 +93,7 @@ TEST(StepModelLayouts, ALossOnlyStageHoldsNoLayersWorkingSet) {
                                       loss_only.optimizer_bytes + loss_only.logits_bytes +
                                       loss_only.reserve_bytes);
   // With one layer beside the loss, that layer's buffers and working set are back.
-  const MemoryBreakdown one_layer = EstimateMemory(
-      shape, cluster, ParseLayout("pp=2,ep=8,dp=64,recompute=full,pp_layout=Et*15|tL"), job,
-      profile);
+  const MemoryBreakdown one_layer = memory_of("Et*15|tL");
   EXPECT_GT(one_layer.logits_bytes, 25e9);
   EXPECT_GT(one_layer.activation_bytes, 0.0);
   EXPECT_GT(one_layer.dispatch_bytes, 0.0);
