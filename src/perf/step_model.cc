@@ -146,6 +146,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
     s.expert_act_bytes_per_assignment =
         moe_share * kActBytes *
         (2 * s.routed_width + mats * static_cast<double>(c.expert_width));
+    s.routed_input_bytes_per_assignment = moe_share * kActBytes * s.routed_width;
     s.selective_saved_bytes_per_token =
         kActBytes * 2 * d +
         moe_share * static_cast<double>(c.top_k) * kActBytes *
@@ -338,11 +339,12 @@ namespace {
 
 // Fine-grained offload (Layout::offload_modules): the chosen modules' saved inputs of one layer
 // pass and micro-batch of `tokens` tokens and `assignments` routed assignments, as `recompute`
-// stores them; GEMM inputs in fp8 under fp8 formats. Kept out of line: the layout search
-// evaluates millions of layouts without it.
+// stores them; GEMM inputs in fp8 under fp8 formats; expert_fc1's `etp` times (expert tensor
+// parallelism's gathered tokens). Kept out of line: the layout search evaluates millions of
+// layouts without it.
 [[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, uint32_t modules,
                                             Recompute recompute, NumberFormat format,
-                                            double tokens, double assignments) {
+                                            double tokens, double assignments, double etp) {
   constexpr uint32_t kGemmInputs = static_cast<uint32_t>(OffloadModule::kQkvLinear) |
                                    static_cast<uint32_t>(OffloadModule::kAttnProj) |
                                    static_cast<uint32_t>(OffloadModule::kExpertFc1);
@@ -353,6 +355,7 @@ namespace {
     if ((moved & bit) == 0) continue;
     double module = m.offload_module_bytes[i];
     if (format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
+    if (bit == static_cast<uint32_t>(OffloadModule::kExpertFc1)) module *= etp;
     bytes += (kMoeOffloadModules & bit) != 0 ? assignments * module : tokens * module;
   }
   return bytes;
@@ -430,13 +433,21 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // Activations of one layer pass for one micro-batch on this rank.
   const double t = x.tokens_mb_rank;
   const double k = static_cast<double>(c.top_k);
-  parts.per_layer_full =
-      t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
-           k * x.pad * m.expert_act_bytes_per_assignment);
+  // Expert tensor parallelism: each rank keeps the etp − 1 other ranks' dispatched tokens too,
+  // all-gathered as its fc1 input (their fp8 copies under fp8).
+  parts.etp = static_cast<double>(l.etp);
+  const double gathered = parts.etp - 1;
+  const double expert_act =
+      m.expert_act_bytes_per_assignment + gathered * m.routed_input_bytes_per_assignment;
+  const double fp8_saved =
+      m.fp8_saved_bytes_per_assignment + gathered * m.routed_input_bytes_per_assignment / 2;
+  parts.per_layer_full = t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
+                              k * x.pad * expert_act);
   if (job.format != NumberFormat::kBf16) {
-    parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token +
-                                 k * x.pad * m.fp8_saved_bytes_per_assignment);
+    parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token + k * x.pad * fp8_saved);
   }
+  parts.routed_bytes_per_token =
+      t * k * x.pad * (job.format != NumberFormat::kBf16 ? expert_act - fp8_saved : expert_act);
   // Offloaded layers: each segment's forward copies its first offload_layers out. The forward
   // keeps only the last segment's activations; the backward runs each earlier segment's forward
   // again, which offloads anew before that segment's backward reads its layers back.
@@ -495,7 +506,6 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
   const ModelConfig& c = m.config;
   StageActivations a;
   const double t = x.tokens_mb_rank;
-  const double k = static_cast<double>(c.top_k);
   const double per_layer_full = parts.per_layer_full;
   double per_layer = per_layer_full;
   switch (recompute) {
@@ -506,15 +516,12 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
     case Recompute::kModules:
       per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
       break;
-    case Recompute::kMoe: {
+    case Recompute::kMoe:
       // The MoE layer is recomputed from its input: none of its routed activations stay.
-      double per_assignment = m.expert_act_bytes_per_assignment;
-      if (job.format != NumberFormat::kBf16) per_assignment -= m.fp8_saved_bytes_per_assignment;
       per_layer = std::max(per_layer_full - t * m.moe_recompute_saved_bytes_per_token -
-                               t * k * x.pad * per_assignment,
+                               parts.routed_bytes_per_token,
                            0.0);
       break;
-    }
     case Recompute::kFull: per_layer = t * kActBytes * static_cast<double>(c.d_model); break;
   }
   per_layer *= profile.activation_factor;
@@ -523,7 +530,8 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
   const double module =
       parts.offload_modules != 0 && parts.held_layers > 0
           ? std::min(per_layer, ModuleOffloadBytes(m, parts.offload_modules, recompute, job.format,
-                                                   t, t * parts.module_offload_assignments) *
+                                                   t, t * parts.module_offload_assignments,
+                                                   parts.etp) *
                                     profile.activation_factor)
           : 0.0;
   if (module > 0) {
@@ -826,10 +834,11 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
                     : 0) +
       x.mtp_moe_layers_stage;
   if (c.is_moe()) {
-    const double rows = static_cast<double>(l.ep) * x.tokens_mb_rank *
+    const double rows = static_cast<double>(l.ep * l.etp) * x.tokens_mb_rank *
                         static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
     // Grouped GEMMs: one kernel per weight matrix and pass for all of the rank's experts, each
-    // expert's GEMM rows × routed_width × expert_width/etp, efficiency by its smallest dimension.
+    // expert's GEMM rows × routed_width × expert_width/etp, efficiency by its smallest dimension;
+    // with expert tensor parallelism the rows are the etp group's tokens, all-gathered.
     const double smallest =
         std::min({rows, m.routed_width,
                   static_cast<double>(c.expert_width) / static_cast<double>(l.etp)});

@@ -99,6 +99,28 @@ TEST(StepModelLayouts, ALossOnlyStageHoldsNoLayersWorkingSet) {
   EXPECT_GT(one_layer.dispatch_bytes, 0.0);
 }
 
+TEST(StepModelLayouts, ExpertTensorParallelismKeepsTheGatheredTokens) {
+  // Mixtral 8x7B on 8 H100, tp=2: with etp=2 each rank all-gathers its pair's dispatched tokens
+  // and computes half of every expert's width for all of them (Megatron-Core's expert tensor
+  // parallelism), so it keeps twice the fc1 inputs and the same share of the rest. Per layer and
+  // micro-batch: tokens_mb_rank (1·4096/2) × top_k (2) × d_model (4096) × 2 bytes more, over 32
+  // layers, no recompute, one micro-batch in flight.
+  Megatron m("mixtral-8x7b", "h100", 8, 64, 4096);
+  const StepEstimate etp1 = m.Run("tp=2,dp=4,ep=4,etp=1,mbs=1");
+  const StepEstimate etp2 = m.Run("tp=2,dp=4,ep=4,etp=2,mbs=1");
+  const double gathered = 2048.0 * 2 * 4096 * 2 * 32 * m.profile.activation_factor;
+  EXPECT_NEAR(etp2.memory.activation_bytes - etp1.memory.activation_bytes, gathered,
+              kRelTol * etp2.memory.activation_bytes);
+  // The expert GEMMs' rows are the group's gathered tokens: twice as many, at a width of
+  // expert_width / 2 (7168 of 14336), the FLOPs the same and their efficiency no lower.
+  EXPECT_LE(etp2.time.expert_gemm_seconds, etp1.time.expert_gemm_seconds * (1 + kRelTol));
+  // MoE-layer recompute frees every routed activation, the gathered inputs included.
+  const StepEstimate moe1 = m.Run("tp=2,dp=4,ep=4,etp=1,mbs=1,recompute=moe");
+  const StepEstimate moe2 = m.Run("tp=2,dp=4,ep=4,etp=2,mbs=1,recompute=moe");
+  EXPECT_NEAR(moe2.memory.activation_bytes, moe1.memory.activation_bytes,
+              kRelTol * moe1.memory.activation_bytes);
+}
+
 TEST(StepModelLayouts, BubbleIsTheOtherStagesTime) {
   // Fill and drain run the other ranks' chunks: (pp − 1)·t̄/vpp with t̄ the mean of the other
   // ranks, each in proportion to its layers: 91 layers on the 31 ranks beside a middle one of 3.

@@ -174,6 +174,10 @@ struct ModelShape {
   double attention_act_bytes_per_token = 0;  // stored activations per layer, no recompute
   double mlp_act_bytes_per_token = 0;        // dense FFN / shared experts / router, per layer
   double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
+  // Of those, the dispatched token that the expert's fc1 keeps as its input: what expert tensor
+  // parallelism multiplies (each of the etp ranks keeps every token the group all-gathers, and
+  // computes expert_width / etp of it, so the rest of the pair's bytes is split among them).
+  double routed_input_bytes_per_assignment = 0;
   // What core-attention recompute (Recompute::kSelective) frees per layer: with flash attention
   // only the softmax statistics (fp32 log-sum-exp per head), as the output feeds the projection
   // and q, k, v are the recompute's inputs. Megatron measured 25.52 → 24.94 GB for it.
@@ -456,6 +460,11 @@ struct StageMemoryParts {
   // out (and back), and of those the ones segmented backprop copies out again in the backward.
   uint32_t offload_modules = 0;
   double module_offload_assignments = 0;
+  // Routed activations of one layer pass per token on this rank (all routed pairs, expert tensor
+  // parallelism's gathered inputs included, less what fp8 saves): what MoE-layer recompute frees
+  // beside moe_recompute_saved_bytes_per_token.
+  double routed_bytes_per_token = 0;
+  double etp = 1;  // copies of each dispatched token a rank keeps (expert tensor parallelism)
   double module_offload_passes = 0;
   double module_recomputed_passes = 0;
 };
