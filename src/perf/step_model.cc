@@ -936,17 +936,21 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   if (l.fsdp > 1) {
     // The dense weights are sharded over fsdp·cp ranks tp apart (Megatron-FSDP's dp_cp group).
     const double f = static_cast<double>(l.fsdp * l.cp);
-    double bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG fwd, AG bwd, RS grads
-    // Each call's latency: NCCL's ring over the group (the experts' group is expert-dp ranks
-    // ep·etp apart).
+    const double dense_bytes = 3 * dense_gpu * kWeightBytes * (f - 1) / f;  // AG, AG, RS
+    // Each call's latency: NCCL's ring over the group.
     double latency = 3 * layers_stage_ * ring_latency(l.fsdp * l.cp, l.tp);
+    double seconds = ring_seconds(dense_bytes, l.fsdp * l.cp, l.tp, bandwidth(span[kFsdp]));
     if (x.expert_fsdp > 1) {
-      bytes += 3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
+      // The experts' shards are gathered over their own ring, expert_fsdp ranks ep·etp apart
+      // (spanning the same GPUs): with ep·etp filling a scale-up domain it has one member per
+      // domain, a flat ring at the NIC's speed however many of the dense ring's share a domain.
+      const double expert_bytes =
+          3 * expert_gpu * kWeightBytes * (x.expert_fsdp - 1) / x.expert_fsdp;
+      seconds += ring_seconds(expert_bytes, l.expert_fsdp(), l.ep * l.etp, bandwidth(span[kFsdp]));
       latency += 3 * layers_stage_moe_ * static_cast<double>(l.moe_chunk) *
                  ring_latency(l.expert_fsdp(), l.ep * l.etp);
     }
-    fsdp_seconds_ =
-        mb_ * (ring_seconds(bytes, l.fsdp * l.cp, l.tp, bandwidth(span[kFsdp])) + latency);
+    fsdp_seconds_ = mb_ * (seconds + latency);
   }
   // The gradients of replicated weights are reduced across their replicas: the dp replicas of
   // an FSDP shard; without FSDP, the dense weights' dp·cp ranks and the experts' expert-dp ranks
