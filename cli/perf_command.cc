@@ -206,8 +206,10 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
       cluster.gpus, Printable(cluster.device.name), r.feasible(), r.RejectedText());
   if (r.best.empty()) {
     out += "No feasible layout.\n";
-    // Out of memory under every policy: offload is the one lever left.
-    if (o.offload == "none" && r.rejected[static_cast<int>(RejectKind::kMemory)] > 0 &&
+    // Out of memory under every policy: offload is the one lever left, where some layout's
+    // weights, gradients, optimizer states and buffers leave room for activations.
+    if (o.offload == "none" &&
+        r.least_memory_without_activations_bytes <= setup.hardware.hbm_gb * 1e9 &&
         setup.hardware.host_link_gb_per_s > 0 && setup.hardware.host_memory_gb > 0) {
       out += "Layouts over the HBM under every recompute policy may fit with activation offload: "
              "--offload modules or --offload layers tries it.\n";
@@ -429,7 +431,8 @@ void AddPerfCommand(CLI::App& root) {
       ->default_val(10)
       ->needs(search);
   cmd->add_option("--offload", o->offload,
-                  "what --search tries for a layout no recompute policy fits: none, modules "
+                  "what --search tries for a layout no recompute policy it may use fits (the "
+                  "all-to-all overlap allows neither full nor moe): none, modules "
                   "(offload_modules=expert_fc1+moe_act, then every module) or layers "
                   "(offload_layers = every layer of a rank)")
       ->check(CLI::IsMember({"none", "modules", "layers"}))

@@ -1496,6 +1496,34 @@ TEST(PerfCli, UncalibratedProfileIsSaidSoForOneLayoutAsForTheSearch) {
       << one.out;
 }
 
+TEST(PerfCli, MemoryPastWholeBytesIsRefused) {
+  // A micro-batch of 2^24 sequences of 2^30 tokens holds about 1.2e23 bytes of activations:
+  // whole bytes in 64 bits cannot write it (it came out as -9223372036854775808), so the layout
+  // is refused, naming the part; a large but writable estimate is printed as it is.
+  CommandResult r = RunMosaic(
+      "perf mixtral-8x7b --hardware h100 --gpus 1 --batch 16777216 --layout mbs=16777216 "
+      "--seq 1073741824 --json");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_EQ(r.out, "");
+  EXPECT_NE(r.err.find("--layout mbs=16777216: its activation_bytes (1.198e+23 bytes) is past "
+                       "2^59 bytes"),
+            std::string::npos)
+      << r.err;
+  r = RunMosaic("perf mixtral-8x7b --hardware h100 --gpus 1 --batch 64 --layout mbs=1 --set "
+                "d_model=16777216 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  int64_t sum = 0;
+  for (const char* part : {"weights_bytes", "gradients_bytes", "optimizer_bytes",
+                           "gather_buffer_bytes", "activation_bytes", "logits_bytes",
+                           "dispatch_bytes", "reserve_bytes"}) {
+    EXPECT_GE(j["memory"][part].get<int64_t>(), 0) << part;
+    sum += j["memory"][part].get<int64_t>();
+  }
+  EXPECT_EQ(j["memory"]["peak_bytes"].get<int64_t>(), sum);
+  EXPECT_FALSE(j["fits"].get<bool>());
+}
+
 TEST(PerfCli, EchoedInputIsEscapedForTheTerminal) {
   // Names and layout keys echoed in errors carry control characters escaped (terminal_text.h):
   // an ANSI escape in a layout key must not colour the terminal.
@@ -1549,18 +1577,33 @@ TEST(PerfCli, SearchCautionsAMicroBatchGainFromPerExpertCosts) {
 }
 
 // --offload tries activation offload where no recompute policy fits; a search that finds
-// nothing for lack of memory says so. Llama 3 70B on 64 H100 cut to 24 GB: nothing fits, even
-// offloaded; at 30 GB every layer of a rank offloaded is the fastest.
+// nothing for lack of memory says so where offload can help. Llama 3 70B on 64 H100 cut to
+// 24 GB: every layout's weights, gradients and optimizer states alone are past the HBM, so no
+// offload is suggested; at 131k tokens and 34 GB, where only the activations are too many,
+// it is (and offloading every layer of a rank fits); at 30 GB and 8k tokens every layer of a
+// rank offloaded is the fastest.
 TEST(PerfCli, SearchTriesOffloadWhenAsked) {
   const std::string base =
       "perf llama3-70b --hardware h100 --gpus 64 --batch 64 --seq 8192 --search --top 1 ";
+  const std::string hint =
+      "No feasible layout.\nLayouts over the HBM under every recompute policy may fit with "
+      "activation offload: --offload modules or --offload layers tries it.";
   CommandResult none = RunMosaic(base + "--set hardware.hbm_gb=24");
   ASSERT_EQ(none.exit_code, 0) << none.err;
-  EXPECT_NE(none.out.find("No feasible layout.\nLayouts over the HBM under every recompute "
-                          "policy may fit with activation offload: --offload modules or "
-                          "--offload layers tries it."),
+  EXPECT_NE(none.out.find("No feasible layout."), std::string::npos) << none.out;
+  EXPECT_EQ(none.out.find("activation offload"), std::string::npos) << none.out;
+  const std::string long_context =
+      "perf llama3-70b --hardware h100 --gpus 64 --batch 64 --seq 131072 --search --top 1 --set "
+      "hardware.hbm_gb=34";
+  none = RunMosaic(long_context);
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_NE(none.out.find(hint), std::string::npos) << none.out;
+  CommandResult offloaded = RunMosaic(long_context + " --offload layers --json");
+  ASSERT_EQ(offloaded.exit_code, 0) << offloaded.err;
+  EXPECT_NE(nlohmann::json::parse(offloaded.out)["ranked"][0]["layout"].get<std::string>().find(
+                ",offload_layers="),
             std::string::npos)
-      << none.out;
+      << offloaded.out;
   CommandResult layers = RunMosaic(base + "--set hardware.hbm_gb=30 --offload layers --json");
   ASSERT_EQ(layers.exit_code, 0) << layers.err;
   const nlohmann::json j = nlohmann::json::parse(layers.out);

@@ -212,6 +212,25 @@ std::vector<std::string> EstimateCautions(const StepEstimate& e, NumberFormat fo
   return notes;
 }
 
+namespace {
+
+// The memory parts of a breakdown, in the order outputs list them.
+std::array<std::pair<const char*, double>, 8> MemoryParts(const MemoryBreakdown& m) {
+  return {{{"weights_bytes", m.weights_bytes},
+           {"gradients_bytes", m.gradients_bytes},
+           {"optimizer_bytes", m.optimizer_bytes},
+           {"gather_buffer_bytes", m.gather_buffer_bytes},
+           {"activation_bytes", m.activation_bytes},
+           {"logits_bytes", m.logits_bytes},
+           {"dispatch_bytes", m.dispatch_bytes},
+           {"reserve_bytes", m.reserve_bytes}}};
+}
+
+// The most bytes a memory part may hold: whole bytes, eight parts and their sum in 64 bits.
+constexpr double kMaxMemoryPartBytes = 0x1p59;  // 576 PB
+
+}  // namespace
+
 LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text) {
   LayoutEstimate result;
   result.layout = ParseLayout(layout_text);
@@ -223,6 +242,21 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
   }
   result.estimate = EvaluateStep(setup.shape, setup.cluster, result.layout, setup.job,
                                  setup.profiles.shared, setup.profile, &setup.drop);
+  // The outputs write each memory part in whole bytes and the peak as their sum.
+  const MemoryBreakdown& memory = result.estimate.memory;
+  auto parts = MemoryParts(memory);
+  for (const auto& [name, bytes] :
+       std::array{parts[0], parts[1], parts[2], parts[3], parts[4], parts[5], parts[6], parts[7],
+                  std::pair<const char*, double>{"host_activation_bytes",
+                                                 memory.host_activation_bytes}}) {
+    if (!(bytes <= kMaxMemoryPartBytes)) {
+      throw InputError(fmt::format(
+          "--layout {}: its {} ({:.4g} bytes) is past 2^59 bytes (576 PB), more than any device "
+          "holds and than whole bytes add up to in 64 bits: a smaller batch, sequence, "
+          "micro-batch or model",
+          Printable(layout_text), name, bytes));
+    }
+  }
   return result;
 }
 
@@ -299,18 +333,6 @@ std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResu
 }
 
 namespace {
-
-// The memory parts of a breakdown, in the order outputs list them.
-std::array<std::pair<const char*, double>, 8> MemoryParts(const MemoryBreakdown& m) {
-  return {{{"weights_bytes", m.weights_bytes},
-           {"gradients_bytes", m.gradients_bytes},
-           {"optimizer_bytes", m.optimizer_bytes},
-           {"gather_buffer_bytes", m.gather_buffer_bytes},
-           {"activation_bytes", m.activation_bytes},
-           {"logits_bytes", m.logits_bytes},
-           {"dispatch_bytes", m.dispatch_bytes},
-           {"reserve_bytes", m.reserve_bytes}}};
-}
 
 // The memory breakdown in whole bytes: each part is the model's estimate rounded, and the peak
 // is their sum (PeakMemoryWholeBytes), so the parts add up to it exactly.

@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <bit>
+#include <cstdint>
 #include <functional>
 #include <iterator>
 #include <numeric>
@@ -117,14 +119,26 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   const std::vector<int64_t> cps = PowersOfTwo(options.max_cp);
   const std::vector<int64_t> vpps = PowersOfTwo(options.max_vpp);
   const std::vector<int64_t> chunks = c.is_moe() ? PowersOfTwo(8) : std::vector<int64_t>{1};
-  // Faster first; at the same speed, the layout without the all-to-all overlap (the simpler
-  // one to run gains nothing from it).
-  auto ranks_before = [](double tokens_a, int64_t overlap_a, double tokens_b, int64_t overlap_b) {
-    return tokens_a != tokens_b ? tokens_a > tokens_b : overlap_a < overlap_b;
+  // Faster first; at the same speed (the same 13 leading bits of the tokens/s: within about
+  // 1e-4, which the printed figures do not tell apart), the layout without the all-to-all
+  // overlap (the simpler one to run gains nothing from it), then the one with the more memory to
+  // spare, then the faster.
+  auto speed_class = [](double tokens_per_s) {  // positive: its bits order as it does
+    return std::bit_cast<uint64_t>(tokens_per_s) >> 39;
+  };
+  auto ranks_before = [&](const Layout& a, const StepEstimate& ea, const Layout& b,
+                          const StepEstimate& eb) {
+    const uint64_t class_a = speed_class(ea.tokens_per_s_per_gpu);
+    const uint64_t class_b = speed_class(eb.tokens_per_s_per_gpu);
+    if (class_a != class_b) return class_a > class_b;
+    if (a.a2a_overlap != b.a2a_overlap) return a.a2a_overlap < b.a2a_overlap;
+    if (ea.memory.peak_bytes != eb.memory.peak_bytes) {
+      return ea.memory.peak_bytes < eb.memory.peak_bytes;
+    }
+    return ea.tokens_per_s_per_gpu > eb.tokens_per_s_per_gpu;
   };
   auto better = [&](const SearchCandidate& a, const SearchCandidate& b) {
-    return ranks_before(a.estimate.tokens_per_s_per_gpu, a.layout.a2a_overlap,
-                        b.estimate.tokens_per_s_per_gpu, b.layout.a2a_overlap);
+    return ranks_before(a.layout, a.estimate, b.layout, b.estimate);
   };
   std::vector<SearchCandidate>& best = result.best;  // kept as a min-heap of size `top`
   // A kept layout names only the offload modules its policy lets move something.
@@ -140,9 +154,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       best.push_back({kept(l), e});
       std::push_heap(best.begin(), best.end(), better);
     } else if (options.top > 0 &&
-               ranks_before(e.tokens_per_s_per_gpu, l.a2a_overlap,
-                            best.front().estimate.tokens_per_s_per_gpu,
-                            best.front().layout.a2a_overlap)) {
+               ranks_before(l, e, best.front().layout, best.front().estimate)) {
       std::pop_heap(best.begin(), best.end(), better);
       best.back() = {kept(l), e};
       std::push_heap(best.begin(), best.end(), better);
@@ -169,6 +181,9 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
       *mem = memory.For(r);
       if (mem->peak_bytes <= capacity && mem->host_activation_bytes <= host_capacity) return true;
       ++result.rejected[static_cast<int>(RejectKind::kMemory)];
+      result.least_memory_without_activations_bytes =
+          std::min(result.least_memory_without_activations_bytes,
+                   mem->peak_bytes - mem->activation_bytes);
       if (per_reason[static_cast<int>(RejectKind::kMemory)] < options.examples_per_reason) {
         ++per_reason[static_cast<int>(RejectKind::kMemory)];
         result.examples.push_back(
@@ -317,9 +332,11 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
                     // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
-                    // MoE recompute); its memory and step model are those above but for what
-                    // the overlap changes.
-                    if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1)) {
+                    // MoE recompute) and its schedule pairs a pass (otherwise it hides nothing
+                    // more and holds more); its memory and step model are those above but for
+                    // what the overlap changes.
+                    if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1) &&
+                        A2aOverlapPairedShare(pp, vpp, derived.micro_batches) > 0) {
                       l.a2a_overlap = 1;
                       std::optional<LayoutStep> overlap_step;
                       if (step) overlap_step.emplace(step->WithA2aOverlap());

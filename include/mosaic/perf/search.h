@@ -2,13 +2,14 @@
 // moe_chunk for a cluster, each with micro-batches 1, 2, 4, … up to what memory allows, the
 // recompute policies (kRecomputeByCost) and, where the profile's stack runs it
 // (PerfProfile::paired_a2a_overlap) and Megatron-Core can (CheckLayout's rules: ep > 1, vpp > 1
-// when pp > 1, recompute neither full nor moe), with and without the EP all-to-all overlap
-// (a2a_overlap), evaluated by the step model and ranked by tokens/s per GPU. Pipeline stages
-// stay even: uneven splits (pp_first, pp_last, pp_embed, pp_loss, pp_layout) are not enumerated.
-// Activation offload is tried only when asked (SearchOptions::offload), for layouts that fit
-// under no recompute policy.
-// Rejected
-// combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
+// when pp > 1, recompute neither full nor moe) and its schedule pairs a pass
+// (A2aOverlapPairedShare > 0), with and without the EP all-to-all overlap (a2a_overlap),
+// evaluated by the step model and ranked by tokens/s per GPU; speeds equal to about 1e-4 (the
+// same 13 leading bits) rank the layout without the overlap first, then the one with the lower
+// peak memory. Pipeline stages stay even: uneven splits (pp_first, pp_last, pp_embed, pp_loss,
+// pp_layout) are not enumerated. Activation offload is tried only when asked
+// (SearchOptions::offload), for layouts that fit under none of the recompute policies they may
+// use (the overlap allows neither full nor MoE recompute). Rejected combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
 // supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
 // one model on one cluster runs in well under a second (bench/perf_bench.cc). A space with no
 // layout that divides the batch is refused before enumerating (UnsearchableReason), and a long
@@ -18,6 +19,7 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -67,6 +69,10 @@ struct SearchResult {
   int64_t evaluated = 0;                         // layouts looked at (valid or not)
   std::array<int64_t, kRejectKinds> rejected{};  // by RejectKind
   std::vector<Rejection> examples;               // a few per reason
+  // The least HBM bytes a layout rejected for memory needs beside its activations (its peak less
+  // activation_bytes): past the device's HBM, no activation offload can make any of them fit.
+  // Infinity when none was rejected for memory.
+  double least_memory_without_activations_bytes = std::numeric_limits<double>::infinity();
 
   // Set when no layout of the space can run the job (UnsearchableReason); nothing was enumerated.
   std::string unsearchable;
