@@ -403,6 +403,22 @@ ArmFit FitArm(const Decision& d, const std::string& arm, const std::vector<int64
                              af.fit.NegligibleCaution(af.fit.negligible_params.front()));
     return af;
   }
+  // A law whose loss grows with scale (an exponent or scale the law's form keeps non-negative
+  // fitted below 0: losses that rise with compute) projects the wrong way; a criterion on it,
+  // PASS or FAIL, would be no answer.
+  for (size_t j = 0; j < d.law.params.size(); ++j) {
+    if (af.fit.params[j].pinned || !d.law.ExpectsNonNegative(static_cast<int>(j)) ||
+        !(af.fit.params[j].value < 0)) {
+      continue;
+    }
+    af.why_not = fmt::format(
+        "the fit of {} goes against the law's form ({} = {:.4g} < 0: its loss grows with scale)",
+        arm, d.law.params[j].name, af.fit.params[j].value);
+    af.settle = fmt::format("losses of {} that fall with scale: rerun the rung that breaks the "
+                            "trend, add rungs, or pin {} in [fit]",
+                            arm, d.law.params[j].name);
+    return af;
+  }
   af.fitted = true;
   return af;
 }

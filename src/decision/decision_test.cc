@@ -455,6 +455,36 @@ TEST(Decide, ATargetBudgetInFlopsNeedsNoTokens) {
   }
 }
 
+// A default arm whose losses rise with compute (3.0, 3.2, 3.4 at d768-d1536) fits alpha < 0
+// once alpha is free: the projection on it would make any challenger look better (it passed as
+// "56% lower loss"), so the projection is unknown, with what would settle it.
+TEST(Decide, AFitWhoseLossGrowsWithScaleProjectsNothing) {
+  ScratchDir scratch("rising");
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << *FindEmbeddedFile("studies/fsdp-vs-ep-results.csv")
+      << "fsdp-chunk1,1024,3.2000,3.2000,0.0,x1,\"test rung\"\n"
+      << "fsdp-chunk1,1536,3.4000,3.4000,0.0,x2,\"test rung\"\n";
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const std::string pins = "pin = { E = 1.6, alpha = 0.0941 }";
+  const size_t at = text.find(pins);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, pins.size(), "pin = { E = 1.6 }");
+  const Decision d = Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  EXPECT_FALSE(d.effective_compute.has_value());
+  EXPECT_NE(d.missing_fit.find("the fit of fsdp-chunk1 goes against the law's form (alpha = "),
+            std::string::npos)
+      << d.missing_fit;
+  EXPECT_NE(d.missing_fit.find("< 0: its loss grows with scale)"), std::string::npos)
+      << d.missing_fit;
+  EXPECT_NE(d.settle_fit.find("losses of fsdp-chunk1 that fall with scale"), std::string::npos)
+      << d.settle_fit;
+  for (const Scenario& s : d.scenarios) {
+    for (const CriterionResult& c : s.criteria) {
+      if (c.name == "projected_advantage") EXPECT_EQ(c.status, CriterionStatus::kUnknown);
+    }
+  }
+}
+
 // Arms fitted on the same rungs are resampled together, rung by rung: what their losses share at
 // a rung cancels. With the default arm at every rung of the challenger (per-rung effective
 // compute 1.18-1.30×), the paired interval stays around them; resampled independently it was
