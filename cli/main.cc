@@ -101,8 +101,12 @@ void CheckOutputIsNotInput(const std::string& output, const std::vector<std::str
 void CheckHtmlIsNotOutput(const std::string& html, const std::string& output) {
   if (html.empty() || output.empty()) return;
   std::error_code ec_html, ec_output;
-  const std::filesystem::path a = std::filesystem::weakly_canonical(html, ec_html);
-  const std::filesystem::path b = std::filesystem::weakly_canonical(output, ec_output);
+  // Absolute first: a file not yet written has no canonical form of its own, and "o.txt" and
+  // "./o.txt" name it alike only once both start from the working directory.
+  const std::filesystem::path a = std::filesystem::weakly_canonical(
+      std::filesystem::absolute(html, ec_html), ec_html);
+  const std::filesystem::path b = std::filesystem::weakly_canonical(
+      std::filesystem::absolute(output, ec_output), ec_output);
   if (html == output || (!ec_html && !ec_output && a == b)) {
     throw UsageError(fmt::format("--html and --output name the same file ({} and {}): one would "
                                  "overwrite the other",

@@ -77,6 +77,20 @@ TEST(DecideCli, HtmlReportRendersInHeadlessChromium) {
   std::filesystem::remove_all(dir);
 }
 
+// --html and --output naming one file not yet written, spelt two ways relative to the working
+// directory (the commands run in the source tree), are refused before either is written (only
+// the text was kept).
+TEST(DecideCli, HtmlAndOutputSpeltTwoWaysAreOneFile) {
+  const std::string name = "decide_same_" + std::to_string(::getpid()) + ".txt";
+  for (const std::string& html : {"./" + name, std::string(MOSAIC_SOURCE_DIR) + "/" + name}) {
+    const CommandResult r = RunMosaic("decide --output " + name + " --html " + html);
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find("--html and --output name the same file"), std::string::npos) << r.err;
+    EXPECT_FALSE(std::filesystem::exists(std::string(MOSAIC_SOURCE_DIR) + "/" + name)) << html;
+    std::filesystem::remove(std::string(MOSAIC_SOURCE_DIR) + "/" + name);
+  }
+}
+
 // An output that cannot be written leaves the other one unwritten too (the HTML page was written
 // before --output failed).
 TEST(DecideCli, AnUnwritableOutputWritesNeither) {
