@@ -635,6 +635,12 @@ FitSummary Fit(const Law& law, const FitData& data, const FitOptions& options) {
   for (std::string& caution : OutlyingValueCautions(data)) s.cautions.push_back(std::move(caution));
   int free_params = 0;
   for (const auto& pin : pinned) free_params += pin.has_value() ? 0 : 1;
+  if (free_params == 0) {
+    s.cautions.push_back(fmt::format(
+        "every parameter is pinned: the law is the pins', whatever the {} point{} say (objective "
+        "{:.4g}); unpin what the data should determine",
+        s.points, s.points == 1 ? "" : "s", s.objective));
+  }
   if (free_params > 0 && s.points == free_params) {
     // Whether the law passes through every point is the objective's to say: a form that cannot
     // reach the points (a scale driven to 0) leaves residuals even with no point to spare.

@@ -105,6 +105,15 @@ TEST(Fit, AFitThatChecksNothingOrRisesWithScaleIsCautioned) {
   const FitSummary one_dof = Fit(FindLaw("compute"), data, pinned);
   ASSERT_EQ(one_dof.cautions.size(), 1u);
   EXPECT_NE(one_dof.cautions[0].find("alpha = -"), std::string::npos);
+  // Every parameter pinned: the law ignores the points, and says so.
+  FitOptions all;
+  all.pins = {{"E", 1.0}, {"A", 100.0}, {"alpha", 0.1}};
+  const FitSummary none_free = Fit(FindLaw("compute"), data, all);
+  ASSERT_EQ(none_free.cautions.size(), 1u);
+  EXPECT_NE(none_free.cautions[0].find("every parameter is pinned: the law is the pins', whatever "
+                                       "the 3 points say"),
+            std::string::npos)
+      << none_free.cautions[0];
   // Epoch's 240 points give none.
   EXPECT_TRUE(Fit(FindLaw("chinchilla"), Epoch240(), FitOptions{}).cautions.empty());
 }

@@ -45,10 +45,14 @@ int64_t CheckedProduct(const StudyConfig& study, const std::string& where, std::
   return product;
 }
 
+// The rule with the largest min_d_model the rung reaches, in whatever order the file lists them.
 int64_t EvalEvery(const StudyConfig& study, int64_t d_model) {
-  int64_t every = 0;
+  int64_t every = 0, from = -1;
   for (const CadenceRule& rule : study.cadence) {
-    if (d_model >= rule.min_d_model) every = rule.every_steps;
+    if (d_model >= rule.min_d_model && rule.min_d_model > from) {
+      every = rule.every_steps;
+      from = rule.min_d_model;
+    }
   }
   return every;
 }

@@ -82,6 +82,15 @@ TEST(PlanLadder, EvalCadence) {
   EXPECT_EQ(plan.rows[0].evals, 9);
   EXPECT_EQ(plan.rows[1].eval_every_steps, 3000);
   EXPECT_EQ(plan.rows[2].evals, 25);
+  // Whatever the rules' order, a rung takes the one with the largest min_d_model it reaches
+  // (listed from the largest down, the smallest rule took every rung).
+  StudyConfig reversed = LoadStudy(kDefaultStudy);
+  std::reverse(reversed.cadence.begin(), reversed.cadence.end());
+  const LadderPlan same = PlanLadder(reversed);
+  ASSERT_EQ(same.rows.size(), plan.rows.size());
+  for (size_t i = 0; i < plan.rows.size(); ++i) {
+    EXPECT_EQ(same.rows[i].eval_every_steps, plan.rows[i].eval_every_steps) << i;
+  }
 }
 
 // Budgets past 64 bits and rungs with no step are refused, naming the product and its factors

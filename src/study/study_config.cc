@@ -262,6 +262,16 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
         rule.every_steps = GetPositiveInt(n2, w2, "every_steps");
       });
       rule_reader.Read(*element.as_table(), "[[cadence]]");
+      // A rung takes the rule with the largest min_d_model it reaches: two with one min_d_model
+      // would leave one of them unused.
+      for (const CadenceRule& other : study.cadence) {
+        if (other.min_d_model == rule.min_d_model) {
+          throw LocatedError(reader.Locate(element),
+                             fmt::format("two [[cadence]] rules have min_d_model = {}; each "
+                                         "min_d_model starts one rule",
+                                         rule.min_d_model));
+        }
+      }
       study.cadence.push_back(rule);
     }
   });

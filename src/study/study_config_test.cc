@@ -27,6 +27,18 @@ TEST(LoadStudy, EmbeddedDefaultIsTheSeedStudy) {
   EXPECT_EQ(study.rungs[3].racks, 4);
 }
 
+// Two cadence rules from one min_d_model: one would never apply.
+TEST(LoadStudy, CadenceRulesStartAtDistinctSizes) {
+  const std::string rules =
+      "[[cadence]]\nmin_d_model = 1024\nevery_steps = 500\n"
+      "[[cadence]]\nmin_d_model = 1024\nevery_steps = 1000\n";
+  EXPECT_NE(ErrorOf(std::string(kMinimal) + rules)
+                .find("two [[cadence]] rules have min_d_model = 1024; each min_d_model starts one "
+                      "rule"),
+            std::string::npos)
+      << ErrorOf(std::string(kMinimal) + rules);
+}
+
 TEST(LoadStudy, MinimalStudyGetsAReferenceArm) {
   const StudyConfig study = LoadStudyFromToml(kMinimal, "study.toml");
   ASSERT_EQ(study.arms.size(), 1u);

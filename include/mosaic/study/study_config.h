@@ -43,8 +43,9 @@ struct Rung {
   std::vector<ArmOverride> overrides;   // shape overrides for this rung (e.g. layers)
 };
 
-// Eval and checkpoint cadence: rungs with d_model >= min_d_model use every_steps (the last
-// matching rule wins).
+// Eval and checkpoint cadence: rungs with d_model >= min_d_model use every_steps (of the rules a
+// rung reaches, the one with the largest min_d_model, whatever their order; min_d_model is
+// unique among a study's rules).
 struct CadenceRule {
   int64_t min_d_model = 0;
   int64_t every_steps = 0;
