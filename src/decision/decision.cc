@@ -463,6 +463,16 @@ double TargetCompute(const Decision& d, std::string& rule) {
 // located at the entry.
 PerfSetup TargetSetup(const StudyConfig& study, const TargetArm& target_arm) {
   const TargetSpec& target = *study.decision.target;
+  if (target.hardware.empty() || target.gpus == 0 || target.batch_seqs == 0) {
+    std::vector<std::string> missing;
+    if (target.hardware.empty()) missing.push_back("hardware");
+    if (target.gpus == 0) missing.push_back("gpus");
+    if (target.batch_seqs == 0) missing.push_back("batch_seqs");
+    throw LocatedError(target.where,
+                       fmt::format("[target] needs {} for the target's model of {} (measured "
+                                   "tokens/s are checked against it)",
+                                   fmt::join(missing, ", "), target_arm.arm));
+  }
   PerfRequest request;
   request.model = target_arm.model;
   request.hardware = target.hardware;

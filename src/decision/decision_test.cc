@@ -343,6 +343,35 @@ std::string ErrorOf(const std::string& replace, const std::string& with,
   return DecideError(text, scratch);
 }
 
+// Measured tokens/s are checked against the target's model, which needs [target]'s batch: a
+// study without it is told so at [target] (it read "[[target.arms]] fsdp-chunk1: batch = 0").
+TEST(Decide, MeasuredThroughputNeedsTheTargetsBatch) {
+  const std::string e = ErrorOf("[throughput]\nmodel = true", "[throughput]\nmodel = false");
+  EXPECT_EQ(e, "") << e;
+  const std::string missing =
+      ErrorOf("batch_seqs = 1024\nseq_len = 4096\nprofile", "seq_len = 4096\nprofile");
+  EXPECT_NE(missing.find("[throughput] model = true needs [target] hardware, gpus and batch_seqs"),
+            std::string::npos)
+      << missing;
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  for (auto [from, to] : {std::pair<std::string, std::string>{"batch_seqs = 1024\nseq_len",
+                                                              "seq_len"},
+                          {"[throughput]\nmodel = true", "[throughput]\nmodel = false"}}) {
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+  }
+  ScratchDir scratch("no-batch");
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << *FindEmbeddedFile("studies/fsdp-vs-ep-results.csv");
+  const std::string error = DecideError(text, scratch);
+  EXPECT_NE(error.find("[target] needs batch_seqs for the target's model of fsdp-chunk1 (measured "
+                       "tokens/s are checked against it)"),
+            std::string::npos)
+      << error;
+  EXPECT_EQ(error.find("batch = 0"), std::string::npos) << error;
+}
+
 TEST(Decide, BadStudyFilesGetClearErrors) {
   EXPECT_NE(ErrorOf("criteria = [\"projected_advantage\",", "criteria = [\"projected_advantag\",")
                 .find("each criterion is one of projected_advantage, wins_at_largest_rung, "
