@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 
 #include "cli_support.h"
 
@@ -89,6 +90,32 @@ TEST(DecideCli, HtmlAndOutputSpeltTwoWaysAreOneFile) {
     EXPECT_FALSE(std::filesystem::exists(std::string(MOSAIC_SOURCE_DIR) + "/" + name)) << html;
     std::filesystem::remove(std::string(MOSAIC_SOURCE_DIR) + "/" + name);
   }
+}
+
+// A study that gives no throughput (no measured rows, model = false) says so in its headings,
+// text and HTML alike (they read "Criteria with none throughput" and "Verdict (none)").
+TEST(DecideCli, AStudyWithoutThroughputSaysSo) {
+  const std::string dir = ::testing::TempDir() + "decide_none_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::string text = ReadText(SourcePath("data/studies/fsdp-vs-ep.toml"));
+  const size_t from = text.find("[throughput]\nmodel = true");
+  const size_t to = text.find("# Context extension");
+  ASSERT_NE(from, std::string::npos);
+  ASSERT_NE(to, std::string::npos);
+  text.replace(from, to - from, "[throughput]\nmodel = false\n\n");
+  std::ofstream(dir + "/study.toml") << text;
+  std::filesystem::copy_file(SourcePath("data/studies/fsdp-vs-ep-results.csv"),
+                             dir + "/fsdp-vs-ep-results.csv");
+  const CommandResult r =
+      RunMosaic("decide " + dir + "/study.toml --html " + dir + "/decision.html");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nCriteria with no throughput (threshold 5%"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\nVerdict (no throughput): keep fsdp-chunk1"), std::string::npos)
+      << r.out;
+  const std::string html = ReadText(dir + "/decision.html");
+  EXPECT_NE(html.find("<h2>Criteria with no throughput</h2>"), std::string::npos);
+  EXPECT_EQ(html.find("none throughput"), std::string::npos);
+  std::filesystem::remove_all(dir);
 }
 
 // An output that cannot be written leaves the other one unwritten too (the HTML page was written

@@ -230,8 +230,8 @@ std::string RenderDecisionHtml(const Decision& d) {
             "note");
   body += "<div class=\"verdict\" id=\"verdict\">\n";
   for (const Scenario& s : d.scenarios) {
-    body += fmt::format("<p><strong>Verdict ({} throughput): {}</strong><br>{}</p>\n",
-                        EscapeXml(s.name), EscapeXml(s.verdict.chosen_arm),
+    body += fmt::format("<p><strong>Verdict ({}): {}</strong><br>{}</p>\n",
+                        EscapeXml(s.ThroughputText()), EscapeXml(s.verdict.chosen_arm),
                         EscapeXml(s.verdict.summary));
     for (const std::string& note : s.notes) body += P("Note: " + note + ".", "note");
   }
@@ -258,7 +258,7 @@ std::string RenderDecisionHtml(const Decision& d) {
   body += "</div>\n";
 
   for (const Scenario& s : d.scenarios) {
-    body += "<h2>Criteria with " + EscapeXml(s.name) + " throughput</h2>\n";
+    body += "<h2>Criteria with " + EscapeXml(s.ThroughputText()) + "</h2>\n";
     body += P(s.description, "note");
     std::vector<std::vector<Cell>> rows;
     char letter = 'a';

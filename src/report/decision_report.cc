@@ -185,7 +185,7 @@ std::string RenderDecisionText(const Decision& d) {
   }
 
   for (const Scenario& s : d.scenarios) {
-    out += fmt::format("\nCriteria with {} throughput (threshold {:g}%, as {})\n", s.name,
+    out += fmt::format("\nCriteria with {} (threshold {:g}%, as {})\n", s.ThroughputText(),
                        100 * rule.threshold, rule.measure == "loss" ? "loss" : "effective compute");
     char letter = 'a';
     for (const CriterionResult& c : s.criteria) {
@@ -196,7 +196,8 @@ std::string RenderDecisionText(const Decision& d) {
         out += fmt::format("      to settle: {}\n", c.settle);
       }
     }
-    out += fmt::format("Verdict ({}): {}\n", s.name, s.verdict.summary);
+    out += fmt::format("Verdict ({}): {}\n", s.name == "none" ? s.ThroughputText() : s.name,
+                       s.verdict.summary);
   }
   if (d.inside_noise) {
     out += fmt::format("Note: the projected effective-compute gain lies inside the run-to-run "

@@ -81,7 +81,7 @@ struct ArmThroughput {
 
 // The projection and the criteria under one throughput source.
 struct Scenario {
-  std::string name;                      // "measured" or "model"
+  std::string name;                      // "measured", "model", or "none" (no throughput given)
   std::string description;
   std::vector<ArmThroughput> arms;       // every arm of the study, in study order
   std::optional<double> tokens_per_s_ratio;  // challenger over default
@@ -93,6 +93,12 @@ struct Scenario {
   // What the ratio leaves out, one sentence each: an arm's tokens/s measured while dropping
   // tokens when the deciding losses are dropless.
   std::vector<std::string> notes;
+
+  // The source in words, for headings: "measured throughput", "model throughput", "no
+  // throughput".
+  std::string ThroughputText() const {
+    return name == "none" ? "no throughput" : name + " throughput";
+  }
 };
 
 struct NoiseSummary {
