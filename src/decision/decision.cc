@@ -68,6 +68,22 @@ std::optional<double> OptionalNumber(const scaling::DataTable& table, int column
   return v;
 }
 
+// A loss is a per-token cross-entropy in nats: past kMaxLossNats (a perplexity of e^100, far
+// above a uniform guess over any vocabulary) it is a unit or column slip, and a 1e300 printed as
+// a 300-digit number.
+constexpr double kMaxLossNats = 100;
+
+std::optional<double> OptionalLoss(const scaling::DataTable& table, int column, size_t row) {
+  const std::optional<double> v = OptionalNumber(table, column, row, "a loss", false);
+  if (v && *v > kMaxLossNats) {
+    throw FieldError(CellLocation(table, column, row), table.names[column],
+                     table.text[column][row],
+                     fmt::format("a loss is blank or a cross-entropy in nats in (0, {:g}]",
+                                 kMaxLossNats));
+  }
+  return v;
+}
+
 void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                     std::vector<RungResult>& results) {
   const scaling::DataTable table = scaling::ParseCsv(ReadInputOrEmbedded(spec.csv), spec.csv);
@@ -116,8 +132,8 @@ void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                                    fmt::join(rungs, ", ")));
     }
     r.d_model = rung->d_model;
-    r.loss_dropless = OptionalNumber(table, dropless, i, "a loss", false);
-    r.loss_with_drop = OptionalNumber(table, with_drop, i, "a loss", false);
+    r.loss_dropless = OptionalLoss(table, dropless, i);
+    r.loss_with_drop = OptionalLoss(table, with_drop, i);
     r.dropped_share = OptionalNumber(table, dropped, i, "the dropped share", true);
     if (run >= 0) r.run = table.text[run][i];
     r.source = fmt::format("{}:{}", spec.csv, table.line[i]);

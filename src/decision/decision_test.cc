@@ -449,6 +449,13 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   const std::string bad_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
                                        "arm,d_model,loss_dropless\nfsdp-chunk1,768,-3\n");
   EXPECT_NE(bad_loss.find("a loss is blank or a finite number > 0"), std::string::npos) << bad_loss;
+  // A loss no language model has (a slipped exponent) is refused at its cell.
+  const std::string huge_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
+                                        "arm,d_model,loss_dropless\nfsdp-chunk1,768,1e300\n");
+  EXPECT_NE(huge_loss.find(":2:17: loss_dropless = 1e300. Violated constraint: a loss is blank or "
+                           "a cross-entropy in nats in (0, 100]"),
+            std::string::npos)
+      << huge_loss;
   const std::string twice =
       ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
               "arm,d_model,loss_dropless\nfsdp-chunk1,768,3.0553\nfsdp-chunk1,768,3.1\n");
