@@ -544,7 +544,7 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm& target_
   t.arm = arm;
   if (study.decision.throughput.layout == "arm") {
     try {
-      t.estimate = EvaluateLayout(setup, target_arm.layout);
+      t.estimate = EvaluateLayout(setup, target_arm.layout, "layout");
     } catch (const InputError& error) {
       throw LocatedError(target_arm.where,
                          fmt::format("[[target.arms]] {}: {}", arm, error.what()));

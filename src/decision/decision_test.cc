@@ -449,6 +449,14 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   const std::string bad_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
                                        "arm,d_model,loss_dropless\nfsdp-chunk1,768,-3\n");
   EXPECT_NE(bad_loss.find("a loss is blank or a finite number > 0"), std::string::npos) << bad_loss;
+  // A target arm's layout is named as the study file gives it, not as a command-line flag.
+  const std::string layout = ErrorOf("layout = \"fsdp=64,mbs=16,recompute=full\"",
+                                     "layout = \"fsdp=16,mbs=16,recompute=full\"");
+  EXPECT_NE(layout.find("[[target.arms]] fsdp-chunk1: layout fsdp=16,mbs=16,recompute=full: does "
+                        "not divide. Violated constraint: tp·pp·cp·dp·fsdp = GPUs"),
+            std::string::npos)
+      << layout;
+  EXPECT_EQ(layout.find("--layout"), std::string::npos) << layout;
   // A loss no language model has (a slipped exponent) is refused at its cell.
   const std::string huge_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
                                         "arm,d_model,loss_dropless\nfsdp-chunk1,768,1e300\n");

@@ -231,13 +231,14 @@ constexpr double kMaxMemoryPartBytes = 0x1p59;  // 576 PB
 
 }  // namespace
 
-LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text) {
+LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text,
+                              std::string_view label) {
   LayoutEstimate result;
-  result.layout = ParseLayout(layout_text);
+  result.layout = ParseLayout(layout_text, label);
   if (auto v = CheckLayout(result.layout, setup.spec.config,
                            {setup.cluster.gpus, setup.job.global_batch, setup.job.seq_len},
                            setup.hardware)) {
-    throw InputError(fmt::format("--layout {}: {}. Violated constraint: {}",
+    throw InputError(fmt::format("{} {}: {}. Violated constraint: {}", label,
                                  Printable(layout_text), ToString(v->kind), v->rule));
   }
   result.estimate = EvaluateStep(setup.shape, setup.cluster, result.layout, setup.job,
@@ -251,10 +252,10 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
                                                  memory.host_activation_bytes}}) {
     if (!(bytes <= kMaxMemoryPartBytes)) {
       throw InputError(fmt::format(
-          "--layout {}: its {} ({:.4g} bytes) is past 2^59 bytes (576 PB), more than any device "
+          "{} {}: its {} ({:.4g} bytes) is past 2^59 bytes (576 PB), more than any device "
           "holds and than whole bytes add up to in 64 bits: a smaller batch, sequence, "
           "micro-batch or model",
-          Printable(layout_text), name, bytes));
+          label, Printable(layout_text), name, bytes));
     }
   }
   return result;

@@ -98,12 +98,14 @@ std::string RoutingText(const PerfSetup& setup);
 std::vector<std::string> EstimateCautions(const StepEstimate& estimate, NumberFormat format);
 
 // Parses `layout_text` (layout.h grammar), checks it against the model and job, and evaluates
-// one step. Throws InputError naming the layout, the violated constraint and its rule.
+// one step. Throws InputError naming the layout as `label` gave it ("--layout tp=0: ...", or a
+// file's key, "layout tp=0: ..."), the violated constraint and its rule.
 struct LayoutEstimate {
   Layout layout;
   StepEstimate estimate;
 };
-LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text);
+LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_text,
+                              std::string_view label = "--layout");
 
 // Every feasible layout ranked by tokens/s per GPU (search.h). Throws InputError ("--search: no
 // layout divides the batch: ...") before enumerating when UnsearchableReason finds none can.
