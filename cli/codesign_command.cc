@@ -67,19 +67,25 @@ void Run(const CodesignCliOptions& o) {
   AgreeOnError(session, error);
   CodesignOptions options;
   options.threads = o.threads;
-  // A progress line for sweeps longer than a second, on a terminal only.
-  if (!o.quiet && session.rank() == 0 && ::isatty(STDERR_FILENO) && session.size() == 1) {
+  // Progress of sweeps longer than a second: on a terminal one line rewritten in place; into a
+  // file or pipe (a batch job's log) a line every 30 s from the tenth second, and the last.
+  if (!o.quiet && session.rank() == 0 && session.size() == 1) {
     const auto start = std::chrono::steady_clock::now();
-    options.progress = [start, shown = false](size_t done, size_t total) mutable {
+    const bool terminal = ::isatty(STDERR_FILENO) != 0;
+    options.progress = [start, terminal, shown = false, last = 0.0](size_t done,
+                                                                    size_t total) mutable {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      if (elapsed < 1.0 && done < total) return;
-      if (elapsed < 1.0 && !shown) return;
+      const double first = terminal ? 1.0 : 10.0;
+      if (elapsed < first && (done < total || !shown)) return;
+      if (!terminal && done < total && shown && elapsed - last < 30.0) return;
       shown = true;
+      last = elapsed;
       const double rate = elapsed > 0 ? double(done) / elapsed : 0;
       const double left = rate > 0 ? double(total - done) / rate : 0;
-      std::fprintf(stderr, "\r%zu/%zu architectures, %.0f/s, %.0f s left   %s", done, total, rate,
-                   left, done == total ? "\n" : "");
+      std::fprintf(stderr, "%s%zu/%zu architectures, %.0f/s, %.0f s left%s", terminal ? "\r" : "",
+                   done, total, rate, left,
+                   !terminal ? "\n" : done < total ? "   " : "   \n");
       std::fflush(stderr);
     };
   }
