@@ -86,7 +86,8 @@ std::optional<double> OptionalLoss(const scaling::DataTable& table, int column, 
 
 void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                     std::vector<RungResult>& results) {
-  const scaling::DataTable table = scaling::ParseCsv(ReadInputOrEmbedded(spec.csv), spec.csv);
+  const scaling::DataTable table =
+      scaling::ParseCsv(ReadInputBeside(spec.csv, study.embedded), spec.csv);
   // A column the results need: named by its [results] key when missing.
   const auto require = [&](const std::string& column, std::string_view key,
                            std::string_view purpose) {

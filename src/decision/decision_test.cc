@@ -8,6 +8,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 
 #include "mosaic/runs/event_writer.h"
 #include "mosaic/scaling/data_table.h"
@@ -341,6 +342,30 @@ std::string ErrorOf(const std::string& replace, const std::string& with,
   std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
       << (csv.empty() ? std::string(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv")) : csv);
   return DecideError(text, scratch);
+}
+
+// The embedded study reads its embedded results wherever it runs: a directory holding a
+// data/studies/fsdp-vs-ep-results.csv of its own (one row, another loss) changes nothing (it was
+// read instead, and the report named the embedded study's results).
+TEST(Decide, TheEmbeddedStudyReadsItsEmbeddedResultsInAnyDirectory) {
+  const Decision shipped = Decide(LoadStudy(kDefaultStudy));
+  ScratchDir scratch("cwd");
+  std::filesystem::create_directories(scratch.path / "data" / "studies");
+  std::ofstream(scratch.path / "data" / "studies" / "fsdp-vs-ep-results.csv")
+      << "arm,d_model,loss_dropless\nfsdp-chunk1,768,2.0\n";
+  const std::filesystem::path previous = std::filesystem::current_path();
+  std::filesystem::current_path(scratch.path);
+  std::optional<Decision> there;
+  try {
+    there = Decide(LoadStudy(kDefaultStudy));
+  } catch (...) {
+    std::filesystem::current_path(previous);
+    throw;
+  }
+  std::filesystem::current_path(previous);
+  ASSERT_EQ(there->results.size(), shipped.results.size());
+  ASSERT_TRUE(there->effective_compute.has_value());
+  EXPECT_EQ(*there->effective_compute, *shipped.effective_compute);
 }
 
 // Measured tokens/s are checked against the target's model, which needs [target]'s batch: a

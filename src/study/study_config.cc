@@ -340,7 +340,9 @@ StudyConfig LoadStudy(std::string_view name_or_path) {
   }
   const std::string path = "studies/" + argument + ".toml";
   if (std::optional<std::string_view> text = FindEmbeddedFile(path)) {
-    return LoadStudyFromToml(*text, "data/" + path);
+    StudyConfig study = LoadStudyFromToml(*text, "data/" + path);
+    study.embedded = true;
+    return study;
   }
   std::vector<std::string> names = StudyNames();
   std::string list;

@@ -53,6 +53,16 @@ std::string ReadInputOrEmbedded(const std::string& path) {
   return ReadTextFile(path);  // throws InputError naming the path
 }
 
+std::string ReadInputBeside(const std::string& path, bool origin_embedded) {
+  if (origin_embedded && path.starts_with(kEmbeddedPrefix)) {
+    if (std::optional<std::string_view> text =
+            FindEmbeddedFile(std::string_view(path).substr(kEmbeddedPrefix.size()))) {
+      return std::string(*text);
+    }
+  }
+  return ReadInputOrEmbedded(path);
+}
+
 bool IsPathArgument(std::string_view argument) {
   std::error_code ignored;
   return std::filesystem::exists(std::filesystem::path(argument), ignored) ||

@@ -63,6 +63,9 @@ struct StudyConfig {
   std::string name;
   std::string title;
   std::string origin;      // file path or "embedded data/studies/NAME.toml"
+  // An embedded preset: the files it names beside it (its results) are read from the embedded
+  // data, never from a file of that name under the working directory.
+  bool embedded = false;
   std::string model;       // preset name or model TOML path of the ladder's base shape
   std::vector<Rung> rungs;
   std::vector<Arm> arms;   // the first arm is the reference; at least one

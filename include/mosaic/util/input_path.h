@@ -28,6 +28,11 @@ std::string MissingInputFileRule(const std::string& resolved, const std::string&
 // when neither exists or the file cannot be read.
 std::string ReadInputOrEmbedded(const std::string& path);
 
+// ReadInputOrEmbedded for a file named inside an embedded preset (`origin_embedded`): its
+// embedded data file is read even where the working directory holds a file of that name (a
+// preset's results cannot be swapped by the directory it runs in); otherwise ReadInputOrEmbedded.
+std::string ReadInputBeside(const std::string& path, bool origin_embedded);
+
 // Whether an argument that is a preset name or a file path (`--hardware h100` or `my_gpu.toml`,
 // a model, a study, a space) is a path: it exists on disk (a file, or a directory, which reading
 // then reports as one), ends in ".toml", or has a directory part. A preset name has none of
