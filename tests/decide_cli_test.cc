@@ -103,6 +103,10 @@ TEST(DecideCli, AStudyWithoutThroughputSaysSo) {
   ASSERT_NE(from, std::string::npos);
   ASSERT_NE(to, std::string::npos);
   text.replace(from, to - from, "[throughput]\nmodel = false\n\n");
+  // Nor does its [target] describe itself: the HTML names the target by its budget alone.
+  const size_t description = text.find("description = \"d6144 hero");
+  ASSERT_NE(description, std::string::npos);
+  text.erase(description, text.find('\n', description) + 1 - description);
   std::ofstream(dir + "/study.toml") << text;
   std::filesystem::copy_file(SourcePath("data/studies/fsdp-vs-ep-results.csv"),
                              dir + "/fsdp-vs-ep-results.csv");
@@ -115,6 +119,8 @@ TEST(DecideCli, AStudyWithoutThroughputSaysSo) {
   const std::string html = ReadText(dir + "/decision.html");
   EXPECT_NE(html.find("<h2>Criteria with no throughput</h2>"), std::string::npos);
   EXPECT_EQ(html.find("none throughput"), std::string::npos);
+  EXPECT_EQ(html.find("Target: ."), std::string::npos);
+  EXPECT_NE(html.find("\">C = "), std::string::npos);
   std::filesystem::remove_all(dir);
 }
 

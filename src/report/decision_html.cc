@@ -327,8 +327,13 @@ std::string RenderDecisionHtml(const Decision& d) {
                            "num")});
     }
     body += HtmlTable({"arm", "fitted parameters", "rungs", "loss at the target"}, rows);
-    body += P(fmt::format("Target: {}. C = {} ({}).",
-                          spec.target ? spec.target->description : "none",
+    // A target without a description is named by its budget alone (it read "Target: .").
+    std::string target = "Target: none. ";
+    if (spec.target) {
+      target = spec.target->description.empty() ? ""
+                                                : "Target: " + spec.target->description + ". ";
+    }
+    body += P(fmt::format("{}C = {} ({}).", target,
                           d.target_compute_flops > 0 ? FormatScientific(d.target_compute_flops, 4) + " FLOPs"
                                                      : "unknown",
                           d.target_compute_rule),
