@@ -137,9 +137,11 @@ CriterionResult WinsAtLargestRung(const LargestRungInputs& in, const RuleSpec& r
   }
   const double gap = *in.default_loss - *in.challenger_loss;
   r.status = gap > 0 ? CriterionStatus::kPass : CriterionStatus::kFail;
-  r.reason = fmt::format("{} {:.4f} vs {} {:.4f}: {} by {:.4f}", rule.challenger,
-                         *in.challenger_loss, rule.default_arm, *in.default_loss,
-                         gap > 0 ? "lower" : "not lower", std::abs(gap));
+  r.reason = fmt::format("{} {:.4f} vs {} {:.4f}: {}", rule.challenger, *in.challenger_loss,
+                         rule.default_arm, *in.default_loss,
+                         gap > 0   ? fmt::format("lower by {:.4f}", gap)
+                         : gap < 0 ? fmt::format("higher by {:.4f}", -gap)
+                                   : std::string("equal, not lower"));
   if (in.loss_spread > 0 && std::abs(gap) < in.loss_spread) {
     r.reason += fmt::format(" (inside the run-to-run spread {:.4f})", in.loss_spread);
   }

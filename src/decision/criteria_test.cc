@@ -105,8 +105,12 @@ TEST(WinsAtLargestRung, PassFailAndUnknown) {
   in.default_loss = 2.42;
   in.challenger_loss = 2.41;
   EXPECT_EQ(WinsAtLargestRung(in, Rule()).status, CriterionStatus::kPass);
-  in.challenger_loss = 2.42;  // a tie does not win
-  EXPECT_EQ(WinsAtLargestRung(in, Rule()).status, CriterionStatus::kFail);
+  in.challenger_loss = 2.42;  // a tie does not win, and says it is one
+  const CriterionResult tie = WinsAtLargestRung(in, Rule());
+  EXPECT_EQ(tie.status, CriterionStatus::kFail);
+  EXPECT_NE(tie.reason.find(": equal, not lower"), std::string::npos) << tie.reason;
+  in.challenger_loss = 2.45;
+  EXPECT_NE(WinsAtLargestRung(in, Rule()).reason.find(": higher by 0.0300"), std::string::npos);
   in.challenger_loss = 2.418;
   in.loss_spread = 0.0042;
   const CriterionResult noisy = WinsAtLargestRung(in, Rule());
