@@ -1,9 +1,10 @@
 // libFuzzer target for the layout string ("tp=2,pp=4,ep=8,mbs=2,recompute=full"): ParseLayout,
 // the text it prints read back to the same layout, and CheckLayout against a shipped model and a
-// job whose size comes from the selector byte.
+// job whose size comes from the selector byte (LayoutRejectKind naming the same kind).
 // Input (fuzz_input.h): section 0 is the layout string.
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const JobShape job{.gpus = int64_t{1} << (input.selector % 12),
                      .global_batch = 1024,
                      .seq_len = 4096};
-  (void)CheckLayout(layout, model, job, input.selector % 2 ? 72 : 8);
+  // The search's test without the rule's text names the same kind.
+  const int64_t domain = input.selector % 2 ? 72 : 8;
+  const std::optional<LayoutViolation> violation = CheckLayout(layout, model, job, domain);
+  const std::optional<RejectKind> kind = LayoutRejectKind(layout, model, job, domain);
+  if (violation.has_value() != kind.has_value()) __builtin_trap();
+  if (violation && violation->kind != *kind) __builtin_trap();
   return 0;
 }
