@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 
@@ -714,6 +715,18 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   // failed, has none).
   d.paired_bootstrap = paired && d.fits[0].bootstrap && d.fits[1].bootstrap;
   d.target_compute_flops = TargetCompute(d, d.target_compute_rule);
+  if (d.target_compute_flops > 0 && !d.fits[0].rungs.empty()) {
+    double least = std::numeric_limits<double>::infinity();
+    for (int64_t rung : d.fits[0].rungs) {
+      least = std::min(least, PlanRow(d.plan, rule.default_arm, rung).train_flops);
+    }
+    if (d.target_compute_flops < least) {
+      d.target_below_ladder = fmt::format(
+          "the target is below the smallest fitted rung ({} FLOPs of {}): the projection runs the "
+          "law below its data",
+          FormatScientific(least, 3), rule.default_arm);
+    }
+  }
   const ArmFit& base = d.fits[0];
   const ArmFit& challenger = d.fits[1];
   if (!base.fitted || !challenger.fitted) {

@@ -511,6 +511,19 @@ TEST(Decide, ATargetBudgetInFlopsNeedsNoTokens) {
   EXPECT_EQ(d.target_compute_flops, 1e23);
   EXPECT_EQ(d.target_compute_rule, "[target] compute_flops");
   EXPECT_TRUE(d.effective_compute.has_value());
+  EXPECT_EQ(d.target_below_ladder, "");
+  // A budget below every fitted rung's (the d768 rung trains about 1e20 FLOPs) is projected,
+  // and said to run the law below its data.
+  std::string small = text;
+  small.replace(at, 14, "compute_flops = 1e10");
+  const Decision below = Decide(LoadStudyFromToml(small, (scratch.path / "study.toml").string()));
+  EXPECT_NE(below.target_below_ladder.find("the target is below the smallest fitted rung ("),
+            std::string::npos)
+      << below.target_below_ladder;
+  EXPECT_NE(below.target_below_ladder.find("FLOPs of fsdp-chunk1): the projection runs the law "
+                                           "below its data"),
+            std::string::npos)
+      << below.target_below_ladder;
   std::string neither = text;
   neither.replace(at, 14, "");
   try {

@@ -338,6 +338,7 @@ std::string RenderDecisionHtml(const Decision& d) {
                                                      : "unknown",
                           d.target_compute_rule),
               "note");
+    if (!d.target_below_ladder.empty()) body += P("Note: " + d.target_below_ladder + ".", "note");
   }
   if (d.noise) {
     const NoiseSummary& n = *d.noise;

@@ -127,6 +127,7 @@ std::string RenderDecisionText(const Decision& d) {
   if (d.target_compute_flops > 0) {
     out += fmt::format("  C = {} FLOPs ({})\n", FormatScientific(d.target_compute_flops, 4),
                        d.target_compute_rule);
+    if (!d.target_below_ladder.empty()) out += "  note: " + d.target_below_ladder + "\n";
   } else {
     out += fmt::format("  C unknown: {}\n", d.target_compute_rule);
   }
@@ -274,6 +275,7 @@ std::string RenderDecisionJson(const Decision& d) {
                  {"compute_flops", d.target_compute_flops > 0 ? Number(d.target_compute_flops)
                                                               : Json(nullptr)},
                  {"compute_rule", d.target_compute_rule},
+                 {"below_ladder", d.target_below_ladder},
                  {"effective_compute", Optional(d.effective_compute)},
                  {"effective_compute_interval", IntervalJson(d.effective_compute_interval)},
                  {"paired_bootstrap", d.paired_bootstrap},

@@ -125,6 +125,9 @@ struct Decision {
   std::vector<RungMultiplier> rung_multipliers;
   double target_compute_flops = 0;
   std::string target_compute_rule;       // how it was obtained
+  // Set when the target budget is below every fitted rung's training FLOPs (the default arm's,
+  // in the study's convention): the projection runs the law below the data. "" otherwise.
+  std::string target_below_ladder;
   std::optional<double> effective_compute;  // at the target
   std::optional<scaling::Interval> effective_compute_interval;
   // Whether the two arms' bootstraps are paired: both fitted on the same rungs, each resample
