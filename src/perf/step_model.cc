@@ -597,11 +597,11 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
   if (l.pp > 1) {
     stages_[stage_count_++] =
         StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
-    has_last_ = true;
   }
   computed_count_ = stage_count_;
-  if (has_last_ && !LastStageCanPeak()) --stage_count_;
-  overlap_extra_in_flight_ = l.a2a_overlap > 0 ? 0.0 : A2aOverlapExtraInFlight(l, x.micro_batches);
+  if (HasLastStage() && !LastStageCanPeak()) --stage_count_;
+  overlap_extra_in_flight_ =
+      l.a2a_overlap > 0 ? 0.0 : A2aOverlapExtraInFlight(l, x.micro_batches);
 }
 
 bool LayoutMemory::LastStageCanPeak() const {
@@ -621,7 +621,7 @@ LayoutMemory LayoutMemory::WithA2aOverlap() const {
   for (int i = 0; i < computed_count_; ++i) {
     overlapped.stages_[i].in_flight += overlap_extra_in_flight_;
   }
-  if (has_last_) {
+  if (HasLastStage()) {
     overlapped.stage_count_ = overlapped.LastStageCanPeak() ? computed_count_ : computed_count_ - 1;
   }
   return overlapped;

@@ -486,6 +486,9 @@ class LayoutMemory {
   // Whether the last stage (stages_[computed_count_ − 1]) can hold the peak: see the
   // constructor.
   bool LastStageCanPeak() const;
+  // Whether a last stage apart from the first was computed (pp > 1: every pipeline computes
+  // its first and last stages, one more only between them).
+  bool HasLastStage() const { return computed_count_ > 1; }
 
   const ModelShape& model_;
   const PerfJob& job_;
@@ -496,7 +499,6 @@ class LayoutMemory {
   // cannot).
   StageMemoryParts stages_[3];
   int computed_count_ = 0, stage_count_ = 0;
-  bool has_last_ = false;                // pp > 1: the last stage is computed
   double overlap_extra_in_flight_ = 0;   // what WithA2aOverlap adds to in_flight (0: nothing)
 };
 
