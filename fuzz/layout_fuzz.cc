@@ -1,6 +1,7 @@
 // libFuzzer target for the layout string ("tp=2,pp=4,ep=8,mbs=2,recompute=full"): ParseLayout,
 // the text it prints read back to the same layout, and CheckLayout against a shipped model and a
-// job whose size comes from the selector byte (LayoutRejectKind naming the same kind).
+// job whose size comes from the selector byte (LayoutRejectKind naming the same kind); for a
+// layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers.
 // Input (fuzz_input.h): section 0 is the layout string.
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const fuzz::FuzzInput input = fuzz::SplitFuzzInput(data, size);
   static const std::vector<ModelConfig> models = [] {
     std::vector<ModelConfig> m;
-    for (const char* name : {"mixtral-8x7b", "deepseek-v3", "olmoe-1b-7b"}) {
+    for (const char* name : {"mixtral-8x7b", "deepseek-v3", "olmoe-1b-7b", "llama4-maverick"}) {
       m.push_back(LoadModel(name).config);
     }
     return m;
@@ -41,5 +42,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::optional<RejectKind> kind = LayoutRejectKind(layout, model, job, domain);
   if (violation.has_value() != kind.has_value()) __builtin_trap();
   if (violation && violation->kind != *kind) __builtin_trap();
+  if (!violation) {
+    const PipelineSplit split = SplitPipeline(layout, model);
+    const auto within = [](int64_t moe, int64_t layers) { return moe >= 0 && moe <= layers; };
+    if (!within(split.first_moe, split.first) || !within(split.middle_moe, split.middle) ||
+        !within(split.last_moe, split.last)) {
+      __builtin_trap();
+    }
+  }
   return 0;
 }

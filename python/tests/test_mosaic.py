@@ -50,7 +50,11 @@ def test_perf_matches_the_cli():
 def test_search_is_a_sorted_dataframe_matching_the_cli():
     frame = mosaic.search("mixtral-8x7b", hardware="h100", gpus=64, batch=512, seq=4096, top=20)
     assert list(frame["rank"]) == list(range(1, len(frame) + 1))
-    assert frame["tokens_per_s_per_gpu"].is_monotonic_decreasing
+    # Speeds within the search's equal-speed class (2^-13 relative: 13 bits of the mantissa) rank
+    # by memory left, so a later layout may be faster by less than that.
+    speeds = frame["tokens_per_s_per_gpu"].tolist()
+    assert all(b <= a * (1 + 2.0**-12) for a, b in zip(speeds, speeds[1:]))
+    assert speeds[-1] < speeds[0]
     cli = cli_json("perf", "mixtral-8x7b", "--hardware", "h100", "--gpus", "64", "--batch", "512",
                    "--search", "--top", "20")
     assert frame["layout"].tolist() == [r["layout"] for r in cli["ranked"]]

@@ -243,6 +243,93 @@ PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   return s;
 }
 
+namespace {
+
+// Calls visit(rank, first_pass, passes) for each virtual stage of `l` in pipeline order: the
+// decoder layer passes [first_pass, first_pass + passes) it holds (SplitPipeline's placement).
+template <typename Visit>
+void ForEachVirtualStage(const Layout& l, int64_t layer_passes, Visit visit) {
+  int64_t pass = 0;
+  const auto stage = [&](int64_t rank, int64_t passes) {
+    visit(rank, pass, passes);
+    pass += passes;
+  };
+  if (l.pp_layout[0] != '\0') {
+    const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
+    for (size_t i = 0; i < stages.size(); ++i) {
+      stage(static_cast<int64_t>(i) % l.pp, stages[i].decoder);
+    }
+    return;
+  }
+  const int64_t chunks = l.pp * l.vpp;
+  if (l.pp_first > 0 || l.pp_last > 0) {
+    const PipelineSplit s = SplitPipeline(l, layer_passes);
+    for (int64_t v = 0; v < l.vpp; ++v) {
+      for (int64_t r = 0; r < l.pp; ++r) {
+        stage(r, (r == 0 ? s.first : r == l.pp - 1 ? s.last : s.middle) / l.vpp);
+      }
+    }
+    return;
+  }
+  if (l.pp_embed > 0 || l.pp_loss > 0) {
+    const int64_t per_chunk = (layer_passes + l.pp_embed + l.pp_loss) / chunks;
+    for (int64_t j = 0; j < chunks; ++j) {
+      stage(j % l.pp, per_chunk - (j == 0 ? l.pp_embed : 0) - (j == chunks - 1 ? l.pp_loss : 0));
+    }
+    return;
+  }
+  const int64_t per_chunk = (layer_passes + chunks - 1) / chunks;
+  const int64_t short_chunks = chunks * per_chunk - layer_passes;
+  for (int64_t j = 0; j < chunks; ++j) stage(j % l.pp, per_chunk - (j < short_chunks ? 1 : 0));
+}
+
+// The MoE layers among layer passes [0, passes) of `c`: layer i is MoE iff i >= dense_layers and
+// (i − dense_layers + 1) is a multiple of interleave_moe_layer_step (ModelConfig::is_moe_layer).
+int64_t MoePassesBefore(const ModelConfig& c, int64_t passes) {
+  if (!c.is_moe()) return 0;
+  const int64_t in_layer = passes % c.layers;
+  const int64_t partial =
+      in_layer <= c.dense_layers ? 0 : (in_layer - c.dense_layers) / c.interleave_moe_layer_step;
+  return passes / c.layers * c.moe_layers() + partial;
+}
+
+}  // namespace
+
+PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c) {
+  const int64_t passes = c.layers * c.loops;
+  PipelineSplit s = SplitPipeline(l, passes);
+  if (!c.is_moe()) return s;
+  if (c.moe_layers() == c.layers) {  // every layer routed
+    s.first_moe = s.first;
+    s.middle_moe = s.middle;
+    s.last_moe = s.last;
+    return s;
+  }
+  std::vector<int64_t> layers(static_cast<size_t>(l.pp), 0), moe(layers), mtp(layers);
+  ForEachVirtualStage(l, passes, [&](int64_t rank, int64_t first_pass, int64_t count) {
+    const auto r = static_cast<size_t>(rank);
+    layers[r] += count;
+    moe[r] += MoePassesBefore(c, first_pass + count) - MoePassesBefore(c, first_pass);
+  });
+  if (s.mtp_placed) {
+    const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
+    for (size_t i = 0; i < stages.size(); ++i) mtp[i % layers.size()] += stages[i].mtp;
+  }
+  s.first_moe = moe.front();
+  s.last_moe = moe.back();
+  if (l.pp > 2) {
+    // The placement holds s.middle layers (and s.middle_mtp MTP layers) on some middle rank.
+    s.middle_moe = -1;
+    for (size_t r = 1; r + 1 < layers.size(); ++r) {
+      if (layers[r] == s.middle && mtp[r] == s.middle_mtp && moe[r] > s.middle_moe) {
+        s.middle_rank = static_cast<int64_t>(r);
+        s.middle_moe = moe[r];
+      }
+    }
+  }
+  return s;
+}
+
 Layout ParseLayout(std::string_view text, std::string_view label) {
   static const std::vector<std::string> kKeys = {"tp",  "pp",  "vpp", "cp",        "dp",
                                                  "fsdp", "ep", "etp", "mbs", "recompute",

@@ -235,6 +235,53 @@ TEST(Layout, SplitPipelineFollowsMegatronCore) {
   EXPECT_EQ(one.last, 61);
 }
 
+TEST(Layout, SplitPipelineCountsTheMoeLayersEachRankHolds) {
+  // DeepSeek-V3: layers 0-2 dense, 3-60 MoE. Without a split the three short stages come first:
+  // rank 0 holds the dense layers 0-2, ranks 3-14 four MoE layers each, rank 15 layers 57-60.
+  const ModelConfig deepseek = LoadModel("deepseek-v3").config;
+  PipelineSplit u = SplitPipeline(ParseLayout("pp=16"), deepseek);
+  EXPECT_EQ(u.first, 3);
+  EXPECT_EQ(u.first_moe, 0);
+  EXPECT_EQ(u.middle, 4);
+  EXPECT_EQ(u.middle_rank, 3);
+  EXPECT_EQ(u.middle_moe, 4);
+  EXPECT_EQ(u.last_moe, 4);
+  // pp_first = 3, pp_last = 2: the first stage dense, the last layers 59-60.
+  PipelineSplit d = SplitPipeline(ParseLayout("pp=16,pp_first=3,pp_last=2"), deepseek);
+  EXPECT_EQ(d.first_moe, 0);
+  EXPECT_EQ(d.middle_moe, 4);
+  EXPECT_EQ(d.last_moe, 2);
+  // Llama 4 Maverick: MoE on the odd layers of 48. pp = 4 × vpp = 4: 16 chunks of 3 layers,
+  // chunk j on rank j mod 4; an even chunk holds one MoE layer, an odd one two, so ranks 0 and 2
+  // hold 4 and ranks 1 and 3 hold 8 of their 12.
+  const ModelConfig maverick = LoadModel("llama4-maverick").config;
+  PipelineSplit v = SplitPipeline(ParseLayout("pp=4,vpp=4"), maverick);
+  EXPECT_EQ(v.first, 12);
+  EXPECT_EQ(v.first_moe, 4);
+  EXPECT_EQ(v.middle, 12);
+  EXPECT_EQ(v.middle_rank, 1);
+  EXPECT_EQ(v.middle_moe, 8);
+  EXPECT_EQ(v.last_moe, 8);
+  // pp = 5 × vpp = 2 with the embedding and the loss in a layer's slot: 50 slots, chunks of 5
+  // (the first and the last 4 decoder layers). Rank 0 holds layers 0-3 and 24-28 (4 MoE), ranks
+  // 1-3 ten layers with 5 MoE each, rank 4 layers 19-23 and 44-47 (5 MoE).
+  PipelineSplit e = SplitPipeline(ParseLayout("pp=5,vpp=2,pp_embed=1,pp_loss=1"), maverick);
+  EXPECT_EQ(e.first, 9);
+  EXPECT_EQ(e.first_moe, 4);
+  EXPECT_EQ(e.middle, 10);
+  EXPECT_EQ(e.middle_rank, 1);
+  EXPECT_EQ(e.middle_moe, 5);
+  EXPECT_EQ(e.last, 9);
+  EXPECT_EQ(e.last_moe, 5);
+  // A model of one kind: every layer MoE (or none).
+  PipelineSplit q = SplitPipeline(ParseLayout("pp=32,vpp=3,pp_embed=1,pp_loss=1"),
+                                  LoadModel("qwen3-235b-a22b").config);
+  EXPECT_EQ(q.first_moe, q.first);
+  EXPECT_EQ(q.middle_moe, q.middle);
+  EXPECT_EQ(q.last_moe, q.last);
+  EXPECT_EQ(SplitPipeline(ParseLayout("pp=8"), LoadModel("llama3-70b").config).last_moe, 0);
+}
+
 TEST(Layout, UnevenStagesAreCheckedAsMegatronCoreDoes) {
   const ModelConfig q = LoadModel("qwen3-235b-a22b").config;  // 94 layers
   const JobShape job{256, 2048, 4096};

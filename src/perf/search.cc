@@ -275,8 +275,11 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   }
   size_t pair = 0;
   double work_done = 0;
+  // Each (pp, vpp)'s pipeline split, computed for the first layout that reaches the step model.
+  std::vector<std::optional<PipelineSplit>> splits(divisors.size() * vpps.size());
   for (int64_t tp : divisors) {
-    for (int64_t pp : divisors) {
+    for (size_t pp_index = 0; pp_index < divisors.size(); ++pp_index) {
+      const int64_t pp = divisors[pp_index];
       if (options.progress) {
         if (work_done > 0 && work_done < total_work) {
           options.progress(work_done / total_work, result.evaluated);
@@ -292,7 +295,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
           for (int64_t ep : experts) {
             for (int64_t etp : divisors) {
               if (etp > tp) break;
-              for (int64_t vpp : vpps) {
+              for (size_t vpp_index = 0; vpp_index < vpps.size(); ++vpp_index) {
+                const int64_t vpp = vpps[vpp_index];
                 if (pp == 1 && vpp > 1) break;
                 for (int64_t chunk : chunks) {
                   Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
@@ -321,7 +325,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                       }
                       break;
                     }
-                    const LayoutDerivation derived = DeriveLayout(model, l, job);
+                    std::optional<PipelineSplit>& split =
+                        splits[pp_index * vpps.size() + vpp_index];
+                    if (!split) split = SplitPipeline(l, c);
+                    const LayoutDerivation derived = DeriveLayout(model, l, job, *split);
                     l.a2a_overlap = 0;
                     const LayoutMemory memory(model, l, job, profile, derived);
                     std::optional<LayoutStep> step;

@@ -68,9 +68,19 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   s.seq_len = seq_len;
   const ParamCount p = CountParams(c);
   for (const ParamComponent& comp : p.components) {
+    const auto params = static_cast<double>(comp.total_params);
+    if (comp.name == "routed_experts" || comp.name == "routed_expert_bias") {
+      s.trunk_expert_params += params;
+    } else if (comp.name == "dense_ffn" || comp.name == "dense_ffn_bias") {
+      s.dense_ffn_params += params;
+    } else if (comp.name == "router" || comp.name == "router_bias" ||
+               comp.name == "shared_experts" || comp.name == "shared_expert_bias" ||
+               comp.name == "latent_projections" || comp.name == "latent_norm") {
+      s.moe_block_params += params;
+    }
     if (comp.name == "routed_experts" || comp.name == "routed_expert_bias" ||
         comp.name == "mtp_routed_experts" || comp.name == "mtp_routed_expert_bias") {
-      s.expert_params += static_cast<double>(comp.total_params);
+      s.expert_params += params;
     }
   }
   s.embedding_params = static_cast<double>(p.embedding_params);
@@ -99,6 +109,13 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
                             s.expert_flops_per_token -
                             static_cast<double>(trunk.attention_score_flops) -
                             s.head_flops_per_token;
+  // CountFlops' dense FFN term (model/flops.cc); the rest of the trunk's MLP FLOPs beside the
+  // routed experts are the shared experts'.
+  s.dense_ffn_flops_per_token = static_cast<double>(c.dense_ffn_layers() * c.loops) * 2 * mats *
+                                d * static_cast<double>(c.dense_ffn_width);
+  s.moe_block_flops_per_token =
+      static_cast<double>(trunk.mlp_flops + trunk.router_flops + trunk.latent_projection_flops) -
+      s.expert_flops_per_token - s.dense_ffn_flops_per_token;
   s.attention_kernel_flops_per_token = static_cast<double>(trunk_causal.attention_score_flops);
   s.mtp_expert_flops_per_token = static_cast<double>(c.mtp_moe_layers()) * routed_flops_per_layer;
   s.mtp_attention_kernel_flops_per_token =
@@ -277,31 +294,60 @@ BackpropSegments SegmentsOf(const ModelConfig& c, const PerfJob& job) {
   return s;
 }
 
+// A rank's share of the layer passes of one kind: `held` of `total` (0 when the model has none).
+double KindShare(int64_t held, int64_t total) {
+  return total > 0 ? static_cast<double>(held) / static_cast<double>(total) : 0.0;
+}
+
+// The non-expert (`dense`) and routed-expert parameters of a rank holding `layers` layer passes,
+// `moe` of them MoE: the layer stack's by the rank's share of its passes, the dense FFNs by its
+// share of the dense-FFN passes and the MoE blocks and routed experts by its share of the MoE
+// passes (for a model of one layer kind, the kind's share is the layer share).
+struct StageParams {
+  double dense = 0, expert = 0;
+};
+StageParams StageLayerParams(const ModelShape& m, int64_t layers, int64_t moe) {
+  const double share = KindShare(layers, m.layer_passes);
+  const double moe_share = KindShare(moe, m.moe_layer_passes);
+  const double dense_share = KindShare(layers - moe, m.layer_passes - m.moe_layer_passes);
+  return {m.layer_params * share + m.dense_ffn_params * (dense_share - share) +
+              m.moe_block_params * (moe_share - share),
+          m.expert_params * share + m.trunk_expert_params * (moe_share - share)};
+}
+
 }  // namespace
 
 LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job) {
+  return DeriveLayout(m, l, job, SplitPipeline(l, m.config));
+}
+
+LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job,
+                              const PipelineSplit& split) {
   LayoutDerivation x;
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
-  // The slowest rank holds the most layer passes. The output layer is charged only without a
-  // pipeline: on the last stage its time is left to the calibrated profiles, as they were fitted.
-  x.split = SplitPipeline(l, m.layer_passes);
+  // The slowest rank holds the most layer passes (with the MTP layers pp_layout places on it),
+  // and of those the most MoE layers. The output layer is charged only without a pipeline: on
+  // the last stage its time is left to the calibrated profiles, as they were fitted.
+  x.split = split;
   x.head_on_stage = l.pp == 1;
-  x.layers_stage = std::max({x.split.first, x.split.middle, x.split.last});
-  int64_t placed_mtp = 0;  // the MTP layers pp_layout places on the slowest rank
-  if (x.split.mtp_placed) {
-    // The slowest rank holds the most decoder and MTP layers together.
-    const PipelineSplit& s = x.split;
-    x.layers_stage = s.first;
-    placed_mtp = s.first_mtp;
-    for (auto [layers, mtp] : {std::pair{s.middle, s.middle_mtp}, std::pair{s.last, s.last_mtp}}) {
-      if (layers + mtp > x.layers_stage + placed_mtp) {
-        x.layers_stage = layers;
-        placed_mtp = mtp;
-      }
+  const PipelineSplit& s = x.split;
+  struct Rank {
+    int64_t layers, mtp, moe;
+  };
+  Rank slowest{s.first, s.first_mtp, s.first_moe};
+  const auto consider = [&](const Rank& r) {
+    if (r.layers + r.mtp > slowest.layers + slowest.mtp ||
+        (r.layers + r.mtp == slowest.layers + slowest.mtp && r.moe > slowest.moe)) {
+      slowest = r;
     }
-  }
+  };
+  if (l.pp > 2) consider({s.middle, s.middle_mtp, s.middle_moe});
+  if (l.pp > 1) consider({s.last, s.last_mtp, s.last_moe});
+  x.layers_stage = slowest.layers;
+  x.moe_layers_stage = slowest.moe;
+  const int64_t placed_mtp = slowest.mtp;  // the MTP layers pp_layout places on the slowest rank
   x.other_load_ratio = l.pp == 1 ? 0.0
                                  : static_cast<double>(m.layer_passes - x.layers_stage) /
                                        static_cast<double>(l.pp - 1) /
@@ -314,6 +360,9 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
                             : static_cast<double>(m.config.loops - segments.last_loops) /
                                   static_cast<double>(m.config.loops);
   x.stage_share = static_cast<double>(x.layers_stage) / static_cast<double>(m.layer_passes);
+  x.moe_stage_share = KindShare(x.moe_layers_stage, m.moe_layer_passes);
+  x.dense_stage_share =
+      KindShare(x.layers_stage - x.moe_layers_stage, m.layer_passes - m.moe_layer_passes);
   const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
   x.mtp_moe_layers_stage = static_cast<double>(c.mtp_moe_layers()) * x.stage_share;
@@ -371,12 +420,14 @@ double A2aOverlapExtraInFlight(const Layout& l, int64_t micro_batches) {
   return l.pp > 1 && l.vpp > 1 && micro_batches > l.pp ? 1 / static_cast<double>(l.vpp) : 0.0;
 }
 
-// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes, but for
-// the activations: everything that does not depend on the recompute policy.
+// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes (`moe_layers`
+// of them MoE) and `mtp_layers` placed MTP layers, but for the activations: everything that does
+// not depend on the recompute policy.
 StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
                                                const PerfJob& job, const PerfProfile& profile,
                                                const LayoutDerivation& x, int64_t layers,
-                                               int64_t mtp_layers, int64_t stage) {
+                                               int64_t moe_layers, int64_t mtp_layers,
+                                               int64_t stage) {
   const ModelConfig& c = m.config;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
   StageMemoryParts parts;
@@ -395,15 +446,16 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
   // loss-only "L" stages, held_layers 0): it gathers no layer's weights and dispatches no tokens.
   const bool holds_moe_layers =
-      c.is_moe() &&
-      (layers > 0 || (x.split.mtp_placed && mtp_layers > 0 && c.mtp_moe_layers() > 0));
+      c.is_moe() && (moe_layers > 0 || (c.mtp_moe_layers() > 0 &&
+                                        (x.split.mtp_placed ? mtp_layers > 0 : layers > 0)));
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
   // and the last the lm_head, half of embedding_params each (both when pp = 1).
   const double emb_share = l.pp == 1 ? 1.0 : stage == 0 || stage == l.pp - 1 ? 0.5 : 0.0;
-  const double dense_gpu = (m.layer_params * share + m.embedding_params * emb_share) / tp;
-  const double expert_gpu = m.expert_params * share / static_cast<double>(l.ep * l.etp);
+  const StageParams params = StageLayerParams(m, layers, moe_layers);
+  const double dense_gpu = (params.dense + m.embedding_params * emb_share) / tp;
+  const double expert_gpu = params.expert / static_cast<double>(l.ep * l.etp);
   // FSDP shards the dense weights over fsdp·cp (Megatron-FSDP's dp_cp mesh dimension: the cp
   // ranks hold the same weights); ZeRO-1 shards the optimizer states over dp·cp.
   const double cp = static_cast<double>(l.cp);
@@ -421,7 +473,18 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   if (l.fsdp > 1 && parts.held_layers > 0) {
     // Two layers of gathered weights (the current one and the prefetched next); gradients are
     // reduce-scattered as they are produced.
-    const double layer_dense = m.layer_params / static_cast<double>(m.config.layers) / tp;
+    // The largest layer the stage holds: with both kinds, the shared part of every layer and
+    // the larger of a dense FFN and a MoE block (the stage holding them).
+    double layer_params = m.layer_params / static_cast<double>(c.layers);
+    if (c.is_moe() && c.moe_layers() < c.layers) {
+      const double moe_block = m.moe_block_params / static_cast<double>(c.moe_layers());
+      const double dense_ffn = m.dense_ffn_params / static_cast<double>(c.dense_ffn_layers());
+      layer_params = (m.layer_params - m.moe_block_params - m.dense_ffn_params) /
+                         static_cast<double>(c.layers) +
+                     std::max(moe_layers > 0 ? moe_block : 0.0,
+                              layers > moe_layers ? dense_ffn : 0.0);
+    }
+    const double layer_dense = layer_params / tp;
     const double layer_expert = c.moe_layers() > 0
                                     ? m.expert_params / static_cast<double>(c.moe_layers()) /
                                           static_cast<double>(l.ep * l.etp)
@@ -579,24 +642,25 @@ double DeviceActivationLayers(const StageMemoryParts& p) {
 
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
 // micro-batches, so a middle stage can only be the peak when it holds more layers than the first
-// (SplitPipeline places short stages first). The last stage, one micro-batch in flight, holds the
-// output layer's logits: it is compared unless its fixed bytes, its activation layers and its
-// offloaded layers are all at most the first stage's, when no recompute policy (one per-layer size
-// for every stage) can put it above.
+// (SplitPipeline places short stages first) or more MoE layers (more parameters). The last
+// stage, one micro-batch in flight, holds the output layer's logits: it is compared unless its
+// fixed bytes, its activation layers and its offloaded layers are all at most the first stage's,
+// when no recompute policy (one per-layer size for every stage) can put it above.
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
   const PipelineSplit& s = x.split;
-  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_mtp, 0);
+  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_moe,
+                                             s.first_mtp, 0);
   stage_count_ = 1;
-  if (l.pp > 2 && s.middle > s.first) {
-    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.middle,
-                                                            s.middle_mtp,
-                                                            s.middle_rank);
+  if (l.pp > 2 && (s.middle > s.first || s.middle_moe > s.first_moe)) {
+    stages_[stage_count_++] =
+        StageMemoryWithoutActivations(m, l, job, profile, x, s.middle, s.middle_moe,
+                                      s.middle_mtp, s.middle_rank);
   }
   if (l.pp > 1) {
-    stages_[stage_count_++] =
-        StageMemoryWithoutActivations(m, l, job, profile, x, s.last, s.last_mtp, l.pp - 1);
+    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
+                                                            s.last_moe, s.last_mtp, l.pp - 1);
   }
   computed_count_ = stage_count_;
   if (HasLastStage() && !LastStageCanPeak()) --stage_count_;
@@ -828,11 +892,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
       std::min({x.tokens_mb_seq, static_cast<double>(c.d_model), m.q_dim / static_cast<double>(l.tp)});
   dense_rate_ = gemm_peak_ * shape_eff(dense_smallest);
   // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
-  layers_stage_moe_ =
-      (c.layers > 0 ? static_cast<double>(x.layers_stage) * static_cast<double>(c.moe_layers()) /
-                          static_cast<double>(c.layers)
-                    : 0) +
-      x.mtp_moe_layers_stage;
+  layers_stage_moe_ = static_cast<double>(x.moe_layers_stage) + x.mtp_moe_layers_stage;
   if (c.is_moe()) {
     const double rows = static_cast<double>(l.ep * l.etp) * x.tokens_mb_rank *
                         static_cast<double>(c.top_k) * x.pad / static_cast<double>(c.experts);
@@ -930,9 +990,10 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   overlap_fsdp_ = profile.overlap_fsdp >= 0 ? profile.overlap_fsdp : sh.overlap_fsdp;
   overlap_ep_ = EpOverlapShare();
   const double emb_share = l.pp == 1 ? 1.0 : 0.5;
+  const StageParams params = StageLayerParams(m, x.layers_stage, x.moe_layers_stage);
   const double dense_gpu =
-      (m.layer_params * x.stage_share + m.embedding_params * emb_share) / static_cast<double>(l.tp);
-  const double expert_gpu = m.expert_params * x.stage_share / static_cast<double>(l.ep * l.etp);
+      (params.dense + m.embedding_params * emb_share) / static_cast<double>(l.tp);
+  const double expert_gpu = params.expert / static_cast<double>(l.ep * l.etp);
   if (l.fsdp > 1) {
     // The dense weights are sharded over fsdp·cp ranks tp apart (Megatron-FSDP's dp_cp group).
     const double f = static_cast<double>(l.fsdp * l.cp);
@@ -1026,9 +1087,15 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   const double layer_mult = (recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
   // The trunk's FLOPs by the rank's share of its layers; the MTP modules' by its share of them.
   const double mtp_share = x.mtp_share;
+  // The trunk's dense FFNs by the rank's share of the dense-FFN layers, its MoE blocks and
+  // routed experts by its share of the MoE layers (the layer share for a model of one kind).
+  const double trunk_dense_flops =
+      m.dense_flops_per_token * share +
+      m.dense_ffn_flops_per_token * (x.dense_stage_share - share) +
+      m.moe_block_flops_per_token * (x.moe_stage_share - share);
   const double dense_flops =
       stage_tokens_ *
-      ((m.dense_flops_per_token * share + m.mtp_dense_flops_per_token * mtp_share) * layer_mult +
+      ((trunk_dense_flops + m.mtp_dense_flops_per_token * mtp_share) * layer_mult +
        m.head_flops_per_token * 3 * last_stage_head);
   const double dense_gemm_count = dense_flops / dense_gemm_size_;
   tb.dense_gemm_seconds = dense_flops / dense_rate_ + dense_gemm_count * sh.gemm_latency_seconds;
@@ -1037,7 +1104,8 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     const double expert_mult = layer_mult + (recompute == Recompute::kMoe ? 1.0 : 0.0);
     const double expert_flops =
         stage_tokens_ *
-        (m.expert_flops_per_token * share + m.mtp_expert_flops_per_token * mtp_share) *
+        (m.expert_flops_per_token * x.moe_stage_share +
+         m.mtp_expert_flops_per_token * mtp_share) *
         expert_mult * x.pad;
     const double kernels = mb_ * layers_stage_moe_ * (c.glu ? 3.0 : 2.0) * expert_mult;
     tb.expert_gemm_seconds = expert_flops / expert_rate_ + kernels * expert_kernel_seconds_;

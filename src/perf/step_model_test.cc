@@ -194,6 +194,40 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_GT(b.memory.activation_bytes, a.memory.activation_bytes);
 }
 
+TEST(StepModel, AStageIsChargedTheLayerKindsItHolds) {
+  // DeepSeek-V3 on 16 stages: its 3 dense layers sit on rank 0 (with the 3 short stages first,
+  // SplitPipeline), so the slowest ranks hold 4 MoE layers, the same as when every layer is MoE.
+  // Charged the model's mean mix they would hold 4·58/61 MoE layers and 4·3/61 dense FFNs.
+  const FieldOverride all_moe{"dense_layers", "0"};
+  const ModelShape mixed = MakeModelShape(LoadModel("deepseek-v3").config, 4096);
+  const ModelShape routed =
+      MakeModelShape(LoadModel("deepseek-v3", std::span(&all_moe, 1)).config, 4096);
+  const Layout layout = ParseLayout("pp=16,ep=8,dp=16,recompute=modules");
+  const PerfJob job{2048, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const LayoutDerivation x = DeriveLayout(mixed, layout, job);
+  EXPECT_EQ(x.layers_stage, 4);
+  EXPECT_EQ(x.moe_layers_stage, 4);
+  EXPECT_DOUBLE_EQ(x.moe_stage_share, 4.0 / 58);
+  EXPECT_EQ(x.dense_stage_share, 0.0);
+  const ProfileSet profiles = LoadProfiles();
+  const Cluster cluster = MakeCluster(LoadHardware("b200"), 256);
+  const PerfProfile& profile = profiles.Get("megatron-b200");
+  const StepEstimate a =
+      EvaluateStep(mixed, cluster, layout, job, profiles.shared, profile, nullptr);
+  const StepEstimate b =
+      EvaluateStep(routed, cluster, layout, job, profiles.shared, profile, nullptr);
+  constexpr double kRoundingTol = 1e-12;  // relative: the same sums in another order
+  EXPECT_NEAR(a.time.expert_gemm_seconds / b.time.expert_gemm_seconds, 1.0, kRoundingTol);
+  EXPECT_NEAR(a.time.dense_gemm_seconds / b.time.dense_gemm_seconds, 1.0, kRoundingTol);
+  EXPECT_NEAR(a.time.ep_seconds / b.time.ep_seconds, 1.0, kRoundingTol);
+  EXPECT_NEAR(a.time.host_seconds / b.time.host_seconds, 1.0, kRoundingTol);
+  // The pipeline bubble still differs: the other ranks hold 57 layers, not 60, of 15 ranks.
+  EXPECT_LT(a.time.bubble_seconds, b.time.bubble_seconds);
+  // Rank 0's three dense layers hold no routed expert: with the embedding's half it holds
+  // fewer parameters than a rank of three MoE layers would (dense_layers = 0).
+  EXPECT_LT(a.memory.peak_bytes, b.memory.peak_bytes);
+}
+
 // The ModelZoo's long-context Qwen3-235B layout (256 H100, 16k tokens) under `recompute`.
 StepEstimate RunQwen3LongContext(const char* recompute) {
   return RunMegatron("qwen3-235b-a22b", "h100", 256,

@@ -221,8 +221,22 @@ struct PipelineSplit {
   // without pp_layout they are spread over the stages with the layers (mtp_placed false).
   bool mtp_placed = false;
   int64_t first_mtp = 0, middle_mtp = 0, last_mtp = 0;
+  // The MoE layer passes among rank 0's, rank `middle_rank`'s and rank pp−1's decoder layer
+  // passes (filled by the overload taking the model; 0 from the one taking a layer count).
+  int64_t first_moe = 0, middle_moe = 0, last_moe = 0;
 };
 PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
+// The same for `model`'s layers × loops layer passes, with the MoE layers each rank holds. Layer
+// pass p runs layer p mod layers; the virtual stages hold consecutive passes in pipeline order
+// (virtual stage j on rank j mod pp, as Megatron-Core's interleaved schedule places model chunks:
+// megatron/core/transformer/transformer_block.py, get_num_layers_to_build and the layer offset),
+// each rank's layers split evenly over its vpp chunks; with pp_embed / pp_loss the embedding
+// takes a layer's slot in the first virtual stage and the loss one in the last; one layer short
+// chunks are the first virtual stages. Among the ranks 1 … pp−2 holding `middle` layer passes
+// (with their MTP layers when placed), `middle_rank` is the first holding the most MoE layers:
+// the slowest of them, and the one with the most parameters. The model must pass Validate and the
+// layout CheckLayout.
+PipelineSplit SplitPipeline(const Layout& layout, const ModelConfig& model);
 
 // One virtual stage of a pipeline layout string: its embedding, decoder, MTP and loss layers.
 struct PipelineLayoutStage {

@@ -3,8 +3,11 @@
 // breakdown, and the share of routed assignments dropped.
 //
 // Time (per GPU, the slowest pipeline stage: the rank holding the most layer passes per
-// SplitPipeline (layout.h). With pp > 1 the output layer's GEMM on the last stage is not charged
-// to the stage time: the shipped profiles were fitted that way, and charging it, about two layers
+// SplitPipeline (layout.h), of those the one holding the most MoE layers; its expert work, MoE
+// blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention and
+// activation widths by its layer passes, at the model's mean per layer. With pp > 1 the output
+// layer's GEMM on the last stage is not charged to the stage time: the shipped profiles were
+// fitted that way, and charging it, about two layers
 // for Qwen3-235B or gpt-oss-120b, raises the in-sample RMS log error from 0.119 to 0.132 with
 // them; pp_loss = 1 moves a layer off the last stage as Megatron-Core does):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
@@ -68,8 +71,9 @@
 //             chunks; with even stages t̄ = t).
 //   overhead  step_overhead, fixed per step.
 // Memory (per GPU, the peak pipeline stage: stage i of 1F1B holds min(m, pp − i) micro-batches;
-// the first stage (with the embedding), the first rank holding the most layers and the last
-// stage (with the output layer) are compared, per SplitPipeline's layer counts):
+// the first stage (with the embedding), the first rank holding the most layers (of those, the
+// most MoE layers) and the last stage (with the output layer) are compared, per SplitPipeline's
+// layer counts; each holds the parameters of its own layers, dense FFNs and MoE blocks by kind):
 //   weights (bf16) 2 B, gradients and optimizer states per the profile (Megatron: fp32 main
 //   gradients 4 B, Adam's fp32 master + 2 moments 12 B) per parameter; non-expert parameters split by tp·pp and, under FSDP, by fsdp (optimizer states by
 //   dp·cp·fsdp under ZeRO-1); expert parameters split by pp·ep·etp and by their FSDP shard; FSDP
@@ -145,6 +149,13 @@ struct ModelShape {
   double expert_params = 0;        // routed experts (and their biases), all layers
   double layer_params = 0;         // every other parameter of the layer stack
   double embedding_params = 0;     // embedding + lm_head
+  // Of those, what only some layers hold, so that a pipeline stage is charged the layers it
+  // holds (models mixing dense-FFN and MoE layers: dense_layers, interleave_moe_layer_step): the
+  // trunk's dense FFNs (part of layer_params), its MoE layers' routers, shared experts and
+  // latent projections (part of layer_params), and its routed experts (part of expert_params).
+  double dense_ffn_params = 0;
+  double moe_block_params = 0;
+  double trunk_expert_params = 0;
   // Forward FLOPs per token (kFullSquare at seq_len).
   // The trunk's parts (expert, attention kernel, dense) cover its layers × loops; the MTP modules'
   // parts are apart, so that a pipeline stage is charged the modules it holds (DeriveLayout's
@@ -158,6 +169,10 @@ struct ModelShape {
   double attention_kernel_flops_per_token = 0;  // the trunk's
   double head_flops_per_token = 0;       // the trunk's lm_head (2·d·V)
   double dense_flops_per_token = 0;      // the rest of the trunk's layer stack
+  // Of dense_flops_per_token, the trunk's dense FFNs, and its MoE layers' shared experts,
+  // routers and latent projections.
+  double dense_ffn_flops_per_token = 0;
+  double moe_block_flops_per_token = 0;
   // All MTP modules together (DeepSeek-V3, arXiv 2412.19437 section 2.2): routed experts; the
   // causal attention kernel; the rest (projection, attention projections, shared experts, router
   // and the logits over the shared head). 0 without MTP.
@@ -274,10 +289,16 @@ struct LayoutDerivation {
   int64_t micro_batches = 0;      // per pipeline per step
   PipelineSplit split;            // layer passes per pipeline rank
   int64_t layers_stage = 0;       // layer passes on the slowest rank
+  // Of those, the MoE layer passes (SplitPipeline's count for that rank).
+  int64_t moe_layers_stage = 0;
   bool head_on_stage = false;     // the output layer is charged to the slowest rank (pp = 1)
   double other_load_ratio = 0;    // mean load of the other ranks / the slowest rank's (bubble)
   double segment_recompute = 0;   // forwards of the layer stack repeated by segmented backprop
   double stage_share = 0;         // layers_stage / layer_passes
+  // The slowest rank's share of the MoE layer passes and of the dense-FFN layer passes (0 for a
+  // kind the model has none of): what its expert, MoE-block and dense-FFN work is charged.
+  double moe_stage_share = 0;
+  double dense_stage_share = 0;
   // Multi-token-prediction layers charged to the slowest rank, spread like their FLOPs: the
   // stage's share of mtp_layers, and of those with the routed MoE.
   double mtp_layers_stage = 0;
@@ -289,6 +310,10 @@ struct LayoutDerivation {
 
 // The derivation of `layout` (which must pass CheckLayout) for `job`.
 LayoutDerivation DeriveLayout(const ModelShape& model, const Layout& layout, const PerfJob& job);
+// The same with the layout's SplitPipeline(layout, model.config) given (a search computes it once
+// per pp and vpp).
+LayoutDerivation DeriveLayout(const ModelShape& model, const Layout& layout, const PerfJob& job,
+                              const PipelineSplit& split);
 
 // Evaluates `layout`, which must pass CheckLayout. The dropped fraction uses `drop` (usually
 // DefaultDropParams()); nullptr leaves it 0 (it does not change the step time).
