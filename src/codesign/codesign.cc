@@ -39,6 +39,7 @@ std::string_view ToString(ArchRejection kind) {
     case ArchRejection::kMemory: return "memory";
     case ArchRejection::kDomain: return "domain";
     case ArchRejection::kDivisibility: return "divisibility";
+    case ArchRejection::kBudget: return "budget";
   }
   return "?";
 }
@@ -406,6 +407,17 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
     result.flops_budget = b.model_flops;
     result.cluster_seconds = cluster_flops_per_s > 0 ? b.model_flops / cluster_flops_per_s : 0;
   }
+  // An architecture whose one optimizer step outlasts the cluster budget trains no whole step:
+  // its tokens would be a fraction of one batch, which no run trains.
+  for (ArchitectureResult& r : archs) {
+    if (r.feasible() && r.estimate.step_seconds > result.cluster_seconds) {
+      r.rejected = ArchRejection::kBudget;
+      r.rule = fmt::format(
+          "one optimizer step ({:.4g} s) is longer than the cluster budget ({:.4g} s): it trains "
+          "no whole step",
+          r.estimate.step_seconds, result.cluster_seconds);
+    }
+  }
   for (ArchitectureResult& r : archs) {
     r.cluster_loss = r.flops_loss = NAN;
     r.cluster_tokens = r.flops_tokens = 0;
@@ -454,7 +466,14 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   }
   double sparsest_fit = -1;
   for (size_t i : result.ranking) sparsest_fit = std::max(sparsest_fit, archs[i].sparsity);
-  if (!result.cluster_optimum) {
+  const bool over_budget = std::ranges::any_of(
+      archs, [](const ArchitectureResult& r) { return r.rejected == ArchRejection::kBudget; });
+  if (!result.cluster_optimum && over_budget) {
+    result.finding = fmt::format(
+        "every architecture that fits the cluster takes longer than the cluster budget ({:.4g} s) "
+        "for one optimizer step: nothing to compare",
+        result.cluster_seconds);
+  } else if (!result.cluster_optimum) {
     result.finding = "no architecture of the space fits the cluster: nothing to compare";
   } else if (!result.flops_optimum) {
     result.finding = "no architecture has a loss under the FLOPs-only budget";

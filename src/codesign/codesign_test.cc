@@ -110,6 +110,33 @@ TEST(Summarize, TheReferenceMfuDefaultsToTheMedianOfWhatFits) {
   EXPECT_DOUBLE_EQ(r.reference_mfu, 0.36);
 }
 
+TEST(Summarize, AnArchitectureWhoseStepOutlastsTheBudgetIsNotRanked) {
+  // One day of the cluster: a step of 90,000 s trains no whole step, one of 10 s trains 8640.
+  const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  std::vector<ArchitectureResult> archs = {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40),
+                                           Hand(1'000'000'000, 2'000'000'000, 900, 0.36)};
+  archs[0].estimate.step_seconds = 90'000;
+  archs[1].estimate.step_seconds = 10;
+  CodesignResult r = Summarize(space, archs);
+  EXPECT_EQ(r.architectures[0].rejected, ArchRejection::kBudget);
+  EXPECT_NE(r.architectures[0].rule.find("one optimizer step (9e+04 s) is longer than the cluster "
+                                         "budget (8.64e+04 s)"),
+            std::string::npos)
+      << r.architectures[0].rule;
+  EXPECT_TRUE(std::isnan(r.architectures[0].cluster_loss));
+  EXPECT_FALSE(std::isnan(r.architectures[0].flops_loss));  // the FLOPs-only budget has no steps
+  ASSERT_EQ(r.ranking.size(), 1u);
+  EXPECT_EQ(r.ranking[0], 1u);
+  // Every architecture over the budget: nothing ranked, and the finding says why.
+  archs[1].estimate.step_seconds = 100'000;
+  r = Summarize(space, archs);
+  EXPECT_TRUE(r.ranking.empty());
+  EXPECT_NE(r.finding.find("takes longer than the cluster budget (8.64e+04 s) for one optimizer "
+                           "step"),
+            std::string::npos)
+      << r.finding;
+}
+
 TEST(EnumerateArchitectures, CrossesTheAxesInOrder) {
   const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
   const std::vector<Architecture> all = EnumerateArchitectures(space);

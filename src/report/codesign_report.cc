@@ -75,9 +75,17 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
       if (count++ == 0) example = a.arch.Name() + ": " + a.rule;
     }
   }
-  out += fmt::format("{} architecture{}: {} fit{} the cluster; {} layouts evaluated\n\n",
-                     r.architectures.size(), r.architectures.size() == 1 ? "" : "s", feasible,
-                     feasible == 1 ? "s" : "", r.layouts_evaluated);
+  // Those whose step outlasts the budget fit the cluster too.
+  const size_t over_budget = rejected.contains("budget") ? rejected.at("budget").first : 0;
+  const size_t fit = feasible + over_budget;
+  out += fmt::format("{} architecture{}: {} fit{} the cluster{}; {} layouts evaluated\n\n",
+                     r.architectures.size(), r.architectures.size() == 1 ? "" : "s", fit,
+                     fit == 1 ? "s" : "",
+                     over_budget > 0 ? fmt::format(" ({} of them train{} no whole step in the "
+                                                   "budget)",
+                                                   over_budget, over_budget == 1 ? "s" : "")
+                                     : "",
+                     r.layouts_evaluated);
   out += fmt::format("Best under the cluster budget (fastest layout that fits; tokens = tokens/s × "
                      "{:.1f} days)\n",
                      r.cluster_seconds / 86400);
@@ -85,15 +93,19 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
   for (size_t i = 0; i < r.ranking.size() && i < top; ++i) {
     out += fmt::format("  {:>4} {}\n", i + 1, Row(r.architectures[r.ranking[i]]));
   }
-  if (r.ranking.empty()) out += "  none fits\n";
+  if (r.ranking.empty()) {
+    out += rejected.contains("budget") ? "  none fits and trains a whole step in the budget\n"
+                                       : "  none fits\n";
+  }
   if (r.flops_optimum) {
     const ArchitectureResult& f = r.architectures[*r.flops_optimum];
     out += fmt::format("\nBest under the FLOPs-only budget (no memory or communication limits): {} "
                        "(sparsity {:.4f}, {} tokens, loss {:.5f}){}\n",
                        f.arch.Name(), f.sparsity, FormatCount(f.flops_tokens), f.flops_loss,
                        f.feasible() ? fmt::format("; on the cluster: loss {:.5f}", f.cluster_loss)
-                                    : fmt::format("; does not fit the cluster ({})",
-                                                  ToString(f.rejected)));
+                       : f.rejected == ArchRejection::kBudget
+                           ? std::string("; trains no whole step in the cluster budget")
+                           : fmt::format("; does not fit the cluster ({})", ToString(f.rejected)));
   }
   out += "\nBest loss per routed-expert count (cluster budget | FLOPs-only budget)\n";
   for (const CurvePoint& p : r.by_experts) {

@@ -53,8 +53,10 @@ enum class ArchRejection {
   kMemory,         // its training state alone exceeds the cluster's memory, or no layout fits
   kDomain,         // every layout exceeds a scale-up domain
   kDivisibility,   // no layout divides the model, batch and GPUs
+  kBudget,         // its fastest layout's optimizer step is longer than the cluster budget
 };
-std::string_view ToString(ArchRejection kind);  // "", "model", "memory", "domain", "divisibility"
+// "", "model", "memory", "domain", "divisibility", "budget"
+std::string_view ToString(ArchRejection kind);
 
 struct ArchitectureResult {
   Architecture arch;
