@@ -95,7 +95,8 @@ TEST(PlanCli, ArmWithTopKAboveExperts) {
   EXPECT_EQ(r.err,
             "mosaic: error: tests/fixtures/bad/arm_top_k.toml: arm 'few-experts', rung d768: "
             "preset marin-ladder:17:9: top_k = 4. Violated constraint: 1 <= top_k <= experts (2) "
-            "(after --set d_model=768, experts=2)\n"
+            "(after d_model=768 (tests/fixtures/bad/arm_top_k.toml), experts=2 "
+            "(tests/fixtures/bad/arm_top_k.toml:11:19))\n"
             "  top_k = 4\n"
             "          ^\n");
 }

@@ -164,8 +164,9 @@ void EvaluateRange(const SweepContext& c, const std::vector<Architecture>& all, 
     r.arch = all[i];
     Architecture& a = r.arch;
     std::vector<FieldOverride> overrides;
+    // Each value is the architecture's, from the space's [axes].
     auto set = [&](std::string_view field, int64_t value) {
-      overrides.push_back({std::string(field), std::to_string(value), {}});
+      overrides.push_back({std::string(field), std::to_string(value), {"[axes]", 0, 0, ""}});
     };
     const int64_t d = a.d_model != kUnset ? a.d_model : c.base.config.d_model;
     try {

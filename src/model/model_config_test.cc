@@ -103,6 +103,23 @@ TEST(LoadModelFromToml, AFieldLeftOutIsMissing) {
   }
 }
 
+TEST(LoadModelFromToml, OverridesAreNamedWhereTheyWereWritten) {
+  // A rule broken at a field of the file after overrides names each override by its origin: a
+  // flag as "--set", one from another file (a study's arm, a space's axes) at its location.
+  const std::vector<FieldOverride> overrides = {
+      {"experts", "2", {"study.toml", 11, 19, ""}}, {"d_model", "768", {}}};
+  try {
+    LoadModel("marin-ladder", overrides);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("top_k = 4. Violated constraint: 1 <= top_k <= experts "
+                                         "(2) (after experts=2 (study.toml:11:19), --set "
+                                         "d_model=768)"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(SetModelField, RoundTripsThroughGet) {
   ModelConfig config;
   for (const ModelField& field : ModelFields()) {

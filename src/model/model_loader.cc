@@ -53,6 +53,19 @@ std::vector<std::string> FieldNameList() {
   return names;
 }
 
+// The overrides applied, each where it was written: "--set FIELD=VALUE" for a flag, else
+// "FIELD=VALUE (origin:line:column)" (a study's arm, a space file).
+std::string AppliedOverrides(std::span<const FieldOverride> overrides) {
+  std::string applied;
+  for (const FieldOverride& o : overrides) {
+    if (!applied.empty()) applied += ", ";
+    applied += o.where.origin.empty()
+                   ? fmt::format("--set {}={}", o.field, o.value)
+                   : fmt::format("{}={} ({})", o.field, o.value, o.where.ToString());
+  }
+  return applied;
+}
+
 }  // namespace
 
 std::vector<std::string> PresetNames() { return EmbeddedTomlNames("models"); }
@@ -129,10 +142,8 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     std::string rule = violation->rule;
     // A rule broken by a value from the file may have been broken by an override of another field.
     const bool from_override = it != locations.end() && where.origin != origin;
-    if (!from_override && !spec.overrides.empty()) {
-      std::string applied;
-      for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
-      rule += " (after --set " + applied + ")";
+    if (!from_override && !overrides.empty()) {
+      rule += " (after " + AppliedOverrides(overrides) + ")";
     }
     // A field no one set (neither the file, an override nor a family derivation) is missing, not
     // a 0 the user wrote.
@@ -147,11 +158,10 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
   try {
     CountParams(spec.config);
   } catch (const InputError& error) {
-    std::string applied;
-    for (const std::string& o : spec.overrides) applied += (applied.empty() ? "" : ", ") + o;
     throw LocatedError(SourceLocation{origin, 0, 0, ""},
-                       applied.empty() ? std::string(error.what())
-                                       : fmt::format("{} (after --set {})", error.what(), applied));
+                       overrides.empty() ? std::string(error.what())
+                                         : fmt::format("{} (after {})", error.what(),
+                                                       AppliedOverrides(overrides)));
   }
   return spec;
 }

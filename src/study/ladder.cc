@@ -71,7 +71,9 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       row.arm = arm.name;
       row.d_model = rung.d_model;
       row.racks = rung.racks;
-      std::vector<FieldOverride> overrides = {{"d_model", std::to_string(rung.d_model), {}}};
+      // The rung's width, from the study.
+      std::vector<FieldOverride> overrides = {
+          {"d_model", std::to_string(rung.d_model), SourceLocation{study.origin, 0, 0, ""}}};
       // An override that does not resolve at this rung is placed at its key.
       auto placed = [&](const SourceLocation& where) {
         SourceLocation file;
@@ -96,7 +98,8 @@ LadderPlan PlanLadder(const StudyConfig& study) {
         spec = LoadModel(study.model, overrides);
       } catch (const InputError& error) {
         // The model's own location is in the message; which of the rung's shape and the arm's
-        // overrides broke it is the rule's to say (they are listed after "--set"). The study is
+        // overrides broke it is the rule's to say (listed after "after", each where it was
+        // written). The study is
         // named unless the message already places the error in it (at an override's key).
         const std::string_view message = error.what();
         const bool in_study = message.starts_with(study.origin + ":");
