@@ -907,6 +907,13 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
                                            m.arm, m.arm));
           }
           CheckMeasuredThroughput(m, target_setup(*target_arm));
+          if (m.gpus != spec.target->gpus) {
+            s.notes.push_back(fmt::format(
+                "{}'s tokens/s was measured on {} GPUs and is taken per GPU on the target's {}: "
+                "its layout, communication and pipeline bubble at {} GPUs are not what that run "
+                "had",
+                m.arm, m.gpus, spec.target->gpus, spec.target->gpus));
+          }
         }
         t.known = true;
         t.why_not.clear();

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -718,6 +719,32 @@ TEST(Decide, ThroughputMeasuredWithDropsBesideDroplessLossesIsNoted) {
   ASSERT_EQ(d.scenarios[1].notes.size(), 1u);
   EXPECT_EQ(d.scenarios[1].notes[0].rfind("ep64's tokens/s is predicted dropping ", 0), 0u)
       << d.scenarios[1].notes[0];
+}
+
+// A measured throughput on another GPU count than the target's is taken per GPU, and said so.
+TEST(Decide, ThroughputMeasuredOnOtherGpusThanTheTargetIsNoted) {
+  std::string text(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+  const std::string entry = "tokens_per_s = 316473\ngpus = 64";
+  const size_t at = text.find(entry);
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, entry.size(), "tokens_per_s = 632946\ngpus = 128");
+  ScratchDir scratch("gpus");
+  std::ofstream(scratch.path / "fsdp-vs-ep-results.csv")
+      << *FindEmbeddedFile("studies/fsdp-vs-ep-results.csv");
+  const Decision d = Decide(LoadStudyFromToml(text, (scratch.path / "study.toml").string()));
+  ASSERT_EQ(d.scenarios[0].name, "measured");
+  // The same tokens/s per GPU as the embedded study's 316473 on 64.
+  EXPECT_NEAR(*d.scenarios[0].tokens_per_s_ratio, 316473.0 / 232700.0, 1e-12);
+  const std::vector<std::string>& notes = d.scenarios[0].notes;
+  EXPECT_TRUE(std::ranges::any_of(notes, [](const std::string& note) {
+    return note.starts_with("ep64's tokens/s was measured on 128 GPUs and is taken per GPU on the "
+                            "target's 64");
+  }));
+  // The embedded study's entries are on the target's 64 GPUs: no such note.
+  const Decision same = Decide(LoadStudy(kDefaultStudy));
+  for (const std::string& note : same.scenarios[0].notes) {
+    EXPECT_EQ(note.find("GPUs and is taken per GPU"), std::string::npos) << note;
+  }
 }
 
 // With the fit on the common rung (d768), ep64's d2048 loss 2.4106 sits under a floor pinned at

@@ -203,7 +203,7 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
         kActBytes * (s.q_dim + 2 * s.kv_dim),   // core_attn: q, k, v
         kActBytes * v_width,                    // attn_proj: the attention output
         kActBytes * d,                          // mlp_norm: the attention block's output
-        moe_share * kActBytes * s.routed_width,  // expert_fc1: the dispatched token
+        s.routed_input_bytes_per_assignment,    // expert_fc1: the dispatched token
         moe_share * kActBytes * (mats - 1) * static_cast<double>(c.expert_width),  // moe_act
     };
     s.elementwise_width_per_token = 2 * d + s.q_dim + 2 * s.kv_dim + v_width + 2 * ffn_inputs;
