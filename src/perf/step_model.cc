@@ -148,67 +148,57 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
       kActBytes * (3 * d + 2 * s.q_dim + 2 * s.kv_dim) + 4 * H;
   s.core_attention_saved_bytes_per_token = 4 * H;
   auto ffn = [&](double width) { return kActBytes * (d + (mats - 1) * width + width); };
-  double mlp = kActBytes * 2 * d;  // norm input and its output
-  if (c.is_moe()) {
-    const double moe_share = static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers);
-    const double dense_share = 1 - moe_share;
-    const double shared_w = static_cast<double>(c.resolved_shared_expert_width());
-    double moe = 4.0 * static_cast<double>(c.experts) +  // router logits (fp32)
-                 static_cast<double>(c.shared_experts) * ffn(shared_w);
-    if (c.latent_dim > 0) moe += kActBytes * (2 * s.routed_width);
-    mlp += moe_share * moe +
-           dense_share * ffn(static_cast<double>(c.dense_ffn_width > 0 ? c.dense_ffn_width
-                                                                       : c.expert_width));
-    s.moe_recompute_saved_bytes_per_token = kActBytes * 2 * d + moe_share * moe;
-    s.expert_act_bytes_per_assignment =
-        moe_share * kActBytes *
-        (2 * s.routed_width + mats * static_cast<double>(c.expert_width));
-    s.routed_input_bytes_per_assignment = moe_share * kActBytes * s.routed_width;
-    s.selective_saved_bytes_per_token =
-        kActBytes * 2 * d +
-        moe_share * static_cast<double>(c.top_k) * kActBytes *
-            static_cast<double>(c.expert_width) +
-        static_cast<double>(c.shared_experts) * kActBytes * shared_w;
-  } else {
-    mlp += ffn(static_cast<double>(c.dense_ffn_width));
-    s.selective_saved_bytes_per_token =
-        kActBytes * 2 * d + kActBytes * static_cast<double>(c.dense_ffn_width);
-  }
-  s.mlp_act_bytes_per_token = mlp;
-  {
-    // GEMM inputs: the normed input of the q/k/v (and fc1) projections and the attention output
-    // (and fc2 input) of the output projection; experts: the dispatched token and the
-    // activation output.
-    const double v_width = c.uses_mla() ? H * static_cast<double>(c.v_head_dim) : s.q_dim;
+  const double v_width = c.uses_mla() ? H * static_cast<double>(c.v_head_dim) : s.q_dim;
+  // One layer of each kind. GEMM inputs (what fp8 stores in one byte): the normed input of the
+  // q/k/v (and fc1) projections and the attention output (and fc2 input) of the output
+  // projection; experts: the dispatched token and the activation output.
+  const auto layer_of_kind = [&](bool moe_layer) {
+    LayerActivations a;
+    double mlp = kActBytes * 2 * d;  // norm input and its output
     double ffn_inputs = 0;
-    if (c.is_moe()) {
-      const double moe_share = static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers);
-      ffn_inputs = moe_share * static_cast<double>(c.shared_experts) *
-                       (d + static_cast<double>(c.resolved_shared_expert_width())) +
-                   (1 - moe_share) * (d + static_cast<double>(c.dense_ffn_width > 0
-                                                                 ? c.dense_ffn_width
-                                                                 : c.expert_width));
-      s.fp8_saved_bytes_per_assignment =
-          moe_share * (s.routed_width + static_cast<double>(c.expert_width));
+    if (moe_layer) {
+      const double shared_w = static_cast<double>(c.resolved_shared_expert_width());
+      double moe = 4.0 * static_cast<double>(c.experts) +  // router logits (fp32)
+                   static_cast<double>(c.shared_experts) * ffn(shared_w);
+      if (c.latent_dim > 0) moe += kActBytes * (2 * s.routed_width);
+      mlp += moe;
+      a.moe_recompute_saved_bytes_per_token = kActBytes * 2 * d + moe;
+      a.expert_act_bytes_per_assignment =
+          kActBytes * (2 * s.routed_width + mats * static_cast<double>(c.expert_width));
+      a.routed_input_bytes_per_assignment = kActBytes * s.routed_width;
+      a.selective_saved_bytes_per_token =
+          kActBytes * 2 * d +
+          static_cast<double>(c.top_k) * kActBytes * static_cast<double>(c.expert_width) +
+          static_cast<double>(c.shared_experts) * kActBytes * shared_w;
+      ffn_inputs = static_cast<double>(c.shared_experts) * (d + shared_w);
+      a.fp8_saved_bytes_per_assignment = s.routed_width + static_cast<double>(c.expert_width);
     } else {
-      ffn_inputs = d + static_cast<double>(c.dense_ffn_width);
+      // A MoE model's dense layers are dense_ffn_width wide (expert_width when it is not given).
+      const double width = static_cast<double>(
+          !c.is_moe() || c.dense_ffn_width > 0 ? c.dense_ffn_width : c.expert_width);
+      mlp += ffn(width);
+      a.moe_recompute_saved_bytes_per_token = kActBytes * 2 * d;
+      a.selective_saved_bytes_per_token = kActBytes * 2 * d + kActBytes * width;
+      ffn_inputs = d + width;
     }
-    s.fp8_saved_bytes_per_token = d + v_width + ffn_inputs;
+    a.mlp_act_bytes_per_token = mlp;
+    a.fp8_saved_bytes_per_token = d + v_width + ffn_inputs;
     // Fine-grained offload: each module's saved input (Megatron-Core's offload_modules).
-    const double moe_share =
-        c.is_moe() ? static_cast<double>(c.moe_layers()) / static_cast<double>(c.layers) : 0;
-    s.offload_module_bytes = {
+    a.offload_module_bytes = {
         kActBytes * d,                          // attn_norm: the layer input
         kActBytes * d,                          // qkv_linear: the normed input
         kActBytes * (s.q_dim + 2 * s.kv_dim),   // core_attn: q, k, v
         kActBytes * v_width,                    // attn_proj: the attention output
         kActBytes * d,                          // mlp_norm: the attention block's output
-        s.routed_input_bytes_per_assignment,    // expert_fc1: the dispatched token
-        moe_share * kActBytes * (mats - 1) * static_cast<double>(c.expert_width),  // moe_act
+        a.routed_input_bytes_per_assignment,    // expert_fc1: the dispatched token
+        moe_layer ? kActBytes * (mats - 1) * static_cast<double>(c.expert_width) : 0.0,  // moe_act
     };
-    s.elementwise_width_per_token = 2 * d + s.q_dim + 2 * s.kv_dim + v_width + 2 * ffn_inputs;
-    s.elementwise_width_per_assignment = 2 * s.fp8_saved_bytes_per_assignment;
-  }
+    a.elementwise_width_per_token = 2 * d + s.q_dim + 2 * s.kv_dim + v_width + 2 * ffn_inputs;
+    a.elementwise_width_per_assignment = 2 * a.fp8_saved_bytes_per_assignment;
+    return a;
+  };
+  s.dense_layer = layer_of_kind(false);
+  s.moe_layer = c.is_moe() && c.moe_layers() > 0 ? layer_of_kind(true) : s.dense_layer;
   if (c.uses_mla()) {
     // Megatron-Core's selective recompute (recompute_modules mla_up_proj): the expanded queries,
     // keys and values are recomputed from the stored latents, so only the latents stay.
@@ -216,14 +206,44 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
     const double q_latent = c.q_lora_rank > 0 ? static_cast<double>(c.q_lora_rank) : d;
     const double kv_latent = static_cast<double>(c.kv_lora_rank);
     const double expanded = s.q_dim + 2 * s.kv_dim;
-    s.selective_saved_bytes_per_token +=
-        std::max(0.0, kActBytes * (expanded - q_latent - kv_latent - rope));
+    const double latents_kept = std::max(0.0, kActBytes * (expanded - q_latent - kv_latent - rope));
+    s.dense_layer.selective_saved_bytes_per_token += latents_kept;
+    s.moe_layer.selective_saved_bytes_per_token += latents_kept;
     const double kv_up = H * static_cast<double>(c.qk_nope_head_dim + c.v_head_dim);
     s.selective_recompute_flops_per_token =
         static_cast<double>(c.layers * c.loops) * 2 *
         ((c.q_lora_rank > 0 ? q_latent * s.q_dim : 0) + kv_latent * kv_up);
   }
   return s;
+}
+
+LayerActivations ModelShape::Layers(double moe_share) const {
+  if (moe_share <= 0) return dense_layer;
+  if (moe_share >= 1) return moe_layer;
+  const auto mix = [&](double dense, double moe) { return dense + moe_share * (moe - dense); };
+  const LayerActivations& a = dense_layer;
+  const LayerActivations& b = moe_layer;
+  LayerActivations m;
+  m.mlp_act_bytes_per_token = mix(a.mlp_act_bytes_per_token, b.mlp_act_bytes_per_token);
+  m.expert_act_bytes_per_assignment =
+      mix(a.expert_act_bytes_per_assignment, b.expert_act_bytes_per_assignment);
+  m.routed_input_bytes_per_assignment =
+      mix(a.routed_input_bytes_per_assignment, b.routed_input_bytes_per_assignment);
+  m.selective_saved_bytes_per_token =
+      mix(a.selective_saved_bytes_per_token, b.selective_saved_bytes_per_token);
+  m.moe_recompute_saved_bytes_per_token =
+      mix(a.moe_recompute_saved_bytes_per_token, b.moe_recompute_saved_bytes_per_token);
+  m.elementwise_width_per_token =
+      mix(a.elementwise_width_per_token, b.elementwise_width_per_token);
+  m.elementwise_width_per_assignment =
+      mix(a.elementwise_width_per_assignment, b.elementwise_width_per_assignment);
+  m.fp8_saved_bytes_per_token = mix(a.fp8_saved_bytes_per_token, b.fp8_saved_bytes_per_token);
+  m.fp8_saved_bytes_per_assignment =
+      mix(a.fp8_saved_bytes_per_assignment, b.fp8_saved_bytes_per_assignment);
+  for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
+    m.offload_module_bytes[i] = mix(a.offload_module_bytes[i], b.offload_module_bytes[i]);
+  }
+  return m;
 }
 
 namespace {
@@ -391,18 +411,19 @@ namespace {
 // stores them; GEMM inputs in fp8 under fp8 formats; expert_fc1's `etp` times (expert tensor
 // parallelism's gathered tokens). Kept out of line: the layout search evaluates millions of
 // layouts without it.
-[[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, uint32_t modules,
-                                            Recompute recompute, NumberFormat format,
-                                            double tokens, double assignments, double etp) {
+[[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, const LayerActivations& layer,
+                                            uint32_t modules, Recompute recompute,
+                                            NumberFormat format, double tokens,
+                                            double assignments, double etp) {
   constexpr uint32_t kGemmInputs = static_cast<uint32_t>(OffloadModule::kQkvLinear) |
                                    static_cast<uint32_t>(OffloadModule::kAttnProj) |
                                    static_cast<uint32_t>(OffloadModule::kExpertFc1);
   const uint32_t moved = modules & ModulesWithStoredInput(recompute, m.config.uses_mla());
   double bytes = 0;
-  for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
+  for (size_t i = 0; i < layer.offload_module_bytes.size(); ++i) {
     const uint32_t bit = 1u << i;
     if ((moved & bit) == 0) continue;
-    double module = m.offload_module_bytes[i];
+    double module = layer.offload_module_bytes[i];
     if (format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
     if (bit == static_cast<uint32_t>(OffloadModule::kExpertFc1)) module *= etp;
     bytes += (kMoeOffloadModules & bit) != 0 ? assignments * module : tokens * module;
@@ -443,6 +464,21 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
                                              : static_cast<double>(c.mtp_layers) * share;
   const double segment_layers = layers_of(segments.loops);
   parts.held_layers = segment_layers + mtp_held;
+  // The held layers' mix: the segment's share of the stage's MoE layers, and the MTP layers
+  // when they are MoE (the same sums for both counts, so a stage of MoE layers only is 1).
+  const double held_share = layers > 0 ? segment_layers / static_cast<double>(layers) : 0.0;
+  const double mix_layers = static_cast<double>(layers) * held_share + mtp_held;
+  parts.moe_share =
+      mix_layers > 0 ? (static_cast<double>(moe_layers) * held_share +
+                        (c.mtp_moe_layers() > 0 ? mtp_held : 0.0)) /
+                           mix_layers
+                     : 0.0;
+  const auto layer = [&](double LayerActivations::*field) {
+    return m.LayerField(parts.moe_share, field);
+  };
+  parts.selective_saved_bytes_per_token = layer(&LayerActivations::selective_saved_bytes_per_token);
+  parts.moe_recompute_saved_bytes_per_token =
+      layer(&LayerActivations::moe_recompute_saved_bytes_per_token);
   // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
   // loss-only "L" stages, held_layers 0): it gathers no layer's weights and dispatches no tokens.
   const bool holds_moe_layers =
@@ -500,14 +536,17 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // all-gathered as its fc1 input (their fp8 copies under fp8).
   parts.etp = static_cast<double>(l.etp);
   const double gathered = parts.etp - 1;
+  const double routed_input = layer(&LayerActivations::routed_input_bytes_per_assignment);
   const double expert_act =
-      m.expert_act_bytes_per_assignment + gathered * m.routed_input_bytes_per_assignment;
+      layer(&LayerActivations::expert_act_bytes_per_assignment) + gathered * routed_input;
   const double fp8_saved =
-      m.fp8_saved_bytes_per_assignment + gathered * m.routed_input_bytes_per_assignment / 2;
-  parts.per_layer_full = t * (m.attention_act_bytes_per_token + m.mlp_act_bytes_per_token +
+      layer(&LayerActivations::fp8_saved_bytes_per_assignment) + gathered * routed_input / 2;
+  parts.per_layer_full = t * (m.attention_act_bytes_per_token +
+                              layer(&LayerActivations::mlp_act_bytes_per_token) +
                               k * x.pad * expert_act);
   if (job.format != NumberFormat::kBf16) {
-    parts.per_layer_full -= t * (m.fp8_saved_bytes_per_token + k * x.pad * fp8_saved);
+    parts.per_layer_full -=
+        t * (layer(&LayerActivations::fp8_saved_bytes_per_token) + k * x.pad * fp8_saved);
   }
   parts.routed_bytes_per_token =
       t * k * x.pad * (job.format != NumberFormat::kBf16 ? expert_act - fp8_saved : expert_act);
@@ -577,11 +616,12 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
       per_layer = std::max(per_layer_full - t * m.core_attention_saved_bytes_per_token, 0.0);
       break;
     case Recompute::kModules:
-      per_layer = std::max(per_layer_full - t * m.selective_saved_bytes_per_token * x.pad, 0.0);
+      per_layer =
+          std::max(per_layer_full - t * parts.selective_saved_bytes_per_token * x.pad, 0.0);
       break;
     case Recompute::kMoe:
       // The MoE layer is recomputed from its input: none of its routed activations stay.
-      per_layer = std::max(per_layer_full - t * m.moe_recompute_saved_bytes_per_token -
+      per_layer = std::max(per_layer_full - t * parts.moe_recompute_saved_bytes_per_token -
                                parts.routed_bytes_per_token,
                            0.0);
       break;
@@ -592,10 +632,11 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
   // layer's copy is in transit.
   const double module =
       parts.offload_modules != 0 && parts.held_layers > 0
-          ? std::min(per_layer, ModuleOffloadBytes(m, parts.offload_modules, recompute, job.format,
-                                                   t, t * parts.module_offload_assignments,
-                                                   parts.etp) *
-                                    profile.activation_factor)
+          ? std::min(per_layer,
+                     ModuleOffloadBytes(m, m.Layers(parts.moe_share), parts.offload_modules,
+                                        recompute, job.format, t,
+                                        t * parts.module_offload_assignments, parts.etp) *
+                         profile.activation_factor)
           : 0.0;
   if (module > 0) {
     a.activation_bytes = (per_layer - module) * parts.held_layers * parts.in_flight + module;
@@ -642,10 +683,11 @@ double DeviceActivationLayers(const StageMemoryParts& p) {
 
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
 // micro-batches, so a middle stage can only be the peak when it holds more layers than the first
-// (SplitPipeline places short stages first) or more MoE layers (more parameters). The last
-// stage, one micro-batch in flight, holds the output layer's logits: it is compared unless its
-// fixed bytes, its activation layers and its offloaded layers are all at most the first stage's,
-// when no recompute policy (one per-layer size for every stage) can put it above.
+// (SplitPipeline places short stages first) or another mix of MoE and dense layers (other
+// parameters and layer sizes). The last stage, one micro-batch in flight, holds the output
+// layer's logits: it is compared unless its fixed bytes, its activation layers, its offloaded
+// layers and, at another layer mix, its layer's bytes under every policy are all at most the
+// first stage's, when no recompute policy can put it above.
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
@@ -653,7 +695,7 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
   stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_moe,
                                              s.first_mtp, 0);
   stage_count_ = 1;
-  if (l.pp > 2 && (s.middle > s.first || s.middle_moe > s.first_moe)) {
+  if (l.pp > 2 && (s.middle > s.first || s.middle_moe != s.first_moe)) {
     stages_[stage_count_++] =
         StageMemoryWithoutActivations(m, l, job, profile, x, s.middle, s.middle_moe,
                                       s.middle_mtp, s.middle_rank);
@@ -675,7 +717,26 @@ bool LayoutMemory::LastStageCanPeak() const {
          DeviceActivationLayers(last) > DeviceActivationLayers(first) ||
          last.offloaded_layers * last.in_flight > first.offloaded_layers * first.in_flight ||
          last.offloaded_passes > first.offloaded_passes ||
-         last.module_offload_passes > first.module_offload_passes;
+         last.module_offload_passes > first.module_offload_passes ||
+         (last.moe_share != first.moe_share && LayerCanHoldMore(last, first));
+}
+
+bool LayoutMemory::LayerCanHoldMore(const StageMemoryParts& a, const StageMemoryParts& b) const {
+  // A layer's bytes under each policy (StageActivationsUnder): the full set, less what selective
+  // (the same for every mix), module or MoE recompute frees; full recompute keeps the same input
+  // at every mix. Module offload moves a mix-dependent part to host memory: compared whenever it
+  // is on.
+  const double t = derivation_.tokens_mb_rank;
+  const double pad = derivation_.pad;
+  const auto modules = [&](const StageMemoryParts& p) {
+    return p.per_layer_full - t * p.selective_saved_bytes_per_token * pad;
+  };
+  const auto moe = [&](const StageMemoryParts& p) {
+    return p.per_layer_full - t * p.moe_recompute_saved_bytes_per_token -
+           p.routed_bytes_per_token;
+  };
+  return a.offload_modules != 0 || a.per_layer_full > b.per_layer_full ||
+         modules(a) > modules(b) || moe(a) > moe(b);
 }
 
 LayoutMemory LayoutMemory::WithA2aOverlap() const {
@@ -915,11 +976,15 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   }
   // Memory-bound kernels: elementwise_passes bf16 reads/writes of the layer's activations.
   if (hw.hbm_tb_per_s > 0 && sh.elementwise_passes > 0) {
-    const double width = m.elementwise_width_per_token +
-                         static_cast<double>(c.top_k) * x.pad * m.elementwise_width_per_assignment;
-    elementwise_bytes_ = stage_tokens_ *
-                         (static_cast<double>(x.layers_stage) + x.mtp_layers_stage) * width *
-                         kActBytes * sh.elementwise_passes;
+    // The slowest rank's layers, at their mix of MoE and dense-FFN layers.
+    const double stage_layers = static_cast<double>(x.layers_stage) + x.mtp_layers_stage;
+    const double moe_share = stage_layers > 0 ? layers_stage_moe_ / stage_layers : 0.0;
+    const double width =
+        m.LayerField(moe_share, &LayerActivations::elementwise_width_per_token) +
+        static_cast<double>(c.top_k) * x.pad *
+            m.LayerField(moe_share, &LayerActivations::elementwise_width_per_assignment);
+    elementwise_bytes_ =
+        stage_tokens_ * stage_layers * width * kActBytes * sh.elementwise_passes;
   }
 
   // Communication: the time of one call of each collective (its bytes over its link, plus the

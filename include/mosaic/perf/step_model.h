@@ -4,8 +4,8 @@
 //
 // Time (per GPU, the slowest pipeline stage: the rank holding the most layer passes per
 // SplitPipeline (layout.h), of those the one holding the most MoE layers; its expert work, MoE
-// blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention and
-// activation widths by its layer passes, at the model's mean per layer. With pp > 1 the output
+// blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention by
+// its layer passes, its activation widths at its own mix of layers. With pp > 1 the output
 // layer's GEMM on the last stage is not charged to the stage time: the shipped profiles were
 // fitted that way, and charging it, about two layers
 // for Qwen3-235B or gpt-oss-120b, raises the in-sample RMS log error from 0.119 to 0.132 with
@@ -140,6 +140,38 @@ struct PerfJob {
   bool pad_to_capacity = true;
 };
 
+// The activations of one layer that depend on its kind (dense FFN or MoE), beside the attention
+// block's (ModelShape): bf16 bytes per token or per routed (token, expert) assignment, after
+// Korthikanti et al. (arXiv 2205.05198) with flash attention.
+struct LayerActivations {
+  double mlp_act_bytes_per_token = 0;          // norms, dense FFN or shared experts and router
+  double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
+  // Of those, the dispatched token that the expert's fc1 keeps as its input: what expert tensor
+  // parallelism multiplies (each of the etp ranks keeps every token the group all-gathers, and
+  // computes expert_width / etp of it, so the rest of the pair's bytes is split among them).
+  double routed_input_bytes_per_assignment = 0;
+  double selective_saved_bytes_per_token = 0;  // what module recompute frees per layer
+  // What recomputing the norms and the whole MoE layer (Recompute::kMoe) frees per token and
+  // layer beside the expert activations: both norm outputs and the MoE layer's own activations
+  // (router logits, shared experts, latent projections), its input kept.
+  double moe_recompute_saved_bytes_per_token = 0;
+  // Width (elements) of the activations each token carries through one layer: the residual
+  // stream, attention q/k/v and output, FFN and shared experts, and per routed assignment the
+  // dispatched token and the expert's hidden; memory-bound kernels touch these.
+  double elementwise_width_per_token = 0;
+  double elementwise_width_per_assignment = 0;
+  // With fp8 GEMMs (Transformer Engine) the saved inputs of each GEMM are its fp8 copies, one
+  // byte instead of two: the bytes this frees per token per layer, and per routed assignment.
+  double fp8_saved_bytes_per_token = 0;
+  double fp8_saved_bytes_per_assignment = 0;
+  // The saved input of each module of fine-grained activation offloading (Layout::
+  // offload_modules, kOffloadModuleNames order), bf16 bytes per layer pass: per token for the
+  // attention modules and mlp_norm, per routed assignment for expert_fc1 and moe_act. The GEMM
+  // inputs among them (qkv_linear, attn_proj, expert_fc1) are stored in fp8, half these bytes,
+  // under fp8 formats.
+  std::array<double, 7> offload_module_bytes{};
+};
+
 // Model quantities the step model needs, computed once per (model, seq_len) so that evaluating a
 // layout is a few hundred floating-point operations.
 struct ModelShape {
@@ -187,39 +219,27 @@ struct ModelShape {
   double routed_width = 0;         // all-to-all payload width (latent_dim or d_model)
   double q_dim = 0, kv_dim = 0;    // query and key/value widths (mean KV over layers)
   double attention_act_bytes_per_token = 0;  // stored activations per layer, no recompute
-  double mlp_act_bytes_per_token = 0;        // dense FFN / shared experts / router, per layer
-  double expert_act_bytes_per_assignment = 0;  // per routed (token, expert) pair
-  // Of those, the dispatched token that the expert's fc1 keeps as its input: what expert tensor
-  // parallelism multiplies (each of the etp ranks keeps every token the group all-gathers, and
-  // computes expert_width / etp of it, so the rest of the pair's bytes is split among them).
-  double routed_input_bytes_per_assignment = 0;
   // What core-attention recompute (Recompute::kSelective) frees per layer: with flash attention
   // only the softmax statistics (fp32 log-sum-exp per head), as the output feeds the projection
   // and q, k, v are the recompute's inputs. Megatron measured 25.52 → 24.94 GB for it.
   double core_attention_saved_bytes_per_token = 0;
-  double selective_saved_bytes_per_token = 0;  // what module recompute frees per layer
-  // What recomputing the norms and the whole MoE layer (Recompute::kMoe) frees per token and
-  // layer beside the expert activations: both norm outputs and the MoE layer's own activations
-  // (router logits, shared experts, latent projections), its input kept.
-  double moe_recompute_saved_bytes_per_token = 0;
   // Forward FLOPs per token that module recompute repeats (Megatron-Core's module recompute:
   // norms, activation functions and, with MLA, the up-projections of the latent q and kv).
   double selective_recompute_flops_per_token = 0;
-  // With fp8 GEMMs (Transformer Engine) the saved inputs of each GEMM are its fp8 copies, one
-  // byte instead of two: the bytes this frees per token per layer, and per routed assignment.
-  // Width (elements) of the activations each token carries through one layer (all layers' mean):
-  // the residual stream, attention q/k/v and output, FFN and shared experts, and per routed
-  // assignment the dispatched token and the expert's hidden; memory-bound kernels touch these.
-  double elementwise_width_per_token = 0;
-  double elementwise_width_per_assignment = 0;
-  double fp8_saved_bytes_per_token = 0;
-  double fp8_saved_bytes_per_assignment = 0;
-  // The saved input of each module of fine-grained activation offloading (Layout::
-  // offload_modules, kOffloadModuleNames order), bf16 bytes per layer pass (all layers' mean):
-  // per token for the attention modules and mlp_norm, per routed assignment for expert_fc1 and
-  // moe_act. The GEMM inputs among them (qkv_linear, attn_proj, expert_fc1) are stored in fp8,
-  // half these bytes, under fp8 formats.
-  std::array<double, 7> offload_module_bytes{};
+  // The rest of a layer's activations, as a dense-FFN layer holds them and as a MoE layer does
+  // (the same for a model of one kind): a pipeline stage holds its own mix (Layers).
+  LayerActivations dense_layer;
+  LayerActivations moe_layer;
+
+  // The activations of a layer stack whose layers are `moe_share` MoE layers (the rest dense-FFN
+  // layers), per layer: dense_layer at 0, moe_layer at 1, and between them their weighted mean.
+  LayerActivations Layers(double moe_share) const;
+  // One field of Layers(moe_share), without the rest.
+  double LayerField(double moe_share, double LayerActivations::*field) const {
+    if (moe_share <= 0) return dense_layer.*field;
+    if (moe_share >= 1) return moe_layer.*field;
+    return dense_layer.*field + moe_share * (moe_layer.*field - dense_layer.*field);
+  }
 };
 
 // Throws InputError when the model fails Validate or seq_len < 1.
@@ -469,6 +489,11 @@ uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
 // (the part of the memory model that does not depend on the recompute policy).
 struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
+  // The MoE share of the held layers, and what module and MoE recompute free of one of them at
+  // that mix (ModelShape::Layers).
+  double moe_share = 0;
+  double selective_saved_bytes_per_token = 0;
+  double moe_recompute_saved_bytes_per_token = 0;
   // weights + gradients + optimizer + gather buffer bytes, added in MemoryBreakdown's order.
   double fixed_before_activations_bytes = 0;
   double per_layer_full = 0;    // bytes of one layer pass's activations for one micro-batch
@@ -511,6 +536,9 @@ class LayoutMemory {
   // Whether the last stage (stages_[computed_count_ − 1]) can hold the peak: see the
   // constructor.
   bool LastStageCanPeak() const;
+  // Whether a layer of stage `a` can hold more bytes than one of stage `b` under some recompute
+  // policy (their mixes of MoE and dense layers differ).
+  bool LayerCanHoldMore(const StageMemoryParts& a, const StageMemoryParts& b) const;
   // Whether a last stage apart from the first was computed (pp > 1: every pipeline computes
   // its first and last stages, one more only between them).
   bool HasLastStage() const { return computed_count_ > 1; }
