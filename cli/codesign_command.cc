@@ -68,12 +68,17 @@ void Run(const CodesignCliOptions& o) {
   CodesignOptions options;
   options.threads = o.threads;
   // Progress of sweeps longer than a second: on a terminal one line rewritten in place; into a
-  // file or pipe (a batch job's log) a line every 30 s from the tenth second, and the last.
-  if (!o.quiet && session.rank() == 0 && session.size() == 1) {
+  // file or pipe (a batch job's log) a line every 30 s from the tenth second, and the last. Under
+  // MPI, rank 0's share (the ranks' shares are the same size to one architecture).
+  if (!o.quiet && session.rank() == 0) {
     const auto start = std::chrono::steady_clock::now();
     const bool terminal = ::isatty(STDERR_FILENO) != 0;
-    options.progress = [start, terminal, shown = false, last = 0.0](size_t done,
-                                                                    size_t total) mutable {
+    const std::string what =
+        session.size() == 1
+            ? std::string("architectures")
+            : fmt::format("architectures of rank 0's share ({} ranks)", session.size());
+    options.progress = [start, terminal, what, shown = false, last = 0.0](size_t done,
+                                                                          size_t total) mutable {
       const double elapsed =
           std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       const double first = terminal ? 1.0 : 10.0;
@@ -83,8 +88,8 @@ void Run(const CodesignCliOptions& o) {
       last = elapsed;
       const double rate = elapsed > 0 ? double(done) / elapsed : 0;
       const double left = rate > 0 ? double(total - done) / rate : 0;
-      std::fprintf(stderr, "%s%zu/%zu architectures, %.0f/s, %.0f s left%s", terminal ? "\r" : "",
-                   done, total, rate, left,
+      std::fprintf(stderr, "%s%zu/%zu %s, %.0f/s, %.0f s left%s", terminal ? "\r" : "", done,
+                   total, what.c_str(), rate, left,
                    !terminal ? "\n" : done < total ? "   " : "   \n");
       std::fflush(stderr);
     };

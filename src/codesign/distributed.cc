@@ -131,8 +131,10 @@ std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
   const size_t n = all.size(), size = size_t(session.size()), rank = size_t(session.rank());
   const auto share_begin = [&](size_t r) { return n * r / size; };
   const size_t begin = share_begin(rank), end = share_begin(rank + 1);
-  CodesignOptions share;  // no progress line: ranks share one terminal
+  // Only rank 0 shows its progress: the ranks share one terminal.
+  CodesignOptions share;
   share.threads = options.threads;
+  if (rank == 0) share.progress = options.progress;
   EvaluateShare(*context, all, begin, end, share, out);
   const std::string mine = EncodeResults(out, begin, end);
   const int length = static_cast<int>(mine.size());

@@ -40,7 +40,8 @@ class MpiSession {
 int LowestFailingRank(const MpiSession& session, bool failed);
 
 // The sweep sharded over the session's ranks: the result on rank 0, nullopt on the others.
-// With one rank it is RunCodesign.
+// With one rank it is RunCodesign. `options.progress` is called on rank 0 only, for its own
+// share (done, size of the share).
 std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
                                                      const CodesignOptions& options,
                                                      const MpiSession& session);
