@@ -521,7 +521,8 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
                               layers > moe_layers ? dense_ffn : 0.0);
     }
     const double layer_dense = layer_params / tp;
-    const double layer_expert = c.moe_layers() > 0
+    // A stage of dense layers only gathers no expert.
+    const double layer_expert = holds_moe_layers
                                     ? m.expert_params / static_cast<double>(c.moe_layers()) /
                                           static_cast<double>(l.ep * l.etp)
                                     : 0;
