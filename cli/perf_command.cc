@@ -108,6 +108,19 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   };
   out += fmt::format("  peak memory per GPU   {:>10} of {} ({})\n", Gb(e.memory.peak_bytes),
                      Gb(e.capacity_bytes), fit_text(e.memory.peak_bytes, e.capacity_bytes));
+  if (l.pp > 1) {
+    // Which stages set the time and the memory, and what they hold (uneven splits, dense and MoE
+    // layers: docs/guide.md).
+    const auto held = [&](int64_t layers, int64_t moe) {
+      return spec.config.is_moe() && moe != layers
+                 ? fmt::format("{} layer passes, {} of them MoE", layers, moe)
+                 : fmt::format("{} layer passes", layers);
+    };
+    out += fmt::format("  pipeline stages       slowest holds {}; peak memory on rank {} ({})\n",
+                       held(e.slowest_stage_layers, e.slowest_stage_moe_layers),
+                       e.memory.peak_stage_rank,
+                       held(e.memory.peak_stage_layers, e.memory.peak_stage_moe_layers));
+  }
   const bool offloads = l.offload_layers > 0 || l.offload_modules != 0;
   if (offloads) {
     out += fmt::format("  host memory per GPU   {:>10} of {} (offloaded activations; {})\n",

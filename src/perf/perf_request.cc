@@ -366,6 +366,11 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   j["fits"] = e.fits;
   j["dropped_fraction"] = e.dropped_fraction;
   j["micro_batches"] = e.micro_batches;
+  j["slowest_stage"] = {{"layers", e.slowest_stage_layers},
+                        {"moe_layers", e.slowest_stage_moe_layers}};
+  j["peak_memory_stage"] = {{"rank", e.memory.peak_stage_rank},
+                            {"layers", e.memory.peak_stage_layers},
+                            {"moe_layers", e.memory.peak_stage_moe_layers}};
   j["model_flops_per_step"] = e.model_flops_per_step;
   const StepBreakdown& t = e.time;
   j["time"] = {{"compute_seconds", t.compute_seconds},

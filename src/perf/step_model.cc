@@ -453,6 +453,9 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
   StageMemoryParts parts;
   MemoryBreakdown& mem = parts.memory;
+  mem.peak_stage_rank = stage;
+  mem.peak_stage_layers = layers;
+  mem.peak_stage_moe_layers = moe_layers;
   // Layers whose activations are held: with segmented backprop, one segment's loops; and the
   // stage's share of the MTP layers, which run once (after the loops: in the last segment).
   const BackpropSegments segments = SegmentsOf(c, job);
@@ -1303,6 +1306,8 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
+  e.slowest_stage_layers = x.layers_stage;
+  e.slowest_stage_moe_layers = x.moe_layers_stage;
   e.tokens_per_s_per_gpu = tokens_step_ / e.step_seconds / N_;
   e.model_flops_per_step = m.model_flops_per_token * tokens_step_;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16_ * N_);

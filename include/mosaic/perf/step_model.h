@@ -283,6 +283,10 @@ struct MemoryBreakdown {
   // Of offload_bytes_per_micro_batch, the bytes copied out during the backward: the segments of
   // a looped model whose forward segmented backprop repeats there offload again (0 without).
   double offload_recomputed_bytes_per_micro_batch = 0;
+  // The pipeline rank holding this peak (0-based), and its decoder layer passes and MoE ones.
+  int64_t peak_stage_rank = 0;
+  int64_t peak_stage_layers = 0;
+  int64_t peak_stage_moe_layers = 0;
 };
 
 struct StepEstimate {
@@ -292,6 +296,9 @@ struct StepEstimate {
   double mfu_causal = 0;               // fraction, causal FLOPs (kCausal)
   double model_flops_per_step = 0;     // full-square
   int64_t micro_batches = 0;           // per pipeline per step
+  // The slowest pipeline rank's decoder layer passes, and of those the MoE ones.
+  int64_t slowest_stage_layers = 0;
+  int64_t slowest_stage_moe_layers = 0;
   StepBreakdown time;
   MemoryBreakdown memory;
   double capacity_bytes = 0;           // the device's HBM
