@@ -111,12 +111,15 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   if (l.pp > 1) {
     // Which stages set the time and the memory, and what they hold (uneven splits, dense and MoE
     // layers: docs/guide.md).
+    const ModelConfig& c = spec.config;
+    const bool mixed = c.is_moe() && c.moe_layers() < c.layers;
     const auto held = [&](int64_t layers, int64_t moe) {
-      return spec.config.is_moe() && moe != layers
-                 ? fmt::format("{} layer passes, {} of them MoE", layers, moe)
-                 : fmt::format("{} layer passes", layers);
+      const std::string passes =
+          fmt::format("{} layer pass{}", layers, layers == 1 ? "" : "es");
+      return mixed ? fmt::format("{} ({} MoE)", passes, moe) : passes;
     };
-    out += fmt::format("  pipeline stages       slowest holds {}; peak memory on rank {} ({})\n",
+    out += fmt::format("  pipeline stages       slowest holds {}; peak memory on rank {}, "
+                       "holding {}\n",
                        held(e.slowest_stage_layers, e.slowest_stage_moe_layers),
                        e.memory.peak_stage_rank,
                        held(e.memory.peak_stage_layers, e.memory.peak_stage_moe_layers));

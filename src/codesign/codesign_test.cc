@@ -137,6 +137,23 @@ TEST(Summarize, AnArchitectureWhoseStepOutlastsTheBudgetIsNotRanked) {
       << r.finding;
 }
 
+TEST(Summarize, EveryBudgetKindIsHeldToACentury) {
+  // 1e11 GPU-hours on 8 GPUs: 5.2e8 days of the cluster, past the bound days = has.
+  std::string text = kSpace;
+  text.replace(text.find("days = 1"), 8, "gpu_hours = 1e11");
+  const SpaceConfig space = LoadSpaceFromToml(text, "space.toml");
+  try {
+    Summarize(space, {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40)});
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("space.toml: [budget] gpu_hours = 1e+11 is 5.208e+08 days "
+                                         "of the cluster's wall-clock (8 GPUs). Violated "
+                                         "constraint: at most 36525 days"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(EnumerateArchitectures, CrossesTheAxesInOrder) {
   const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
   const std::vector<Architecture> all = EnumerateArchitectures(space);

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "mosaic/model/flops.h"
+#include "mosaic/model/model_loader.h"
 #include "mosaic/perf/measurements.h"
 #include "mosaic/runs/health.h"
 #include "mosaic/runs/run.h"
@@ -501,6 +502,12 @@ PerfSetup TargetSetup(const StudyConfig& study, const TargetArm& target_arm) {
   request.capacity_factor = target_arm.capacity_factor;
   request.profile = target.profile;
   try {
+    LoadModel(target_arm.model);  // a model that does not load is the entry's model's fault
+  } catch (const InputError& error) {
+    throw LocatedError(target_arm.model_where,
+                       fmt::format("[[target.arms]] {}: {}", target_arm.arm, error.what()));
+  }
+  try {
     return PreparePerf(request);
   } catch (const InputError& error) {
     throw LocatedError(target_arm.where,
@@ -548,7 +555,7 @@ ArmThroughput ModelThroughput(const StudyConfig& study, const TargetArm& target_
     try {
       t.estimate = EvaluateLayout(setup, target_arm.layout, "layout");
     } catch (const InputError& error) {
-      throw LocatedError(target_arm.where,
+      throw LocatedError(target_arm.layout_where,
                          fmt::format("[[target.arms]] {}: {}", arm, error.what()));
     }
     t.source = fmt::format("mosaic model, the arm's layout {}", ToString(t.estimate->layout));

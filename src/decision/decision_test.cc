@@ -478,11 +478,18 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   // A target arm's layout is named as the study file gives it, not as a command-line flag.
   const std::string layout = ErrorOf("layout = \"fsdp=64,mbs=16,recompute=full\"",
                                      "layout = \"fsdp=16,mbs=16,recompute=full\"");
-  EXPECT_NE(layout.find("[[target.arms]] fsdp-chunk1: layout fsdp=16,mbs=16,recompute=full: does "
-                        "not divide. Violated constraint: tp·pp·cp·dp·fsdp = GPUs"),
+  EXPECT_NE(layout.find("study.toml:112:10: [[target.arms]] fsdp-chunk1: layout "
+                        "fsdp=16,mbs=16,recompute=full: does not divide. Violated constraint: "
+                        "tp·pp·cp·dp·fsdp = GPUs"),
             std::string::npos)
       << layout;
   EXPECT_EQ(layout.find("--layout"), std::string::npos) << layout;
+  // An entry's model that does not load, and a rule naming no arm, are located at their values.
+  const std::string model = ErrorOf("model = \"marin-hero-ep\"", "model = \"marin-hero-epp\"");
+  EXPECT_NE(model.find("study.toml:117:9: [[target.arms]] ep64: "), std::string::npos) << model;
+  const std::string challenger = ErrorOf("challenger = \"ep64\"", "challenger = \"ep65\"");
+  EXPECT_NE(challenger.find("study.toml:84:14: challenger = \"ep65\""), std::string::npos)
+      << challenger;
   // A loss no language model has (a slipped exponent) is refused at its cell.
   const std::string huge_loss = ErrorOf("loss = \"dropless\"", "loss = \"dropless\"",
                                         "arm,d_model,loss_dropless\nfsdp-chunk1,768,1e300\n");

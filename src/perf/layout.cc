@@ -295,15 +295,22 @@ int64_t MoePassesBefore(const ModelConfig& c, int64_t passes) {
 
 }  // namespace
 
-PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c) {
+PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts costs) {
   const int64_t passes = c.layers * c.loops;
   PipelineSplit s = SplitPipeline(l, passes);
-  if (!c.is_moe()) return s;
+  const auto costliest_is_middle = [&] {
+    s.costliest_middle_rank = s.middle_rank;
+    s.costliest_middle = s.middle;
+    s.costliest_middle_mtp = s.middle_mtp;
+    s.costliest_middle_moe = s.middle_moe;
+    return s;
+  };
+  if (!c.is_moe()) return costliest_is_middle();
   if (c.moe_layers() == c.layers) {  // every layer routed
     s.first_moe = s.first;
     s.middle_moe = s.middle;
     s.last_moe = s.last;
-    return s;
+    return costliest_is_middle();
   }
   std::vector<int64_t> layers(static_cast<size_t>(l.pp), 0), moe(layers), mtp(layers);
   ForEachVirtualStage(l, passes, [&](int64_t rank, int64_t first_pass, int64_t count) {
@@ -326,6 +333,19 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c) {
         s.middle_moe = moe[r];
       }
     }
+    const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
+    const auto cost = [&](size_t r) {
+      return static_cast<double>(layers[r] - moe[r]) * costs.dense +
+             static_cast<double>(moe[r]) * costs.moe + static_cast<double>(mtp[r]) * mtp_cost;
+    };
+    size_t costliest = static_cast<size_t>(s.middle_rank);
+    for (size_t r = 1; r + 1 < layers.size(); ++r) {
+      if (cost(r) > cost(costliest)) costliest = r;
+    }
+    s.costliest_middle_rank = static_cast<int64_t>(costliest);
+    s.costliest_middle = layers[costliest];
+    s.costliest_middle_mtp = mtp[costliest];
+    s.costliest_middle_moe = moe[costliest];
   }
   return s;
 }

@@ -327,7 +327,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     }
                     std::optional<PipelineSplit>& split =
                         splits[pp_index * vpps.size() + vpp_index];
-                    if (!split) split = SplitPipeline(l, c);
+                    if (!split) split = SplitPipeline(l, c, model.layer_costs());
                     const LayoutDerivation derived = DeriveLayout(model, l, job, *split);
                     l.a2a_overlap = 0;
                     const LayoutMemory memory(model, l, job, profile, derived);

@@ -117,6 +117,20 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
       static_cast<double>(trunk.mlp_flops + trunk.router_flops + trunk.latent_projection_flops) -
       s.expert_flops_per_token - s.dense_ffn_flops_per_token;
   s.attention_kernel_flops_per_token = static_cast<double>(trunk_causal.attention_score_flops);
+  {
+    const double passes = static_cast<double>(s.layer_passes);
+    const double moe_passes = static_cast<double>(s.moe_layer_passes);
+    const double every_layer = (s.dense_flops_per_token - s.dense_ffn_flops_per_token -
+                                s.moe_block_flops_per_token + s.attention_kernel_flops_per_token) /
+                               passes;
+    s.dense_layer_flops_per_token =
+        every_layer + (passes > moe_passes ? s.dense_ffn_flops_per_token / (passes - moe_passes)
+                                           : 0.0);
+    s.moe_layer_flops_per_token =
+        every_layer + (moe_passes > 0 ? (s.moe_block_flops_per_token + s.expert_flops_per_token) /
+                                            moe_passes
+                                      : 0.0);
+  }
   s.mtp_expert_flops_per_token = static_cast<double>(c.mtp_moe_layers()) * routed_flops_per_layer;
   s.mtp_attention_kernel_flops_per_token =
       static_cast<double>(causal.attention_score_flops - trunk_causal.attention_score_flops);
@@ -338,7 +352,7 @@ StageParams StageLayerParams(const ModelShape& m, int64_t layers, int64_t moe) {
 }  // namespace
 
 LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job) {
-  return DeriveLayout(m, l, job, SplitPipeline(l, m.config));
+  return DeriveLayout(m, l, job, SplitPipeline(l, m.config, m.layer_costs()));
 }
 
 LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJob& job,
@@ -347,31 +361,44 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
-  // The slowest rank holds the most layer passes (with the MTP layers pp_layout places on it),
-  // and of those the most MoE layers. The output layer is charged only without a pipeline: on
-  // the last stage its time is left to the calibrated profiles, as they were fitted.
+  // The slowest rank holds the layers (with the MTP layers pp_layout places on it) of the most
+  // forward FLOPs (ModelShape::layer_costs; for a model of one layer kind, the most layers), and
+  // of those the most MoE layers. The output layer is charged only without a pipeline: on the
+  // last stage its time is left to the calibrated profiles, as they were fitted.
   x.split = split;
   x.head_on_stage = l.pp == 1;
   const PipelineSplit& s = x.split;
+  const ModelConfig& c = m.config;
+  const bool mixed = c.is_moe() && c.moe_layers() < c.layers;
+  const LayerCosts costs = mixed ? m.layer_costs() : LayerCosts{};
+  const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
   struct Rank {
     int64_t layers, mtp, moe;
+    double cost;
   };
-  Rank slowest{s.first, s.first_mtp, s.first_moe};
+  const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
+    return Rank{layers, mtp, moe,
+                static_cast<double>(layers - moe) * costs.dense +
+                    static_cast<double>(moe) * costs.moe + static_cast<double>(mtp) * mtp_cost};
+  };
+  Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
   const auto consider = [&](const Rank& r) {
-    if (r.layers + r.mtp > slowest.layers + slowest.mtp ||
-        (r.layers + r.mtp == slowest.layers + slowest.mtp && r.moe > slowest.moe)) {
-      slowest = r;
-    }
+    if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
   };
-  if (l.pp > 2) consider({s.middle, s.middle_mtp, s.middle_moe});
-  if (l.pp > 1) consider({s.last, s.last_mtp, s.last_moe});
+  if (l.pp > 2) consider(rank(s.costliest_middle, s.costliest_middle_mtp, s.costliest_middle_moe));
+  if (l.pp > 1) consider(rank(s.last, s.last_mtp, s.last_moe));
   x.layers_stage = slowest.layers;
   x.moe_layers_stage = slowest.moe;
   const int64_t placed_mtp = slowest.mtp;  // the MTP layers pp_layout places on the slowest rank
-  x.other_load_ratio = l.pp == 1 ? 0.0
-                                 : static_cast<double>(m.layer_passes - x.layers_stage) /
-                                       static_cast<double>(l.pp - 1) /
-                                       static_cast<double>(x.layers_stage);
+  // The other ranks' mean load against the slowest's: their layers' cost (their layer count for a
+  // model of one kind).
+  const double stage_cost = rank(x.layers_stage, 0, x.moe_layers_stage).cost;
+  const double total_cost = rank(m.layer_passes, 0, m.moe_layer_passes).cost;
+  x.other_load_ratio =
+      l.pp == 1 ? 0.0
+      : mixed   ? (total_cost - stage_cost) / static_cast<double>(l.pp - 1) / stage_cost
+                : static_cast<double>(m.layer_passes - x.layers_stage) /
+                      static_cast<double>(l.pp - 1) / static_cast<double>(x.layers_stage);
   // Segmented backprop of a looped model keeps one segment of S loops and repeats the forward of
   // every segment but the last in the backward: loops − (the last segment's loops) of `loops`.
   const BackpropSegments segments = SegmentsOf(m.config, job);
@@ -383,7 +410,6 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.moe_stage_share = KindShare(x.moe_layers_stage, m.moe_layer_passes);
   x.dense_stage_share =
       KindShare(x.layers_stage - x.moe_layers_stage, m.layer_passes - m.moe_layer_passes);
-  const ModelConfig& c = m.config;
   x.mtp_layers_stage = static_cast<double>(c.mtp_layers) * x.stage_share;
   x.mtp_moe_layers_stage = static_cast<double>(c.mtp_moe_layers()) * x.stage_share;
   if (x.split.mtp_placed) {

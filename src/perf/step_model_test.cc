@@ -221,10 +221,46 @@ TEST(StepModel, AStageIsChargedTheLayerKindsItHolds) {
   EXPECT_NEAR(a.time.dense_gemm_seconds / b.time.dense_gemm_seconds, 1.0, kRoundingTol);
   EXPECT_NEAR(a.time.ep_seconds / b.time.ep_seconds, 1.0, kRoundingTol);
   EXPECT_NEAR(a.time.host_seconds / b.time.host_seconds, 1.0, kRoundingTol);
-  EXPECT_NEAR(a.time.bubble_seconds / b.time.bubble_seconds, 1.0, kRoundingTol);
+  // The bubble weighs the other 15 ranks' layers by their forward FLOPs: 54 MoE and 3 dense.
+  const LayerCosts costs = mixed.layer_costs();
+  EXPECT_NEAR(x.other_load_ratio,
+              (54 * costs.moe + 3 * costs.dense) / 15 / (4 * costs.moe), kRoundingTol);
   // The peak stage is a rank of 4 MoE layers in both (13 micro-batches in flight): rank 0's 16
   // of 3 dense layers hold fewer bytes than its 16 of 3 MoE layers would.
   EXPECT_NEAR(a.memory.peak_bytes / b.memory.peak_bytes, 1.0, kRoundingTol);
+}
+
+TEST(StepModel, TheSlowestStageIsTheOneWhoseLayersCostMost) {
+  // Llama 4 Maverick on 48 stages of one layer: with dense FFNs 12x wider (196,608) the dense
+  // layers cost more than the MoE ones, and a dense stage sets the step: wider FFNs take longer
+  // (a stage picked by layer count kept the MoE stage's time, at an MFU past 1).
+  const ProfileSet profiles = LoadProfiles();
+  const Cluster cluster = MakeCluster(LoadHardware("h100"), 384);
+  const PerfJob job{768, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const Layout layout = ParseLayout("pp=48,ep=8,dp=8,recompute=none");
+  const auto run = [&](const char* width) {
+    const FieldOverride wide{"dense_ffn_width", width};
+    const ModelShape shape =
+        MakeModelShape(LoadModel("llama4-maverick", std::span(&wide, 1)).config, 4096);
+    return EvaluateStep(shape, cluster, layout, job, profiles.shared,
+                        profiles.Get("megatron-h100"), nullptr);
+  };
+  const StepEstimate narrow = run("16384"), wide = run("65536"), wider = run("196608");
+  EXPECT_EQ(narrow.slowest_stage_moe_layers, 1);
+  EXPECT_EQ(wide.slowest_stage_moe_layers, 0);
+  EXPECT_EQ(wider.slowest_stage_moe_layers, 0);
+  EXPECT_LT(narrow.step_seconds, wide.step_seconds);
+  EXPECT_LT(wide.step_seconds, wider.step_seconds);
+  EXPECT_LT(wider.mfu, 1.0);
+  // DeepSeek-V3 with 20 dense layers and 32 routed experts per token on two stages: 32 layers on
+  // the first (20 dense, 12 MoE) cost less than the second's 29 MoE layers, which set the step.
+  const FieldOverride heavy[] = {{"dense_layers", "20"}, {"top_k", "32"}};
+  const ModelShape deepseek = MakeModelShape(LoadModel("deepseek-v3", heavy).config, 4096);
+  const PerfJob batch{2048, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
+  const LayoutDerivation x =
+      DeriveLayout(deepseek, ParseLayout("pp=2,pp_first=32,ep=8,dp=16,recompute=full"), batch);
+  EXPECT_EQ(x.layers_stage, 29);
+  EXPECT_EQ(x.moe_layers_stage, 29);
 }
 
 // The ModelZoo's long-context Qwen3-235B layout (256 H100, 16k tokens) under `recompute`.

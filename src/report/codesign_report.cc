@@ -22,6 +22,12 @@ using Json = nlohmann::ordered_json;
 
 Json Number(double v) { return std::isfinite(v) ? Json(v) : Json(nullptr); }
 
+// Days of wall-clock: one decimal, or three significant digits under a tenth of a day.
+std::string Days(double seconds) {
+  const double days = seconds / 86400;
+  return days >= 0.1 || days == 0 ? fmt::format("{:.1f}", days) : fmt::format("{:.3g}", days);
+}
+
 std::string Budget(const CodesignResult& r) {
   const BudgetSpec& b = r.space.budget;
   const std::string given = b.gpu_hours > 0 ? fmt::format("{} GPU-hours", FormatCount(b.gpu_hours))
@@ -30,12 +36,12 @@ std::string Budget(const CodesignResult& r) {
                                             : fmt::format("{} model FLOPs",
                                                           FormatScientific(b.model_flops));
   if (!(r.flops_budget > 0)) {
-    return fmt::format("{}: cluster budget {:.1f} days of wall-clock; no FLOPs-only budget ({})",
-                       given, r.cluster_seconds / 86400, r.reference_mfu_rule);
+    return fmt::format("{}: cluster budget {} days of wall-clock; no FLOPs-only budget ({})",
+                       given, Days(r.cluster_seconds), r.reference_mfu_rule);
   }
-  return fmt::format("{}: cluster budget {:.1f} days of wall-clock; FLOPs-only budget {} model "
+  return fmt::format("{}: cluster budget {} days of wall-clock; FLOPs-only budget {} model "
                      "FLOPs (at MFU {:.3f}: {})",
-                     given, r.cluster_seconds / 86400, FormatScientific(r.flops_budget, 4),
+                     given, Days(r.cluster_seconds), FormatScientific(r.flops_budget, 4),
                      r.reference_mfu, r.reference_mfu_rule);
 }
 
@@ -87,8 +93,8 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
                                      : "",
                      r.layouts_evaluated);
   out += fmt::format("Best under the cluster budget (fastest layout that fits; tokens = tokens/s × "
-                     "{:.1f} days)\n",
-                     r.cluster_seconds / 86400);
+                     "{} days)\n",
+                     Days(r.cluster_seconds));
   out += "  rank " + Header();
   for (size_t i = 0; i < r.ranking.size() && i < top; ++i) {
     out += fmt::format("  {:>4} {}\n", i + 1, Row(r.architectures[r.ranking[i]]));

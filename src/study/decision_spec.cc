@@ -249,8 +249,15 @@ void ReadTarget(const toml::node& node, const SourceLocation& where, const Table
       a.where = r.Locate(element);
       TableReader ar(parent.text(), parent.origin());
       ar.On("arm", [&](auto& n2, auto& w2) { a.arm = GetString(n2, w2, "arm"); });
-      ar.On("model", [&](auto& n2, auto& w2) { a.model = GetString(n2, w2, "model"); });
-      ar.On("layout", [&](auto& n2, auto& w2) { a.layout = GetString(n2, w2, "layout"); });
+      a.model_where = a.layout_where = a.where;
+      ar.On("model", [&](auto& n2, auto& w2) {
+        a.model = GetString(n2, w2, "model");
+        a.model_where = w2;
+      });
+      ar.On("layout", [&](auto& n2, auto& w2) {
+        a.layout = GetString(n2, w2, "layout");
+        a.layout_where = w2;
+      });
       ar.On("routing", [&](auto& n2, auto& w2) {
         a.routing = OneOf(n2, w2, "routing",
                           {"auto", "dropless", "balanced", "capacity", "fixed-cells"});
@@ -331,8 +338,15 @@ void ReadRule(const toml::node& node, const SourceLocation& where, const TableRe
   rule.where = where;
   rule.criteria.assign(kCriterionNames.begin(), kCriterionNames.end());
   TableReader r(parent.text(), parent.origin());
-  r.On("default", [&](auto& n, auto& w) { rule.default_arm = GetString(n, w, "default"); });
-  r.On("challenger", [&](auto& n, auto& w) { rule.challenger = GetString(n, w, "challenger"); });
+  rule.default_where = rule.challenger_where = where;
+  r.On("default", [&](auto& n, auto& w) {
+    rule.default_arm = GetString(n, w, "default");
+    rule.default_where = w;
+  });
+  r.On("challenger", [&](auto& n, auto& w) {
+    rule.challenger = GetString(n, w, "challenger");
+    rule.challenger_where = w;
+  });
   r.On("threshold",
        [&](auto& n, auto& w) { rule.threshold = GetFraction(n, w, "threshold", true, true); });
   r.On("measure", [&](auto& n, auto& w) {
@@ -470,10 +484,11 @@ void ValidateDecisionSpec(const StudyConfig& study) {
                      fmt::format("d_model names a rung of the study ({})", fmt::join(rungs, ", ")));
   };
   if (spec.rule) {
-    check_arm(spec.rule->default_arm, spec.rule->where, "default");
-    check_arm(spec.rule->challenger, spec.rule->where, "challenger");
+    check_arm(spec.rule->default_arm, spec.rule->default_where, "default");
+    check_arm(spec.rule->challenger, spec.rule->challenger_where, "challenger");
     if (spec.rule->default_arm == spec.rule->challenger) {
-      throw FieldError(spec.rule->where, "challenger", "\"" + spec.rule->challenger + "\"",
+      throw FieldError(spec.rule->challenger_where, "challenger",
+                       "\"" + spec.rule->challenger + "\"",
                        "the challenger differs from the default arm");
     }
   }

@@ -224,6 +224,17 @@ struct PipelineSplit {
   // The MoE layer passes among rank 0's, rank `middle_rank`'s and rank pp−1's decoder layer
   // passes (filled by the overload taking the model; 0 from the one taking a layer count).
   int64_t first_moe = 0, middle_moe = 0, last_moe = 0;
+  // The rank 1 … pp−2 whose layers cost the most (LayerCosts; the first of equals), and what it
+  // holds: `middle_rank` when every layer costs the same.
+  int64_t costliest_middle_rank = 1;
+  int64_t costliest_middle = 0, costliest_middle_mtp = 0, costliest_middle_moe = 0;
+};
+
+// The relative cost of one dense-FFN layer pass and of one MoE layer pass (e.g. their forward
+// FLOPs per token), which SplitPipeline uses to find the costliest middle rank.
+struct LayerCosts {
+  double dense = 1;
+  double moe = 1;
 };
 PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
 // The same for `model`'s layers × loops layer passes, with the MoE layers each rank holds. Layer
@@ -234,9 +245,10 @@ PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
 // takes a layer's slot in the first virtual stage and the loss one in the last; one layer short
 // chunks are the first virtual stages. Among the ranks 1 … pp−2 holding `middle` layer passes
 // (with their MTP layers when placed), `middle_rank` is the first holding the most MoE layers:
-// the slowest of them, and the one with the most parameters. The model must pass Validate and the
-// layout CheckLayout.
-PipelineSplit SplitPipeline(const Layout& layout, const ModelConfig& model);
+// the one with the most parameters. The costliest middle rank weighs each rank's layers by
+// `costs` (an MTP layer as a MoE layer when the model's last layer is MoE). The model must pass
+// Validate and the layout CheckLayout.
+PipelineSplit SplitPipeline(const Layout& layout, const ModelConfig& model, LayerCosts costs = {});
 
 // One virtual stage of a pipeline layout string: its embedding, decoder, MTP and loss layers.
 struct PipelineLayoutStage {

@@ -2,8 +2,9 @@
 // and a job, the step time and its breakdown, tokens/s per GPU, MFU, peak memory per GPU and its
 // breakdown, and the share of routed assignments dropped.
 //
-// Time (per GPU, the slowest pipeline stage: the rank holding the most layer passes per
-// SplitPipeline (layout.h), of those the one holding the most MoE layers; its expert work, MoE
+// Time (per GPU, the slowest pipeline stage: of the ranks SplitPipeline (layout.h) names, the
+// one whose layers have the most forward FLOPs (layer_costs), of those the one holding the most
+// MoE layers; the bubble weighs the other ranks' layers the same way; its expert work, MoE
 // blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention by
 // its layer passes, its activation widths at its own mix of layers. With pp > 1 the output
 // layer's GEMM on the last stage is not charged to the stage time: the shipped profiles were
@@ -205,6 +206,13 @@ struct ModelShape {
   // routers and latent projections.
   double dense_ffn_flops_per_token = 0;
   double moe_block_flops_per_token = 0;
+  // Forward FLOPs per token of one trunk layer pass of each kind (the attention's at the mean of
+  // the layers): what ranks the pipeline stages (SplitPipeline's LayerCosts).
+  double dense_layer_flops_per_token = 0;
+  double moe_layer_flops_per_token = 0;
+  LayerCosts layer_costs() const {
+    return {dense_layer_flops_per_token, moe_layer_flops_per_token};
+  }
   // All MTP modules together (DeepSeek-V3, arXiv 2412.19437 section 2.2): routed experts; the
   // causal attention kernel; the rest (projection, attention projections, shared experts, router
   // and the logits over the shared head). 0 without MTP.

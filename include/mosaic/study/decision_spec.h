@@ -95,6 +95,7 @@ struct TargetArm {
   std::string routing = "auto";  // auto | dropless | balanced | capacity | fixed-cells
   double capacity_factor = 0;    // 0: none
   SourceLocation where;
+  SourceLocation model_where, layout_where;  // where model and layout are written, for errors
 };
 
 // [target]: the shape and budget the decision is for.
@@ -138,6 +139,7 @@ struct RuleSpec {
   std::string measure = "effective_compute";  // "effective_compute" | "loss"
   std::vector<std::string> criteria;        // names from decision/criteria.h
   SourceLocation where;
+  SourceLocation default_where, challenger_where;  // where each arm is named, for errors
 };
 
 // [noise]: the spread of repeated identical runs.
