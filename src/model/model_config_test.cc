@@ -118,6 +118,18 @@ TEST(LoadModelFromToml, OverridesAreNamedWhereTheyWereWritten) {
               std::string::npos)
         << e.what();
   }
+  // A field two overrides set names where the first was written.
+  const std::vector<FieldOverride> twice = {{"experts", "4", {"study.toml", 36, 19, ""}},
+                                            {"experts", "192", {"study.toml", 60, 19, ""}}};
+  try {
+    LoadModel("marin-ladder", twice);
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("study.toml:60:19: experts is set twice (to 4 at "
+                                         "study.toml:36:19 and to 192)"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(SetModelField, RoundTripsThroughGet) {

@@ -111,10 +111,14 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     if (const auto [it, fresh] =
             set_by_override.emplace(override_value.field, override_value.value);
         !fresh) {
-      throw LocatedError(where, fmt::format("{} is set twice (to {} and to {}). Violated "
+      // The first value's place, unless it was a flag too (the message then names both).
+      const SourceLocation& first = locations.at(override_value.field);
+      const std::string first_at =
+          first.origin.starts_with("--set") ? "" : " at " + first.ToString();
+      throw LocatedError(where, fmt::format("{} is set twice (to {}{} and to {}). Violated "
                                             "constraint: each field at most once",
                                             Printable(override_value.field),
-                                            Printable(it->second),
+                                            Printable(it->second), first_at,
                                             Printable(override_value.value)));
     }
     if (std::optional<std::string> error =
