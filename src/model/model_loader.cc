@@ -144,11 +144,13 @@ ModelSpec LoadModelFromToml(std::string_view text, const std::string& origin,
     where.origin = origin;
     if (it != locations.end()) where = it->second;
     std::string rule = violation->rule;
-    // A rule broken by a value from the file may have been broken by an override of another field.
-    const bool from_override = it != locations.end() && where.origin != origin;
-    if (!from_override && !overrides.empty()) {
-      rule += " (after " + AppliedOverrides(overrides) + ")";
+    // A rule may have been broken by an override of another field: the others are listed, each
+    // where it was written (the violating field's own value is located above).
+    std::vector<FieldOverride> others;
+    for (const FieldOverride& o : overrides) {
+      if (o.field != violation->field) others.push_back(o);
     }
+    if (!others.empty()) rule += " (after " + AppliedOverrides(others) + ")";
     // A field no one set (neither the file, an override nor a family derivation) is missing, not
     // a 0 the user wrote.
     if (!explicit_fields.contains(violation->field) && spec.derivation.empty() &&
