@@ -171,7 +171,64 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text) {
   return stages;
 }
 
+namespace {
+
+// SplitPipeline's layer counts per rank (first, middle, last, MTP), nothing else.
+PipelineSplit SplitPipelineCounts(const Layout& l, int64_t layer_passes);
+
+// A middle rank's decoder layer passes, placed MTP layers and MoE layer passes.
+struct RankLayers {
+  int64_t layers = 0, mtp = 0, moe = 0;
+};
+
+// Sets s.slowest… and s.other_load_ratio from rank 0, `middle` (a rank 1 … pp−2) and rank
+// pp−1, each rank's layers costing `costs` (an MTP layer `mtp_cost`), of `moe_passes` MoE passes
+// among s.total; `by_count` (a model of one kind, or no model): by layer count, 1 each.
+void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_passes,
+                LayerCosts costs, double mtp_cost, bool by_count) {
+  struct Rank {
+    int64_t layers, mtp, moe;
+    double cost;
+  };
+  const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
+    return Rank{layers, mtp, moe,
+                by_count ? static_cast<double>(layers + mtp)
+                         : static_cast<double>(layers - moe) * costs.dense +
+                               static_cast<double>(moe) * costs.moe +
+                               static_cast<double>(mtp) * mtp_cost};
+  };
+  Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
+  const auto consider = [&](const Rank& r) {
+    if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
+  };
+  if (pp > 2) consider(rank(middle.layers, middle.mtp, middle.moe));
+  if (pp > 1) consider(rank(s.last, s.last_mtp, s.last_moe));
+  s.slowest = slowest.layers;
+  s.slowest_mtp = slowest.mtp;
+  s.slowest_moe = slowest.moe;
+  if (pp == 1) {
+    s.other_load_ratio = 0;
+  } else if (by_count) {
+    s.other_load_ratio = static_cast<double>(s.total - s.slowest) /
+                         static_cast<double>(pp - 1) / static_cast<double>(s.slowest);
+  } else {
+    const double stage = rank(s.slowest, 0, s.slowest_moe).cost;
+    const double all = rank(s.total, 0, moe_passes).cost;
+    s.other_load_ratio = (all - stage) / static_cast<double>(pp - 1) / stage;
+  }
+}
+
+}  // namespace
+
 PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
+  PipelineSplit s = SplitPipelineCounts(l, layer_passes);
+  SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0}, 0, {}, 1, true);
+  return s;
+}
+
+namespace {
+
+PipelineSplit SplitPipelineCounts(const Layout& l, int64_t layer_passes) {
   PipelineSplit s;
   s.total = layer_passes;
   if (l.pp_layout[0] != '\0') {
@@ -243,6 +300,8 @@ PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   return s;
 }
 
+}  // namespace
+
 namespace {
 
 // Calls visit(rank, first_pass, passes) for each virtual stage of `l` in pipeline order: the
@@ -297,20 +356,17 @@ int64_t MoePassesBefore(const ModelConfig& c, int64_t passes) {
 
 PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts costs) {
   const int64_t passes = c.layers * c.loops;
-  PipelineSplit s = SplitPipeline(l, passes);
-  const auto costliest_is_middle = [&] {
-    s.costliest_middle_rank = s.middle_rank;
-    s.costliest_middle = s.middle;
-    s.costliest_middle_mtp = s.middle_mtp;
-    s.costliest_middle_moe = s.middle_moe;
+  PipelineSplit s = SplitPipelineCounts(l, passes);
+  const auto by_count = [&] {
+    SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe}, 0, costs, 1, true);
     return s;
   };
-  if (!c.is_moe()) return costliest_is_middle();
+  if (!c.is_moe()) return by_count();
   if (c.moe_layers() == c.layers) {  // every layer routed
     s.first_moe = s.first;
     s.middle_moe = s.middle;
     s.last_moe = s.last;
-    return costliest_is_middle();
+    return by_count();
   }
   std::vector<int64_t> layers(static_cast<size_t>(l.pp), 0), moe(layers), mtp(layers);
   ForEachVirtualStage(l, passes, [&](int64_t rank, int64_t first_pass, int64_t count) {
@@ -324,6 +380,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
   }
   s.first_moe = moe.front();
   s.last_moe = moe.back();
+  RankLayers costliest_middle;
   if (l.pp > 2) {
     // The placement holds s.middle layers (and s.middle_mtp MTP layers) on some middle rank.
     s.middle_moe = -1;
@@ -342,11 +399,10 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
     for (size_t r = 1; r + 1 < layers.size(); ++r) {
       if (cost(r) > cost(costliest)) costliest = r;
     }
-    s.costliest_middle_rank = static_cast<int64_t>(costliest);
-    s.costliest_middle = layers[costliest];
-    s.costliest_middle_mtp = mtp[costliest];
-    s.costliest_middle_moe = moe[costliest];
+    costliest_middle = {layers[costliest], mtp[costliest], moe[costliest]};
   }
+  SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs,
+             c.mtp_moe_layers() > 0 ? costs.moe : costs.dense, false);
   return s;
 }
 

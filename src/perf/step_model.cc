@@ -361,44 +361,16 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.tokens_mb_seq = static_cast<double>(l.mbs * job.seq_len / l.cp);
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
-  // The slowest rank holds the layers (with the MTP layers pp_layout places on it) of the most
-  // forward FLOPs (ModelShape::layer_costs; for a model of one layer kind, the most layers), and
-  // of those the most MoE layers. The output layer is charged only without a pipeline: on the
-  // last stage its time is left to the calibrated profiles, as they were fitted.
+  // The slowest rank and the other ranks' load against it: SplitPipeline's. The output layer is
+  // charged only without a pipeline: on the last stage its time is left to the calibrated
+  // profiles, as they were fitted.
   x.split = split;
   x.head_on_stage = l.pp == 1;
-  const PipelineSplit& s = x.split;
   const ModelConfig& c = m.config;
-  const bool mixed = c.is_moe() && c.moe_layers() < c.layers;
-  const LayerCosts costs = mixed ? m.layer_costs() : LayerCosts{};
-  const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
-  struct Rank {
-    int64_t layers, mtp, moe;
-    double cost;
-  };
-  const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
-    return Rank{layers, mtp, moe,
-                static_cast<double>(layers - moe) * costs.dense +
-                    static_cast<double>(moe) * costs.moe + static_cast<double>(mtp) * mtp_cost};
-  };
-  Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
-  const auto consider = [&](const Rank& r) {
-    if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
-  };
-  if (l.pp > 2) consider(rank(s.costliest_middle, s.costliest_middle_mtp, s.costliest_middle_moe));
-  if (l.pp > 1) consider(rank(s.last, s.last_mtp, s.last_moe));
-  x.layers_stage = slowest.layers;
-  x.moe_layers_stage = slowest.moe;
-  const int64_t placed_mtp = slowest.mtp;  // the MTP layers pp_layout places on the slowest rank
-  // The other ranks' mean load against the slowest's: their layers' cost (their layer count for a
-  // model of one kind).
-  const double stage_cost = rank(x.layers_stage, 0, x.moe_layers_stage).cost;
-  const double total_cost = rank(m.layer_passes, 0, m.moe_layer_passes).cost;
-  x.other_load_ratio =
-      l.pp == 1 ? 0.0
-      : mixed   ? (total_cost - stage_cost) / static_cast<double>(l.pp - 1) / stage_cost
-                : static_cast<double>(m.layer_passes - x.layers_stage) /
-                      static_cast<double>(l.pp - 1) / static_cast<double>(x.layers_stage);
+  x.layers_stage = split.slowest;
+  x.moe_layers_stage = split.slowest_moe;
+  const int64_t placed_mtp = split.slowest_mtp;  // the MTP layers pp_layout places on it
+  x.other_load_ratio = split.other_load_ratio;
   // Segmented backprop of a looped model keeps one segment of S loops and repeats the forward of
   // every segment but the last in the backward: loops − (the last segment's loops) of `loops`.
   const BackpropSegments segments = SegmentsOf(m.config, job);

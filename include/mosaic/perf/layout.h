@@ -200,6 +200,13 @@ struct Layout {
 // data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
 
+// The relative cost of one dense-FFN layer pass and of one MoE layer pass (e.g. their forward
+// FLOPs per token), which SplitPipeline uses to find the costliest middle rank.
+struct LayerCosts {
+  double dense = 1;
+  double moe = 1;
+};
+
 // The layer passes each pipeline rank holds (all its virtual chunks), for a layout that passes
 // CheckLayout:
 //   explicit first/last: rank 0 holds pp_first, rank pp−1 pp_last (when given), each other rank
@@ -224,18 +231,18 @@ struct PipelineSplit {
   // The MoE layer passes among rank 0's, rank `middle_rank`'s and rank pp−1's decoder layer
   // passes (filled by the overload taking the model; 0 from the one taking a layer count).
   int64_t first_moe = 0, middle_moe = 0, last_moe = 0;
-  // The rank 1 … pp−2 whose layers cost the most (LayerCosts; the first of equals), and what it
-  // holds: `middle_rank` when every layer costs the same.
-  int64_t costliest_middle_rank = 1;
-  int64_t costliest_middle = 0, costliest_middle_mtp = 0, costliest_middle_moe = 0;
+  // The slowest of rank 0, the middle rank whose layers cost the most (LayerCosts; the first of
+  // equals; `middle_rank` when every layer costs the same) and rank pp−1: the one whose layers
+  // (and placed MTP layers) cost the most, of equals the one with the most MoE layers, then the
+  // first; its decoder layer passes, placed MTP layers and MoE layer passes. Without costs (or
+  // for a model of one layer kind) the cost is the layer count.
+  int64_t slowest = 0, slowest_mtp = 0, slowest_moe = 0;
+  // The mean cost of the other pp − 1 ranks' decoder layers over the slowest rank's (0 when
+  // pp = 1): what the pipeline bubble scales by.
+  double other_load_ratio = 0;
 };
 
-// The relative cost of one dense-FFN layer pass and of one MoE layer pass (e.g. their forward
-// FLOPs per token), which SplitPipeline uses to find the costliest middle rank.
-struct LayerCosts {
-  double dense = 1;
-  double moe = 1;
-};
+// (This overload counts no MoE layers and ranks the stages by layer count.)
 PipelineSplit SplitPipeline(const Layout& layout, int64_t layer_passes);
 // The same for `model`'s layers × loops layer passes, with the MoE layers each rank holds. Layer
 // pass p runs layer p mod layers; the virtual stages hold consecutive passes in pipeline order
