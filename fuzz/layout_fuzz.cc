@@ -1,7 +1,8 @@
 // libFuzzer target for the layout string ("tp=2,pp=4,ep=8,mbs=2,recompute=full"): ParseLayout,
 // the text it prints read back to the same layout, and CheckLayout against a shipped model and a
 // job whose size comes from the selector byte (LayoutRejectKind naming the same kind); for a
-// layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers.
+// layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers and its
+// slowest rank's, and the other ranks' load against it is finite.
 // Input (fuzz_input.h): section 0 is the layout string.
 #include <cstddef>
 #include <cstdint>
@@ -46,7 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const PipelineSplit split = SplitPipeline(layout, model);
     const auto within = [](int64_t moe, int64_t layers) { return moe >= 0 && moe <= layers; };
     if (!within(split.first_moe, split.first) || !within(split.middle_moe, split.middle) ||
-        !within(split.last_moe, split.last)) {
+        !within(split.last_moe, split.last) || !within(split.slowest_moe, split.slowest) ||
+        !(split.other_load_ratio >= 0) || split.other_load_ratio > 1e12) {
       __builtin_trap();
     }
   }
