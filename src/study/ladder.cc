@@ -99,13 +99,23 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       } catch (const InputError& error) {
         // The model's own location is in the message; which of the rung's shape and the arm's
         // overrides broke it is the rule's to say (listed after "after", each where it was
-        // written). The study is
-        // named unless the message already places the error in it (at an override's key).
+        // written). The message opens with the study's location: the override's key when the
+        // error is there ("study.toml:23:17: arm 'a', rung d768: top_k = …"), else the study.
         const std::string_view message = error.what();
-        const bool in_study = message.starts_with(study.origin + ":");
-        throw InputError(fmt::format("{}arm '{}', rung d{}: {}",
-                                     in_study ? "" : study.origin + ": ", arm.name, rung.d_model,
-                                     message));
+        const std::string prefix = study.origin + ":";
+        std::string_view at = study.origin, rest = message;
+        if (message.starts_with(prefix)) {
+          // "study.toml:LINE:COLUMN: …" or "study.toml: …"
+          const size_t end = message.size() > prefix.size() && message[prefix.size()] == ' '
+                                 ? prefix.size() - 1
+                                 : message.find(": ", prefix.size());
+          if (end != std::string_view::npos) {
+            at = message.substr(0, end);
+            rest = message.substr(end + 2);
+          }
+        }
+        throw InputError(
+            fmt::format("{}: arm '{}', rung d{}: {}", at, arm.name, rung.d_model, rest));
       }
       const ParamCount params = CountParams(spec.config);
       row.layers = spec.config.layers;

@@ -119,6 +119,24 @@ TEST(PlanLadder, RefusesBudgetsPast64BitsAndRungsWithoutAStep) {
   EXPECT_NE(e.find("the step budget rounds to 0 steps"), std::string::npos) << e;
 }
 
+TEST(PlanLadder, AModelErrorOpensWithTheStudyLocationThenArmAndRung) {
+  // A rung's top_k past every arm's experts: located at the rung's key, then the arm and rung,
+  // then the rule with the other overrides and where each was written.
+  StudyConfig study = LoadStudy(kDefaultStudy);
+  study.origin = "study.toml";
+  study.rungs[0].overrides.push_back({"top_k", "1000", {"study.toml", 23, 17, ""}});
+  std::string error;
+  try {
+    PlanLadder(study);
+  } catch (const InputError& e) {
+    error = e.what();
+  }
+  EXPECT_EQ(error.rfind("study.toml:23:17: arm '", 0), 0u) << error;
+  EXPECT_NE(error.find(", rung d768: top_k = 1000. Violated constraint: 1 <= top_k <= experts"),
+            std::string::npos)
+      << error;
+}
+
 TEST(RoundDivideHalfEven, MatchesPythonRound) {
   EXPECT_EQ(RoundDivideHalfEven(5, 2), 2);   // round(2.5) = 2
   EXPECT_EQ(RoundDivideHalfEven(7, 2), 4);   // round(3.5) = 4
