@@ -181,6 +181,12 @@ struct RankLayers {
   int64_t layers = 0, mtp = 0, moe = 0;
 };
 
+// The cost of `layers` decoder layer passes, `moe` of them MoE, and `mtp` MTP layers.
+double LayersCost(int64_t layers, int64_t moe, int64_t mtp, LayerCosts costs, double mtp_cost) {
+  return static_cast<double>(layers - moe) * costs.dense + static_cast<double>(moe) * costs.moe +
+         static_cast<double>(mtp) * mtp_cost;
+}
+
 // Sets s.slowest… and s.other_load_ratio from rank 0, `middle` (a rank 1 … pp−2) and rank
 // pp−1, each rank's layers costing `costs` (an MTP layer `mtp_cost`), of `moe_passes` MoE passes
 // among s.total; `by_count` (a model of one kind, or no model): by layer count, 1 each.
@@ -193,9 +199,7 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
   const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
     return Rank{layers, mtp, moe,
                 by_count ? static_cast<double>(layers + mtp)
-                         : static_cast<double>(layers - moe) * costs.dense +
-                               static_cast<double>(moe) * costs.moe +
-                               static_cast<double>(mtp) * mtp_cost};
+                         : LayersCost(layers, moe, mtp, costs, mtp_cost)};
   };
   Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
   const auto consider = [&](const Rank& r) {
@@ -300,10 +304,6 @@ PipelineSplit SplitPipelineCounts(const Layout& l, int64_t layer_passes) {
   return s;
 }
 
-}  // namespace
-
-namespace {
-
 // Calls visit(rank, first_pass, passes) for each virtual stage of `l` in pipeline order: the
 // decoder layer passes [first_pass, first_pass + passes) it holds (SplitPipeline's placement).
 template <typename Visit>
@@ -322,7 +322,7 @@ void ForEachVirtualStage(const Layout& l, int64_t layer_passes, Visit visit) {
   }
   const int64_t chunks = l.pp * l.vpp;
   if (l.pp_first > 0 || l.pp_last > 0) {
-    const PipelineSplit s = SplitPipeline(l, layer_passes);
+    const PipelineSplit s = SplitPipelineCounts(l, layer_passes);
     for (int64_t v = 0; v < l.vpp; ++v) {
       for (int64_t r = 0; r < l.pp; ++r) {
         stage(r, (r == 0 ? s.first : r == l.pp - 1 ? s.last : s.middle) / l.vpp);
@@ -380,6 +380,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
   }
   s.first_moe = moe.front();
   s.last_moe = moe.back();
+  const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
   RankLayers costliest_middle;
   if (l.pp > 2) {
     // The placement holds s.middle layers (and s.middle_mtp MTP layers) on some middle rank.
@@ -390,10 +391,8 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
         s.middle_moe = moe[r];
       }
     }
-    const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
     const auto cost = [&](size_t r) {
-      return static_cast<double>(layers[r] - moe[r]) * costs.dense +
-             static_cast<double>(moe[r]) * costs.moe + static_cast<double>(mtp[r]) * mtp_cost;
+      return LayersCost(layers[r], moe[r], mtp[r], costs, mtp_cost);
     };
     size_t costliest = static_cast<size_t>(s.middle_rank);
     for (size_t r = 1; r + 1 < layers.size(); ++r) {
@@ -401,8 +400,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
     }
     costliest_middle = {layers[costliest], mtp[costliest], moe[costliest]};
   }
-  SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs,
-             c.mtp_moe_layers() > 0 ? costs.moe : costs.dense, false);
+  SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs, mtp_cost, false);
   return s;
 }
 
