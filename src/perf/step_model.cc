@@ -533,6 +533,10 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   }
   // Activations of one layer pass for one micro-batch on this rank.
   const double t = x.tokens_mb_rank;
+  if (segments.segments > 1 && layers > 0) {
+    parts.segment_checkpoint_bytes = static_cast<double>(segments.segments - 1) * t *
+                                     static_cast<double>(c.d_model) * kActBytes;
+  }
   const double k = static_cast<double>(c.top_k);
   // Expert tensor parallelism: each rank keeps the etp − 1 other ranks' dispatched tokens too,
   // all-gathered as its fc1 input (their fp8 copies under fp8).
@@ -656,6 +660,8 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
     a.offload_bytes_per_micro_batch = per_layer * parts.offloaded_passes;
     a.offload_recomputed_bytes_per_micro_batch = per_layer * parts.recomputed_offloaded_layers;
   }
+  // Segmented backprop's checkpoints: each earlier segment's input, for every micro-batch held.
+  a.activation_bytes += parts.segment_checkpoint_bytes * parts.in_flight;
   // Full recompute rebuilds one layer's activations at a time in the backward (none on a stage
   // without layers).
   if (recompute == Recompute::kFull && parts.held_layers > 0) {

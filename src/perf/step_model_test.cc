@@ -558,6 +558,13 @@ TEST(StepModel, LoopedModelMemoryOn96GbCardsAsSeed004) {
   EXPECT_TRUE(Looped::Run(12, 16, 3).fits);
   EXPECT_LT(Looped::Run(12, 16, 3).memory.activation_bytes,
             Looped::Run(12, 16, 0).memory.activation_bytes / 3.9);
+  // Each earlier segment's input is kept for the backward: with L one loop's activations and c
+  // one checkpoint, 3 loops per segment hold 3L + 3c (four segments), 6 loops 6L + c, so
+  // 2·A(3) − A(6) = 5c, c = tokens × d_model × 2 bytes (16 × 1024 tokens per micro-batch).
+  const double a3 = Looped::Run(12, 16, 3).memory.activation_bytes;
+  const double a6 = Looped::Run(12, 16, 6).memory.activation_bytes;
+  const double checkpoint = 16.0 * 1024 * LoadModel("looped-moe-329m").config.d_model * 2;
+  EXPECT_NEAR((2 * a3 - a6) / 5, checkpoint, kRelTol * a6);
 }
 
 TEST(StepModel, InterleavedBubbleGrowsWhenMicroBatchesAreFewerThanStages) {

@@ -83,8 +83,9 @@
 //   micro-batches (min(m, pp), × (1 + (pp − 1)/(pp·vpp)) with interleaving and m > pp: at m = pp
 //   the interleaved warm-up already holds every chunk of every micro-batch; + 1/vpp with
 //   a2a_overlap, whose warm-up runs one more chunk forward: Megatron-LM schedules.py); looped
-//   models hold every loop of the graph unless backprop is segmented; logits; all-to-all
-//   buffers; a reserve.
+//   models hold every loop of the graph unless backprop is segmented (one segment's loops, and
+//   the input of each earlier segment, t·d bf16, for its forward repeated in the backward);
+//   logits; all-to-all buffers; a reserve.
 // MFU = model FLOPs / (time × peak_bf16 × GPUs), model FLOPs = 3 × CountFlops(kFullSquare) per
 // token (the whole s×s attention square, as PaLM and Levanter count; recompute not counted);
 // mfu_causal counts half the square of global layers (kCausal, as MaxText and Megatron-LM count).
@@ -513,6 +514,9 @@ struct StageMemoryParts {
   double fixed_before_activations_bytes = 0;
   double per_layer_full = 0;    // bytes of one layer pass's activations for one micro-batch
   double held_layers = 0;       // layer passes whose activations are held
+  // Segmented backprop: the input of each segment but the last (its residual stream, bf16), kept
+  // for the backward to repeat that segment's forward; bytes per micro-batch (0 without).
+  double segment_checkpoint_bytes = 0;
   double offloaded_layers = 0;  // of those, the ones held in host memory (offload_layers)
   double in_flight = 0;         // micro-batches in flight
   // Layer passes one micro-batch copies to host memory (and back): the offloaded layers of its
