@@ -359,6 +359,10 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
   PipelineSplit s = SplitPipelineCounts(l, passes);
   const auto by_count = [&] {
     SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe}, 0, costs, 1, true);
+    if (l.pp > 2 && s.middle > s.first) {
+      s.peak_candidates[s.peak_candidate_count++] = {s.middle_rank, s.middle, s.middle_moe,
+                                                     s.middle_mtp};
+    }
     return s;
   };
   if (!c.is_moe()) return by_count();
@@ -399,6 +403,20 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
       if (cost(r) > cost(costliest)) costliest = r;
     }
     costliest_middle = {layers[costliest], mtp[costliest], moe[costliest]};
+    // The memory peak's candidates: ranks not dominated by an earlier one (as many or more
+    // dense, MoE and MTP layers, and at least as many micro-batches in flight).
+    std::vector<size_t> kept = {0};
+    for (size_t r = 1; r + 1 < layers.size(); ++r) {
+      const bool dominated = std::ranges::any_of(kept, [&](size_t k) {
+        return layers[k] - moe[k] >= layers[r] - moe[r] && moe[k] >= moe[r] && mtp[k] >= mtp[r];
+      });
+      if (dominated) continue;
+      kept.push_back(r);
+      if (s.peak_candidate_count < PipelineSplit::kMaxPeakCandidates) {
+        s.peak_candidates[s.peak_candidate_count++] = {static_cast<int64_t>(r), layers[r], moe[r],
+                                                       mtp[r]};
+      }
+    }
   }
   SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs, mtp_cost, false);
   return s;

@@ -690,9 +690,9 @@ double DeviceActivationLayers(const StageMemoryParts& p) {
 }  // namespace
 
 // The stages that can hold the peak: the first stage holds the embedding and the most in-flight
-// micro-batches, so a middle stage can only be the peak when it holds more layers than the first
-// (SplitPipeline places short stages first) or another mix of MoE and dense layers (other
-// parameters and layer sizes). The last stage, one micro-batch in flight, holds the output
+// micro-batches, and each later rank no more than an earlier one, so a middle stage can only be
+// the peak when it holds more layers of some kind than every earlier rank (SplitPipeline's
+// peak_candidates). The last stage, one micro-batch in flight, holds the output
 // layer's logits: it is compared unless its fixed bytes, its activation layers, its offloaded
 // layers and, at another layer mix, its layer's bytes under every policy are all at most the
 // first stage's, when no recompute policy can put it above.
@@ -703,10 +703,10 @@ LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& 
   stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_moe,
                                              s.first_mtp, 0);
   stage_count_ = 1;
-  if (l.pp > 2 && (s.middle > s.first || s.middle_moe != s.first_moe)) {
+  for (int i = 0; i < s.peak_candidate_count; ++i) {
+    const PipelineSplit::PeakCandidate& r = s.peak_candidates[static_cast<size_t>(i)];
     stages_[stage_count_++] =
-        StageMemoryWithoutActivations(m, l, job, profile, x, s.middle, s.middle_moe,
-                                      s.middle_mtp, s.middle_rank);
+        StageMemoryWithoutActivations(m, l, job, profile, x, r.layers, r.moe, r.mtp, r.rank);
   }
   if (l.pp > 1) {
     stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,

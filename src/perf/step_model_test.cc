@@ -263,6 +263,21 @@ TEST(StepModel, TheSlowestStageIsTheOneWhoseLayersCostMost) {
   EXPECT_EQ(x.moe_layers_stage, 29);
 }
 
+TEST(StepModel, TheMemoryPeakIsSoughtOnEveryRankThatCanHoldIt) {
+  // Llama 4 Maverick on 5 stages: ranks 0 and 1 hold 9 layers (4 and 5 MoE), ranks 2-4 hold 10
+  // (5 MoE each). Rank 1, one more MoE layer than rank 0 and one more micro-batch in flight than
+  // rank 2, holds the peak (rank 2 was compared as "the first full stage").
+  const ProfileSet profiles = LoadProfiles();
+  const ModelShape shape = MakeModelShape(LoadModel("llama4-maverick").config, 4096);
+  const Cluster cluster = MakeCluster(LoadHardware("h100"), 640);
+  const PerfJob job{1280, 4096, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, 0};
+  const MemoryBreakdown m = EstimateMemory(shape, cluster, ParseLayout("tp=4,pp=5,ep=32,dp=32"),
+                                           job, profiles.Get("megatron-h100"));
+  EXPECT_EQ(m.peak_stage_rank, 1);
+  EXPECT_EQ(m.peak_stage_layers, 9);
+  EXPECT_EQ(m.peak_stage_moe_layers, 5);
+}
+
 // The ModelZoo's long-context Qwen3-235B layout (256 H100, 16k tokens) under `recompute`.
 StepEstimate RunQwen3LongContext(const char* recompute) {
   return RunMegatron("qwen3-235b-a22b", "h100", 256,

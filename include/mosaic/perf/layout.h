@@ -231,6 +231,17 @@ struct PipelineSplit {
   // The MoE layer passes among rank 0's, rank `middle_rank`'s and rank pp−1's decoder layer
   // passes (filled by the overload taking the model; 0 from the one taking a layer count).
   int64_t first_moe = 0, middle_moe = 0, last_moe = 0;
+  // The middle ranks that can hold the memory peak (filled by the overload taking the model): a
+  // rank holds no more micro-batches than an earlier one, so only a rank holding more dense
+  // layers, more MoE layers or more MTP layers than every earlier rank (rank 0 included) can;
+  // with one layer kind, `middle_rank` when it holds more layers than rank 0. In rank order;
+  // past kMaxPeakCandidates the first ones are kept.
+  struct PeakCandidate {
+    int64_t rank = 0, layers = 0, moe = 0, mtp = 0;
+  };
+  static constexpr int kMaxPeakCandidates = 2;
+  std::array<PeakCandidate, kMaxPeakCandidates> peak_candidates{};
+  int peak_candidate_count = 0;
   // The slowest of rank 0, the middle rank whose layers cost the most (LayerCosts; the first of
   // equals; `middle_rank` when every layer costs the same) and rank pp−1: the one whose layers
   // (and placed MTP layers) cost the most, of equals the one with the most MoE layers, then the

@@ -569,7 +569,7 @@ class LayoutMemory {
   // The first stage, a middle one that holds more layers, and (pp > 1) the last: computed_count_
   // of them, of which the first stage_count_ can hold the peak (all but a last stage that
   // cannot).
-  StageMemoryParts stages_[3];
+  StageMemoryParts stages_[PipelineSplit::kMaxPeakCandidates + 2];
   int computed_count_ = 0, stage_count_ = 0;
   double overlap_extra_in_flight_ = 0;   // what WithA2aOverlap adds to in_flight (0: nothing)
 };
