@@ -411,14 +411,17 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   // Every kind of budget is held to the bound days has (a century of the cluster's wall-clock).
   constexpr double kMostDays = 36525;
   if (result.cluster_seconds > kMostDays * 86400) {
-    throw InputError(fmt::format(
-        "{}: [budget] {} is {:.4g} days of the cluster's wall-clock ({} GPUs{}). Violated "
-        "constraint: at most {:g} days, the bound of days = (a century)",
-        space.origin,
-        b.gpu_hours > 0 ? fmt::format("gpu_hours = {:g}", b.gpu_hours)
-                        : fmt::format("model_flops = {:g}", b.model_flops),
-        result.cluster_seconds / 86400, space.gpus,
-        b.model_flops > 0 ? fmt::format(" at MFU {:.3g}", result.reference_mfu) : "", kMostDays));
+    const SourceLocation at = b.where.origin.empty() ? SourceLocation{space.origin} : b.where;
+    throw LocatedError(
+        at, fmt::format("[budget] {} is {:.4g} days of the cluster's wall-clock ({} GPUs{}). "
+                        "Violated constraint: at most {:g} days (a century, as for days)",
+                        b.gpu_hours > 0 ? fmt::format("gpu_hours = {:g}", b.gpu_hours)
+                                        : fmt::format("model_flops = {:g}", b.model_flops),
+                        result.cluster_seconds / 86400, space.gpus,
+                        b.model_flops > 0
+                            ? fmt::format(" at MFU {:.3g}", result.reference_mfu)
+                            : "",
+                        kMostDays));
   }
   // An architecture whose one optimizer step outlasts the cluster budget trains no whole step:
   // its tokens would be a fraction of one batch, which no run trains.

@@ -146,9 +146,9 @@ TEST(Summarize, EveryBudgetKindIsHeldToACentury) {
     Summarize(space, {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40)});
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("space.toml: [budget] gpu_hours = 1e+11 is 5.208e+08 days "
-                                         "of the cluster's wall-clock (8 GPUs). Violated "
-                                         "constraint: at most 36525 days"),
+    EXPECT_NE(std::string(e.what()).find("space.toml:7:13: [budget] gpu_hours = 1e+11 is "
+                                         "5.208e+08 days of the cluster's wall-clock (8 GPUs). "
+                                         "Violated constraint: at most 36525 days (a century"),
               std::string::npos)
         << e.what();
   }

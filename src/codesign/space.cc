@@ -199,10 +199,18 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
       }
       return v;
     };
-    r.On("gpu_hours", [&](auto& n2, auto& w2) { b.gpu_hours = positive(n2, w2, "gpu_hours", 1e12); });
-    r.On("days", [&](auto& n2, auto& w2) { b.days = positive(n2, w2, "days", 36525); });
-    r.On("model_flops",
-         [&](auto& n2, auto& w2) { b.model_flops = positive(n2, w2, "model_flops", 1e40); });
+    r.On("gpu_hours", [&](auto& n2, auto& w2) {
+      b.gpu_hours = positive(n2, w2, "gpu_hours", 1e12);
+      b.where = w2;
+    });
+    r.On("days", [&](auto& n2, auto& w2) {
+      b.days = positive(n2, w2, "days", 36525);
+      b.where = w2;
+    });
+    r.On("model_flops", [&](auto& n2, auto& w2) {
+      b.model_flops = positive(n2, w2, "model_flops", 1e40);
+      b.where = w2;
+    });
     r.On("reference_mfu", [&](auto& n2, auto& w2) {
       b.reference_mfu = GetNumber(n2, w2, "reference_mfu");
       if (!(b.reference_mfu > 0 && b.reference_mfu <= 1)) {

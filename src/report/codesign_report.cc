@@ -30,18 +30,19 @@ std::string Days(double seconds) {
 
 std::string Budget(const CodesignResult& r) {
   const BudgetSpec& b = r.space.budget;
-  const std::string given = b.gpu_hours > 0 ? fmt::format("{} GPU-hours", FormatCount(b.gpu_hours))
-                            : b.days > 0    ? fmt::format("{:g} day{} on the cluster", b.days,
-                                                              b.days == 1 ? "" : "s")
-                                            : fmt::format("{} model FLOPs",
-                                                          FormatScientific(b.model_flops));
+  // A budget in days is the cluster budget as given; the others are converted to it.
+  const std::string given =
+      b.gpu_hours > 0 ? fmt::format("{} GPU-hours ({} days of the cluster's wall-clock)",
+                                    FormatCount(b.gpu_hours), Days(r.cluster_seconds))
+      : b.days > 0    ? fmt::format("{:g} day{} of the cluster's wall-clock", b.days,
+                                    b.days == 1 ? "" : "s")
+                      : fmt::format("{} model FLOPs ({} days of the cluster's wall-clock)",
+                                    FormatScientific(b.model_flops), Days(r.cluster_seconds));
   if (!(r.flops_budget > 0)) {
-    return fmt::format("{}: cluster budget {} days of wall-clock; no FLOPs-only budget ({})",
-                       given, Days(r.cluster_seconds), r.reference_mfu_rule);
+    return fmt::format("{}; no FLOPs-only budget ({})", given, r.reference_mfu_rule);
   }
-  return fmt::format("{}: cluster budget {} days of wall-clock; FLOPs-only budget {} model "
-                     "FLOPs (at MFU {:.3f}: {})",
-                     given, Days(r.cluster_seconds), FormatScientific(r.flops_budget, 4),
+  return fmt::format("{}; FLOPs-only budget {} model FLOPs (at MFU {:.3f}: {})", given,
+                     FormatScientific(r.flops_budget, 4),
                      r.reference_mfu, r.reference_mfu_rule);
 }
 

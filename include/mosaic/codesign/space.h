@@ -25,6 +25,7 @@ struct BudgetSpec {
   double days = 0;
   double model_flops = 0;
   double reference_mfu = 0;
+  SourceLocation where;  // where the budget (gpu_hours, days or model_flops) is written
 };
 
 // One swept value of an integer axis: a number, or an expression in d (d_model) such as "d/2"
