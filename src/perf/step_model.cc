@@ -231,35 +231,6 @@ ModelShape MakeModelShape(const ModelConfig& c, int64_t seq_len) {
   return s;
 }
 
-LayerActivations ModelShape::Layers(double moe_share) const {
-  if (moe_share <= 0) return dense_layer;
-  if (moe_share >= 1) return moe_layer;
-  const auto mix = [&](double dense, double moe) { return dense + moe_share * (moe - dense); };
-  const LayerActivations& a = dense_layer;
-  const LayerActivations& b = moe_layer;
-  LayerActivations m;
-  m.mlp_act_bytes_per_token = mix(a.mlp_act_bytes_per_token, b.mlp_act_bytes_per_token);
-  m.expert_act_bytes_per_assignment =
-      mix(a.expert_act_bytes_per_assignment, b.expert_act_bytes_per_assignment);
-  m.routed_input_bytes_per_assignment =
-      mix(a.routed_input_bytes_per_assignment, b.routed_input_bytes_per_assignment);
-  m.selective_saved_bytes_per_token =
-      mix(a.selective_saved_bytes_per_token, b.selective_saved_bytes_per_token);
-  m.moe_recompute_saved_bytes_per_token =
-      mix(a.moe_recompute_saved_bytes_per_token, b.moe_recompute_saved_bytes_per_token);
-  m.elementwise_width_per_token =
-      mix(a.elementwise_width_per_token, b.elementwise_width_per_token);
-  m.elementwise_width_per_assignment =
-      mix(a.elementwise_width_per_assignment, b.elementwise_width_per_assignment);
-  m.fp8_saved_bytes_per_token = mix(a.fp8_saved_bytes_per_token, b.fp8_saved_bytes_per_token);
-  m.fp8_saved_bytes_per_assignment =
-      mix(a.fp8_saved_bytes_per_assignment, b.fp8_saved_bytes_per_assignment);
-  for (size_t i = 0; i < m.offload_module_bytes.size(); ++i) {
-    m.offload_module_bytes[i] = mix(a.offload_module_bytes[i], b.offload_module_bytes[i]);
-  }
-  return m;
-}
-
 namespace {
 
 // Members of a group of `size` ranks `stride` apart in each scale-up domain of `domain_gpus`.
@@ -409,7 +380,7 @@ namespace {
 // stores them; GEMM inputs in fp8 under fp8 formats; expert_fc1's `etp` times (expert tensor
 // parallelism's gathered tokens). Kept out of line: the layout search evaluates millions of
 // layouts without it.
-[[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, const LayerActivations& layer,
+[[gnu::noinline]] double ModuleOffloadBytes(const ModelShape& m, double moe_share,
                                             uint32_t modules, Recompute recompute,
                                             NumberFormat format, double tokens,
                                             double assignments, double etp) {
@@ -418,10 +389,15 @@ namespace {
                                    static_cast<uint32_t>(OffloadModule::kExpertFc1);
   const uint32_t moved = modules & ModulesWithStoredInput(recompute, m.config.uses_mla());
   double bytes = 0;
-  for (size_t i = 0; i < layer.offload_module_bytes.size(); ++i) {
+  const auto& dense = m.dense_layer.offload_module_bytes;
+  const auto& moe = m.moe_layer.offload_module_bytes;
+  for (size_t i = 0; i < dense.size(); ++i) {
     const uint32_t bit = 1u << i;
     if ((moved & bit) == 0) continue;
-    double module = layer.offload_module_bytes[i];
+    // The layer mix's bytes, as ModelShape::LayerField mixes a field.
+    double module = moe_share <= 0   ? dense[i]
+                    : moe_share >= 1 ? moe[i]
+                                     : dense[i] + moe_share * (moe[i] - dense[i]);
     if (format != NumberFormat::kBf16 && (kGemmInputs & bit) != 0) module /= 2;
     if (bit == static_cast<uint32_t>(OffloadModule::kExpertFc1)) module *= etp;
     bytes += (kMoeOffloadModules & bit) != 0 ? assignments * module : tokens * module;
@@ -639,7 +615,7 @@ StageActivations StageActivationsUnder(const ModelShape& m, const PerfJob& job,
   const double module =
       parts.offload_modules != 0 && parts.held_layers > 0
           ? std::min(per_layer,
-                     ModuleOffloadBytes(m, m.Layers(parts.moe_share), parts.offload_modules,
+                     ModuleOffloadBytes(m, parts.moe_share, parts.offload_modules,
                                         recompute, job.format, t,
                                         t * parts.module_offload_assignments, parts.etp) *
                          profile.activation_factor)

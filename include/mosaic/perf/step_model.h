@@ -236,14 +236,13 @@ struct ModelShape {
   // norms, activation functions and, with MLA, the up-projections of the latent q and kv).
   double selective_recompute_flops_per_token = 0;
   // The rest of a layer's activations, as a dense-FFN layer holds them and as a MoE layer does
-  // (the same for a model of one kind): a pipeline stage holds its own mix (Layers).
+  // (the same for a model of one kind): a pipeline stage holds its own mix (LayerField).
   LayerActivations dense_layer;
   LayerActivations moe_layer;
 
-  // The activations of a layer stack whose layers are `moe_share` MoE layers (the rest dense-FFN
-  // layers), per layer: dense_layer at 0, moe_layer at 1, and between them their weighted mean.
-  LayerActivations Layers(double moe_share) const;
-  // One field of Layers(moe_share), without the rest.
+  // One field of the activations per layer of a layer stack whose layers are `moe_share` MoE
+  // layers (the rest dense-FFN layers): dense_layer's at 0, moe_layer's at 1, and between them
+  // their weighted mean.
   double LayerField(double moe_share, double LayerActivations::*field) const {
     if (moe_share <= 0) return dense_layer.*field;
     if (moe_share >= 1) return moe_layer.*field;
@@ -506,7 +505,7 @@ uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
 struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
   // The MoE share of the held layers, and what module and MoE recompute free of one of them at
-  // that mix (ModelShape::Layers).
+  // that mix (ModelShape::LayerField).
   double moe_share = 0;
   double selective_saved_bytes_per_token = 0;
   double moe_recompute_saved_bytes_per_token = 0;
