@@ -118,9 +118,10 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
           fmt::format("{} layer pass{}", layers, layers == 1 ? "" : "es");
       return mixed ? fmt::format("{} ({} MoE)", passes, moe) : passes;
     };
-    out += fmt::format("  pipeline stages       slowest holds {}; peak memory on rank {}, "
+    out += fmt::format("  pipeline stages       slowest holds {}{}; peak memory on rank {}, "
                        "holding {}\n",
                        held(e.slowest_stage_layers, e.slowest_stage_moe_layers),
+                       e.slowest_stage_holds_output_layer ? " and the output layer" : "",
                        e.memory.peak_stage_rank,
                        held(e.memory.peak_stage_layers, e.memory.peak_stage_moe_layers));
   }

@@ -182,51 +182,52 @@ struct RankLayers {
 };
 
 // The cost of `layers` decoder layer passes, `moe` of them MoE, and `mtp` MTP layers.
-double LayersCost(int64_t layers, int64_t moe, int64_t mtp, LayerCosts costs, double mtp_cost) {
+double LayersCost(int64_t layers, int64_t moe, int64_t mtp, LayerCosts costs) {
   return static_cast<double>(layers - moe) * costs.dense + static_cast<double>(moe) * costs.moe +
-         static_cast<double>(mtp) * mtp_cost;
+         static_cast<double>(mtp) * costs.mtp;
 }
 
-// Sets s.slowest… and s.other_load_ratio from rank 0, `middle` (a rank 1 … pp−2) and rank
-// pp−1, each rank's layers costing `costs` (an MTP layer `mtp_cost`), of `moe_passes` MoE passes
-// among s.total; `by_count` (a model of one kind, or no model): by layer count, 1 each.
+// Sets s.slowest…, s.other_load_ratio and s.last_load_ratio from rank 0, `middle` (a rank
+// 1 … pp−2) and rank pp−1, each rank's layers costing `costs`, of `moe_passes` MoE passes among
+// s.total; `by_count` (a model of one kind, or no model): each decoder layer costs 1, an MTP layer
+// costs.mtp in those units.
 void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_passes,
-                LayerCosts costs, double mtp_cost, bool by_count) {
+                LayerCosts costs, bool by_count) {
   struct Rank {
     int64_t layers, mtp, moe;
     double cost;
   };
   const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
     return Rank{layers, mtp, moe,
-                by_count ? static_cast<double>(layers + mtp)
-                         : LayersCost(layers, moe, mtp, costs, mtp_cost)};
+                by_count ? static_cast<double>(layers) + static_cast<double>(mtp) * costs.mtp
+                         : LayersCost(layers, moe, mtp, costs)};
   };
   Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
   const auto consider = [&](const Rank& r) {
     if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
   };
   if (pp > 2) consider(rank(middle.layers, middle.mtp, middle.moe));
-  if (pp > 1) consider(rank(s.last, s.last_mtp, s.last_moe));
+  const Rank last = rank(s.last, s.last_mtp, s.last_moe);
+  if (pp > 1) consider(last);
   s.slowest = slowest.layers;
   s.slowest_mtp = slowest.mtp;
   s.slowest_moe = slowest.moe;
+  s.last_load_ratio = slowest.cost > 0 ? last.cost / slowest.cost : 1.0;
   if (pp == 1) {
     s.other_load_ratio = 0;
-  } else if (by_count) {
-    s.other_load_ratio = static_cast<double>(s.total - s.slowest) /
-                         static_cast<double>(pp - 1) / static_cast<double>(s.slowest);
-  } else {
-    const double stage = rank(s.slowest, 0, s.slowest_moe).cost;
-    const double all = rank(s.total, 0, moe_passes).cost;
-    s.other_load_ratio = (all - stage) / static_cast<double>(pp - 1) / stage;
+    return;
   }
+  const double all = by_count ? static_cast<double>(s.total)
+                              : LayersCost(s.total, moe_passes, 0, costs);
+  const double stage = rank(s.slowest, 0, s.slowest_moe).cost;
+  s.other_load_ratio = (all - stage) / static_cast<double>(pp - 1) / stage;
 }
 
 }  // namespace
 
 PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   PipelineSplit s = SplitPipelineCounts(l, layer_passes);
-  SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0}, 0, {}, 1, true);
+  SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0}, 0, {}, true);
   return s;
 }
 
@@ -358,7 +359,10 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
   const int64_t passes = c.layers * c.loops;
   PipelineSplit s = SplitPipelineCounts(l, passes);
   const auto by_count = [&] {
-    SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe}, 0, costs, 1, true);
+    // Every layer costs the same (one kind): an MTP layer in layers of that kind.
+    const double layer = c.is_moe() ? costs.moe : costs.dense;
+    const LayerCosts units = layer > 0 ? LayerCosts{1, 1, costs.mtp / layer} : LayerCosts{};
+    SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe}, 0, units, true);
     if (l.pp > 2 && s.middle > s.first) {
       s.peak_candidates[s.peak_candidate_count++] = {s.middle_rank, s.middle, s.middle_moe,
                                                      s.middle_mtp};
@@ -384,7 +388,6 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
   }
   s.first_moe = moe.front();
   s.last_moe = moe.back();
-  const double mtp_cost = c.mtp_moe_layers() > 0 ? costs.moe : costs.dense;
   RankLayers costliest_middle;
   if (l.pp > 2) {
     // The placement holds s.middle layers (and s.middle_mtp MTP layers) on some middle rank.
@@ -396,7 +399,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
       }
     }
     const auto cost = [&](size_t r) {
-      return LayersCost(layers[r], moe[r], mtp[r], costs, mtp_cost);
+      return LayersCost(layers[r], moe[r], mtp[r], costs);
     };
     size_t costliest = static_cast<size_t>(s.middle_rank);
     for (size_t r = 1; r + 1 < layers.size(); ++r) {
@@ -418,7 +421,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
       }
     }
   }
-  SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs, mtp_cost, false);
+  SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs, false);
   return s;
 }
 

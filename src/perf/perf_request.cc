@@ -367,7 +367,8 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   j["dropped_fraction"] = e.dropped_fraction;
   j["micro_batches"] = e.micro_batches;
   j["slowest_stage"] = {{"layers", e.slowest_stage_layers},
-                        {"moe_layers", e.slowest_stage_moe_layers}};
+                        {"moe_layers", e.slowest_stage_moe_layers},
+                        {"holds_output_layer", e.slowest_stage_holds_output_layer}};
   j["peak_memory_stage"] = {{"rank", e.memory.peak_stage_rank},
                             {"layers", e.memory.peak_stage_layers},
                             {"moe_layers", e.memory.peak_stage_moe_layers}};
@@ -379,6 +380,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"attention_seconds", t.attention_seconds},
                {"elementwise_seconds", t.elementwise_seconds},
                {"recompute_seconds", t.recompute_seconds},
+               {"output_layer_seconds", t.output_layer_seconds},
                {"tp_seconds", t.tp_seconds},
                {"cp_seconds", t.cp_seconds},
                {"ep_seconds", t.ep_seconds},

@@ -333,8 +333,8 @@ LayoutDerivation DeriveLayout(const ModelShape& m, const Layout& l, const PerfJo
   x.tokens_mb_rank = x.tokens_mb_seq / static_cast<double>(l.tp);
   x.micro_batches = job.global_batch / (l.data_parallel() * l.mbs);
   // The slowest rank and the other ranks' load against it: SplitPipeline's. The output layer is
-  // charged only without a pipeline: on the last stage its time is left to the calibrated
-  // profiles, as they were fitted.
+  // on the one stage when pp = 1; with a pipeline, LayoutStep::Evaluate weighs rank pp−1 (its
+  // layers and the output layer) against the slowest rank.
   x.split = split;
   x.head_on_stage = l.pp == 1;
   const ModelConfig& c = m.config;
@@ -1132,7 +1132,7 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   StepEstimate e;
   StepBreakdown& tb = e.time;
   const double share = x.stage_share;
-  const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the last stage
+  const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the stage (pp = 1)
   const double layer_mult = (recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
   // The trunk's FLOPs by the rank's share of its layers; the MTP modules' by its share of them.
   const double mtp_share = x.mtp_share;
@@ -1277,17 +1277,46 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     tb.exposed_offload_seconds = std::max(0.0, out_in_forward - forward) +
                                  std::max(0.0, each_way - (tb.compute_seconds - forward));
   }
-  const double pipelined =
+  double pipelined =
       tb.compute_seconds + exposed + tb.host_seconds + tb.exposed_offload_seconds;
+  e.slowest_stage_layers = x.layers_stage;
+  e.slowest_stage_moe_layers = x.moe_layers_stage;
+  e.slowest_stage_holds_output_layer = x.head_on_stage;
   if (l.pp > 1) {
+    // Rank pp−1 runs the output layer's GEMM (forward and backward; no recompute repeats it)
+    // beside its layers, whose time is the slowest rank's scaled by their cost
+    // (PipelineSplit::last_load_ratio: exact when it holds the same layers, the common even
+    // split). When the two outlast the slowest rank, rank pp−1 sets the step: its breakdown is
+    // the slowest rank's scaled, the output layer among the dense GEMMs.
+    const double head_flops = stage_tokens_ * m.head_flops_per_token * 3;
+    const double head_seconds = head_flops / dense_rate_ + mb_ * 3 * sh.gemm_latency_seconds;
+    tb.output_layer_seconds = head_seconds;
+    const double last_ratio = x.split.last_load_ratio;
+    const double last_seconds = pipelined * last_ratio + head_seconds;
+    const double pp_others = static_cast<double>(l.pp - 1);
     // The fill and drain are the other ranks' time: the mean rank's, not the slowest's.
-    tb.bubble_seconds = PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches,
-                                              pipelined / mb_ * x.other_load_ratio);
+    double others_seconds = pipelined * x.other_load_ratio + head_seconds / pp_others;
+    if (last_seconds > pipelined) {
+      others_seconds =
+          pipelined * (pp_others * x.other_load_ratio + 1 - last_ratio) / pp_others;
+      for (double* t : {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
+                        &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
+                        &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds, &tb.exposed_comm_seconds,
+                        &tb.host_seconds, &tb.offload_seconds, &tb.exposed_offload_seconds}) {
+        *t *= last_ratio;
+      }
+      tb.dense_gemm_seconds += head_seconds;
+      tb.compute_seconds += head_seconds;
+      pipelined = last_seconds;
+      e.slowest_stage_layers = x.split.last;
+      e.slowest_stage_moe_layers = x.split.last_moe;
+      e.slowest_stage_holds_output_layer = true;
+    }
+    tb.bubble_seconds =
+        PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches, others_seconds / mb_);
   }
   e.step_seconds = pipelined + tb.bubble_seconds + tb.overhead_seconds;
   e.micro_batches = x.micro_batches;
-  e.slowest_stage_layers = x.layers_stage;
-  e.slowest_stage_moe_layers = x.moe_layers_stage;
   e.tokens_per_s_per_gpu = tokens_step_ / e.step_seconds / N_;
   e.model_flops_per_step = m.model_flops_per_token * tokens_step_;
   e.mfu = e.model_flops_per_step / (e.step_seconds * bf16_ * N_);

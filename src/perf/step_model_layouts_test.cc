@@ -123,15 +123,20 @@ TEST(StepModelLayouts, ExpertTensorParallelismKeepsTheGatheredTokens) {
 
 TEST(StepModelLayouts, BubbleIsTheOtherStagesTime) {
   // Fill and drain run the other ranks' chunks: (pp − 1)·t̄/vpp with t̄ the mean of the other
-  // ranks, each in proportion to its layers: 91 layers on the 31 ranks beside a middle one of 3.
+  // ranks, each in proportion to its layers: 91 layers on the 31 ranks beside a middle one of 3,
+  // and the last rank's output layer (its 2 layers and the output layer take less time than 3).
   Megatron m("qwen3-235b-a22b", "h100", 256, 2048, 4096);
   const StepEstimate e = m.Run("tp=2,pp=32,vpp=3,ep=8,dp=4,pp_embed=1,pp_loss=1");
+  ASSERT_FALSE(e.slowest_stage_holds_output_layer);
+  ASSERT_EQ(e.slowest_stage_layers, 3);
+  ASSERT_GT(e.time.output_layer_seconds, 0);
   const double slowest = 3;
   const double others = (94 - slowest) / 31;
   const double pipelined = e.time.compute_seconds + e.time.exposed_comm_seconds +
                            e.time.host_seconds;
   const int64_t micro = 2048 / 4;
-  const double expected = PipelineBubbleSeconds(32, 3, micro, pipelined / micro * others / slowest);
+  const double expected = PipelineBubbleSeconds(
+      32, 3, micro, (pipelined * others / slowest + e.time.output_layer_seconds / 31) / micro);
   EXPECT_NEAR(e.time.bubble_seconds, expected, kRelTol * expected);
   // Less than the slowest rank's (pp − 1)·t/vpp, which would count its third layer 31 times.
   EXPECT_LT(e.time.bubble_seconds, PipelineBubbleSeconds(32, 3, micro, pipelined / micro));

@@ -221,19 +221,23 @@ TEST(StepModel, AStageIsChargedTheLayerKindsItHolds) {
   EXPECT_NEAR(a.time.dense_gemm_seconds / b.time.dense_gemm_seconds, 1.0, kRoundingTol);
   EXPECT_NEAR(a.time.ep_seconds / b.time.ep_seconds, 1.0, kRoundingTol);
   EXPECT_NEAR(a.time.host_seconds / b.time.host_seconds, 1.0, kRoundingTol);
-  // The bubble weighs the other 15 ranks' layers by their forward FLOPs: 54 MoE and 3 dense.
+  // The last rank holds 4 MoE layers, as many as the slowest, and the output layer: it sets the
+  // step. The bubble weighs the other 15 ranks' layers by their forward FLOPs: 54 MoE and 3 dense.
+  EXPECT_EQ(x.split.last_load_ratio, 1.0);
+  EXPECT_TRUE(a.slowest_stage_holds_output_layer);
   const LayerCosts costs = mixed.layer_costs();
-  EXPECT_NEAR(x.other_load_ratio,
-              (54 * costs.moe + 3 * costs.dense) / 15 / (4 * costs.moe), kRoundingTol);
+  EXPECT_NEAR(x.other_load_ratio, (54 * costs.moe + 3 * costs.dense) / 15 / (4 * costs.moe),
+              kRoundingTol);
   // The peak stage is a rank of 4 MoE layers in both (13 micro-batches in flight): rank 0's 16
   // of 3 dense layers hold fewer bytes than its 16 of 3 MoE layers would.
   EXPECT_NEAR(a.memory.peak_bytes / b.memory.peak_bytes, 1.0, kRoundingTol);
 }
 
 TEST(StepModel, TheSlowestStageIsTheOneWhoseLayersCostMost) {
-  // Llama 4 Maverick on 48 stages of one layer: with dense FFNs 12x wider (196,608) the dense
-  // layers cost more than the MoE ones, and a dense stage sets the step: wider FFNs take longer
-  // (a stage picked by layer count kept the MoE stage's time, at an MFU past 1).
+  // Llama 4 Maverick on 48 stages of one layer: the last rank's MoE layer and the output layer
+  // (2·5120·202048 FLOPs per token) set the step; with dense FFNs 6x and 12x wider (98,304 and
+  // 196,608) a dense layer costs more than both, and a dense stage sets the step: wider FFNs take
+  // longer (a stage picked by layer count kept the MoE stage's time, at an MFU past 1).
   const ProfileSet profiles = LoadProfiles();
   const Cluster cluster = MakeCluster(LoadHardware("h100"), 384);
   const PerfJob job{768, 4096, NumberFormat::kBf16, RoutingPolicy::kBalanced, 1.0, 0};
@@ -245,9 +249,11 @@ TEST(StepModel, TheSlowestStageIsTheOneWhoseLayersCostMost) {
     return EvaluateStep(shape, cluster, layout, job, profiles.shared,
                         profiles.Get("megatron-h100"), nullptr);
   };
-  const StepEstimate narrow = run("16384"), wide = run("65536"), wider = run("196608");
+  const StepEstimate narrow = run("16384"), wide = run("98304"), wider = run("196608");
   EXPECT_EQ(narrow.slowest_stage_moe_layers, 1);
+  EXPECT_TRUE(narrow.slowest_stage_holds_output_layer);
   EXPECT_EQ(wide.slowest_stage_moe_layers, 0);
+  EXPECT_FALSE(wide.slowest_stage_holds_output_layer);
   EXPECT_EQ(wider.slowest_stage_moe_layers, 0);
   EXPECT_LT(narrow.step_seconds, wide.step_seconds);
   EXPECT_LT(wide.step_seconds, wider.step_seconds);
@@ -369,18 +375,22 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
 
 TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
   // DeepSeek-V3 with its MTP module on 1024 H100 (Megatron-Bridge's H100 recipe, pp_layout
-  // "Et|(tt|)*30mL"): the slowest ranks hold 8 decoder layers and no MTP layer (the MTP layer
-  // sits on rank 7 with 6), so the step is that of 8 layers; spread evenly, the 61 layers on
-  // pp 8 × vpp 4 put 8 layers and 8/61 of the MTP layer on the slowest rank.
+  // "Et|(tt|)*30mL"): ranks 1-6 hold 8 decoder layers; rank 7 holds 6 and the MTP layer, whose
+  // projection, MoE block and pass through the output layer cost more than 2 layers, so rank 7
+  // is the slowest (and runs the output layer on top); spread evenly, the 61 layers on pp 8 ×
+  // vpp 4 put 8 layers and 8/61 of the MTP layer on the slowest rank.
   ModelConfig c = LoadModel("deepseek-v3").config;
   c.mtp_layers = 1;
   const ModelShape shape = MakeModelShape(c, 4096);
   const PerfJob job{8192, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0};
   const LayoutDerivation placed = DeriveLayout(
       shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_layout=Et|(tt|)*30mL"), job);
-  EXPECT_EQ(placed.layers_stage, 8);
-  EXPECT_EQ(placed.mtp_layers_stage, 0.0);
-  EXPECT_EQ(placed.mtp_moe_layers_stage, 0.0);
+  const LayerCosts costs = shape.layer_costs();
+  ASSERT_GT(6 * costs.moe + costs.mtp, 8 * costs.moe);
+  EXPECT_EQ(placed.layers_stage, 6);
+  EXPECT_EQ(placed.mtp_layers_stage, 1.0);
+  EXPECT_EQ(placed.mtp_moe_layers_stage, 1.0);
+  EXPECT_EQ(placed.split.last_load_ratio, 1.0);
   const LayoutDerivation spread =
       DeriveLayout(shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64"), job);
   EXPECT_EQ(spread.layers_stage, 8);

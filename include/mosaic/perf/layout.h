@@ -200,11 +200,14 @@ struct Layout {
 // data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
 
-// The relative cost of one dense-FFN layer pass and of one MoE layer pass (e.g. their forward
-// FLOPs per token), which SplitPipeline uses to find the costliest middle rank.
+// The relative cost of one dense-FFN layer pass, of one MoE layer pass and of one MTP layer (its
+// projection, block and pass through the shared output layer), e.g. their forward FLOPs per
+// token, which SplitPipeline uses to find the slowest rank. The default: every layer costs the
+// same.
 struct LayerCosts {
   double dense = 1;
   double moe = 1;
+  double mtp = 1;
 };
 
 // The layer passes each pipeline rank holds (all its virtual chunks), for a layout that passes
@@ -251,6 +254,10 @@ struct PipelineSplit {
   // The mean cost of the other pp − 1 ranks' decoder layers over the slowest rank's (0 when
   // pp = 1): what the pipeline bubble scales by.
   double other_load_ratio = 0;
+  // The cost of rank pp−1's layers (MTP layers included) over the slowest rank's: 1 when it is
+  // the slowest (or pp = 1). Rank pp−1 also runs the output layer, which LayerCosts leaves out:
+  // the step model weighs its time against the slowest rank's (step_model.h).
+  double last_load_ratio = 1;
 };
 
 // (This overload counts no MoE layers and ranks the stages by layer count.)

@@ -6,11 +6,12 @@
 // one whose layers have the most forward FLOPs (layer_costs), of those the one holding the most
 // MoE layers; the bubble weighs the other ranks' layers the same way; its expert work, MoE
 // blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention by
-// its layer passes, its activation widths at its own mix of layers. With pp > 1 the output
-// layer's GEMM on the last stage is not charged to the stage time: the shipped profiles were
-// fitted that way, and charging it, about two layers
-// for Qwen3-235B or gpt-oss-120b, raises the in-sample RMS log error from 0.119 to 0.132 with
-// them; pp_loss = 1 moves a layer off the last stage as Megatron-Core does):
+// its layer passes, its activation widths at its own mix of layers. With pp > 1 the last rank
+// also runs the output layer's GEMM, forward and backward (2.5 layers' FLOPs for Qwen3-235B,
+// 4.5 for gpt-oss-120b): its time is its layers' (the slowest rank's scaled by their cost,
+// PipelineSplit::last_load_ratio) plus the output layer's, and when that is longer the last rank
+// sets the step, with its layers and the output layer in the breakdown; pp_last, pp_loss = 1 and
+// a pp_layout's 'L' stage move layers off it as Megatron-Core does):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
 //             recompute, +1 attention forward for selective (core attention), +the MLA
 //             up-projections for Megatron-Core's module recompute, +1 forward of the routed
@@ -208,11 +209,17 @@ struct ModelShape {
   double dense_ffn_flops_per_token = 0;
   double moe_block_flops_per_token = 0;
   // Forward FLOPs per token of one trunk layer pass of each kind (the attention's at the mean of
-  // the layers): what ranks the pipeline stages (SplitPipeline's LayerCosts).
+  // the layers), and one MTP layer's (the MTP modules' FLOPs over their count): what ranks the
+  // pipeline stages (SplitPipeline's LayerCosts).
   double dense_layer_flops_per_token = 0;
   double moe_layer_flops_per_token = 0;
   LayerCosts layer_costs() const {
-    return {dense_layer_flops_per_token, moe_layer_flops_per_token};
+    const double mtp_layers = static_cast<double>(config.mtp_layers);
+    return {dense_layer_flops_per_token, moe_layer_flops_per_token,
+            mtp_layers > 0 ? (mtp_expert_flops_per_token + mtp_attention_kernel_flops_per_token +
+                              mtp_dense_flops_per_token) /
+                                 mtp_layers
+                           : moe_layer_flops_per_token};
   }
   // All MTP modules together (DeepSeek-V3, arXiv 2412.19437 section 2.2): routed experts; the
   // causal attention kernel; the rest (projection, attention projections, shared experts, router
@@ -260,6 +267,10 @@ struct StepBreakdown {
   double attention_seconds = 0;
   double elementwise_seconds = 0;  // memory-bound kernels at the HBM bandwidth
   double recompute_seconds = 0;    // included in compute_seconds
+  // With pp > 1: the output layer's GEMMs (forward and backward) on the last rank, included in
+  // dense_gemm_seconds when that rank sets the step, else in the bubble's other ranks' time; 0
+  // with pp = 1, where the output layer is among the stage's dense GEMMs.
+  double output_layer_seconds = 0;
   // Each collective's time before overlap, and what of it is exposed.
   double tp_seconds = 0, cp_seconds = 0, ep_seconds = 0, fsdp_seconds = 0, dp_seconds = 0,
          pp_seconds = 0;
@@ -307,6 +318,8 @@ struct StepEstimate {
   // The slowest pipeline rank's decoder layer passes, and of those the MoE ones.
   int64_t slowest_stage_layers = 0;
   int64_t slowest_stage_moe_layers = 0;
+  // Whether it is the last rank, charged the output layer (lm_head) besides its layers.
+  bool slowest_stage_holds_output_layer = false;
   StepBreakdown time;
   MemoryBreakdown memory;
   double capacity_bytes = 0;           // the device's HBM
@@ -326,7 +339,7 @@ struct LayoutDerivation {
   int64_t layers_stage = 0;       // layer passes on the slowest rank
   // Of those, the MoE layer passes (SplitPipeline's count for that rank).
   int64_t moe_layers_stage = 0;
-  bool head_on_stage = false;     // the output layer is charged to the slowest rank (pp = 1)
+  bool head_on_stage = false;     // the output layer is on the one stage (pp = 1)
   double other_load_ratio = 0;    // mean load of the other ranks / the slowest rank's (bubble)
   double segment_recompute = 0;   // forwards of the layer stack repeated by segmented backprop
   double stage_share = 0;         // layers_stage / layer_passes
