@@ -351,7 +351,7 @@ TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // RMS log error 0.116 in-sample (median 4.4%), 0.151 leave-one-out (7.2%). The worst rows are
   // Qwen3-235B in fp8 on 256 H100 (M9, +29%: measured slower than the same layout in bf16, Z2)
   // and gpt-oss-120b's unfused sink attention (M12a, M12b: -30%, -18%; M12a's last pipeline rank
-  // also runs the output layer, 4.5 layers' FLOPs); the Marin rows stay within 3.1% (MH3, its
+  // also runs the output layer, 4.3 layers' FLOPs); the Marin rows stay within 3.1% (MH3, its
   // tokens/s converted from MH2's MFU).
   constexpr double kRmsTol = 0.12;
   constexpr double kLooRmsTol = 0.16;
@@ -828,8 +828,8 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // -28%); the 25.09 page's rows (S1-S11) within 28% but Qwen3-30B on 8 B200 at micro-batch 1
   // (S6, -44%), Qwen3-235B on 256 H100 (S11, +36%: the same layout measured 1575 in 25.11, N20,
   // +4.0%); gpt-oss-120b on 64 H100 at pp 4 (N11, -32%: the sink stand-in, and the last rank's
-  // output layer, 4.5 layers' FLOPs, beside its 9 layers); Llama 3.1 405B under FSDP on two GB200 racks (S2) -2% (-82% as a flat ring at NIC
-  // speed); torchtitan's Llama 3 70B on 256 H100 (T1-T2, torch-eager-h100) -12% and -13%;
+  // output layer, 4.3 layers' FLOPs, beside its 9 layers); Llama 3.1 405B under FSDP on two
+  // GB200 racks (S2) -2% (-82% as a flat ring at NIC speed); torchtitan's Llama 3 70B on 256 H100 (T1-T2, torch-eager-h100) -12% and -13%;
   // MaxText on TPU with the devices' uncalibrated defaults (X1-X9: Llama 3 70B and 3.1 405B,
   // Mixtral, DeepSeek-V3 on v6e and v5p) within 19% but Llama 3.1 405B on 512 v5p (X8, -38%:
   // MaxText's custom remat, read as full).

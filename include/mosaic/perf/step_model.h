@@ -7,8 +7,8 @@
 // MoE layers; the bubble weighs the other ranks' layers the same way; its expert work, MoE
 // blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention by
 // its layer passes, its activation widths at its own mix of layers. With pp > 1 the last rank
-// also runs the output layer's GEMM, forward and backward (2.5 layers' FLOPs for Qwen3-235B,
-// 4.5 for gpt-oss-120b): its time is its layers' (the slowest rank's scaled by their cost,
+// also runs the output layer's GEMM, forward and backward (2.4 layers' FLOPs for Qwen3-235B,
+// 4.3 for gpt-oss-120b): its time is its layers' (the slowest rank's scaled by their cost,
 // PipelineSplit::last_load_ratio) plus the output layer's, and when that is longer the last rank
 // sets the step, with its layers and the output layer in the breakdown; pp_last, pp_loss = 1 and
 // a pp_layout's 'L' stage move layers off it as Megatron-Core does):
