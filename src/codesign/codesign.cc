@@ -434,19 +434,30 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
           r.estimate.step_seconds, result.cluster_seconds);
     }
   }
+  // Likewise a FLOPs-only budget that buys an architecture less than one global batch of tokens
+  // gives it no loss: the law would be read at a fraction of one step.
+  const double batch_tokens =
+      static_cast<double>(space.search.batch_seqs) * static_cast<double>(space.search.seq_len);
+  int64_t under_one_batch = 0;
   for (ArchitectureResult& r : archs) {
     r.cluster_loss = r.flops_loss = NAN;
     r.cluster_tokens = r.flops_tokens = 0;
     if (!r.valid_model() || !(result.flops_budget > 0)) continue;
     r.flops_tokens = result.flops_budget / r.model_flops_per_token;
-    r.flops_loss = Loss(law, result.theta, r, r.flops_tokens);
+    if (r.flops_tokens >= batch_tokens) {
+      r.flops_loss = Loss(law, result.theta, r, r.flops_tokens);
+    } else {
+      ++under_one_batch;
+    }
     if (r.feasible()) {
       r.cluster_tokens = r.estimate.tokens_per_s_per_gpu * gpus * result.cluster_seconds;
       r.cluster_loss = Loss(law, result.theta, r, r.cluster_tokens);
     }
     // A loss the law cannot give as a number ranks nothing: the law's values are at fault.
-    const double loss = !std::isfinite(r.flops_loss) ? r.flops_loss : r.cluster_loss;
-    if (!std::isfinite(r.flops_loss) || (r.feasible() && !std::isfinite(r.cluster_loss))) {
+    const bool flops_ranked = r.flops_tokens >= batch_tokens;
+    const double loss = flops_ranked && !std::isfinite(r.flops_loss) ? r.flops_loss : r.cluster_loss;
+    if ((flops_ranked && !std::isfinite(r.flops_loss)) ||
+        (r.feasible() && !std::isfinite(r.cluster_loss))) {
       throw InputError(fmt::format(
           "[law] {} ({}) gives a loss of {} for {}. Violated constraint: a finite loss for every "
           "architecture (the law's values are out of their range)",
@@ -472,7 +483,7 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   // cluster optimum at the sparsest architecture that fits is interior when sparser ones exist.
   std::vector<double> valid_s;
   for (const ArchitectureResult& r : archs) {
-    if (!std::isnan(r.flops_loss)) valid_s.push_back(r.sparsity);
+    if (r.valid_model()) valid_s.push_back(r.sparsity);
   }
   if (result.flops_optimum) {
     result.flops_sparsity = Place(archs[*result.flops_optimum].sparsity, valid_s);
@@ -492,7 +503,12 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   } else if (!result.cluster_optimum) {
     result.finding = "no architecture of the space fits the cluster: nothing to compare";
   } else if (!result.flops_optimum) {
-    result.finding = "no architecture has a loss under the FLOPs-only budget";
+    result.finding =
+        under_one_batch > 0
+            ? fmt::format("no architecture has a loss under the FLOPs-only budget ({:.4g} model "
+                          "FLOPs): it buys {} of them less than one batch of {:.4g} tokens",
+                          result.flops_budget, under_one_batch, batch_tokens)
+            : "no architecture has a loss under the FLOPs-only budget";
   } else {
     const OptimumPlacement& f = *result.flops_sparsity;
     const OptimumPlacement& c = *result.cluster_sparsity;

@@ -101,6 +101,30 @@ TEST(Summarize, AHandComputedSpaceHasTheKnownOptima) {
   EXPECT_NEAR(f.cluster_seconds, 1e21 / (8 * peak * 0.5), 1e21 / (8 * peak * 0.5) * kRelTol);
 }
 
+TEST(Summarize, AFlopsOnlyBudgetOfLessThanOneBatchGivesNoLoss) {
+  // A budget of 1.97e14 model FLOPs buys an architecture of 6e9 FLOPs per token 32,768 tokens,
+  // half of one batch (64 × 1024): the law is not read there. At 1.5e9 FLOPs per token it buys
+  // 131,072, two batches, and that architecture is the FLOPs-only optimum.
+  SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
+  space.budget = {.model_flops = 6e9 * 65536 * 0.5, .reference_mfu = 0.5};
+  std::vector<ArchitectureResult> archs = {Hand(1'000'000'000, 1'000'000'000, 1000, 0.40),
+                                           Hand(1'000'000'000, 2'000'000'000, 900, 0.36)};
+  CodesignResult r = Summarize(space, archs);
+  EXPECT_TRUE(std::isnan(r.architectures[0].flops_loss));
+  EXPECT_TRUE(std::isnan(r.architectures[1].flops_loss));
+  EXPECT_FALSE(r.flops_optimum);
+  ASSERT_TRUE(r.cluster_optimum);
+  EXPECT_EQ(r.finding,
+            "no architecture has a loss under the FLOPs-only budget (1.966e+14 model FLOPs): it "
+            "buys 2 of them less than one batch of 6.554e+04 tokens");
+  archs[1].model_flops_per_token = 1.5e9;
+  r = Summarize(space, archs);
+  EXPECT_TRUE(std::isnan(r.architectures[0].flops_loss));
+  EXPECT_DOUBLE_EQ(r.architectures[1].flops_loss, SparseLoss(1e9, 0.5, 131072));
+  ASSERT_TRUE(r.flops_optimum);
+  EXPECT_EQ(*r.flops_optimum, 1u);
+}
+
 TEST(Summarize, TheReferenceMfuDefaultsToTheMedianOfWhatFits) {
   SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
   space.budget.reference_mfu = 0;

@@ -73,7 +73,8 @@ struct ArchitectureResult {
   double cluster_tokens = 0;      // tokens trained in the cluster budget
   double cluster_loss = 0;        // NaN when rejected
   double flops_tokens = 0;        // tokens in the FLOPs-only budget
-  double flops_loss = 0;          // NaN when the model is invalid
+  // NaN when the model is invalid or the FLOPs-only budget buys it less than one global batch.
+  double flops_loss = 0;
   int64_t layouts_evaluated = 0;  // by its layout search
 
   bool feasible() const { return rejected == ArchRejection::kNone; }
