@@ -2,7 +2,7 @@
 // the text it prints read back to the same layout, and CheckLayout against a shipped model and a
 // job whose size comes from the selector byte (LayoutRejectKind naming the same kind); for a
 // layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers and its
-// slowest rank's, and the other ranks' load against it is finite.
+// slowest rank's, the other ranks' load against it is finite, and the last rank's lies in [0, 1].
 // Input (fuzz_input.h): section 0 is the layout string.
 #include <cstddef>
 #include <cstdint>
@@ -48,7 +48,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const auto within = [](int64_t moe, int64_t layers) { return moe >= 0 && moe <= layers; };
     if (!within(split.first_moe, split.first) || !within(split.middle_moe, split.middle) ||
         !within(split.last_moe, split.last) || !within(split.slowest_moe, split.slowest) ||
-        !(split.other_load_ratio >= 0) || split.other_load_ratio > 1e12) {
+        !(split.other_load_ratio >= 0) || split.other_load_ratio > 1e12 ||
+        !(split.last_load_ratio >= 0 && split.last_load_ratio <= 1)) {
       __builtin_trap();
     }
   }
