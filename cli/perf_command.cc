@@ -120,7 +120,11 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
     };
     out += fmt::format("  pipeline stages       slowest holds {}{}; peak memory on rank {}, "
                        "holding {}\n",
-                       held(e.slowest_stage_layers, e.slowest_stage_moe_layers),
+                       held(e.slowest_stage_layers, e.slowest_stage_moe_layers) +
+                           (e.slowest_stage_mtp_layers > 0
+                                ? fmt::format(", {:.3g} MTP layer{}", e.slowest_stage_mtp_layers,
+                                              e.slowest_stage_mtp_layers == 1 ? "" : "s")
+                                : ""),
                        e.slowest_stage_holds_output_layer ? " and the output layer" : "",
                        e.memory.peak_stage_rank,
                        held(e.memory.peak_stage_layers, e.memory.peak_stage_moe_layers));

@@ -196,6 +196,7 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
   struct Rank {
     int64_t layers, mtp, moe;
     double cost;
+    bool is_last = false;
   };
   const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
     return Rank{layers, mtp, moe,
@@ -207,12 +208,14 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
     if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
   };
   if (pp > 2) consider(rank(middle.layers, middle.mtp, middle.moe));
-  const Rank last = rank(s.last, s.last_mtp, s.last_moe);
+  Rank last = rank(s.last, s.last_mtp, s.last_moe);
+  last.is_last = pp > 1;
   if (pp > 1) consider(last);
   s.slowest = slowest.layers;
   s.slowest_mtp = slowest.mtp;
   s.slowest_moe = slowest.moe;
   s.last_load_ratio = slowest.cost > 0 ? last.cost / slowest.cost : 1.0;
+  s.slowest_is_last = slowest.is_last;
   if (pp == 1) {
     s.other_load_ratio = 0;
     return;

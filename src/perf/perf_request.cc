@@ -368,6 +368,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
   j["micro_batches"] = e.micro_batches;
   j["slowest_stage"] = {{"layers", e.slowest_stage_layers},
                         {"moe_layers", e.slowest_stage_moe_layers},
+                        {"mtp_layers", e.slowest_stage_mtp_layers},
                         {"holds_output_layer", e.slowest_stage_holds_output_layer}};
   j["peak_memory_stage"] = {{"rank", e.memory.peak_stage_rank},
                             {"layers", e.memory.peak_stage_layers},

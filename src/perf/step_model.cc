@@ -1281,15 +1281,21 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
       tb.compute_seconds + exposed + tb.host_seconds + tb.exposed_offload_seconds;
   e.slowest_stage_layers = x.layers_stage;
   e.slowest_stage_moe_layers = x.moe_layers_stage;
+  e.slowest_stage_mtp_layers = x.mtp_layers_stage;
   e.slowest_stage_holds_output_layer = x.head_on_stage;
   if (l.pp > 1) {
     // Rank pp−1 runs the output layer's GEMM (forward and backward; no recompute repeats it)
     // beside its layers, whose time is the slowest rank's scaled by their cost
     // (PipelineSplit::last_load_ratio: exact when it holds the same layers, the common even
-    // split). When the two outlast the slowest rank, rank pp−1 sets the step: its breakdown is
-    // the slowest rank's scaled, the output layer among the dense GEMMs.
-    const double head_flops = stage_tokens_ * m.head_flops_per_token * 3;
-    const double head_seconds = head_flops / dense_rate_ + mb_ * 3 * sh.gemm_latency_seconds;
+    // split), and its placed MTP layers' passes through the output layer (in the stage's time
+    // when it is the slowest rank). When the two outlast the slowest rank, rank pp−1 sets the
+    // step: its breakdown is the slowest rank's scaled, the output layer among the dense GEMMs.
+    const double mtp_passes = !x.split.slowest_is_last && x.split.mtp_placed
+                                  ? static_cast<double>(x.split.last_mtp)
+                                  : 0.0;
+    const double head_flops = stage_tokens_ * m.head_flops_per_token * 3 * (1 + mtp_passes);
+    const double head_seconds =
+        head_flops / dense_rate_ + mb_ * 3 * (1 + mtp_passes) * sh.gemm_latency_seconds;
     tb.output_layer_seconds = head_seconds;
     const double last_ratio = x.split.last_load_ratio;
     const double last_seconds = pipelined * last_ratio + head_seconds;
@@ -1310,6 +1316,7 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
       pipelined = last_seconds;
       e.slowest_stage_layers = x.split.last;
       e.slowest_stage_moe_layers = x.split.last_moe;
+      if (x.split.mtp_placed) e.slowest_stage_mtp_layers = static_cast<double>(x.split.last_mtp);
       e.slowest_stage_holds_output_layer = true;
     }
     tb.bubble_seconds =

@@ -375,10 +375,11 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
 
 TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
   // DeepSeek-V3 with its MTP module on 1024 H100 (Megatron-Bridge's H100 recipe, pp_layout
-  // "Et|(tt|)*30mL"): ranks 1-6 hold 8 decoder layers; rank 7 holds 6 and the MTP layer, whose
-  // projection, MoE block and pass through the output layer cost more than 2 layers, so rank 7
-  // is the slowest (and runs the output layer on top); spread evenly, the 61 layers on pp 8 ×
-  // vpp 4 put 8 layers and 8/61 of the MTP layer on the slowest rank.
+  // "Et|(tt|)*30mL"): ranks 1-6 hold 8 decoder layers and are the slowest; rank 7 holds 6 and the
+  // MTP layer (its projection and MoE block, less than 2 layers), and the output layer and the
+  // MTP layer's pass through it, which the step model weighs apart (the MTP layer must not make
+  // the step faster); spread evenly, the 61 layers on pp 8 × vpp 4 put 8 layers and 8/61 of the
+  // MTP layer on the slowest rank.
   ModelConfig c = LoadModel("deepseek-v3").config;
   c.mtp_layers = 1;
   const ModelShape shape = MakeModelShape(c, 4096);
@@ -386,11 +387,27 @@ TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
   const LayoutDerivation placed = DeriveLayout(
       shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64,pp_layout=Et|(tt|)*30mL"), job);
   const LayerCosts costs = shape.layer_costs();
-  ASSERT_GT(6 * costs.moe + costs.mtp, 8 * costs.moe);
-  EXPECT_EQ(placed.layers_stage, 6);
-  EXPECT_EQ(placed.mtp_layers_stage, 1.0);
-  EXPECT_EQ(placed.mtp_moe_layers_stage, 1.0);
-  EXPECT_EQ(placed.split.last_load_ratio, 1.0);
+  EXPECT_LT(6 * costs.moe + costs.mtp, 8 * costs.moe);
+  EXPECT_EQ(placed.layers_stage, 8);
+  EXPECT_EQ(placed.mtp_layers_stage, 0.0);
+  EXPECT_EQ(placed.mtp_moe_layers_stage, 0.0);
+  EXPECT_FALSE(placed.split.slowest_is_last);
+  EXPECT_DOUBLE_EQ(placed.split.last_load_ratio, (6 * costs.moe + costs.mtp) / (8 * costs.moe));
+  {
+    // The same split without the MTP layer is no slower (the layer only adds work).
+    const ProfileSet profiles = LoadProfiles();
+    const Cluster cluster = MakeCluster(LoadHardware("h100"), 1024);
+    ModelConfig plain = c;
+    plain.mtp_layers = 0;
+    const auto step = [&](const ModelConfig& config, const char* layout) {
+      return EvaluateStep(MakeModelShape(config, 4096), cluster, ParseLayout(layout), job,
+                          profiles.shared, profiles.Get("megatron-h100"), nullptr)
+          .step_seconds;
+    };
+    const char* last_six = "tp=2,pp=8,ep=64,dp=64,recompute=modules,pp_layout=Et*8|(t*8|)*5t*7|t*6";
+    EXPECT_GE(step(c, (std::string(last_six) + "mL").c_str()),
+              step(plain, (std::string(last_six) + "L").c_str()));
+  }
   const LayoutDerivation spread =
       DeriveLayout(shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64"), job);
   EXPECT_EQ(spread.layers_stage, 8);

@@ -201,9 +201,8 @@ struct Layout {
 std::string ToString(const Layout& layout);
 
 // The relative cost of one dense-FFN layer pass, of one MoE layer pass and of one MTP layer (its
-// projection, block and pass through the shared output layer), e.g. their forward FLOPs per
-// token, which SplitPipeline uses to find the slowest rank. The default: every layer costs the
-// same.
+// projection and block), e.g. their forward FLOPs per token, which SplitPipeline uses to find the
+// slowest rank. The default: every layer costs the same.
 struct LayerCosts {
   double dense = 1;
   double moe = 1;
@@ -255,9 +254,11 @@ struct PipelineSplit {
   // pp = 1): what the pipeline bubble scales by.
   double other_load_ratio = 0;
   // The cost of rank pp−1's layers (MTP layers included) over the slowest rank's: 1 when it is
-  // the slowest (or pp = 1). Rank pp−1 also runs the output layer, which LayerCosts leaves out:
-  // the step model weighs its time against the slowest rank's (step_model.h).
+  // the slowest (or pp = 1). Rank pp−1 also runs the output layer (and its MTP layers' passes
+  // through it), which LayerCosts leaves out: the step model weighs its time against the slowest
+  // rank's (step_model.h).
   double last_load_ratio = 1;
+  bool slowest_is_last = false;  // the slowest rank is rank pp−1 (pp > 1)
 };
 
 // (This overload counts no MoE layers and ranks the stages by layer count.)

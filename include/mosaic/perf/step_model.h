@@ -209,8 +209,9 @@ struct ModelShape {
   double dense_ffn_flops_per_token = 0;
   double moe_block_flops_per_token = 0;
   // Forward FLOPs per token of one trunk layer pass of each kind (the attention's at the mean of
-  // the layers), and one MTP layer's (the MTP modules' FLOPs over their count): what ranks the
-  // pipeline stages (SplitPipeline's LayerCosts).
+  // the layers), and one MTP layer's (its projection and block: the MTP modules' FLOPs over
+  // their count, less its pass through the output layer, which LayoutStep::Evaluate charges with
+  // the output layer's): what ranks the pipeline stages (SplitPipeline's LayerCosts).
   double dense_layer_flops_per_token = 0;
   double moe_layer_flops_per_token = 0;
   LayerCosts layer_costs() const {
@@ -218,7 +219,8 @@ struct ModelShape {
     return {dense_layer_flops_per_token, moe_layer_flops_per_token,
             mtp_layers > 0 ? (mtp_expert_flops_per_token + mtp_attention_kernel_flops_per_token +
                               mtp_dense_flops_per_token) /
-                                 mtp_layers
+                                     mtp_layers -
+                                 head_flops_per_token
                            : moe_layer_flops_per_token};
   }
   // All MTP modules together (DeepSeek-V3, arXiv 2412.19437 section 2.2): routed experts; the
@@ -318,6 +320,8 @@ struct StepEstimate {
   // The slowest pipeline rank's decoder layer passes, and of those the MoE ones.
   int64_t slowest_stage_layers = 0;
   int64_t slowest_stage_moe_layers = 0;
+  // Its MTP layers: those a pp_layout places on it, else its share of them (layers spread).
+  double slowest_stage_mtp_layers = 0;
   // Whether it is the last rank, charged the output layer (lm_head) besides its layers.
   bool slowest_stage_holds_output_layer = false;
   StepBreakdown time;
