@@ -275,8 +275,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   }
   size_t pair = 0;
   double work_done = 0;
-  // Each (pp, vpp)'s pipeline split, computed for the first layout that reaches the step model.
-  std::vector<std::optional<PipelineSplit>> splits(divisors.size() * vpps.size());
+  // Each (pp, vpp, split kind)'s pipeline split, computed for the first layout that reaches the
+  // step model.
+  std::vector<std::optional<PipelineSplit>> splits(divisors.size() * vpps.size() * 2);
+  const int64_t layer_passes = c.layers * c.loops;
   for (int64_t tp : divisors) {
     for (size_t pp_index = 0; pp_index < divisors.size(); ++pp_index) {
       const int64_t pp = divisors[pp_index];
@@ -298,58 +300,71 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
               for (size_t vpp_index = 0; vpp_index < vpps.size(); ++vpp_index) {
                 const int64_t vpp = vpps[vpp_index];
                 if (pp == 1 && vpp > 1) break;
-                for (int64_t chunk : chunks) {
-                  Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
-                           .ep = ep, .etp = etp, .moe_chunk = chunk};
-                  // moe_chunk only matters for FSDP-sharded experts.
-                  if (chunk > 1 && l.expert_fsdp() == 1) break;
-                  ++result.evaluated;
-                  // The rule's text only for the examples kept.
-                  if (auto kind = LayoutRejectKind(l, c, shape, domain)) {
-                    const int k = static_cast<int>(*kind);
-                    ++result.rejected[k];
-                    if (per_reason[k] < options.examples_per_reason) {
-                      ++per_reason[k];
-                      result.examples.push_back({l, std::move(*CheckLayout(l, c, shape, domain))});
-                    }
-                    continue;
-                  }
-                  for (int64_t mbs = 1; job.global_batch % (dp * fsdp * mbs) == 0; mbs *= 2) {
-                    l.mbs = mbs;
-                    // Interleaving needs a multiple of pp micro-batches; fewer (larger
-                    // micro-batches) cannot regain it.
-                    if (vpp > 1 && (job.global_batch / (dp * fsdp * mbs)) % pp != 0) {
-                      if (mbs > 1) {
-                        ++result.evaluated;
-                        ++result.rejected[static_cast<int>(RejectKind::kIndivisible)];
+                // Besides the default split, the embedding and the loss counted as a layer each
+                // (pp_embed=1,pp_loss=1, as Megatron-Bridge's recipes for Qwen3-235B and Llama
+                // 3.1 405B split): it unloads the first and last ranks where pp·vpp divides the
+                // layers with those two slots and not without them.
+                const int64_t chunks_total = pp * vpp;
+                const int split_kinds = pp > 1 && layer_passes % chunks_total != 0 &&
+                                                (layer_passes + 2) % chunks_total == 0
+                                            ? 2
+                                            : 1;
+                for (int split_kind = 0; split_kind < split_kinds; ++split_kind) {
+                  for (int64_t chunk : chunks) {
+                    Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
+                             .ep = ep, .etp = etp, .moe_chunk = chunk};
+                    l.pp_embed = l.pp_loss = split_kind;
+                    // moe_chunk only matters for FSDP-sharded experts.
+                    if (chunk > 1 && l.expert_fsdp() == 1) break;
+                    ++result.evaluated;
+                    // The rule's text only for the examples kept.
+                    if (auto kind = LayoutRejectKind(l, c, shape, domain)) {
+                      const int k = static_cast<int>(*kind);
+                      ++result.rejected[k];
+                      if (per_reason[k] < options.examples_per_reason) {
+                        ++per_reason[k];
+                        result.examples.push_back(
+                            {l, std::move(*CheckLayout(l, c, shape, domain))});
                       }
-                      break;
+                      continue;
                     }
-                    std::optional<PipelineSplit>& split =
-                        splits[pp_index * vpps.size() + vpp_index];
-                    if (!split) split = SplitPipeline(l, c, model.layer_costs());
-                    const LayoutDerivation derived = DeriveLayout(model, l, job, *split);
-                    l.a2a_overlap = 0;
-                    const LayoutMemory memory(model, l, job, profile, derived);
-                    std::optional<LayoutStep> step;
-                    // Larger micro-batches need more memory.
-                    if (!try_policies(l, derived, memory, step) &&
-                        !(offload && try_offload(l, derived))) {
-                      break;
-                    }
-                    // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
-                    // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
-                    // MoE recompute) and its schedule pairs a pass (otherwise it hides nothing
-                    // more and holds more); its memory and step model are those above but for
-                    // what the overlap changes.
-                    if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1) &&
-                        A2aOverlapPairedShare(pp, vpp, derived.micro_batches) > 0) {
-                      l.a2a_overlap = 1;
-                      std::optional<LayoutStep> overlap_step;
-                      if (step) overlap_step.emplace(step->WithA2aOverlap());
-                      if (!try_policies(l, derived, memory.WithA2aOverlap(), overlap_step) &&
-                          offload) {
-                        try_offload(l, derived);
+                    for (int64_t mbs = 1; job.global_batch % (dp * fsdp * mbs) == 0; mbs *= 2) {
+                      l.mbs = mbs;
+                      // Interleaving needs a multiple of pp micro-batches; fewer (larger
+                      // micro-batches) cannot regain it.
+                      if (vpp > 1 && (job.global_batch / (dp * fsdp * mbs)) % pp != 0) {
+                        if (mbs > 1) {
+                          ++result.evaluated;
+                          ++result.rejected[static_cast<int>(RejectKind::kIndivisible)];
+                        }
+                        break;
+                      }
+                      std::optional<PipelineSplit>& split =
+                          splits[(pp_index * vpps.size() + vpp_index) * 2 + split_kind];
+                      if (!split) split = SplitPipeline(l, c, model.layer_costs());
+                      const LayoutDerivation derived = DeriveLayout(model, l, job, *split);
+                      l.a2a_overlap = 0;
+                      const LayoutMemory memory(model, l, job, profile, derived);
+                      std::optional<LayoutStep> step;
+                      // Larger micro-batches need more memory.
+                      if (!try_policies(l, derived, memory, step) &&
+                          !(offload && try_offload(l, derived))) {
+                        break;
+                      }
+                      // Megatron-Core's EP all-to-all overlap, where the stack runs it and it
+                      // can run (CheckLayout's rules: ep > 1, interleaving when pp > 1, no full or
+                      // MoE recompute) and its schedule pairs a pass (otherwise it hides nothing
+                      // more and holds more); its memory and step model are those above but for
+                      // what the overlap changes.
+                      if (profile.paired_a2a_overlap && ep > 1 && (pp == 1 || vpp > 1) &&
+                          A2aOverlapPairedShare(pp, vpp, derived.micro_batches) > 0) {
+                        l.a2a_overlap = 1;
+                        std::optional<LayoutStep> overlap_step;
+                        if (step) overlap_step.emplace(step->WithA2aOverlap());
+                        if (!try_policies(l, derived, memory.WithA2aOverlap(), overlap_step) &&
+                            offload) {
+                          try_offload(l, derived);
+                        }
                       }
                     }
                   }

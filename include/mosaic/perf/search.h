@@ -6,8 +6,11 @@
 // (A2aOverlapPairedShare > 0), with and without the EP all-to-all overlap (a2a_overlap),
 // evaluated by the step model and ranked by tokens/s per GPU; speeds equal to about 1e-4 (the
 // same 13 leading bits) rank the layout without the overlap first, then the one with the lower
-// peak memory. Pipeline stages stay even: uneven splits (pp_first, pp_last, pp_embed, pp_loss,
-// pp_layout) are not enumerated. Activation offload is tried only when asked
+// peak memory. Pipeline stages are split evenly (or, where pp·vpp does not divide the layers,
+// by SplitPipeline's default) and, where pp·vpp divides the layers with two slots more and not
+// without, also with the embedding and the loss counted as a layer each (pp_embed=1,pp_loss=1,
+// as Megatron-Bridge's recipes for Qwen3-235B and Llama 3.1 405B do); pp_first, pp_last and
+// pp_layout are not enumerated. Activation offload is tried only when asked
 // (SearchOptions::offload), for layouts that fit under none of the recompute policies they may
 // use (the overlap allows neither full nor MoE recompute). Rejected combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
 // supported) with a few examples each. Evaluation is allocation-free per layout, so a search for
