@@ -444,7 +444,8 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
     r.cluster_tokens = r.flops_tokens = 0;
     if (!r.valid_model() || !(result.flops_budget > 0)) continue;
     r.flops_tokens = result.flops_budget / r.model_flops_per_token;
-    if (r.flops_tokens >= batch_tokens) {
+    const bool flops_ranked = r.flops_tokens >= batch_tokens;
+    if (flops_ranked) {
       r.flops_loss = Loss(law, result.theta, r, r.flops_tokens);
     } else {
       ++under_one_batch;
@@ -454,10 +455,9 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
       r.cluster_loss = Loss(law, result.theta, r, r.cluster_tokens);
     }
     // A loss the law cannot give as a number ranks nothing: the law's values are at fault.
-    const bool flops_ranked = r.flops_tokens >= batch_tokens;
-    const double loss = flops_ranked && !std::isfinite(r.flops_loss) ? r.flops_loss : r.cluster_loss;
-    if ((flops_ranked && !std::isfinite(r.flops_loss)) ||
-        (r.feasible() && !std::isfinite(r.cluster_loss))) {
+    const bool flops_bad = flops_ranked && !std::isfinite(r.flops_loss);
+    const double loss = flops_bad ? r.flops_loss : r.cluster_loss;
+    if (flops_bad || (r.feasible() && !std::isfinite(r.cluster_loss))) {
       throw InputError(fmt::format(
           "[law] {} ({}) gives a loss of {} for {}. Violated constraint: a finite loss for every "
           "architecture (the law's values are out of their range)",
