@@ -1643,7 +1643,7 @@ TEST(PerfCli, SearchSaysWhichPipelineSplitsItTries) {
   EXPECT_NE(layout.find("a2a_overlap=1"), std::string::npos) << layout;
   EXPECT_NE(layout.find("pp_embed=1,pp_loss=1"), std::string::npos) << layout;
   EXPECT_EQ(j["notes"].back().get<std::string>().rfind(
-                "the search splits the layers evenly, or counts the embedding and the loss", 0),
+                "the search splits the layers as evenly as pp·vpp allows", 0),
             0u)
       << j["notes"];
   // A search whose best layout has one stage has no such note.

@@ -322,7 +322,7 @@ std::vector<CurvePoint> Curve(const std::vector<ArchitectureResult>& archs,
   std::map<double, CurvePoint> points;
   for (size_t i = 0; i < archs.size(); ++i) {
     const ArchitectureResult& r = archs[i];
-    if (!r.valid_model() || std::isnan(r.flops_loss)) continue;
+    if (!r.valid_model()) continue;
     const double x = std::round(key(r) * 1e9) / 1e9;
     auto [it, fresh] = points.try_emplace(x);
     CurvePoint& p = it->second;
@@ -438,7 +438,8 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   // gives it no loss: the law would be read at a fraction of one step.
   const double batch_tokens =
       static_cast<double>(space.search.batch_seqs) * static_cast<double>(space.search.seq_len);
-  int64_t under_one_batch = 0;
+  result.batch_tokens = batch_tokens;
+  int64_t& under_one_batch = result.flops_under_one_batch;
   for (ArchitectureResult& r : archs) {
     r.cluster_loss = r.flops_loss = NAN;
     r.cluster_tokens = r.flops_tokens = 0;
@@ -479,14 +480,16 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   result.by_sparsity = Curve(archs, [](const ArchitectureResult& r) { return r.sparsity; });
   result.by_experts = Curve(archs, [](const ArchitectureResult& r) { return double(r.arch.experts); });
 
-  // Both optima are placed in the range of sparsity the space sweeps (every valid model): a
-  // cluster optimum at the sparsest architecture that fits is interior when sparser ones exist.
-  std::vector<double> valid_s;
+  // The cluster optimum is placed in the range of sparsity the space sweeps (every valid model):
+  // at the sparsest architecture that fits it is interior when sparser ones exist. The FLOPs-only
+  // optimum is placed among the architectures that budget ranks.
+  std::vector<double> valid_s, flops_s;
   for (const ArchitectureResult& r : archs) {
     if (r.valid_model()) valid_s.push_back(r.sparsity);
+    if (!std::isnan(r.flops_loss)) flops_s.push_back(r.sparsity);
   }
   if (result.flops_optimum) {
-    result.flops_sparsity = Place(archs[*result.flops_optimum].sparsity, valid_s);
+    result.flops_sparsity = Place(archs[*result.flops_optimum].sparsity, flops_s);
   }
   if (result.cluster_optimum) {
     result.cluster_sparsity = Place(archs[*result.cluster_optimum].sparsity, valid_s);
@@ -528,6 +531,12 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
     } else {
       result.finding = "For these inputs the MOSAIC effect does not appear (the FLOPs-only "
                        "optimum is not at an edge with an interior cluster optimum): " + both + ".";
+    }
+    if (under_one_batch > 0) {
+      result.finding += fmt::format(
+          " The FLOPs-only budget ({:.4g} model FLOPs) ranks only part of the space: it buys {} "
+          "architecture{} less than one batch of {:.4g} tokens.",
+          result.flops_budget, under_one_batch, under_one_batch == 1 ? "" : "s", batch_tokens);
     }
   }
   result.architectures = std::move(archs);

@@ -117,12 +117,26 @@ TEST(Summarize, AFlopsOnlyBudgetOfLessThanOneBatchGivesNoLoss) {
   EXPECT_EQ(r.finding,
             "no architecture has a loss under the FLOPs-only budget (1.966e+14 model FLOPs): it "
             "buys 2 of them less than one batch of 6.554e+04 tokens");
+  // The curves keep both architectures' cluster losses.
+  ASSERT_EQ(r.by_sparsity.size(), 2u);
+  EXPECT_FALSE(std::isnan(r.by_sparsity[0].cluster_loss));
+  EXPECT_TRUE(std::isnan(r.by_sparsity[0].flops_loss));
   archs[1].model_flops_per_token = 1.5e9;
   r = Summarize(space, archs);
   EXPECT_TRUE(std::isnan(r.architectures[0].flops_loss));
   EXPECT_DOUBLE_EQ(r.architectures[1].flops_loss, SparseLoss(1e9, 0.5, 131072));
   ASSERT_TRUE(r.flops_optimum);
   EXPECT_EQ(*r.flops_optimum, 1u);
+  // Placed among the architectures the FLOPs-only budget ranks (one), and the finding says the
+  // budget ranks only part of the space.
+  EXPECT_EQ(r.flops_sparsity->low, 0.5);
+  EXPECT_EQ(r.flops_sparsity->high, 0.5);
+  EXPECT_EQ(r.flops_under_one_batch, 1);
+  EXPECT_NE(r.finding.find("The FLOPs-only budget (1.966e+14 model FLOPs) ranks only part of the "
+                           "space: it buys 1 architecture less than one batch of 6.554e+04 "
+                           "tokens."),
+            std::string::npos)
+      << r.finding;
 }
 
 TEST(Summarize, TheReferenceMfuDefaultsToTheMedianOfWhatFits) {

@@ -299,10 +299,11 @@ std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResu
   const SearchCandidate& best = result.best.front();
   if (best.layout.pp > 1) {
     notes.push_back(
-        "the search splits the layers evenly, or counts the embedding and the loss as a layer "
-        "each where that divides (pp_embed=1,pp_loss=1); a split of your own (pp_first=, "
-        "pp_last= or pp_layout=) may unload the last stage, which also runs the output layer, "
-        "better: evaluate one with --layout");
+        "the search splits the layers as evenly as pp·vpp allows (one layer fewer on the first "
+        "chunks where it does not divide them) and also counts the embedding and the loss as a "
+        "layer each where pp·vpp divides layers + 2 (pp_embed=1,pp_loss=1); a split of your own "
+        "(pp_first=, pp_last= or pp_layout=) may unload the last stage, which also runs the "
+        "output layer, better: evaluate one with --layout");
   }
   // A best micro-batch above 1 whose gain over micro-batch 1 comes mostly from the fitted
   // per-expert GEMM cost, which fewer, larger expert GEMMs pay less often.

@@ -41,17 +41,22 @@ std::string Budget(const CodesignResult& r) {
   if (!(r.flops_budget > 0)) {
     return fmt::format("{}; no FLOPs-only budget ({})", given, r.reference_mfu_rule);
   }
-  return fmt::format("{}; FLOPs-only budget {} model FLOPs (at MFU {:.3f}: {})", given,
+  return fmt::format("{}; FLOPs-only budget {} model FLOPs (at MFU {:.3g}: {})", given,
                      FormatScientific(r.flops_budget, 4),
                      r.reference_mfu, r.reference_mfu_rule);
 }
 
+// A loss to five decimals, or "—" where there is none (NaN).
+std::string LossText(double loss) {
+  return std::isnan(loss) ? "—" : fmt::format("{:.5f}", loss);
+}
+
 std::string Row(const ArchitectureResult& a) {
-  return fmt::format("{:<28} {:>8} {:>8} {:>7.4f} {:>7.4f} {:>8.1f} {:>7.4f} {:>8} {:>9.5f} {:>9.5f}  {}",
+  return fmt::format("{:<28} {:>8} {:>8} {:>7.4f} {:>7.4f} {:>8.1f} {:>7.4f} {:>8} {:>9.5f} {:>9}  {}",
                      a.arch.Name(), FormatCount(double(a.active_params)),
                      FormatCount(double(a.total_params)), a.sparsity, a.estimate.mfu,
                      a.estimate.memory.peak_bytes / 1e9, a.estimate.dropped_fraction,
-                     FormatCount(a.cluster_tokens), a.cluster_loss, a.flops_loss,
+                     FormatCount(a.cluster_tokens), a.cluster_loss, LossText(a.flops_loss),
                      ToString(a.layout));
 }
 
@@ -116,11 +121,12 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
   }
   out += "\nBest loss per routed-expert count (cluster budget | FLOPs-only budget)\n";
   for (const CurvePoint& p : r.by_experts) {
-    out += fmt::format("  E = {:<5} {:>9}  {:<30} | {:>9.5f}  {}\n", p.x,
-                       std::isnan(p.cluster_loss) ? "—" : fmt::format("{:.5f}", p.cluster_loss),
+    out += fmt::format("  E = {:<5} {:>9}  {:<30} | {:>9}  {}\n", p.x, LossText(p.cluster_loss),
                        std::isnan(p.cluster_loss) ? "(none fits)"
                                                   : r.architectures[p.cluster_index].arch.Name(),
-                       p.flops_loss, r.architectures[p.flops_index].arch.Name());
+                       LossText(p.flops_loss),
+                       std::isnan(p.flops_loss) ? "(less than one batch)"
+                                                : r.architectures[p.flops_index].arch.Name());
   }
   out += "\n" + r.finding + "\n";
   if (!rejected.empty()) {
@@ -147,7 +153,9 @@ std::string RenderCodesignJson(const CodesignResult& r) {
                  {"flops_budget", Number(r.flops_budget)},
                  {"reference_mfu", Number(r.reference_mfu)},
                  {"reference_mfu_rule", r.reference_mfu_rule},
-                 {"peak_flops_per_gpu", Number(r.peak_flops_per_gpu)}};
+                 {"peak_flops_per_gpu", Number(r.peak_flops_per_gpu)},
+                 {"batch_tokens", Number(r.batch_tokens)},
+                 {"flops_under_one_batch", r.flops_under_one_batch}};
   Json archs = Json::array();
   for (const ArchitectureResult& a : r.architectures) {
     // A field not known (kUnknownField) is null.
@@ -304,8 +312,10 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
       flops.markers = false;
       for (size_t i : indices) {
         const ArchitectureResult& a = r.architectures[i];
-        flops.x.push_back(a.sparsity);
-        flops.y.push_back(a.flops_loss);
+        if (!std::isnan(a.flops_loss)) {  // none under one batch of the FLOPs-only budget
+          flops.x.push_back(a.sparsity);
+          flops.y.push_back(a.flops_loss);
+        }
         if (a.feasible()) {
           cluster.x.push_back(a.sparsity);
           cluster.y.push_back(a.cluster_loss);
@@ -344,8 +354,10 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
       if (!(p.x > 0)) continue;
       cluster.x.push_back(p.x);
       cluster.y.push_back(p.cluster_loss);
-      flops.x.push_back(p.x);
-      flops.y.push_back(p.flops_loss);
+      if (!std::isnan(p.flops_loss)) {
+        flops.x.push_back(p.x);
+        flops.y.push_back(p.flops_loss);
+      }
     }
     chart.series = {cluster, flops};
     body += "<figure>\n" + RenderXyChart(chart) + "<figcaption>" +
@@ -364,7 +376,7 @@ std::string RenderCodesignHtml(const CodesignResult& r, size_t top) {
                     Cell(fmt::format("{:.2f}%", 100 * a.estimate.dropped_fraction), "num"),
                     Cell(FormatCount(a.cluster_tokens), "num"),
                     Cell(fmt::format("{:.5f}", a.cluster_loss), "num"),
-                    Cell(fmt::format("{:.5f}", a.flops_loss), "num"), Cell(ToString(a.layout))});
+                    Cell(LossText(a.flops_loss), "num"), Cell(ToString(a.layout))});
   }
   body += HtmlTable({"rank", "architecture", "sparsity", "MFU", "memory GB", "dropped", "tokens",
                      "loss", "FLOPs-only loss", "layout"},

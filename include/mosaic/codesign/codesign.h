@@ -86,7 +86,7 @@ struct CurvePoint {
   double x = 0;
   double cluster_loss = 0;   // NaN when no architecture with this x fits the cluster
   size_t cluster_index = 0;  // the architecture reaching it
-  double flops_loss = 0;
+  double flops_loss = 0;     // NaN when the FLOPs-only budget ranks none with this x
   size_t flops_index = 0;
 };
 
@@ -108,6 +108,10 @@ struct CodesignResult {
   double peak_flops_per_gpu = 0;        // bf16 dense
   double cluster_seconds = 0;           // wall-clock of the cluster budget
   double flops_budget = 0;              // model FLOPs of the FLOPs-only budget
+  // Valid architectures the FLOPs-only budget buys less than one global batch (no FLOPs-only
+  // loss), and that batch in tokens.
+  int64_t flops_under_one_batch = 0;
+  double batch_tokens = 0;
   double reference_mfu = 0;             // used to convert between the two
   std::string reference_mfu_rule;
   std::vector<ArchitectureResult> architectures;  // enumeration order
