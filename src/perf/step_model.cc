@@ -936,6 +936,16 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   const double dense_smallest =
       std::min({x.tokens_mb_seq, static_cast<double>(c.d_model), m.q_dim / static_cast<double>(l.tp)});
   dense_rate_ = gemm_peak_ * shape_eff(dense_smallest);
+  if (l.pp > 1) {
+    // Rank pp−1's output layer, forward and backward (no recompute repeats it), and its placed
+    // MTP layers' passes through it (in the stage's time when it is the slowest rank).
+    const double mtp_passes = !x.split.slowest_is_last && x.split.mtp_placed
+                                  ? static_cast<double>(x.split.last_mtp)
+                                  : 0.0;
+    const double head_flops = stage_tokens_ * m.head_flops_per_token * 3 * (1 + mtp_passes);
+    output_layer_seconds_ =
+        head_flops / dense_rate_ + mb_ * 3 * (1 + mtp_passes) * sh.gemm_latency_seconds;
+  }
   // Routed-expert GEMMs: each expert sees ep·tokens_mb_rank·k/E rows per micro-batch.
   layers_stage_moe_ = static_cast<double>(x.moe_layers_stage) + x.mtp_moe_layers_stage;
   if (c.is_moe()) {
@@ -1284,18 +1294,12 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   e.slowest_stage_mtp_layers = x.mtp_layers_stage;
   e.slowest_stage_holds_output_layer = x.head_on_stage;
   if (l.pp > 1) {
-    // Rank pp−1 runs the output layer's GEMM (forward and backward; no recompute repeats it)
-    // beside its layers, whose time is the slowest rank's scaled by their cost
-    // (PipelineSplit::last_load_ratio: exact when it holds the same layers, the common even
-    // split), and its placed MTP layers' passes through the output layer (in the stage's time
-    // when it is the slowest rank). When the two outlast the slowest rank, rank pp−1 sets the
-    // step: its breakdown is the slowest rank's scaled, the output layer among the dense GEMMs.
-    const double mtp_passes = !x.split.slowest_is_last && x.split.mtp_placed
-                                  ? static_cast<double>(x.split.last_mtp)
-                                  : 0.0;
-    const double head_flops = stage_tokens_ * m.head_flops_per_token * 3 * (1 + mtp_passes);
-    const double head_seconds =
-        head_flops / dense_rate_ + mb_ * 3 * (1 + mtp_passes) * sh.gemm_latency_seconds;
+    // Rank pp−1 runs the output layer's GEMMs (output_layer_seconds_) beside its layers, whose
+    // time is the slowest rank's scaled by their cost (PipelineSplit::last_load_ratio: exact
+    // when it holds the same layers, the common even split). When the two outlast the slowest
+    // rank, rank pp−1 sets the step: its breakdown is the slowest rank's scaled, the output
+    // layer among the dense GEMMs.
+    const double head_seconds = output_layer_seconds_;
     tb.output_layer_seconds = head_seconds;
     const double last_ratio = x.split.last_load_ratio;
     const double last_seconds = pipelined * last_ratio + head_seconds;
@@ -1305,11 +1309,14 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     if (last_seconds > pipelined) {
       others_seconds =
           pipelined * (pp_others * x.other_load_ratio + 1 - last_ratio) / pp_others;
-      for (double* t : {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
-                        &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
-                        &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds, &tb.exposed_comm_seconds,
-                        &tb.host_seconds, &tb.offload_seconds, &tb.exposed_offload_seconds}) {
-        *t *= last_ratio;
+      if (last_ratio != 1) {  // it holds other layers than the slowest rank
+        for (double* t : {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
+                          &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
+                          &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds,
+                          &tb.exposed_comm_seconds, &tb.host_seconds, &tb.offload_seconds,
+                          &tb.exposed_offload_seconds}) {
+          *t *= last_ratio;
+        }
       }
       tb.dense_gemm_seconds += head_seconds;
       tb.compute_seconds += head_seconds;

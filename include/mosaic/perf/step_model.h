@@ -413,6 +413,8 @@ class LayoutStep {
   const LayoutDerivation& x_;
   double N_ = 0, tokens_step_ = 0, mb_ = 0, bf16_ = 0, gemm_peak_ = 0, stage_tokens_ = 0;
   double dense_gemm_size_ = 0, dense_rate_ = 0;  // rate: FLOP/s at the GEMM's efficiency
+  // With pp > 1: the last rank's output-layer GEMMs, forward and backward (Evaluate).
+  double output_layer_seconds_ = 0;
   double layers_stage_moe_ = 0, expert_rate_ = 0, expert_kernel_seconds_ = 0;
   double sinks_rate_ = 0, elementwise_bytes_ = 0, layers_stage_ = 0;
   double tp_call_seconds_ = 0, etp_call_seconds_ = 0, cp_call_seconds_ = 0, ep_call_seconds_ = 0;
