@@ -278,6 +278,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   // Each (pp, vpp, split kind)'s pipeline split, computed for the first layout that reaches the
   // step model.
   std::vector<std::optional<PipelineSplit>> splits(divisors.size() * vpps.size() * 2);
+  // And the stages LayoutMemory compares for each, composed once (their layer mixes).
+  std::vector<StageCompositions> stage_compositions(splits.size());
   const int64_t layer_passes = c.layers * c.loops;
   for (int64_t tp : divisors) {
     for (size_t pp_index = 0; pp_index < divisors.size(); ++pp_index) {
@@ -339,10 +341,15 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                         }
                         break;
                       }
-                      std::optional<PipelineSplit>& split =
-                          splits[(pp_index * vpps.size() + vpp_index) * 2 + split_kind];
-                      if (!split) split = SplitPipeline(l, c, model.layer_costs());
-                      const LayoutDerivation derived = DeriveLayout(model, l, job, *split);
+                      const size_t split_index =
+                          (pp_index * vpps.size() + vpp_index) * 2 + split_kind;
+                      std::optional<PipelineSplit>& split = splits[split_index];
+                      if (!split) {
+                        split = SplitPipeline(l, c, model.layer_costs());
+                        stage_compositions[split_index] = ComposeStages(model, job, *split, pp);
+                      }
+                      LayoutDerivation derived = DeriveLayout(model, l, job, *split);
+                      derived.compositions = &stage_compositions[split_index];
                       l.a2a_overlap = 0;
                       const LayoutMemory memory(model, l, job, profile, derived);
                       std::optional<LayoutStep> step;

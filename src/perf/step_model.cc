@@ -282,13 +282,6 @@ bool UsesCapacity(RoutingPolicy routing, const Layout& l) {
          (routing == RoutingPolicy::kFixedCells && l.ep > 1);
 }
 
-// Segmented backprop of a looped model (PerfJob::bp_segment_loops): segments of `loops` loops
-// each but the last, which holds the rest; segments = 1 when the job runs all loops in one graph.
-struct BackpropSegments {
-  int64_t segments = 1;
-  int64_t loops = 0;       // per segment but the last
-  int64_t last_loops = 0;  // in the last segment
-};
 BackpropSegments SegmentsOf(const ModelConfig& c, const PerfJob& job) {
   BackpropSegments s{1, c.loops, c.loops};
   if (job.bp_segment_loops > 0 && c.loops > 1 && job.bp_segment_loops < c.loops) {
@@ -415,60 +408,119 @@ double A2aOverlapExtraInFlight(const Layout& l, int64_t micro_batches) {
   return l.pp > 1 && l.vpp > 1 && micro_batches > l.pp ? 1 / static_cast<double>(l.vpp) : 0.0;
 }
 
-// The memory of pipeline stage `stage` (0-based), which holds `layers` layer passes (`moe_layers`
-// of them MoE) and `mtp_layers` placed MTP layers, but for the activations: everything that does
-// not depend on the recompute policy.
-StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
-                                               const PerfJob& job, const PerfProfile& profile,
-                                               const LayoutDerivation& x, int64_t layers,
-                                               int64_t moe_layers, int64_t mtp_layers,
-                                               int64_t stage) {
+}  // namespace
+
+StageComposition ComposeStage(const ModelShape& m, const PerfJob& job, bool mtp_placed,
+                              int64_t layers, int64_t moe_layers, int64_t mtp_layers) {
   const ModelConfig& c = m.config;
+  StageComposition s;
+  s.layers = layers;
+  s.moe_layers = moe_layers;
   const double share = static_cast<double>(layers) / static_cast<double>(m.layer_passes);
-  StageMemoryParts parts;
-  MemoryBreakdown& mem = parts.memory;
-  mem.peak_stage_rank = stage;
-  mem.peak_stage_layers = layers;
-  mem.peak_stage_moe_layers = moe_layers;
   // Layers whose activations are held: with segmented backprop, one segment's loops; and the
   // stage's share of the MTP layers, which run once (after the loops: in the last segment).
-  const BackpropSegments segments = SegmentsOf(c, job);
+  s.segments = SegmentsOf(c, job);
   const auto layers_of = [&](int64_t loops) {  // exact for whole multiples of c.loops
     return loops == c.loops ? static_cast<double>(layers)
                             : static_cast<double>(layers * loops) / static_cast<double>(c.loops);
   };
-  const double mtp_held = x.split.mtp_placed ? static_cast<double>(mtp_layers)
-                                             : static_cast<double>(c.mtp_layers) * share;
-  const double segment_layers = layers_of(segments.loops);
-  parts.held_layers = segment_layers + mtp_held;
+  s.mtp_held = mtp_placed ? static_cast<double>(mtp_layers) : static_cast<double>(c.mtp_layers) * share;
+  s.segment_layers = layers_of(s.segments.loops);
+  s.held_layers = s.segment_layers + s.mtp_held;
+  s.last_segment_layers = layers_of(s.segments.last_loops);
+  s.all_loops_layers = layers_of(c.loops);
+  s.repeated_loops_layers = layers_of(c.loops - s.segments.last_loops);
   // The held layers' mix: the segment's share of the stage's MoE layers, and the MTP layers
   // when they are MoE (the same sums for both counts, so a stage of MoE layers only is 1).
-  const double held_share = layers > 0 ? segment_layers / static_cast<double>(layers) : 0.0;
-  const double mix_layers = static_cast<double>(layers) * held_share + mtp_held;
-  parts.moe_share =
+  const double held_share = layers > 0 ? s.segment_layers / static_cast<double>(layers) : 0.0;
+  const double mix_layers = static_cast<double>(layers) * held_share + s.mtp_held;
+  s.moe_share =
       mix_layers > 0 ? (static_cast<double>(moe_layers) * held_share +
-                        (c.mtp_moe_layers() > 0 ? mtp_held : 0.0)) /
+                        (c.mtp_moe_layers() > 0 ? s.mtp_held : 0.0)) /
                            mix_layers
                      : 0.0;
   const auto layer = [&](double LayerActivations::*field) {
-    return m.LayerField(parts.moe_share, field);
+    return m.LayerField(s.moe_share, field);
   };
-  parts.selective_saved_bytes_per_token = layer(&LayerActivations::selective_saved_bytes_per_token);
-  parts.moe_recompute_saved_bytes_per_token =
+  s.selective_saved_bytes_per_token = layer(&LayerActivations::selective_saved_bytes_per_token);
+  s.moe_recompute_saved_bytes_per_token =
       layer(&LayerActivations::moe_recompute_saved_bytes_per_token);
+  s.routed_input_bytes_per_assignment =
+      layer(&LayerActivations::routed_input_bytes_per_assignment);
+  s.expert_act_bytes_per_assignment = layer(&LayerActivations::expert_act_bytes_per_assignment);
+  s.fp8_saved_bytes_per_assignment = layer(&LayerActivations::fp8_saved_bytes_per_assignment);
+  s.mlp_act_bytes_per_token = layer(&LayerActivations::mlp_act_bytes_per_token);
+  s.fp8_saved_bytes_per_token = layer(&LayerActivations::fp8_saved_bytes_per_token);
   // A stage of pp_layout may hold no decoder or MTP layer (Megatron-Core's embedding-only "E" or
   // loss-only "L" stages, held_layers 0): it gathers no layer's weights and dispatches no tokens.
-  const bool holds_moe_layers =
-      c.is_moe() && (moe_layers > 0 || (c.mtp_moe_layers() > 0 &&
-                                        (x.split.mtp_placed ? mtp_layers > 0 : layers > 0)));
+  s.holds_moe_layers =
+      c.is_moe() &&
+      (moe_layers > 0 || (c.mtp_moe_layers() > 0 && (mtp_placed ? mtp_layers > 0 : layers > 0)));
+  const StageParams params = StageLayerParams(m, layers, moe_layers);
+  s.dense_params = params.dense;
+  s.expert_params = params.expert;
+  // The largest layer the stage holds (what FSDP gathers): with both kinds, the shared part of
+  // every layer and the larger of a dense FFN and a MoE block (the stage holding them).
+  s.largest_layer_params = m.layer_params / static_cast<double>(c.layers);
+  if (c.is_moe() && c.moe_layers() < c.layers) {
+    const double moe_block = m.moe_block_params / static_cast<double>(c.moe_layers());
+    const double dense_ffn = m.dense_ffn_params / static_cast<double>(c.dense_ffn_layers());
+    s.largest_layer_params =
+        (m.layer_params - m.moe_block_params - m.dense_ffn_params) /
+            static_cast<double>(c.layers) +
+        std::max(moe_layers > 0 ? moe_block : 0.0, layers > moe_layers ? dense_ffn : 0.0);
+  }
+  return s;
+}
+
+StageCompositions ComposeStages(const ModelShape& m, const PerfJob& job,
+                                const PipelineSplit& split, int64_t pp) {
+  StageCompositions out;
+  const auto add = [&](int64_t rank, int64_t layers, int64_t moe, int64_t mtp) {
+    StageComposition& s = out.ranks[static_cast<size_t>(out.count++)];
+    s = ComposeStage(m, job, split.mtp_placed, layers, moe, mtp);
+    s.rank = rank;
+  };
+  add(0, split.first, split.first_moe, split.first_mtp);
+  for (int i = 0; i < split.peak_candidate_count; ++i) {
+    const PipelineSplit::PeakCandidate& r = split.peak_candidates[static_cast<size_t>(i)];
+    add(r.rank, r.layers, r.moe, r.mtp);
+  }
+  if (pp > 1) add(pp - 1, split.last, split.last_moe, split.last_mtp);
+  return out;
+}
+
+namespace {
+
+// The memory of pipeline stage `s.rank` (0-based), of composition `s`, but for the activations:
+// everything that does not depend on the recompute policy.
+StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout& l,
+                                               const PerfJob& job, const PerfProfile& profile,
+                                               const LayoutDerivation& x,
+                                               const StageComposition& s) {
+  const ModelConfig& c = m.config;
+  const int64_t layers = s.layers;
+  const int64_t stage = s.rank;
+  StageMemoryParts parts;
+  MemoryBreakdown& mem = parts.memory;
+  mem.peak_stage_rank = stage;
+  mem.peak_stage_layers = layers;
+  mem.peak_stage_moe_layers = s.moe_layers;
+  const BackpropSegments& segments = s.segments;
+  const double mtp_held = s.mtp_held;
+  const double segment_layers = s.segment_layers;
+  parts.held_layers = s.held_layers;
+  parts.moe_share = s.moe_share;
+  parts.selective_saved_bytes_per_token = s.selective_saved_bytes_per_token;
+  parts.moe_recompute_saved_bytes_per_token = s.moe_recompute_saved_bytes_per_token;
+  const bool holds_moe_layers = s.holds_moe_layers;
   const double tp = static_cast<double>(l.tp);
   const double fsdp = static_cast<double>(l.fsdp);
   // Parameters per GPU before data-parallel sharding; the first stage also holds the embedding
   // and the last the lm_head, half of embedding_params each (both when pp = 1).
   const double emb_share = l.pp == 1 ? 1.0 : stage == 0 || stage == l.pp - 1 ? 0.5 : 0.0;
-  const StageParams params = StageLayerParams(m, layers, moe_layers);
-  const double dense_gpu = (params.dense + m.embedding_params * emb_share) / tp;
-  const double expert_gpu = params.expert / static_cast<double>(l.ep * l.etp);
+  const double dense_gpu = (s.dense_params + m.embedding_params * emb_share) / tp;
+  const double expert_gpu = s.expert_params / static_cast<double>(l.ep * l.etp);
   // FSDP shards the dense weights over fsdp·cp (Megatron-FSDP's dp_cp mesh dimension: the cp
   // ranks hold the same weights); ZeRO-1 shards the optimizer states over dp·cp.
   const double cp = static_cast<double>(l.cp);
@@ -484,20 +536,9 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   mem.optimizer_bytes =
       profile.optimizer_bytes_per_param * (dense_gpu / dense_state_shards + expert_gpu / expert_state_shards);
   if (l.fsdp > 1 && parts.held_layers > 0) {
-    // Two layers of gathered weights (the current one and the prefetched next); gradients are
-    // reduce-scattered as they are produced.
-    // The largest layer the stage holds: with both kinds, the shared part of every layer and
-    // the larger of a dense FFN and a MoE block (the stage holding them).
-    double layer_params = m.layer_params / static_cast<double>(c.layers);
-    if (c.is_moe() && c.moe_layers() < c.layers) {
-      const double moe_block = m.moe_block_params / static_cast<double>(c.moe_layers());
-      const double dense_ffn = m.dense_ffn_params / static_cast<double>(c.dense_ffn_layers());
-      layer_params = (m.layer_params - m.moe_block_params - m.dense_ffn_params) /
-                         static_cast<double>(c.layers) +
-                     std::max(moe_layers > 0 ? moe_block : 0.0,
-                              layers > moe_layers ? dense_ffn : 0.0);
-    }
-    const double layer_dense = layer_params / tp;
+    // Two layers of gathered weights (the current one and the prefetched next, the largest the
+    // stage holds); gradients are reduce-scattered as they are produced.
+    const double layer_dense = s.largest_layer_params / tp;
     // A stage of dense layers only gathers no expert.
     const double layer_expert = holds_moe_layers
                                     ? m.expert_params / static_cast<double>(c.moe_layers()) /
@@ -518,17 +559,13 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   // all-gathered as its fc1 input (their fp8 copies under fp8).
   parts.etp = static_cast<double>(l.etp);
   const double gathered = parts.etp - 1;
-  const double routed_input = layer(&LayerActivations::routed_input_bytes_per_assignment);
-  const double expert_act =
-      layer(&LayerActivations::expert_act_bytes_per_assignment) + gathered * routed_input;
-  const double fp8_saved =
-      layer(&LayerActivations::fp8_saved_bytes_per_assignment) + gathered * routed_input / 2;
-  parts.per_layer_full = t * (m.attention_act_bytes_per_token +
-                              layer(&LayerActivations::mlp_act_bytes_per_token) +
-                              k * x.pad * expert_act);
+  const double routed_input = s.routed_input_bytes_per_assignment;
+  const double expert_act = s.expert_act_bytes_per_assignment + gathered * routed_input;
+  const double fp8_saved = s.fp8_saved_bytes_per_assignment + gathered * routed_input / 2;
+  parts.per_layer_full =
+      t * (m.attention_act_bytes_per_token + s.mlp_act_bytes_per_token + k * x.pad * expert_act);
   if (job.format != NumberFormat::kBf16) {
-    parts.per_layer_full -=
-        t * (layer(&LayerActivations::fp8_saved_bytes_per_token) + k * x.pad * fp8_saved);
+    parts.per_layer_full -= t * (s.fp8_saved_bytes_per_token + k * x.pad * fp8_saved);
   }
   parts.routed_bytes_per_token =
       t * k * x.pad * (job.format != NumberFormat::kBf16 ? expert_act - fp8_saved : expert_act);
@@ -541,7 +578,7 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
   if (segments.segments > 1) {
     parts.recomputed_offloaded_layers =
         static_cast<double>(segments.segments - 1) * std::min(offload_layers, segment_layers);
-    parts.offloaded_passes = std::min(offload_layers, layers_of(segments.last_loops) + mtp_held) +
+    parts.offloaded_passes = std::min(offload_layers, s.last_segment_layers + mtp_held) +
                              parts.recomputed_offloaded_layers;
   }
   if (l.offload_modules != 0) {
@@ -549,8 +586,8 @@ StageMemoryParts StageMemoryWithoutActivations(const ModelShape& m, const Layout
     // segments out again.
     parts.offload_modules = l.offload_modules;
     parts.module_offload_assignments = k * x.pad;
-    parts.module_offload_passes = layers_of(c.loops) + mtp_held;
-    parts.module_recomputed_passes = layers_of(c.loops - segments.last_loops);
+    parts.module_offload_passes = s.all_loops_layers + mtp_held;
+    parts.module_recomputed_passes = s.repeated_loops_layers;
   }
   parts.in_flight = 1;
   if (l.pp > 1) {
@@ -675,19 +712,15 @@ double DeviceActivationLayers(const StageMemoryParts& p) {
 LayoutMemory::LayoutMemory(const ModelShape& m, const Layout& l, const PerfJob& job,
                            const PerfProfile& profile, const LayoutDerivation& x)
     : model_(m), job_(job), profile_(profile), derivation_(x) {
-  const PipelineSplit& s = x.split;
-  stages_[0] = StageMemoryWithoutActivations(m, l, job, profile, x, s.first, s.first_moe,
-                                             s.first_mtp, 0);
-  stage_count_ = 1;
-  for (int i = 0; i < s.peak_candidate_count; ++i) {
-    const PipelineSplit::PeakCandidate& r = s.peak_candidates[static_cast<size_t>(i)];
-    stages_[stage_count_++] =
-        StageMemoryWithoutActivations(m, l, job, profile, x, r.layers, r.moe, r.mtp, r.rank);
+  // The stages' compositions: the search's, computed once per split, or computed here.
+  std::optional<StageCompositions> composed;
+  if (x.compositions == nullptr) composed.emplace(ComposeStages(m, job, x.split, l.pp));
+  const StageCompositions& stages = x.compositions != nullptr ? *x.compositions : *composed;
+  for (int i = 0; i < stages.count; ++i) {
+    stages_[i] = StageMemoryWithoutActivations(m, l, job, profile, x,
+                                               stages.ranks[static_cast<size_t>(i)]);
   }
-  if (l.pp > 1) {
-    stages_[stage_count_++] = StageMemoryWithoutActivations(m, l, job, profile, x, s.last,
-                                                            s.last_moe, s.last_mtp, l.pp - 1);
-  }
+  stage_count_ = stages.count;
   computed_count_ = stage_count_;
   if (HasLastStage() && !LastStageCanPeak()) --stage_count_;
   overlap_extra_in_flight_ =

@@ -335,6 +335,8 @@ struct StepEstimate {
 // What the step and memory models derive from a layout and job before anything that depends on
 // the layout's recompute policy (which none of it does): a search that evaluates one layout under
 // several policies derives it once.
+struct StageCompositions;
+
 struct LayoutDerivation {
   double tokens_mb_rank = 0;      // tokens of one micro-batch on one rank after cp and tp splits
   double tokens_mb_seq = 0;       // tokens of one micro-batch on one cp rank (before the tp split)
@@ -358,6 +360,9 @@ struct LayoutDerivation {
   double mtp_share = 0;           // mtp_layers_stage / mtp_layers: the rank's share of MTP FLOPs
   double pad = 1;                 // expert buffer padding (cf when padded, else 1)
   double expert_fsdp = 1;         // FSDP shard count of expert weights
+  // ComposeStages(model, job, split, pp) when the caller keeps it (a search, once per split; it
+  // must outlive the derivation's LayoutMemory); nullptr: LayoutMemory composes the stages.
+  const StageCompositions* compositions = nullptr;
 };
 
 // The derivation of `layout` (which must pass CheckLayout) for `job`.
@@ -521,6 +526,52 @@ uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
 
 // One pipeline stage's memory apart from its activations, and what its activations scale with
 // (the part of the memory model that does not depend on the recompute policy).
+// Segmented backprop of a looped model (PerfJob::bp_segment_loops): segments of `loops` loops
+// each but the last, which holds the rest; segments = 1 when the job runs all loops in one graph.
+struct BackpropSegments {
+  int64_t segments = 1;
+  int64_t loops = 0;       // per segment but the last
+  int64_t last_loops = 0;  // in the last segment
+};
+
+// What a pipeline stage's memory takes from its layers alone — its layer mix, not the layout's
+// degrees: held layers, the MoE share of their activations and the per-token and per-assignment
+// bytes at that mix (ModelShape::LayerField), its parameters before sharding (StageLayerParams
+// by kind) and its largest layer's (what FSDP gathers). ComposeStages computes them for the ranks
+// LayoutMemory compares; a search computes them once per pipeline split (LayoutDerivation::
+// compositions) and every layout of that split reuses them.
+struct StageComposition {
+  int64_t rank = 0;              // the pipeline rank (0-based)
+  int64_t layers = 0, moe_layers = 0;
+  BackpropSegments segments;     // the job's segmented backprop
+  double mtp_held = 0;           // MTP layers whose activations it holds
+  double segment_layers = 0;     // decoder layer passes of one backprop segment
+  double held_layers = 0;        // segment_layers + mtp_held
+  // Decoder layer passes of the last segment's loops, of every loop, and of the loops the
+  // backward repeats (segmented backprop).
+  double last_segment_layers = 0, all_loops_layers = 0, repeated_loops_layers = 0;
+  double moe_share = 0;          // the MoE share of the held layers
+  // LayerActivations' fields at moe_share.
+  double selective_saved_bytes_per_token = 0, moe_recompute_saved_bytes_per_token = 0;
+  double routed_input_bytes_per_assignment = 0, expert_act_bytes_per_assignment = 0;
+  double fp8_saved_bytes_per_assignment = 0, mlp_act_bytes_per_token = 0;
+  double fp8_saved_bytes_per_token = 0;
+  bool holds_moe_layers = false;  // a MoE decoder or MTP layer: expert gathers, dispatch buffers
+  double dense_params = 0, expert_params = 0;  // its layers' parameters (no embedding)
+  double largest_layer_params = 0;
+};
+
+// The ranks LayoutMemory compares for `split` of `pp` stages: rank 0, the peak candidates and
+// (pp > 1) the last, in that order.
+struct StageCompositions {
+  std::array<StageComposition, PipelineSplit::kMaxPeakCandidates + 2> ranks{};
+  int count = 0;
+};
+StageComposition ComposeStage(const ModelShape& model, const PerfJob& job, bool mtp_placed,
+                              int64_t layers, int64_t moe_layers, int64_t mtp_layers);
+StageCompositions ComposeStages(const ModelShape& model, const PerfJob& job,
+                                const PipelineSplit& split, int64_t pp);
+
 struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
   // The MoE share of the held layers, and what module and MoE recompute free of one of them at
