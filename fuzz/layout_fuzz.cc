@@ -4,6 +4,7 @@
 // layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers and its
 // slowest rank's, the other ranks' load against it is finite, and the last rank's lies in [0, 1].
 // Input (fuzz_input.h): section 0 is the layout string.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -49,9 +50,21 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!within(split.first_moe, split.first) || !within(split.middle_moe, split.middle) ||
         !within(split.last_moe, split.last) || !within(split.slowest_moe, split.slowest) ||
         !(split.other_load_ratio >= 0) || split.other_load_ratio > 1e12 ||
-        !(split.last_load_ratio >= 0 && split.last_load_ratio <= 1)) {
+        split.rank_load_count != std::min<int64_t>(layout.pp, 3)) {
       __builtin_trap();
     }
+    // Every rank that can take longest costs at most the slowest rank's, which is among them.
+    bool slowest_seen = false;
+    for (int i = 0; i < split.rank_load_count; ++i) {
+      const PipelineSplit::RankLoad& r = split.rank_loads[i];
+      if (!(r.load_ratio >= 0 && r.load_ratio <= 1) || !within(r.moe, r.layers) ||
+          r.rank < 0 || r.rank >= layout.pp) {
+        __builtin_trap();
+      }
+      slowest_seen |= r.rank == split.slowest_rank && r.layers == split.slowest &&
+                      r.moe == split.slowest_moe && r.load_ratio == 1;
+    }
+    if (!slowest_seen) __builtin_trap();
   }
   return 0;
 }

@@ -178,7 +178,7 @@ PipelineSplit SplitPipelineCounts(const Layout& l, int64_t layer_passes);
 
 // A middle rank's decoder layer passes, placed MTP layers and MoE layer passes.
 struct RankLayers {
-  int64_t layers = 0, mtp = 0, moe = 0;
+  int64_t layers = 0, mtp = 0, moe = 0, rank = 1;
 };
 
 // The cost of `layers` decoder layer passes, `moe` of them MoE, and `mtp` MTP layers.
@@ -187,42 +187,56 @@ double LayersCost(int64_t layers, int64_t moe, int64_t mtp, LayerCosts costs) {
          static_cast<double>(mtp) * costs.mtp;
 }
 
-// Sets s.slowest…, s.other_load_ratio and s.last_load_ratio from rank 0, `middle` (a rank
-// 1 … pp−2) and rank pp−1, each rank's layers costing `costs`, of `moe_passes` MoE passes among
-// s.total; `by_count` (a model of one kind, or no model): each decoder layer costs 1, an MTP layer
+// Sets s.slowest…, s.rank_loads and s.other_load_ratio from rank 0, `middle` (a rank 1 … pp−2)
+// and rank pp−1, each rank's layers costing `costs`, of `moe_passes` MoE passes among s.total;
+// `by_count` (a model of one kind, or no model): each decoder layer costs 1, an MTP layer
 // costs.mtp in those units.
 void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_passes,
                 LayerCosts costs, bool by_count) {
   struct Rank {
-    int64_t layers, mtp, moe;
+    int64_t rank, layers, mtp, moe;
     double cost;
-    bool is_last = false;
   };
-  const auto rank = [&](int64_t layers, int64_t mtp, int64_t moe) {
-    return Rank{layers, mtp, moe,
+  const auto rank = [&](int64_t index, int64_t layers, int64_t mtp, int64_t moe) {
+    return Rank{index, layers, mtp, moe,
                 by_count ? static_cast<double>(layers) + static_cast<double>(mtp) * costs.mtp
                          : LayersCost(layers, moe, mtp, costs)};
   };
-  Rank slowest = rank(s.first, s.first_mtp, s.first_moe);
-  const auto consider = [&](const Rank& r) {
+  std::array<Rank, PipelineSplit::kMaxRankLoads> ranks{};
+  int count = 0;
+  ranks[count++] = rank(0, s.first, s.first_mtp, s.first_moe);
+  if (pp > 2) ranks[count++] = rank(middle.rank, middle.layers, middle.mtp, middle.moe);
+  if (pp > 1) ranks[count++] = rank(pp - 1, s.last, s.last_mtp, s.last_moe);
+  Rank slowest = ranks[0];
+  for (int i = 1; i < count; ++i) {
+    const Rank& r = ranks[i];
     if (r.cost > slowest.cost || (r.cost == slowest.cost && r.moe > slowest.moe)) slowest = r;
-  };
-  if (pp > 2) consider(rank(middle.layers, middle.mtp, middle.moe));
-  Rank last = rank(s.last, s.last_mtp, s.last_moe);
-  last.is_last = pp > 1;
-  if (pp > 1) consider(last);
+  }
   s.slowest = slowest.layers;
   s.slowest_mtp = slowest.mtp;
   s.slowest_moe = slowest.moe;
-  s.last_load_ratio = slowest.cost > 0 ? last.cost / slowest.cost : 1.0;
-  s.slowest_is_last = slowest.is_last;
+  s.slowest_rank = slowest.rank;
+  s.slowest_is_last = pp > 1 && slowest.rank == pp - 1;
+  s.rank_load_count = count;
+  for (int i = 0; i < count; ++i) {
+    const Rank& r = ranks[i];
+    s.rank_loads[i] = {.rank = r.rank,
+                       .layers = r.layers,
+                       .moe = r.moe,
+                       .mtp = r.mtp,
+                       .load_ratio = slowest.cost > 0 ? r.cost / slowest.cost : 1.0,
+                       .moe_passes = static_cast<double>(r.moe),
+                       .slowest_layers = r.layers == slowest.layers && r.moe == slowest.moe &&
+                                         r.mtp == slowest.mtp,
+                       .is_last = pp > 1 && r.rank == pp - 1};
+  }
   if (pp == 1) {
     s.other_load_ratio = 0;
     return;
   }
   const double all = by_count ? static_cast<double>(s.total)
                               : LayersCost(s.total, moe_passes, 0, costs);
-  const double stage = rank(s.slowest, 0, s.slowest_moe).cost;
+  const double stage = rank(slowest.rank, s.slowest, 0, s.slowest_moe).cost;
   s.other_load_ratio = (all - stage) / static_cast<double>(pp - 1) / stage;
 }
 
@@ -230,7 +244,7 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
 
 PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   PipelineSplit s = SplitPipelineCounts(l, layer_passes);
-  SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0}, 0, {}, true);
+  SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0, s.middle_rank}, 0, {}, true);
   return s;
 }
 
@@ -361,11 +375,26 @@ int64_t MoePassesBefore(const ModelConfig& c, int64_t passes) {
 PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts costs) {
   const int64_t passes = c.layers * c.loops;
   PipelineSplit s = SplitPipelineCounts(l, passes);
+  s.total_moe = MoePassesBefore(c, passes) + c.mtp_moe_layers();
+  // Each rank's MTP layers with routed experts: as placed, or spread with the layers.
+  const auto add_mtp_moe = [&] {
+    const double per_mtp = c.mtp_layers > 0 ? static_cast<double>(c.mtp_moe_layers()) /
+                                                  static_cast<double>(c.mtp_layers)
+                                            : 0.0;
+    for (int i = 0; i < s.rank_load_count; ++i) {
+      PipelineSplit::RankLoad& r = s.rank_loads[i];
+      r.moe_passes += s.mtp_placed ? static_cast<double>(r.mtp) * per_mtp
+                                   : static_cast<double>(c.mtp_moe_layers()) *
+                                         static_cast<double>(r.layers) /
+                                         static_cast<double>(passes);
+    }
+  };
   const auto by_count = [&] {
     // Every layer costs the same (one kind): an MTP layer in layers of that kind.
     const double layer = c.is_moe() ? costs.moe : costs.dense;
     const LayerCosts units = layer > 0 ? LayerCosts{1, 1, costs.mtp / layer} : LayerCosts{};
-    SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe}, 0, units, true);
+    SetSlowest(s, l.pp, {s.middle, s.middle_mtp, s.middle_moe, s.middle_rank}, 0, units, true);
+    add_mtp_moe();
     if (l.pp > 2 && s.middle > s.first) {
       s.peak_candidates[s.peak_candidate_count++] = {s.middle_rank, s.middle, s.middle_moe,
                                                      s.middle_mtp};
@@ -408,7 +437,8 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
     for (size_t r = 1; r + 1 < layers.size(); ++r) {
       if (cost(r) > cost(costliest)) costliest = r;
     }
-    costliest_middle = {layers[costliest], mtp[costliest], moe[costliest]};
+    costliest_middle = {layers[costliest], mtp[costliest], moe[costliest],
+                        static_cast<int64_t>(costliest)};
     // The memory peak's candidates: ranks not dominated by an earlier one (as many or more
     // dense, MoE and MTP layers, and at least as many micro-batches in flight).
     std::vector<size_t> kept = {0};
@@ -425,6 +455,7 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
     }
   }
   SetSlowest(s, l.pp, costliest_middle, MoePassesBefore(c, passes), costs, false);
+  add_mtp_moe();
   return s;
 }
 

@@ -1174,6 +1174,10 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   const PerfProfile& profile = profile_;
   StepEstimate e;
   StepBreakdown& tb = e.time;
+  // What one MoE layer pass costs the step beyond its FLOPs: its expert kernels' fixed cost, its
+  // exposed all-to-all and expert-TP traffic, the host's wait after its token-count sync (what
+  // ranks pipeline stages holding other mixes of layers than the slowest rank, below).
+  double moe_layer_fixed_seconds = 0;
   const double share = x.stage_share;
   const double last_stage_head = x.head_on_stage ? 1.0 : 0.0;  // lm_head on the stage (pp = 1)
   const double layer_mult = (recompute == Recompute::kFull ? 4.0 : 3.0) + x.segment_recompute;
@@ -1199,8 +1203,10 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
         (m.expert_flops_per_token * x.moe_stage_share +
          m.mtp_expert_flops_per_token * mtp_share) *
         expert_mult * x.pad;
-    const double kernels = mb_ * layers_stage_moe_ * (c.glu ? 3.0 : 2.0) * expert_mult;
-    tb.expert_gemm_seconds = expert_flops / expert_rate_ + kernels * expert_kernel_seconds_;
+    const double kernels_per_layer = mb_ * (c.glu ? 3.0 : 2.0) * expert_mult;
+    moe_layer_fixed_seconds += kernels_per_layer * expert_kernel_seconds_;
+    tb.expert_gemm_seconds = expert_flops / expert_rate_ +
+                             kernels_per_layer * layers_stage_moe_ * expert_kernel_seconds_;
     if (recompute == Recompute::kMoe) tb.recompute_seconds = tb.expert_gemm_seconds / expert_mult;
   }
   // Flash attention recomputes its scores inside its own backward (counted in 3×); full and
@@ -1263,17 +1269,18 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
     const double calls = mb_ * layers_stage_ * (10 + 4 * recompute_fwd);
     tb.tp_seconds = calls * tp_call_seconds_;
   }
+  const double moe_calls_per_layer = mb_ * (4 + 2 * moe_recompute_fwd);
   if (c.is_moe() && l.etp > 1) {
-    const double calls = mb_ * layers_stage_moe_ * (4 + 2 * moe_recompute_fwd);
-    tb.tp_seconds += calls * etp_call_seconds_;
+    tb.tp_seconds += moe_calls_per_layer * layers_stage_moe_ * etp_call_seconds_;
+    moe_layer_fixed_seconds += moe_calls_per_layer * etp_call_seconds_ * (1 - sh.overlap_tp);
   }
   if (l.cp > 1) {
     const double calls = mb_ * layers_stage_ * (3 + recompute_fwd);
     tb.cp_seconds = calls * cp_call_seconds_;
   }
   if (c.is_moe() && l.ep > 1) {
-    const double calls = mb_ * layers_stage_moe_ * (4 + 2 * moe_recompute_fwd);
-    tb.ep_seconds = calls * ep_call_seconds_;
+    tb.ep_seconds = moe_calls_per_layer * layers_stage_moe_ * ep_call_seconds_;
+    moe_layer_fixed_seconds += moe_calls_per_layer * ep_call_seconds_ * (1 - overlap_ep_);
   }
   tb.fsdp_seconds = fsdp_seconds_;
   tb.dp_seconds = dp_seconds_;
@@ -1299,7 +1306,9 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   tb.exposed_comm_seconds = exposed;
   if (c.is_moe() && profile.moe_host_sync) {
     // The host's issue time after each MoE layer's token-count sync, which the GPU waits for.
-    tb.host_seconds = mb_ * layers_stage_moe_ * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
+    const double per_layer = mb_ * (1 + moe_recompute_fwd / 3) * sh.moe_sync_seconds;
+    tb.host_seconds = per_layer * layers_stage_moe_;
+    moe_layer_fixed_seconds += per_layer;
   }
   tb.overhead_seconds = profile.step_overhead_seconds;
   e.memory = memory != nullptr ? *memory : LayoutMemory(m, l, job_, profile, x).For(recompute);
@@ -1327,37 +1336,60 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
   e.slowest_stage_mtp_layers = x.mtp_layers_stage;
   e.slowest_stage_holds_output_layer = x.head_on_stage;
   if (l.pp > 1) {
-    // Rank pp−1 runs the output layer's GEMMs (output_layer_seconds_) beside its layers, whose
-    // time is the slowest rank's scaled by their cost (PipelineSplit::last_load_ratio: exact
-    // when it holds the same layers, the common even split). When the two outlast the slowest
-    // rank, rank pp−1 sets the step: its breakdown is the slowest rank's scaled, the output
-    // layer among the dense GEMMs.
+    // The ranks that can take longest (PipelineSplit::rank_loads), each timed as the slowest
+    // rank's time without its MoE layers' fixed cost, scaled by the cost of the rank's layers
+    // (exact when it holds the same layers, the common even split), plus that fixed cost of each
+    // of its own MoE layer passes, plus on rank pp−1 the output layer's GEMMs
+    // (output_layer_seconds_). The longest sets the step: its breakdown is the slowest rank's
+    // scaled, the output layer among the dense GEMMs.
     const double head_seconds = output_layer_seconds_;
     tb.output_layer_seconds = head_seconds;
-    const double last_ratio = x.split.last_load_ratio;
-    const double last_seconds = pipelined * last_ratio + head_seconds;
-    const double pp_others = static_cast<double>(l.pp - 1);
-    // The fill and drain are the other ranks' time: the mean rank's, not the slowest's.
-    double others_seconds = pipelined * x.other_load_ratio + head_seconds / pp_others;
-    if (last_seconds > pipelined) {
-      others_seconds =
-          pipelined * (pp_others * x.other_load_ratio + 1 - last_ratio) / pp_others;
-      if (last_ratio != 1) {  // it holds other layers than the slowest rank
-        for (double* t : {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
-                          &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
-                          &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds,
-                          &tb.exposed_comm_seconds, &tb.host_seconds, &tb.offload_seconds,
-                          &tb.exposed_offload_seconds}) {
-          *t *= last_ratio;
-        }
+    // The slowest rank's time that scales with the cost of its layers.
+    const double cost_scaled =
+        std::max(0.0, pipelined - moe_layer_fixed_seconds * layers_stage_moe_);
+    const PipelineSplit::RankLoad* longest = nullptr;
+    double longest_seconds = pipelined;
+    for (int i = 0; i < x.split.rank_load_count; ++i) {
+      const PipelineSplit::RankLoad& r = x.split.rank_loads[i];
+      const double seconds =
+          (r.slowest_layers ? pipelined
+                            : cost_scaled * r.load_ratio + moe_layer_fixed_seconds * r.moe_passes) +
+          (r.is_last ? head_seconds : 0.0);
+      if (seconds > longest_seconds) {
+        longest = &r;
+        longest_seconds = seconds;
       }
-      tb.dense_gemm_seconds += head_seconds;
-      tb.compute_seconds += head_seconds;
-      pipelined = last_seconds;
-      e.slowest_stage_layers = x.split.last;
-      e.slowest_stage_moe_layers = x.split.last_moe;
-      if (x.split.mtp_placed) e.slowest_stage_mtp_layers = static_cast<double>(x.split.last_mtp);
-      e.slowest_stage_holds_output_layer = true;
+    }
+    // The fill and drain are the other ranks' time: the mean rank's, not the longest's.
+    const double pp_others = static_cast<double>(l.pp - 1);
+    const double all_ranks_seconds =
+        cost_scaled * (1 + pp_others * x.other_load_ratio) +
+        moe_layer_fixed_seconds * static_cast<double>(x.split.total_moe) + head_seconds;
+    const double others_seconds = std::max(0.0, all_ranks_seconds - longest_seconds) / pp_others;
+    if (longest != nullptr) {
+      const bool last = longest->is_last;
+      const double layers_seconds = longest_seconds - (last ? head_seconds : 0.0);
+      if (longest->rank != x.split.slowest_rank) {
+        if (!longest->slowest_layers && pipelined > 0) {
+          const double scale = layers_seconds / pipelined;
+          for (double* t :
+               {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
+                &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
+                &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds, &tb.exposed_comm_seconds,
+                &tb.host_seconds, &tb.offload_seconds, &tb.exposed_offload_seconds}) {
+            *t *= scale;
+          }
+        }
+        e.slowest_stage_layers = longest->layers;
+        e.slowest_stage_moe_layers = longest->moe;
+        if (x.split.mtp_placed) e.slowest_stage_mtp_layers = static_cast<double>(longest->mtp);
+      }
+      if (last) {
+        tb.dense_gemm_seconds += head_seconds;
+        tb.compute_seconds += head_seconds;
+        e.slowest_stage_holds_output_layer = true;
+      }
+      pipelined = longest_seconds;
     }
     tb.bubble_seconds =
         PipelineBubbleSeconds(l.pp, l.vpp, x.micro_batches, others_seconds / mb_);

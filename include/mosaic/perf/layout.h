@@ -253,12 +253,32 @@ struct PipelineSplit {
   // The mean cost of the other pp − 1 ranks' decoder layers over the slowest rank's (0 when
   // pp = 1): what the pipeline bubble scales by.
   double other_load_ratio = 0;
-  // The cost of rank pp−1's layers (MTP layers included) over the slowest rank's: 1 when it is
-  // the slowest (or pp = 1). Rank pp−1 also runs the output layer (and its MTP layers' passes
-  // through it), which LayerCosts leaves out: the step model weighs its time against the slowest
-  // rank's (step_model.h).
-  double last_load_ratio = 1;
+  int64_t slowest_rank = 0;
   bool slowest_is_last = false;  // the slowest rank is rank pp−1 (pp > 1)
+  // The ranks whose time can be the longest when more than LayerCosts counts is charged: rank 0,
+  // the costliest middle rank (pp > 2) and rank pp−1 (pp > 1), in rank order (the slowest rank
+  // among them), each with its decoder layer passes, MoE layer passes and placed MTP layers, and
+  // the cost of its layers (MTP layers included) over the slowest rank's. Rank pp−1 also runs
+  // the output layer (and its MTP layers' passes through it), and a MoE layer pass costs more
+  // than its FLOPs (its all-to-all, host sync and expert kernels): the step model times each of
+  // these ranks with them and takes the longest (LayoutStep::Evaluate, step_model.h).
+  struct RankLoad {
+    int64_t rank = 0, layers = 0, moe = 0, mtp = 0;
+    double load_ratio = 1;
+    // Its MoE layer passes with the MTP layers' routed experts (placed by pp_layout, else spread
+    // with the layers, as the step model charges them; 0 from the layer-count overload).
+    double moe_passes = 0;
+    bool slowest_layers = false;  // it holds as many layers of each kind as the slowest rank
+    bool is_last = false;         // rank pp−1 (pp > 1)
+  };
+  static constexpr int kMaxRankLoads = 3;
+  std::array<RankLoad, kMaxRankLoads> rank_loads{};
+  int rank_load_count = 0;
+  // The MoE layer passes of all ranks, with the MTP layers' routed experts (0 from the
+  // layer-count overload).
+  int64_t total_moe = 0;
+  // Rank pp−1's entry of rank_loads (pp > 1).
+  const RankLoad& last_rank_load() const { return rank_loads[rank_load_count - 1]; }
 };
 
 // (This overload counts no MoE layers and ranks the stages by layer count.)

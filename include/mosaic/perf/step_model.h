@@ -4,14 +4,17 @@
 //
 // Time (per GPU, the slowest pipeline stage: of the ranks SplitPipeline (layout.h) names, the
 // one whose layers have the most forward FLOPs (layer_costs), of those the one holding the most
-// MoE layers; the bubble weighs the other ranks' layers the same way; its expert work, MoE
-// blocks and dense FFNs are charged by the MoE and dense-FFN layers it holds, its attention by
-// its layer passes, its activation widths at its own mix of layers. With pp > 1 the last rank
-// also runs the output layer's GEMM, forward and backward (2.4 layers' FLOPs for Qwen3-235B,
-// 4.3 for gpt-oss-120b): its time is its layers' (the slowest rank's scaled by their cost,
-// PipelineSplit::last_load_ratio) plus the output layer's, and when that is longer the last rank
-// sets the step, with its layers and the output layer in the breakdown; pp_last, pp_loss = 1 and
-// a pp_layout's 'L' stage move layers off it as Megatron-Core does):
+// MoE layers; its expert work, MoE blocks and dense FFNs are charged by the MoE and dense-FFN
+// layers it holds, its attention by its layer passes, its activation widths at its own mix of
+// layers. With pp > 1 rank 0, the costliest middle rank and the last rank
+// (PipelineSplit::rank_loads) are each timed as the slowest rank's time less its MoE layers'
+// fixed cost (their expert kernels' fixed cost, exposed all-to-all and expert-TP traffic and host
+// syncs), scaled by the cost of the rank's layers, plus that fixed cost of each of the rank's
+// own MoE layer passes; the last rank also runs the output layer's GEMM, forward and backward
+// (2.4 layers' FLOPs for Qwen3-235B, 4.3 for gpt-oss-120b). The longest of them sets the step,
+// with its layers (and the output layer) in the breakdown, and the bubble weighs the other ranks
+// the same way; pp_last, pp_loss = 1 and a pp_layout's 'L' stage move layers off the last rank
+// as Megatron-Core does):
 //   compute   forward + backward = 3 × forward FLOPs (+1 forward of the layers for full
 //             recompute, +1 attention forward for selective (core attention), +the MLA
 //             up-projections for Megatron-Core's module recompute, +1 forward of the routed
