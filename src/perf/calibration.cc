@@ -344,6 +344,30 @@ void RequireAValidRow(const std::vector<PreparedRow>& prepared, std::string_view
                                first_invalid, prepared.size() > 1 ? ", …" : ""));
 }
 
+// Every valid row runs on its profile's device: a row on another (h200 rows on megatron-h100,
+// its closest calibrated sibling's, which prediction uses) would refit that device's profile for
+// other silicon. Devices are compared by name, as `perf calibrate --logs` compares them.
+void RequireRowsOnTheirProfilesDevice(const std::vector<PreparedRow>& prepared,
+                                      const ProfileSet& set) {
+  std::map<int, std::string> device_of;  // profile index → its device's name
+  for (const PreparedRow& p : prepared) {
+    if (!p.valid) continue;
+    const PerfProfile& profile = set.profiles[static_cast<size_t>(p.profile_index)];
+    auto it = device_of.find(p.profile_index);
+    if (it == device_of.end()) it = device_of.emplace(p.profile_index, DeviceNameOf(profile)).first;
+    const MeasuredRow& r = *p.row;
+    if (it->second == r.DeviceName()) continue;
+    throw InputError(fmt::format(
+        "{}hardware = '{}' (row {}): fitting profile '{}' (for {}) to it would refit that "
+        "device's profile for other silicon. Violated constraint: a calibration row runs on its "
+        "profile's device; name a profile for {} in the row's `profile` column (from a "
+        "--profiles file), fit one from your runs (perf calibrate --logs), or give the row to "
+        "--heldout, which predicts it with {}",
+        r.where.empty() ? "" : r.where + ": ", Printable(r.hardware), Printable(r.id),
+        profile.name, profile.hardware, Printable(r.DeviceName()), profile.name));
+  }
+}
+
 struct FitOutcome {
   ProfileSet profiles;
   double cost = 0;     // half the sum of squared log errors (Ceres' final cost)
@@ -729,6 +753,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, initial);
   RequireAValidRow(prepared, "there is nothing to fit");
+  RequireRowsOnTheirProfilesDevice(prepared, initial);
   std::vector<int> all;
   for (size_t i = 0; i < prepared.size(); ++i) {
     if (prepared[i].valid) all.push_back(static_cast<int>(i));

@@ -452,7 +452,7 @@ std::vector<MeasuredRow> MeasurementsFromLogs(const std::vector<std::string>& lo
     std::string device, owner;
     if (const auto it = std::ranges::find(profiles.profiles, r.profile, &PerfProfile::name);
         it != profiles.profiles.end()) {
-      device = IsPathArgument(it->hardware) ? LoadHardware(it->hardware).name : it->hardware;
+      device = DeviceNameOf(*it);
       owner = fmt::format("is for {}", shown(it->hardware, device));
     } else if (const auto [first, fresh] = first_run.emplace(r.profile, &r); !fresh) {
       device = first->second->DeviceName();
@@ -479,11 +479,12 @@ ProfileSet WithProfilesOf(const std::vector<MeasuredRow>& rows, const ProfileSet
     if (known) continue;
     PerfProfile p = set.ForHardware(r.DeviceName());
     p.name = r.profile;
-    // A device file is named by its absolute path, so that the written profile set reads the same
-    // from any directory.
-    if (IsPathArgument(r.hardware)) {
-      p.hardware = std::filesystem::absolute(r.hardware).lexically_normal().string();
-    }
+    // The new profile is for its runs' device, whichever profile it starts from (a sibling's:
+    // h200 runs start from megatron-h100). A device file is named by its absolute path, so that
+    // the written profile set reads the same from any directory.
+    p.hardware = IsPathArgument(r.hardware)
+                     ? std::filesystem::absolute(r.hardware).lexically_normal().string()
+                     : r.hardware;
     p.stack = fmt::format("fitted from logs (started from the {} profile)",
                           profiles.ForHardware(r.DeviceName()).name);
     p.calibrated = false;

@@ -582,6 +582,25 @@ TEST_F(LogCalibration, ADeviceFileIsNamedByItsAbsolutePath) {
   EXPECT_EQ(set.Get("acme-mine").hardware, (dir_ / "hw" / "mine.toml").lexically_normal().string());
 }
 
+// Runs on h200 start a new profile from megatron-h100 (its closest calibrated sibling's), but
+// the profile is for h200: it is said to be calibrated there, and used on h200 without a note.
+TEST_F(LogCalibration, ANewProfileIsForItsRunsDeviceNotTheSiblingItStartsFrom) {
+  MeasuredRow row;
+  row.id = "r1";
+  row.profile = "team-h200";
+  row.hardware = "h200";
+  const PerfProfile started = WithProfilesOf({row}, shipped_).Get("team-h200");
+  EXPECT_EQ(started.hardware, "h200");
+  EXPECT_EQ(started.gemm_efficiency, shipped_.Get("megatron-h100").gemm_efficiency);
+  EXPECT_EQ(started.stack, "fitted from logs (started from the megatron-h100 profile)");
+  // A profile fitted on a device file is for the device that file names.
+  const std::filesystem::path file = dir_ / "mine.toml";
+  std::filesystem::copy_file(std::string(MOSAIC_SOURCE_DIR) + "/data/hardware/h200.toml", file);
+  PerfProfile on_file = started;
+  on_file.hardware = file.string();
+  EXPECT_EQ(DeviceNameOf(on_file), "h200");
+}
+
 // A device file named "h100" (a copy of h100.toml, the cluster's own file) runs on h100's
 // profiles, as `mosaic perf --hardware FILE` does: its runs start from megatron-h100, not from the
 // generic profile, and may name megatron-h100.

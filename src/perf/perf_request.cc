@@ -146,7 +146,7 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
   std::vector<std::string> notes;
   const PerfProfile& profile = setup.profile;
   const std::string& device = setup.cluster.device.name;
-  if (!profile.hardware.empty() && profile.hardware != device) {
+  if (!profile.hardware.empty() && DeviceNameOf(profile) != device) {
     if (profile.calibrated && CalibratedSibling(device) == profile.hardware) {
       notes.push_back(fmt::format("no profile is calibrated on {}; using {}, calibrated on its "
                                   "closest calibrated sibling {}",
@@ -432,20 +432,24 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
   return j;
 }
 
+// The link each collective of `l` runs over; null where it moves nothing (as the text names
+// them).
+nlohmann::ordered_json LinksJson(const Cluster& cluster, const Layout& l, const StepBreakdown& t) {
+  const CollectiveLinks links = LinksOf(cluster, l);
+  const auto link = [](double seconds, std::string_view name) {
+    return seconds > 0 ? nlohmann::ordered_json(name) : nlohmann::ordered_json(nullptr);
+  };
+  return {{"expert_all_to_all", link(t.ep_seconds, links.expert_all_to_all)},
+          {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
+}
+
 }  // namespace
 
 nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evaluated) {
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-  // The link each collective runs over; null where it moves nothing (as the text names them).
-  const CollectiveLinks links = LinksOf(s.cluster, evaluated.layout);
-  const StepBreakdown& t = evaluated.estimate.time;
-  const auto link = [](double seconds, std::string_view name) {
-    return seconds > 0 ? nlohmann::ordered_json(name) : nlohmann::ordered_json(nullptr);
-  };
-  j["links"] = {{"expert_all_to_all", link(t.ep_seconds, links.expert_all_to_all)},
-                {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
+  j["links"] = LinksJson(s.cluster, evaluated.layout, evaluated.estimate.time);
   for (const std::string& note : LayoutCautions(s, evaluated.layout)) j["notes"].push_back(note);
   for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
     j["notes"].push_back(note);
@@ -466,6 +470,7 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {
     nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
+    cj["links"] = LinksJson(setup.cluster, c.layout, c.estimate.time);
     cj["rank"] = rank++;
     ranked.push_back(cj);
   }

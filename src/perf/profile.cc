@@ -160,6 +160,10 @@ std::string CalibrationText(const PerfProfile& profile) {
                                         : "uncalibrated: set by hand for " + profile.hardware;
 }
 
+std::string DeviceNameOf(const PerfProfile& profile) {
+  return IsPathArgument(profile.hardware) ? LoadHardware(profile.hardware).name : profile.hardware;
+}
+
 std::string GenericProfileName(std::string_view hardware) {
   return "generic-" + std::string(hardware);
 }

@@ -254,8 +254,9 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   if (options.progress) {
     for (int64_t tp : divisors) {
       const bool tp_ok = tp <= domain && c.heads % tp == 0;
-      const double etps = static_cast<double>(std::ranges::count_if(
-          divisors, [&](int64_t etp) { return etp <= tp && etp <= domain; }));
+      const double etps = static_cast<double>(std::ranges::count_if(divisors, [&](int64_t etp) {
+        return etp <= tp && etp <= domain && (etp == 1 || c.is_moe());
+      }));
       for (int64_t pp : divisors) {
         double work = 0;
         const double stage_splits = static_cast<double>(std::ranges::count_if(
@@ -298,7 +299,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
           const int64_t dp = rest / fsdp;
           for (int64_t ep : experts) {
             for (int64_t etp : divisors) {
-              if (etp > tp) break;
+              // A dense model has no experts to split (CheckLayout refuses etp > 1 for it).
+              if (etp > tp || (etp > 1 && !c.is_moe())) break;
               for (size_t vpp_index = 0; vpp_index < vpps.size(); ++vpp_index) {
                 const int64_t vpp = vpps[vpp_index];
                 if (pp == 1 && vpp > 1) break;

@@ -26,6 +26,24 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
     // Where the open quote is (line, column), and where the current physical line starts.
     int quote_line = 0, quote_column = 0;
     size_t physical_line_start = line_start;
+    bool field_was_quoted = false;  // the current field's quoted part has closed
+    // A quote in the wrong place (RFC 4180, section 2): it opens a field or is doubled inside a
+    // quoted one, and a closed quoted field ends at its comma or line break.
+    const auto misplaced = [&](std::string_view what) {
+      SourceLocation where;
+      where.origin = origin;
+      where.line = line_number;
+      where.column = static_cast<int>(pos - physical_line_start);
+      where.source_line = std::string(text.substr(
+          physical_line_start,
+          std::min(text.find('\n', physical_line_start), text.size()) - physical_line_start));
+      if (!where.source_line.empty() && where.source_line.back() == '\r') {
+        where.source_line.pop_back();
+      }
+      throw LocatedError(where, fmt::format("{}. Violated constraint: a field holding a quote is "
+                                            "quoted whole, its quotes doubled (\"f\"\"p8\")",
+                                            what));
+    };
     while (pos < text.size()) {
       const char c = text[pos];
       if (quoted) {
@@ -36,6 +54,7 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
         }
         if (c == '"') {
           quoted = false;
+          field_was_quoted = true;
         } else {
           if (c == '\n') {
             ++line_number;
@@ -47,7 +66,11 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
         continue;
       }
       ++pos;
+      if (field_was_quoted && c != ',' && c != '\n' && c != '\r') {
+        misplaced("text after a quoted field's closing quote");
+      }
       if (c == '"') {
+        if (!current.empty()) misplaced("a quote inside an unquoted field");
         quoted = true;
         quote_line = line_number;
         quote_column = static_cast<int>(pos - physical_line_start);
@@ -55,6 +78,7 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
         record.fields.push_back({std::move(current), current_column});
         current.clear();
         current_column = static_cast<int>(pos - line_start) + 1;
+        field_was_quoted = false;
       } else if (c == '\n') {
         break;
       } else if (c == '\r') {

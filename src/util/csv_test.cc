@@ -48,9 +48,40 @@ TEST(Csv, UnterminatedQuoteNamesWhereItOpened) {
     ParseCsvRecords("id,note\nA,\"two\nlines\",x\"y\nB,z\n", "t.csv");
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_EQ(std::string(e.what()).rfind("t.csv:3:9: unterminated quoted field", 0), 0u)
+    EXPECT_EQ(std::string(e.what()).rfind("t.csv:3:9: a quote inside an unquoted field", 0), 0u)
         << e.what();
   }
+}
+
+// A quote inside an unquoted cell is an error of its own line and column, not a quoted field
+// that swallows the lines up to the next quote (reported where that one fails to close).
+TEST(Csv, AQuoteOnlyOpensOrClosesAField) {
+  const std::string text = "id,precision,note\nM6,f\"p8,x\nM9,bf16,\"a, b\"\nM10,bf16,\"c\"\n";
+  try {
+    ParseCsvRecords(text, "q.csv");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("q.csv:2:5: a quote inside an unquoted field. Violated "
+                                          "constraint: a field holding a quote is quoted whole, "
+                                          "its quotes doubled",
+                                          0),
+              0u)
+        << e.what();
+  }
+  try {
+    ParseCsvRecords("id,note\nA,\"x\"y\n", "q.csv");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("q.csv:2:6: text after a quoted field's closing quote",
+                                          0),
+              0u)
+        << e.what();
+  }
+  // Quoted whole, a field holds its doubled quotes; an empty quoted field is empty.
+  const std::vector<CsvRecord> r = ParseCsvRecords("id,note\nA,\"f\"\"p8\"\nB,\"\"\n", "q.csv");
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_EQ(r[1].fields[1].text, "f\"p8");
+  EXPECT_EQ(r[2].fields[1].text, "");
 }
 
 // A cell after a quoted line break is on the record's second line: CsvLocation gives that line,

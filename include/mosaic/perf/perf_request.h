@@ -152,7 +152,8 @@ nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& ev
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
 // profile and the device it was calibrated on, batch, seq, format, routing, capacity factor),
 // "notes" (PerfCautions, then SearchCautions), layouts evaluated, feasible, rejected by reason,
-// the ranked candidates (EstimateJson with "rank") and examples of rejections with their rules.
+// the ranked candidates (EstimateJson with "links", as PerfJson gives them, and "rank") and
+// examples of rejections with their rules.
 nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& result);
 
 }  // namespace mosaic

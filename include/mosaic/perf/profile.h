@@ -179,6 +179,11 @@ bool IsGenericProfile(std::string_view name);
 // or "uncalibrated: set by hand for <hardware>" (a named profile without `calibrated = true`).
 std::string CalibrationText(const PerfProfile& profile);
 
+// The name of the device `profile` is for: its `hardware`, or the `name` inside the device file
+// `hardware` names (a profile fitted on a device file). Throws InputError when that file cannot
+// be read.
+std::string DeviceNameOf(const PerfProfile& profile);
+
 struct ProfileSet {
   SharedPerfParams shared;
   std::vector<PerfProfile> profiles;
