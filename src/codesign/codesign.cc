@@ -411,7 +411,11 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   // Every kind of budget is held to the bound days has (a century of the cluster's wall-clock).
   constexpr double kMostDays = 36525;
   if (result.cluster_seconds > kMostDays * 86400) {
-    const SourceLocation at = b.where.origin.empty() ? SourceLocation{space.origin} : b.where;
+    SourceLocation at = b.where;
+    if (at.origin.empty()) {
+      at = SourceLocation();
+      at.origin = space.origin;
+    }
     throw LocatedError(
         at, fmt::format("[budget] {} is {:.4g} days of the cluster's wall-clock ({} GPUs{}). "
                         "Violated constraint: at most {:g} days (a century, as for days)",
