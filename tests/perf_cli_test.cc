@@ -350,7 +350,7 @@ TEST(PerfCli, CalibrateStartsFromTheGivenProfiles) {
 
 TEST(PerfCli, CalibrationErrorsStayWithinTheirBounds) {
   // The shipped profiles on the 25 calibration rows, every parameter inside its physical bound:
-  // RMS log error 0.116 in-sample (median 4.4%), 0.151 leave-one-out (7.2%). The worst rows are
+  // RMS log error 0.116 in-sample (median 4.3%), 0.151 leave-one-out (7.1%). The worst rows are
   // Qwen3-235B in fp8 on 256 H100 (M9, +29%: measured slower than the same layout in bf16, Z2)
   // and gpt-oss-120b's unfused sink attention (M12a, M12b: -30%, -18%; M12a's last pipeline rank
   // also runs the output layer, 4.3 layers' FLOPs); the Marin rows stay within 3.1% (MH3, its
