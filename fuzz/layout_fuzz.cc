@@ -2,7 +2,8 @@
 // the text it prints read back to the same layout, and CheckLayout against a shipped model and a
 // job whose size comes from the selector byte (LayoutRejectKind naming the same kind); for a
 // layout that passes, SplitPipeline's MoE layer counts lie within each rank's layers and its
-// slowest rank's, the other ranks' load against it is finite, and the last rank's lies in [0, 1].
+// slowest rank's, the other ranks' load against it is finite, and the ranks that can take longest
+// (rank 0, the costliest middle rank, the last) load in [0, 1] of it, the slowest among them.
 // Input (fuzz_input.h): section 0 is the layout string.
 #include <algorithm>
 #include <cstddef>

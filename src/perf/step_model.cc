@@ -424,7 +424,8 @@ StageComposition ComposeStage(const ModelShape& m, const PerfJob& job, bool mtp_
     return loops == c.loops ? static_cast<double>(layers)
                             : static_cast<double>(layers * loops) / static_cast<double>(c.loops);
   };
-  s.mtp_held = mtp_placed ? static_cast<double>(mtp_layers) : static_cast<double>(c.mtp_layers) * share;
+  s.mtp_held =
+      mtp_placed ? static_cast<double>(mtp_layers) : static_cast<double>(c.mtp_layers) * share;
   s.segment_layers = layers_of(s.segments.loops);
   s.held_layers = s.segment_layers + s.mtp_held;
   s.last_segment_layers = layers_of(s.segments.last_loops);

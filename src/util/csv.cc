@@ -30,16 +30,11 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
     // A quote in the wrong place (RFC 4180, section 2): it opens a field or is doubled inside a
     // quoted one, and a closed quoted field ends at its comma or line break.
     const auto misplaced = [&](std::string_view what) {
-      SourceLocation where;
-      where.origin = origin;
-      where.line = line_number;
-      where.column = static_cast<int>(pos - physical_line_start);
-      where.source_line = std::string(text.substr(
-          physical_line_start,
-          std::min(text.find('\n', physical_line_start), text.size()) - physical_line_start));
-      if (!where.source_line.empty() && where.source_line.back() == '\r') {
-        where.source_line.pop_back();
-      }
+      // The character before `pos`, counted from the record's start, on its own line.
+      const size_t line_end = std::min(text.find('\n', pos - 1), text.size());
+      const SourceLocation where =
+          CsvLocation(origin, record.line, text.substr(line_start, line_end - line_start),
+                      static_cast<int>(pos - line_start));
       throw LocatedError(where, fmt::format("{}. Violated constraint: a field holding a quote is "
                                             "quoted whole, its quotes doubled (\"f\"\"p8\")",
                                             what));

@@ -527,8 +527,6 @@ MemoryBreakdown EstimateMemory(const ModelShape& model, const Cluster& cluster,
 // the experts' inputs; full recompute keeps only the layer input, of no module.
 uint32_t ModulesWithStoredInput(Recompute recompute, bool mla);
 
-// One pipeline stage's memory apart from its activations, and what its activations scale with
-// (the part of the memory model that does not depend on the recompute policy).
 // Segmented backprop of a looped model (PerfJob::bp_segment_loops): segments of `loops` loops
 // each but the last, which holds the rest; segments = 1 when the job runs all loops in one graph.
 struct BackpropSegments {
@@ -570,10 +568,23 @@ struct StageCompositions {
   std::array<StageComposition, PipelineSplit::kMaxPeakCandidates + 2> ranks{};
   int count = 0;
 };
+
+// The composition of a stage holding `layers` decoder layer passes (`moe_layers` of them MoE)
+// and, when pp_layout places them (`mtp_placed`), `mtp_layers` MTP layers (else the stage's
+// share of the model's, spread with the layers), under the job's segmented backprop. Counts are
+// layer passes, parameters are counts of weights, bytes are per token or per routed assignment
+// of one layer at the stage's MoE share (ModelShape::LayerField over LayerActivations: after
+// Korthikanti et al., arXiv 2205.05198, with flash attention). `rank` is left 0. The model must
+// pass Validate and the counts lie within its layer passes; nothing is thrown.
 StageComposition ComposeStage(const ModelShape& model, const PerfJob& job, bool mtp_placed,
                               int64_t layers, int64_t moe_layers, int64_t mtp_layers);
+// ComposeStage for each rank LayoutMemory compares in `split` of `pp` stages (StageCompositions),
+// each with its rank.
 StageCompositions ComposeStages(const ModelShape& model, const PerfJob& job,
                                 const PipelineSplit& split, int64_t pp);
+
+// One pipeline stage's memory apart from its activations, and what its activations scale with
+// (the part of the memory model that does not depend on the recompute policy).
 
 struct StageMemoryParts {
   MemoryBreakdown memory;       // all but activation_bytes and peak_bytes
