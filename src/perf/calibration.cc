@@ -224,9 +224,18 @@ bool AtBound(double x, double lo, double hi) {
 // The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
 // overhead, its per-expert GEMM cost (µs) and its EP overlap, then the shared ones. Which of them
 // move is the fit's scope.
+// Which profiles the fit moves: those with rows; of them, those with rows of a MoE model for the
+// per-expert cost and the EP overlap, which act on nothing in a dense model's step (a profile
+// fitted on dense rows keeps its file's values for them).
+struct ProfileUse {
+  std::vector<bool> rows;  // per profile: has rows
+  std::vector<bool> moe;   // per profile: has rows of a MoE model
+};
 struct ParamMap {
   static constexpr int kShared = static_cast<int>(std::size(kSharedFit));
   static constexpr int kPerProfile = 4;
+  // The first per-profile block that only MoE rows move (the per-expert cost, then the EP overlap).
+  static constexpr int kFirstMoeBlock = 2;
   static int Profiles(const ProfileSet& s) { return static_cast<int>(s.profiles.size()); }
   static int Size(const ProfileSet& s) { return kPerProfile * Profiles(s) + kShared; }
   static std::vector<double> Get(const ProfileSet& s) {
@@ -250,8 +259,11 @@ struct ParamMap {
     const int n = Profiles(s);
     // Peak share of large bf16 GEMMs: cuBLAS/CUTLASS reach 70-80% of the datasheet on H100 and
     // Blackwell at sustained (power-limited) clocks; 0.8 is the best sustained, 0.4 a badly
-    // tuned stack.
-    if (i < n) return {0.4, 0.8};
+    // tuned stack. A TPU's systolic arrays run at the clock its peak is quoted at: MaxText's
+    // own table (src/maxtext/configs/tpu/v5p/README.md) has a 32B model at 71.5% MFU on 64 v5p,
+    // every non-matmul cycle included, so its matmuls ran faster; 0.95 leaves the arrays' fill
+    // and drain and the vector unit's work between matmuls.
+    if (i < n) return {0.4, DeviceNameOf(s.profiles[i]).starts_with("tpu-") ? 0.95 : 0.8};
     // Fixed time per step outside the pipelined layers: the optimizer step over the rank's
     // shard, gradient clipping and norms, logging and the data loader's hand-off: 0.05 s for a
     // lean step to 5 s for a stack that syncs and logs much on the host.
@@ -287,11 +299,11 @@ struct ParamMap {
   // kSharedAndProfiles); the per-step overhead on a team's own runs (kTeamProfiles); the shared
   // physics only with kSharedAndProfiles.
   static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
-                   const std::vector<bool>& used) {
+                   const ProfileUse& used) {
     const int n = Profiles(s);
-    if (i < n) return used[i];
-    if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used[i - n];
-    if (i < 4 * n) return scope != CalibrationScope::kTeamProfiles && used[i % n];
+    if (i < n) return used.rows[i];
+    if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used.rows[i - n];
+    if (i < kPerProfile * n) return scope != CalibrationScope::kTeamProfiles && used.moe[i % n];
     return scope == CalibrationScope::kSharedAndProfiles;
   }
 };
@@ -382,10 +394,14 @@ std::vector<int> RowsOfProfile(const std::vector<PreparedRow>& rows, const std::
   return count;
 }
 
-// Which profiles have rows (the fit moves only theirs).
-std::vector<bool> UsedProfiles(const std::vector<int>& rows_of_profile) {
-  std::vector<bool> used(rows_of_profile.size());
-  for (size_t pi = 0; pi < used.size(); ++pi) used[pi] = rows_of_profile[pi] > 0;
+// Which profiles have rows (the fit moves only theirs), and rows of a MoE model (ProfileUse).
+ProfileUse UsedProfiles(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
+                        size_t profiles) {
+  ProfileUse used{std::vector<bool>(profiles, false), std::vector<bool>(profiles, false)};
+  for (int r : use) {
+    used.rows[rows[r].profile_index] = true;
+    if (rows[r].shape.config.is_moe()) used.moe[rows[r].profile_index] = true;
+  }
   return used;
 }
 
@@ -443,7 +459,7 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   ProfileSet s = initial;
   std::vector<double> x = ParamMap::Get(s);
   FitResidual functor{&rows, use, initial};
-  const std::vector<bool> used = UsedProfiles(RowsOfProfile(rows, use, s.profiles.size()));
+  const ProfileUse used = UsedProfiles(rows, use, s.profiles.size());
   std::vector<bool> free(x.size());
   for (int i = 0; i < static_cast<int>(x.size()); ++i) free[i] = ParamMap::Free(s, i, scope, used);
   std::string report;
@@ -580,23 +596,30 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
   // must determine that profile's fitted parameters.
   leave_one_out = leave_one_out && all.size() > 1;
   const int n = ParamMap::Profiles(fitted);
-  const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, fitted.profiles.size());
-  const std::vector<bool> used = UsedProfiles(rows_of_profile);
+  const ProfileUse used = UsedProfiles(prepared, all, fitted.profiles.size());
   // Rows of one configuration are one point: those left must hold as many configurations as the
-  // profile has free parameters (else the refit keeps what the full fit, this row included, set).
+  // profile has free parameters, and as many MoE configurations as it has free MoE parameters
+  // (the per-expert cost and the EP overlap, which dense rows leave where they are); else the
+  // refit keeps what the full fit, this row included, set.
   auto identifiable_without = [&](size_t row) {
     const int pi = prepared[row].profile_index;
-    int free = 0;
+    int free = 0, free_moe = 0;
     for (int block = 0; block < ParamMap::kPerProfile; ++block) {
-      free += ParamMap::Free(fitted, block * n + pi, scope, used) ? 1 : 0;
+      const bool moves = ParamMap::Free(fitted, block * n + pi, scope, used);
+      free += moves ? 1 : 0;
+      free_moe += moves && block >= ParamMap::kFirstMoeBlock ? 1 : 0;
     }
-    std::set<std::string> configurations;
+    std::set<std::string> configurations, moe_configurations;
     for (int j : all) {
       if (j != static_cast<int>(row) && prepared[j].profile_index == pi) {
         configurations.insert(ConfigurationKey(*prepared[j].row));
+        if (prepared[j].shape.config.is_moe()) {
+          moe_configurations.insert(ConfigurationKey(*prepared[j].row));
+        }
       }
     }
-    return static_cast<int>(configurations.size()) >= free;
+    return static_cast<int>(configurations.size()) >= free &&
+           static_cast<int>(moe_configurations.size()) >= free_moe;
   };
   std::vector<std::string> ids, loo_ids;
   std::vector<double> predicted, measured, loo_predicted, loo_measured;
@@ -759,7 +782,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
     if (prepared[i].valid) all.push_back(static_cast<int>(i));
   }
   const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, initial.profiles.size());
-  const std::vector<bool> used = UsedProfiles(rows_of_profile);
+  const ProfileUse used = UsedProfiles(prepared, all, initial.profiles.size());
   int fitted_params = 0;
   for (int i = 0; i < ParamMap::Size(initial); ++i) {
     fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <map>
 
@@ -13,6 +14,7 @@
 #include "mosaic/model/model_loader.h"
 #include "mosaic/util/csv.h"
 #include "mosaic/util/error.h"
+#include "mosaic/util/input_path.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
 #include "mosaic/util/text_input.h"
@@ -30,7 +32,10 @@ constexpr double kMinMeasuredMfu = 1e-3;
 }  // namespace
 
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
-  if (source.find("marin") != std::string::npos) return "marin-gb200";
+  std::string lower = source;
+  std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (lower.find("marin") != std::string::npos) return "marin-gb200";
+  if (lower.find("maxtext") != std::string::npos) return "maxtext-" + hardware;
   if (hardware == "gb200-nvl72") return "megatron-gb200";
   if (hardware == "gb300-nvl72") return "megatron-gb300";
   return "megatron-" + hardware;
@@ -211,14 +216,18 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                    "{} has it)",
                                    path, line_no, Printable(r.id), it->second));
     }
-    r.model = cell("model");
-    r.hardware = cell("hardware");
+    // A model or device file is named as the CSV's own directory holds it, where it does.
+    auto beside = [&](const std::string& v) {
+      return IsPathArgument(v) ? ResolveBeside(v, path) : v;
+    };
+    r.model = beside(cell("model"));
+    r.hardware = beside(cell("hardware"));
     r.source = cell("source");
-    const ModelSpec& model = loaded("model", models, [](const std::string& v) {
-      return LoadModel(v);
+    const ModelSpec& model = loaded("model", models, [&](const std::string& v) {
+      return LoadModel(beside(v));
     });
     const HardwareSpec& device =
-        loaded("hardware", devices, [](const std::string& v) { return LoadHardware(v); });
+        loaded("hardware", devices, [&](const std::string& v) { return LoadHardware(beside(v)); });
     r.device = device.name;
     r.gpus = integer("gpus", kMaxRowGpus);
     Layout& l = r.layout;

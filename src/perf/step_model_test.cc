@@ -397,7 +397,10 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
   const ProfileSet p = LoadProfiles();
   for (const PerfProfile& profile : p.profiles) {
     EXPECT_GE(profile.gemm_efficiency, 0.4) << profile.name;
-    EXPECT_LE(profile.gemm_efficiency, 0.8) << profile.name;
+    // A TPU's systolic arrays run at the clock of its quoted peak; a GPU's GEMMs at a sustained,
+    // power-limited one.
+    EXPECT_LE(profile.gemm_efficiency, DeviceNameOf(profile).starts_with("tpu-") ? 0.95 : 0.8)
+        << profile.name;
   }
   EXPECT_LE(p.shared.gemm_latency_seconds, 20e-6);
   EXPECT_LE(p.shared.gemm_half_size, 256);

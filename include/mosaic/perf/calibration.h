@@ -22,12 +22,14 @@
 // Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
 // with the given profiles and reports their error apart from the calibration rows'.
 //
-// Fit (Ceres Solver, bounded trust region, numeric derivatives): residual log(predicted /
-// measured tokens/s) per row; parameters (CalibrationScope): on published rows each used
-// profile's GEMM efficiency and per-expert GEMM cost and the shared fp8 gain, EP overlap,
-// overlap contention, scale-up and scale-out link efficiency, MoE host-sync time, unfused
-// attention passes and per-expert fp8 quantization cost; on a team's own runs each used profile's GEMM efficiency and per-step
-// overhead. Every parameter stays inside a physical bound written beside it in calibration.cc.
+// Fit (Ceres Solver, bounded trust region, numeric derivatives): residual log(predicted / measured
+// tokens/s) per row; parameters (CalibrationScope): on published rows each used profile's GEMM
+// efficiency, and its per-expert GEMM cost and EP overlap where it has rows of a MoE model (a dense
+// model's step has neither: a profile fitted on dense rows keeps its file's values for them), and
+// the shared fp8 gain, EP overlap, overlap contention, scale-up and scale-out link efficiency, MoE
+// host-sync time, unfused attention passes and per-expert fp8 quantization cost; on a team's own
+// runs each used profile's GEMM efficiency and per-step overhead. Every parameter stays inside a
+// physical bound written beside it in calibration.cc.
 // The leave-one-out error refits without each row and predicts it.
 #pragma once
 

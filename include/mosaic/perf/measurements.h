@@ -54,8 +54,10 @@ struct MeasuredRow {
 // run (MFU above 100%, TFLOP/s above the peak of its precision, CheckTokensPerSecondIsPossible),
 // tokens/s and TFLOP/s of one row more than a factor of 2 apart, an unknown dp_kind, routing or
 // precision, a model or hardware that does not load (an unknown preset or device name, a bad
-// file), a row without any measurement, or a file without rows. A row whose tp·pp·cp does not
-// divide its GPUs, or whose fsdp does not divide the data-parallel size, is read with
+// file), a row without any measurement, or a file without rows. A model or hardware cell that
+// is a relative path (IsPathArgument) names a file beside `path` when one is there, else from the
+// working directory (ResolveBeside); the row keeps the resolved path. A row whose tp·pp·cp does
+// not divide its GPUs, or whose fsdp does not divide the data-parallel size, is read with
 // `layout_rule` set: its layout is a rule broken, not a file error.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
 
@@ -87,7 +89,8 @@ void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_g
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
 // The shipped profile a published row on `hardware` belongs to: Marin's for a Marin source
-// (`source` names it), else Megatron-Core's for the device (data/perf/profiles.toml).
+// (`source` names it, in any case), MaxText's for the device ("maxtext-<hardware>") for a MaxText
+// source, else Megatron-Core's for the device (data/perf/profiles.toml).
 std::string ProfileFor(const std::string& hardware, const std::string& source);
 
 }  // namespace mosaic
