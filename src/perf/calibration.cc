@@ -309,8 +309,9 @@ struct ParamMap {
 };
 
 // Which of ParamMap's parameters sit on a bound of their physical range, in ParamMap's order: a
-// profile's only when it was calibrated (a profile set by hand is where it was put); after a fit,
-// only those it moved (`fitted`, CalibrationResult::fitted_params; empty: every one).
+// profile's only when it was calibrated (a profile set by hand is where it was put), and only
+// those `fitted` marks (CalibrationResult::fitted_params: what the fit moved, or what a fit of a
+// validation's rows would; empty: every one).
 std::vector<bool> ParamsAtBound(const ProfileSet& s, const std::vector<bool>& fitted) {
   const std::vector<double> x = ParamMap::Get(s);
   const int n = ParamMap::Profiles(s);
@@ -597,6 +598,12 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
   leave_one_out = leave_one_out && all.size() > 1;
   const int n = ParamMap::Profiles(fitted);
   const ProfileUse used = UsedProfiles(prepared, all, fitted.profiles.size());
+  // What a calibration of these rows would move, the shared physics included (Calibrate sets
+  // what it did move).
+  result.fitted_params.resize(ParamMap::Size(fitted));
+  for (int i = 0; i < ParamMap::Size(fitted); ++i) {
+    result.fitted_params[i] = ParamMap::Free(fitted, i, CalibrationScope::kSharedAndProfiles, used);
+  }
   // Rows of one configuration are one point: those left must hold as many configurations as the
   // profile has free parameters, and as many MoE configurations as it has free MoE parameters
   // (the per-expert cost and the EP overlap, which dense rows leave where they are); else the

@@ -122,8 +122,10 @@ struct CalibrationResult {
   // more than kMaxFittedRmsLogError): printed beside the figures, and in JSON "cautions".
   std::vector<std::string> cautions;
   // Which parameters this calibration moved (each profile's GEMM efficiency, per-step overhead,
-  // per-expert cost and EP overlap, then the shared ones); empty for a validation, which moves
-  // none. Only moved parameters are marked "(at bound)" after a fit.
+  // per-expert cost and EP overlap, then the shared ones); for a validation, which moves none,
+  // those a calibration of its rows with the shared physics would move (not a per-step overhead
+  // or, for a profile without MoE rows, a per-expert cost set by hand). Only these are marked
+  // "(at bound)".
   std::vector<bool> fitted_params;
 };
 
