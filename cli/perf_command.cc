@@ -354,6 +354,9 @@ void RunCalibrate(const CalibrateOptions& o) {
     scope = o.fit_shared ? CalibrationScope::kSharedAndProfiles : CalibrationScope::kProfiles;
     what = o.csv;
   }
+  // The model and device files the rows name are inputs too.
+  AddFilesNamedBy(rows, inputs);
+  AddFilesNamedBy(heldout, inputs);
   CheckOutputIsNotInput(o.output, inputs);
   const CalibrationResult result = Calibrate(rows, starting, heldout, scope);
   std::string header = fmt::format(
@@ -372,10 +375,15 @@ void RunCalibrate(const CalibrateOptions& o) {
 }
 
 void RunValidate(const ValidateOptions& o) {
-  CheckOutputIsNotInput(o.output, {o.csv, o.profiles_file, o.heldout});
+  std::vector<std::string> inputs = {o.csv, o.profiles_file, o.heldout};
+  CheckOutputIsNotInput(o.output, inputs);
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   std::vector<MeasuredRow> heldout;
   if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);
+  // The model and device files the rows name are inputs too.
+  AddFilesNamedBy(rows, inputs);
+  AddFilesNamedBy(heldout, inputs);
+  CheckOutputIsNotInput(o.output, inputs);
   ProfileSet profiles = LoadProfiles(o.profiles_file);
   CalibrationResult result =
       ValidateRows(rows, profiles, /*leave_one_out=*/true, o.search, heldout);
@@ -441,7 +449,8 @@ void AddPerfCommand(CLI::App& root) {
                 "capacity (Megatron-Core without --moe-pad-expert-input-to-capacity)");
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
   cmd->add_option("--profile", o->profile,
-                  "efficiency profile (default: megatron-<device> when shipped)");
+                  "efficiency profile (default: the device's shipped one, megatron-<device> first, "
+                  "else its closest calibrated sibling's, else generic-<device>)");
   cmd->add_option("--profiles", o->profiles_file, "profile file (default: the shipped one)");
   cmd->add_option("--bp-segment", o->bp_segment,
                   "looped models: loops per backprop segment (0 = all loops in one graph)")

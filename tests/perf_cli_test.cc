@@ -333,6 +333,92 @@ TEST(PerfCli, AProfileFittedOnDenseRowsKeepsItsMoeParameters) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PerfCli, ModelAndDeviceFilesTheRowsNameAreInputs) {
+  // The MaxText rows name their model files beside the table: --output may not replace one, nor
+  // a device file a row names; a missing one is the row's error, naming where it was looked for.
+  const std::filesystem::path dir = DirWithPublishedModels("mosaic_named_files");
+  std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  std::string p1 = text.substr(text.find("\nP1,") + 1);
+  p1 = p1.substr(0, p1.find('\n') + 1);
+  const std::string header = text.substr(0, text.find('\n') + 1);
+  WriteTemp(dir, "v5p.toml", ReadText(SourcePath("data/hardware/tpu-v5p.toml")));
+  std::string on_file = p1;
+  on_file.replace(on_file.find(",tpu-v5p,"), 9, ",v5p.toml,");
+  const std::string csv = WriteTemp(dir, "rows.csv", header + p1 + on_file.replace(0, 2, "P0"));
+  const std::string model = (dir / "models" / "maxtext-32b.toml").string();
+  const std::string device = (dir / "v5p.toml").string();
+  const std::string model_text = ReadText(model);
+  for (const std::string& target : {model, device}) {
+    for (const std::string command : {"calibrate", "validate"}) {
+      CommandResult r = RunMosaic("perf " + command + " " + csv + " --output " + target);
+      EXPECT_EQ(r.exit_code, 1) << command << " " << target;
+      EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  EXPECT_EQ(ReadText(model), model_text);
+  // The device file, named beside the table, is read as tpu-v5p: its row gets MaxText's profile.
+  CommandResult r = RunMosaic("perf validate " + csv + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& row : nlohmann::json::parse(r.out)["rows"]) {
+    EXPECT_EQ(row["profile"], "maxtext-tpu-v5p") << row["id"];
+  }
+  // A Marin source picks Marin's profile on its GB200 rack only, not on another device.
+  std::string marin = p1;
+  marin.replace(marin.find("AI-Hypercomputer/maxtext"), 24, "marin-community/marin");
+  r = RunMosaic("perf validate " + WriteTemp(dir, "marin.csv", header + marin) + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rows"][0]["profile"], "maxtext-tpu-v5p");
+  std::filesystem::remove(model);
+  r = RunMosaic("perf validate " + csv);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("rows.csv:2: model = 'models/maxtext-32b.toml' (row P1). Violated "
+                       "constraint: a file; none at " + model +
+                       " (a relative path is looked for beside " + csv +
+                       ", then from the working directory)"),
+            std::string::npos)
+      << r.err;
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, AProfileFittedOnDenseModelsSaysSoForAMoeModel) {
+  // maxtext-tpu-v5p is fitted on MaxText's dense table alone (moe_calibrated = false): a MoE
+  // model on it is told its MoE layers' time is not calibrated, a dense one is not.
+  const std::string note =
+      "the maxtext-tpu-v5p profile was calibrated on dense models only: its per-expert GEMM cost "
+      "and EP overlap are set by hand, so the MoE layers' time is not calibrated";
+  CommandResult r = RunMosaic(
+      "perf mixtral-8x7b --hardware tpu-v5p --gpus 256 --batch 256 --seq 4096 --layout fsdp=256");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("(maxtext-tpu-v5p profile, calibrated on tpu-v5p)"), std::string::npos)
+      << r.out;
+  EXPECT_NE((r.out + r.err).find(note), std::string::npos) << r.out << r.err;
+  r = RunMosaic(
+      "perf llama3-70b --hardware tpu-v5p --gpus 256 --batch 256 --seq 4096 --layout fsdp=256");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("calibrated on dense models only"), std::string::npos);
+  EXPECT_FALSE(LoadProfiles().Get("maxtext-tpu-v5p").moe_calibrated);
+  EXPECT_TRUE(LoadProfiles().Get("megatron-h100").moe_calibrated);
+}
+
+TEST(PerfCli, AValuePastItsFitRangeIsMarkedSo) {
+  // A profile file may set any GEMM efficiency in its physical range; validate marks one past
+  // the range a fit keeps to (0.4-0.8 on a GPU) as such, not "at bound".
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_past_range";
+  std::string profiles = ReadText(SourcePath("data/perf/profiles.toml"));
+  const size_t block = profiles.find("[profiles.\"megatron-h100\"]");
+  const size_t at = profiles.find("gemm_efficiency = ", block);
+  profiles.replace(at, profiles.find('\n', at) - at, "gemm_efficiency = 0.9");
+  CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --profiles " +
+                              WriteTemp(dir, "past.toml", profiles));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("megatron-h100    gemm_efficiency 0.9 (outside its fit range 0.4-0.8)"),
+            std::string::npos)
+      << r.out;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PerfCli, CalibrateReproducesTheShippedProfiles) {
   // The README's command regenerates data/perf/profiles.toml: the fit starts from defaults, not
   // from the shipped values, so its result is the shipped file (to solver tolerance).

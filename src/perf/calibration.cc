@@ -534,7 +534,7 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
 std::vector<RepeatedMeasurement> RepeatedMeasurements(
     std::initializer_list<std::pair<const std::vector<PreparedRow>*,
                                     const std::vector<RowResult>*>> sets) {
-  using Row = std::pair<const MeasuredRow*, const RowResult*>;
+  using Row = std::pair<const PreparedRow*, const RowResult*>;
   std::map<std::string, std::vector<Row>> jobs;
   for (const auto& [prepared, described] : sets) {
     for (size_t i = 0; i < prepared->size(); ++i) {
@@ -548,9 +548,10 @@ std::vector<RepeatedMeasurement> RepeatedMeasurements(
         layout_text.erase(at, policy.size());
       }
       const MeasuredRow& r = *p.row;
-      jobs[fmt::format("{} on {} × {}, {}, {} × {}", r.model, r.gpus, r.hardware, layout_text,
-                       r.global_batch, r.seq_len)]
-          .emplace_back(&r, &(*described)[i]);
+      // The model and device by name: a file named by another path is the same job.
+      jobs[fmt::format("{} on {} × {}, {}, {} × {}", p.shape.config.name, r.gpus,
+                       p.cluster.device.name, layout_text, r.global_batch, r.seq_len)]
+          .emplace_back(&p, &(*described)[i]);
     }
   }
   std::vector<RepeatedMeasurement> repeated;
@@ -559,12 +560,16 @@ std::vector<RepeatedMeasurement> RepeatedMeasurements(
     std::ranges::sort(rows, {}, [](const Row& row) { return row.second->measured; });
     RepeatedMeasurement m;
     m.job = job;
-    for (const auto& [r, described] : rows) {
+    for (const auto& [p, described] : rows) {
+      const MeasuredRow* r = p->row;
       m.ids.push_back(r->id);
       m.measured.push_back(described->measured);
       m.predicted.push_back(described->predicted);
-      std::string routing(ToString(r->routing));
-      if (CapsTokens(r->routing)) routing += fmt::format(" {:g}", r->capacity_factor);
+      const bool moe = p->shape.config.is_moe();
+      std::string routing(moe ? ToString(r->routing) : "dense");
+      if (moe && CapsTokens(r->routing)) {
+        routing += fmt::format(" {:g}", r->capacity_factor);
+      }
       m.setting.push_back(fmt::format("{}, {}", ToString(r->format), routing));
     }
     m.spread = m.measured.back() / m.measured.front();
@@ -851,8 +856,12 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   for (size_t pi = 0; pi < fitted.profiles.size(); ++pi) {
     if (rows_of_profile[pi] > 0) {
       fitted.profiles[pi].calibrated = true;
+      // A published fit moves the per-expert cost and EP overlap only on MoE rows; a team's
+      // never moves them, and they stay as calibrated as its starting profile's were.
+      if (scope != CalibrationScope::kTeamProfiles) fitted.profiles[pi].moe_calibrated = used.moe[pi];
       fitted.profiles[pi].source =
-          fmt::format("perf calibrate: {} measured rows", rows_of_profile[pi]);
+          fmt::format("perf calibrate: {} measured row{}", rows_of_profile[pi],
+                      rows_of_profile[pi] == 1 ? "" : "s");
     } else {
       fitted.profiles[pi] = initial.profiles[pi];
     }
@@ -1158,10 +1167,21 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   out += fmt::format("\nProfiles\n");
   const std::vector<bool> at = ParamsAtBound(r.profiles, r.fitted_params);
   const int n = ParamMap::Profiles(r.profiles);
+  // A value at a bound of its fit range, or past one (a profile file may set any value in its
+  // physical range; a fit keeps inside the narrower one).
+  auto mark = [&](double x, int i) -> std::string {
+    if (!at[i]) return "";
+    const auto [lo, hi] = ParamMap::Bounds(r.profiles, i);
+    const double scaled_tol = 1e-6 * std::max(std::abs(lo), std::abs(hi)) + 1e-9;
+    if (x < lo - scaled_tol || x > hi + scaled_tol) {
+      return fmt::format(" (outside its fit range {:.4g}-{:.4g})", lo, hi);
+    }
+    return " (at bound)";
+  };
   for (int pi = 0; pi < n; ++pi) {
     const PerfProfile& p = r.profiles.profiles[pi];
     auto value = [&](double x, int block) {
-      return fmt::format("{:.4g}{}", x, at[block * n + pi] ? " (at bound)" : "");
+      return fmt::format("{:.4g}{}", x, mark(x, block * n + pi));
     };
     out += fmt::format(
         "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}, overlap_ep "
@@ -1174,7 +1194,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   for (int i = 0; i < ParamMap::kShared; ++i) {
     const SharedFit& f = kSharedFit[i];
     out += fmt::format(" {} {:.4g}{}", f.name, s.*f.member * f.scale,
-                       at[ParamMap::kPerProfile * n + i] ? " (at bound)" : "");
+                       mark(s.*f.member * f.scale, ParamMap::kPerProfile * n + i));
   }
   out += "\n";
   const DropFit& d = r.drop_fit;

@@ -34,7 +34,7 @@ constexpr double kMinMeasuredMfu = 1e-3;
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
   std::string lower = source;
   std::ranges::transform(lower, lower.begin(), [](unsigned char c) { return std::tolower(c); });
-  if (lower.find("marin") != std::string::npos) return "marin-gb200";
+  if (lower.find("marin") != std::string::npos && hardware == "gb200-nvl72") return "marin-gb200";
   if (lower.find("maxtext") != std::string::npos) return "maxtext-" + hardware;
   if (hardware == "gb200-nvl72") return "megatron-gb200";
   if (hardware == "gb300-nvl72") return "megatron-gb300";
@@ -216,18 +216,26 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                    "{} has it)",
                                    path, line_no, Printable(r.id), it->second));
     }
-    // A model or device file is named as the CSV's own directory holds it, where it does.
-    auto beside = [&](const std::string& v) {
-      return IsPathArgument(v) ? ResolveBeside(v, path) : v;
+    // A model or device file is read from the CSV's own directory where it is there, else from
+    // the working directory; a missing one is the row's error.
+    auto file_cell = [&](const char* name) {
+      const std::string& v = cell(name);
+      if (!IsPathArgument(v)) return v;
+      const std::string resolved = ResolveBeside(v, path);
+      if (!InputFileExists(resolved)) {
+        throw InputError(fmt::format("{}:{}: {} = '{}' (row {}). Violated constraint: {}", path,
+                                     line_no, name, Printable(v), Printable(r.id),
+                                     MissingInputFileRule(resolved, path)));
+      }
+      return resolved;
     };
-    r.model = beside(cell("model"));
-    r.hardware = beside(cell("hardware"));
+    r.model = file_cell("model");
+    r.hardware = file_cell("hardware");
     r.source = cell("source");
-    const ModelSpec& model = loaded("model", models, [&](const std::string& v) {
-      return LoadModel(beside(v));
-    });
+    const ModelSpec& model =
+        loaded("model", models, [&](const std::string&) { return LoadModel(r.model); });
     const HardwareSpec& device =
-        loaded("hardware", devices, [&](const std::string& v) { return LoadHardware(beside(v)); });
+        loaded("hardware", devices, [&](const std::string&) { return LoadHardware(r.hardware); });
     r.device = device.name;
     r.gpus = integer("gpus", kMaxRowGpus);
     Layout& l = r.layout;
@@ -493,6 +501,16 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
 
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path) {
   return ParseMeasurements(ReadTextFile(path), path);
+}
+
+void AddFilesNamedBy(const std::vector<MeasuredRow>& rows, std::vector<std::string>& files) {
+  for (const MeasuredRow& r : rows) {
+    for (const std::string& cell : {r.model, r.hardware}) {
+      if (IsPathArgument(cell) && std::ranges::find(files, cell) == files.end()) {
+        files.push_back(cell);
+      }
+    }
+  }
 }
 
 }  // namespace mosaic

@@ -157,6 +157,12 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
                                   profile.hardware, device));
     }
   }
+  if (setup.spec.config.is_moe() && profile.calibrated && !profile.moe_calibrated) {
+    notes.push_back(fmt::format(
+        "the {} profile was calibrated on dense models only: its per-expert GEMM cost and EP "
+        "overlap are set by hand, so the MoE layers' time is not calibrated",
+        profile.name));
+  }
   const int64_t max_seq = setup.spec.config.max_seq_len;
   if (max_seq > 0 && setup.job.seq_len > max_seq) {
     notes.push_back(fmt::format(

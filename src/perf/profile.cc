@@ -290,6 +290,15 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             p.calibrated = v.value_or(false);
             continue;
           }
+          if (k.str() == "moe_calibrated") {
+            if (!v.is_boolean()) {
+              throw InputError(fmt::format("{}: moe_calibrated has type {}. Violated constraint: "
+                                           "true or false",
+                                           at, TomlTypeName(v)));
+            }
+            p.moe_calibrated = v.value_or(false);
+            continue;
+          }
           if (k.str() == "recompute") {
             p.recompute = v.value_or(std::string());
             if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {
@@ -339,6 +348,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
                                          LocationOf(pnode, origin, text).ToString(), p.name, key));
           }
         }
+        if (!pt->contains("moe_calibrated")) p.moe_calibrated = p.calibrated;
         set.profiles.push_back(std::move(p));
       }
     } else {
@@ -410,6 +420,9 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
                        TomlQuoted(p.source));
     if (!p.recompute.empty()) out += fmt::format("recompute = {}\n", TomlQuoted(p.recompute));
     out += fmt::format("calibrated = {}\n", p.calibrated);
+    if (p.moe_calibrated != p.calibrated) {
+      out += fmt::format("moe_calibrated = {}\n", p.moe_calibrated);
+    }
     for (const ProfileFlag& f : kProfileFlags) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

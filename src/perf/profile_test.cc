@@ -236,6 +236,24 @@ TEST(Profile, OnlyAProfileThatSaysSoIsCalibrated) {
   EXPECT_EQ(CalibrationText(again.ForHardware("tpu-v6e")), "uncalibrated defaults");
 }
 
+// Whether the MoE parameters were calibrated too: left out, as calibrated as the profile; a
+// profile fitted on dense rows alone says false, and keeps saying it through a round trip.
+TEST(Profile, MoeCalibratedTakesCalibratedUnlessGiven) {
+  EXPECT_FALSE(ParseProfiles(kProfiles, "mine.toml").profiles[0].moe_calibrated);
+  ProfileSet set = ParseProfiles(ProfileText({{"calibrated", "true"}}), "mine.toml");
+  EXPECT_TRUE(set.profiles[0].moe_calibrated);
+  set = ParseProfiles(ProfileText({{"calibrated", "true"}, {"moe_calibrated", "false"}}),
+                      "mine.toml");
+  EXPECT_TRUE(set.profiles[0].calibrated);
+  EXPECT_FALSE(set.profiles[0].moe_calibrated);
+  const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
+  EXPECT_FALSE(again.profiles[0].moe_calibrated);
+  EXPECT_NE(message(ProfileText({{"moe_calibrated", "1"}})).find(
+                "moe_calibrated has type integer. Violated constraint: true or false"),
+            std::string::npos)
+      << message(ProfileText({{"moe_calibrated", "1"}}));
+}
+
 TEST(Profile, UnknownNameListsTheKnownOnes) {
   const ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
   try {

@@ -88,9 +88,14 @@ void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_g
 // ParseMeasurements of the file at `path`; also throws InputError when it cannot be read.
 std::vector<MeasuredRow> ReadMeasurements(const std::string& path);
 
-// The shipped profile a published row on `hardware` belongs to: Marin's for a Marin source
-// (`source` names it, in any case), MaxText's for the device ("maxtext-<hardware>") for a MaxText
-// source, else Megatron-Core's for the device (data/perf/profiles.toml).
+// Appends to `files` the model and device files `rows` name (their `model` and `hardware` cells
+// that are paths, IsPathArgument) that it does not hold yet: inputs of a command, which its output
+// may not replace.
+void AddFilesNamedBy(const std::vector<MeasuredRow>& rows, std::vector<std::string>& files);
+
+// The shipped profile a published row on `hardware` belongs to: Marin's for a Marin source on
+// gb200-nvl72 (`source` names it, in any case), MaxText's for the device ("maxtext-<hardware>")
+// for a MaxText source, else Megatron-Core's for the device (data/perf/profiles.toml).
 std::string ProfileFor(const std::string& hardware, const std::string& source);
 
 }  // namespace mosaic

@@ -77,7 +77,8 @@ inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
 
 // Cautions about the prediction a setup gives, each one sentence without a final newline: a
 // profile calibrated on (or set by hand for) another device than the job's, naming both (the
-// closest calibrated sibling, CalibratedSibling, when that is why it was picked); a sequence
+// closest calibrated sibling, CalibratedSibling, when that is why it was picked); a MoE model on
+// a profile calibrated on dense models only (PerfProfile::moe_calibrated); a sequence
 // past the model's max_seq_len; sink
 // attention charged unfused (PerfProfile::fused_attention_sinks = false, the stand-in for a cost
 // of gpt-oss the model lacks, docs/guide.md "Limits") at a sequence past kSinkStandInMaxSeqLen,

@@ -164,6 +164,11 @@ struct PerfProfile {
   // `calibrated = true` in a profile file, which calibrate writes); a profile set by hand, or
   // one that fixes memory habits only, is not.
   bool calibrated = false;
+  // Whether that calibration also fitted the profile's per-expert cost and EP overlap: it had rows
+  // of MoE models (the key `moe_calibrated`, which calibrate writes; left out of a file, the
+  // value of `calibrated`). A profile fitted on dense models alone (maxtext-tpu-v5p) keeps them
+  // as set by hand, and a MoE model's prediction on it says so (PerfCautions).
+  bool moe_calibrated = false;
 };
 
 // The name of the uncalibrated defaults of `hardware` ("generic-<hardware>", e.g.
