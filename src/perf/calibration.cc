@@ -462,7 +462,13 @@ FitOutcome Fit(const std::vector<PreparedRow>& rows, const std::vector<int>& use
   FitResidual functor{&rows, use, initial};
   const ProfileUse used = UsedProfiles(rows, use, s.profiles.size());
   std::vector<bool> free(x.size());
-  for (int i = 0; i < static_cast<int>(x.size()); ++i) free[i] = ParamMap::Free(s, i, scope, used);
+  for (int i = 0; i < static_cast<int>(x.size()); ++i) {
+    free[i] = ParamMap::Free(s, i, scope, used);
+    // A start a profile file put past its fit range (a validation's leave-one-out refits start
+    // from the given profiles) starts at the bound, inside the box the solver keeps to.
+    const auto [lo, hi] = ParamMap::Bounds(s, i);
+    if (free[i]) x[i] = std::clamp(x[i], lo, hi);
+  }
   std::string report;
   double cost = SolveFree(&functor, s, free, x, &report);
   // Active-set refinement: a bounded Levenberg-Marquardt step is the unconstrained step projected
@@ -647,9 +653,14 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     if (leave_one_out && p.valid && !identifiable_without(i)) {
       result.loo_not_run.push_back(r.id);
     } else if (leave_one_out && p.valid) {
+      // Without the shared physics in the fit, each profile's parameters answer to its own rows
+      // alone: the refit takes those (the other profiles then stay as fitted, exactly, and no
+      // other profile's start or convergence moves this row's prediction).
       std::vector<int> use;
       for (int j : all) {
-        if (j != static_cast<int>(i)) use.push_back(j);
+        const bool coupled = scope == CalibrationScope::kSharedAndProfiles ||
+                             prepared[j].profile_index == p.profile_index;
+        if (j != static_cast<int>(i) && coupled) use.push_back(j);
       }
       const ProfileSet loo = Fit(prepared, use, fitted, scope).profiles;
       r.loo_predicted = Predict(p, loo);
@@ -858,7 +869,9 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       fitted.profiles[pi].calibrated = true;
       // A published fit moves the per-expert cost and EP overlap only on MoE rows; a team's
       // never moves them, and they stay as calibrated as its starting profile's were.
-      if (scope != CalibrationScope::kTeamProfiles) fitted.profiles[pi].moe_calibrated = used.moe[pi];
+      if (scope != CalibrationScope::kTeamProfiles) {
+        fitted.profiles[pi].moe_calibrated = used.moe[pi];
+      }
       fitted.profiles[pi].source =
           fmt::format("perf calibrate: {} measured row{}", rows_of_profile[pi],
                       rows_of_profile[pi] == 1 ? "" : "s");

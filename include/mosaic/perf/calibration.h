@@ -30,7 +30,8 @@
 // host-sync time, unfused attention passes and per-expert fp8 quantization cost; on a team's own
 // runs each used profile's GEMM efficiency and per-step overhead. Every parameter stays inside a
 // physical bound written beside it in calibration.cc.
-// The leave-one-out error refits without each row and predicts it.
+// The leave-one-out error refits without each row and predicts it: the row's profile alone on
+// its other rows, or, when the shared physics are fitted too, everything on every other row.
 #pragma once
 
 #include <cstdint>
