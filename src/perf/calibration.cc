@@ -221,9 +221,6 @@ bool AtBound(double x, double lo, double hi) {
   return x <= lo * (1 + 1e-6) + 1e-9 || x >= hi * (1 - 1e-6);
 }
 
-// The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
-// overhead, its per-expert GEMM cost (µs) and its EP overlap, then the shared ones. Which of them
-// move is the fit's scope.
 // Which profiles the fit moves: those with rows; of them, those with rows of a MoE model for the
 // per-expert cost and the EP overlap, which act on nothing in a dense model's step (a profile
 // fitted on dense rows keeps its file's values for them).
@@ -231,6 +228,10 @@ struct ProfileUse {
   std::vector<bool> rows;  // per profile: has rows
   std::vector<bool> moe;   // per profile: has rows of a MoE model
 };
+
+// The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
+// overhead, its per-expert GEMM cost (µs) and its EP overlap, then the shared ones. Which of them
+// move is the fit's scope.
 struct ParamMap {
   static constexpr int kShared = static_cast<int>(std::size(kSharedFit));
   static constexpr int kPerProfile = 4;
