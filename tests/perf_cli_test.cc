@@ -416,6 +416,14 @@ TEST(PerfCli, AValuePastItsFitRangeIsMarkedSo) {
   EXPECT_NE(r.out.find("megatron-h100    gemm_efficiency 0.9 (outside its fit range 0.4-0.8)"),
             std::string::npos)
       << r.out;
+  r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json --profiles " +
+                (dir / "past.toml").string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& p : nlohmann::json::parse(r.out)["profiles"]) {
+    if (p["name"] != "megatron-h100") continue;
+    EXPECT_EQ(p["outside_fit_range"], nlohmann::json::parse(R"(["gemm_efficiency"])"));
+    EXPECT_EQ(p["at_bound"], nlohmann::json::parse(R"(["overlap_ep"])"));
+  }
   std::filesystem::remove_all(dir);
 }
 

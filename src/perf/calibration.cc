@@ -327,6 +327,15 @@ std::vector<bool> ParamsAtBound(const ProfileSet& s, const std::vector<bool>& fi
   return at;
 }
 
+// Whether parameter i, of value x[i] (ParamMap::Get), lies past its fit range: a profile file may
+// set any value in its physical range, a fit keeps inside the narrower one. ParamsAtBound marks
+// such a value too; reports name it apart.
+bool PastFitRange(const ProfileSet& s, const std::vector<double>& x, int i) {
+  const auto [lo, hi] = ParamMap::Bounds(s, i);
+  const double tol = 1e-6 * std::max(std::abs(lo), std::abs(hi)) + 1e-9;
+  return x[i] < lo - tol || x[i] > hi + tol;
+}
+
 struct FitResidual {
   const std::vector<PreparedRow>* rows;
   std::vector<int> use;  // indices of rows in the fit
@@ -981,38 +990,48 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["cautions"] = r.cautions;
     j["solver"] = r.solver_report;
     // The fitted parameters, for a script (the profile file itself is written by --output).
-    // "at_bound" names the fitted parameters that sit on a bound of their physical range, as the
-    // text marks them "(at bound)".
+    // "at_bound" names the fitted parameters that sit on a bound of their fit range, as the
+    // text marks them "(at bound)"; "outside_fit_range" those a profile file put past one.
     nlohmann::ordered_json profiles = nlohmann::ordered_json::array();
     const std::vector<bool> at = ParamsAtBound(r.profiles, r.fitted_params);
+    const std::vector<double> params = ParamMap::Get(r.profiles);
     const int n = ParamMap::Profiles(r.profiles);
     for (int pi = 0; pi < n; ++pi) {
       const PerfProfile& p = r.profiles.profiles[pi];
       nlohmann::ordered_json at_bound = nlohmann::ordered_json::array();
+      nlohmann::ordered_json past = nlohmann::ordered_json::array();
       const char* names[ParamMap::kPerProfile] = {"gemm_efficiency", "step_overhead_seconds",
                                                   "expert_group_seconds", "overlap_ep"};
       for (int block = 0; block < ParamMap::kPerProfile; ++block) {
-        if (at[block * n + pi]) at_bound.push_back(names[block]);
+        const int i = block * n + pi;
+        if (at[i]) (PastFitRange(r.profiles, params, i) ? past : at_bound).push_back(names[block]);
       }
       profiles.push_back({{"name", p.name},
                           {"hardware", p.hardware},
                           {"calibrated", p.calibrated},
+                          {"moe_calibrated", p.moe_calibrated},
                           {"gemm_efficiency", p.gemm_efficiency},
                           {"step_overhead_seconds", p.step_overhead_seconds},
                           {"expert_group_seconds", p.expert_group_seconds},
                           {"overlap_ep", p.overlap_ep},
-                          {"at_bound", at_bound}});
+                          {"at_bound", at_bound},
+                          {"outside_fit_range", past}});
     }
     j["profiles"] = profiles;
     nlohmann::ordered_json shared = nlohmann::ordered_json::object();
     nlohmann::ordered_json shared_at_bound = nlohmann::ordered_json::array();
+    nlohmann::ordered_json shared_past = nlohmann::ordered_json::array();
     for (int i = 0; i < ParamMap::kShared; ++i) {
       const SharedFit& f = kSharedFit[i];
       shared[f.name] = r.profiles.shared.*f.member * f.scale;
-      if (at[ParamMap::kPerProfile * n + i]) shared_at_bound.push_back(f.name);
+      const int k = ParamMap::kPerProfile * n + i;
+      if (at[k]) {
+        (PastFitRange(r.profiles, params, k) ? shared_past : shared_at_bound).push_back(f.name);
+      }
     }
     j["shared"] = shared;
     j["shared_at_bound"] = shared_at_bound;
+    j["shared_outside_fit_range"] = shared_past;
     nlohmann::ordered_json rows = nlohmann::ordered_json::array();
     for (const RowResult& x : r.rows) {
       nlohmann::ordered_json rj = RowJson(x);
@@ -1180,22 +1199,18 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   }
   out += fmt::format("\nProfiles\n");
   const std::vector<bool> at = ParamsAtBound(r.profiles, r.fitted_params);
+  const std::vector<double> params = ParamMap::Get(r.profiles);
   const int n = ParamMap::Profiles(r.profiles);
-  // A value at a bound of its fit range, or past one (a profile file may set any value in its
-  // physical range; a fit keeps inside the narrower one).
-  auto mark = [&](double x, int i) -> std::string {
+  auto mark = [&](int i) -> std::string {
     if (!at[i]) return "";
+    if (!PastFitRange(r.profiles, params, i)) return " (at bound)";
     const auto [lo, hi] = ParamMap::Bounds(r.profiles, i);
-    const double scaled_tol = 1e-6 * std::max(std::abs(lo), std::abs(hi)) + 1e-9;
-    if (x < lo - scaled_tol || x > hi + scaled_tol) {
-      return fmt::format(" (outside its fit range {:.4g}-{:.4g})", lo, hi);
-    }
-    return " (at bound)";
+    return fmt::format(" (outside its fit range {:.4g}-{:.4g})", lo, hi);
   };
   for (int pi = 0; pi < n; ++pi) {
     const PerfProfile& p = r.profiles.profiles[pi];
     auto value = [&](double x, int block) {
-      return fmt::format("{:.4g}{}", x, mark(x, block * n + pi));
+      return fmt::format("{:.4g}{}", x, mark(block * n + pi));
     };
     out += fmt::format(
         "  {:<16} gemm_efficiency {}, step_overhead_seconds {}, expert_group_us {}, overlap_ep "
@@ -1208,7 +1223,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
   for (int i = 0; i < ParamMap::kShared; ++i) {
     const SharedFit& f = kSharedFit[i];
     out += fmt::format(" {} {:.4g}{}", f.name, s.*f.member * f.scale,
-                       mark(s.*f.member * f.scale, ParamMap::kPerProfile * n + i));
+                       mark(ParamMap::kPerProfile * n + i));
   }
   out += "\n";
   const DropFit& d = r.drop_fit;
