@@ -376,7 +376,6 @@ void RunCalibrate(const CalibrateOptions& o) {
 
 void RunValidate(const ValidateOptions& o) {
   std::vector<std::string> inputs = {o.csv, o.profiles_file, o.heldout};
-  CheckOutputIsNotInput(o.output, inputs);
   std::vector<MeasuredRow> rows = ReadMeasurements(o.csv);
   std::vector<MeasuredRow> heldout;
   if (!o.heldout.empty()) heldout = ReadMeasurements(o.heldout);

@@ -216,7 +216,6 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
   s.slowest_mtp = slowest.mtp;
   s.slowest_moe = slowest.moe;
   s.slowest_rank = slowest.rank;
-  s.slowest_is_last = pp > 1 && slowest.rank == pp - 1;
   s.rank_load_count = count;
   for (int i = 0; i < count; ++i) {
     const Rank& r = ranks[i];

@@ -189,9 +189,10 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       }
       return x;
     };
-    // "file:line: column: <the loader's message>", the message naming the value and the rule.
-    auto loaded = [&](const char* name, auto& cache, auto load) -> const auto& {
-      const std::string& v = cell(name);
+    // The file or preset `v` (column `name`) loaded once per file; "file:line: column: <the
+    // loader's message>" when it does not load, the message naming the value and the rule.
+    auto loaded = [&](const char* name, const std::string& v, auto& cache, auto load)
+        -> const auto& {
       auto it = cache.find(v);
       if (it == cache.end()) {
         try {
@@ -233,9 +234,9 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     r.hardware = file_cell("hardware");
     r.source = cell("source");
     const ModelSpec& model =
-        loaded("model", models, [&](const std::string&) { return LoadModel(r.model); });
-    const HardwareSpec& device =
-        loaded("hardware", devices, [&](const std::string&) { return LoadHardware(r.hardware); });
+        loaded("model", r.model, models, [](const std::string& v) { return LoadModel(v); });
+    const HardwareSpec& device = loaded("hardware", r.hardware, devices,
+                                        [](const std::string& v) { return LoadHardware(v); });
     r.device = device.name;
     r.gpus = integer("gpus", kMaxRowGpus);
     Layout& l = r.layout;

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <span>
 
 #include "mosaic/util/embedded_data.h"
 #include "mosaic/util/error.h"
@@ -107,6 +108,12 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"fused_attention_sinks", &PerfProfile::fused_attention_sinks},
     {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
     {"paired_a2a_overlap", &PerfProfile::paired_a2a_overlap},
+};
+// Flags a file may leave out: `calibrated` (false: set by hand) and `moe_calibrated` (left out,
+// `calibrated`'s value), which calibrate writes.
+constexpr ProfileFlag kOptionalProfileFlags[] = {
+    {"calibrated", &PerfProfile::calibrated},
+    {"moe_calibrated", &PerfProfile::moe_calibrated},
 };
 
 // A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared
@@ -281,24 +288,6 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           }
           if (k.str() == "stack") { p.stack = v.value_or(std::string()); continue; }
           if (k.str() == "source") { p.source = v.value_or(std::string()); continue; }
-          if (k.str() == "calibrated") {
-            if (!v.is_boolean()) {
-              throw InputError(fmt::format("{}: calibrated has type {}. Violated constraint: true "
-                                           "or false",
-                                           at, TomlTypeName(v)));
-            }
-            p.calibrated = v.value_or(false);
-            continue;
-          }
-          if (k.str() == "moe_calibrated") {
-            if (!v.is_boolean()) {
-              throw InputError(fmt::format("{}: moe_calibrated has type {}. Violated constraint: "
-                                           "true or false",
-                                           at, TomlTypeName(v)));
-            }
-            p.moe_calibrated = v.value_or(false);
-            continue;
-          }
           if (k.str() == "recompute") {
             p.recompute = v.value_or(std::string());
             if (!p.recompute.empty() && !RecomputeFromString(p.recompute)) {
@@ -309,11 +298,14 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             continue;
           }
           bool found = false;
-          for (const ProfileFlag& f : kProfileFlags) {
-            if (f.name == k.str()) {
+          using Flags = std::span<const ProfileFlag>;
+          for (Flags flags : {Flags(kProfileFlags), Flags(kOptionalProfileFlags)}) {
+            for (const ProfileFlag& f : flags) {
+              if (f.name != k.str()) continue;
               const toml::value<bool>* flag = v.as_boolean();
               if (flag == nullptr) {
-                throw InputError(fmt::format("{}: {} has type {}. Violated constraint: true or false",
+                throw InputError(fmt::format("{}: {} has type {}. Violated constraint: true or "
+                                             "false",
                                              at, f.name, TomlTypeName(v)));
               }
               p.*f.member = flag->get();
@@ -329,6 +321,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           if (!found) {
             std::vector<std::string> names = Names(kProfileFields);
             for (const ProfileFlag& f : kProfileFlags) names.emplace_back(f.name);
+            for (const ProfileFlag& f : kOptionalProfileFlags) names.emplace_back(f.name);
             throw InputError(fmt::format("{}: unknown profile parameter '{}'{}", at, k.str(),
                                          DidYouMean(k.str(), names)));
           }

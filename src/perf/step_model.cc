@@ -973,7 +973,7 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   if (l.pp > 1) {
     // Rank pp−1's output layer, forward and backward (no recompute repeats it), and its placed
     // MTP layers' passes through it (in the stage's time when it is the slowest rank).
-    const double mtp_passes = !x.split.slowest_is_last && x.split.mtp_placed
+    const double mtp_passes = !x.split.slowest_is_last() && x.split.mtp_placed
                                   ? static_cast<double>(x.split.last_mtp)
                                   : 0.0;
     const double head_flops = stage_tokens_ * m.head_flops_per_token * 3 * (1 + mtp_passes);

@@ -432,7 +432,7 @@ TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
   EXPECT_EQ(placed.layers_stage, 8);
   EXPECT_EQ(placed.mtp_layers_stage, 0.0);
   EXPECT_EQ(placed.mtp_moe_layers_stage, 0.0);
-  EXPECT_FALSE(placed.split.slowest_is_last);
+  EXPECT_FALSE(placed.split.slowest_is_last());
   EXPECT_DOUBLE_EQ(placed.split.last_rank_load().load_ratio, (6 * costs.moe + costs.mtp) / (8 * costs.moe));
   {
     // The same split without the MTP layer is no slower (the layer only adds work).

@@ -254,7 +254,6 @@ struct PipelineSplit {
   // pp = 1): what the pipeline bubble scales by.
   double other_load_ratio = 0;
   int64_t slowest_rank = 0;
-  bool slowest_is_last = false;  // the slowest rank is rank pp−1 (pp > 1)
   // The ranks whose time can be the longest when more than LayerCosts counts is charged: rank 0,
   // the costliest middle rank (pp > 2) and rank pp−1 (pp > 1), in rank order (the slowest rank
   // among them), each with its decoder layer passes, MoE layer passes and placed MTP layers, and
@@ -279,6 +278,10 @@ struct PipelineSplit {
   int64_t total_moe = 0;
   // Rank pp−1's entry of rank_loads (pp > 1).
   const RankLoad& last_rank_load() const { return rank_loads[rank_load_count - 1]; }
+  // Whether the slowest rank is rank pp−1 (pp > 1).
+  bool slowest_is_last() const {
+    return rank_load_count > 0 && last_rank_load().is_last && last_rank_load().rank == slowest_rank;
+  }
 };
 
 // (This overload counts no MoE layers and ranks the stages by layer count.)
