@@ -222,11 +222,14 @@ bool AtBound(double x, double lo, double hi) {
 }
 
 // Which profiles the fit moves: those with rows; of them, those with rows of a MoE model for the
-// per-expert cost and the EP overlap, which act on nothing in a dense model's step (a profile
-// fitted on dense rows keeps its file's values for them).
+// per-expert cost, which acts on nothing in a dense model's step, and those with rows of a MoE
+// model under expert parallelism (ep > 1) for the EP overlap, which acts on nothing without an
+// all-to-all (a profile fitted on dense rows keeps its file's values for both; one fitted on MoE
+// rows without EP, its EP overlap).
 struct ProfileUse {
   std::vector<bool> rows;  // per profile: has rows
   std::vector<bool> moe;   // per profile: has rows of a MoE model
+  std::vector<bool> ep;    // per profile: has rows of a MoE model with ep > 1
 };
 
 // The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
@@ -237,6 +240,8 @@ struct ParamMap {
   static constexpr int kPerProfile = 4;
   // The first per-profile block that only MoE rows move (the per-expert cost, then the EP overlap).
   static constexpr int kFirstMoeBlock = 2;
+  // The EP overlap's block, which only MoE rows with ep > 1 move.
+  static constexpr int kEpOverlapBlock = 3;
   static int Profiles(const ProfileSet& s) { return static_cast<int>(s.profiles.size()); }
   static int Size(const ProfileSet& s) { return kPerProfile * Profiles(s) + kShared; }
   static std::vector<double> Get(const ProfileSet& s) {
@@ -296,15 +301,21 @@ struct ParamMap {
     return i < kPerProfile * n ? s.profiles[i % n].name : "shared";
   }
   // Whether parameter i moves in a fit of `scope` over rows whose profiles are `used`: the GEMM
-  // efficiency always; the per-expert cost and the EP overlap on published rows (kProfiles,
-  // kSharedAndProfiles); the per-step overhead on a team's own runs (kTeamProfiles); the shared
-  // physics only with kSharedAndProfiles.
+  // efficiency always; on published rows (kProfiles, kSharedAndProfiles) the per-expert cost
+  // when the profile has MoE rows and the EP overlap when it has MoE rows with ep > 1
+  // (ProfileUse); the per-step overhead on a team's own runs (kTeamProfiles); the shared physics
+  // only with kSharedAndProfiles.
   static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
                    const ProfileUse& used) {
     const int n = Profiles(s);
     if (i < n) return used.rows[i];
     if (i < 2 * n) return scope == CalibrationScope::kTeamProfiles && used.rows[i - n];
-    if (i < kPerProfile * n) return scope != CalibrationScope::kTeamProfiles && used.moe[i % n];
+    if (i < kEpOverlapBlock * n) {
+      return scope != CalibrationScope::kTeamProfiles && used.moe[i - kFirstMoeBlock * n];
+    }
+    if (i < kPerProfile * n) {
+      return scope != CalibrationScope::kTeamProfiles && used.ep[i - kEpOverlapBlock * n];
+    }
     return scope == CalibrationScope::kSharedAndProfiles;
   }
 };
@@ -408,10 +419,15 @@ std::vector<int> RowsOfProfile(const std::vector<PreparedRow>& rows, const std::
 // Which profiles have rows (the fit moves only theirs), and rows of a MoE model (ProfileUse).
 ProfileUse UsedProfiles(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
                         size_t profiles) {
-  ProfileUse used{std::vector<bool>(profiles, false), std::vector<bool>(profiles, false)};
+  ProfileUse used{std::vector<bool>(profiles, false), std::vector<bool>(profiles, false),
+                  std::vector<bool>(profiles, false)};
   for (int r : use) {
-    used.rows[rows[r].profile_index] = true;
-    if (rows[r].shape.config.is_moe()) used.moe[rows[r].profile_index] = true;
+    const int pi = rows[r].profile_index;
+    used.rows[pi] = true;
+    if (rows[r].shape.config.is_moe()) {
+      used.moe[pi] = true;
+      if (rows[r].layout.ep > 1) used.ep[pi] = true;
+    }
   }
   return used;
 }
@@ -626,9 +642,10 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     result.fitted_params[i] = ParamMap::Free(fitted, i, CalibrationScope::kSharedAndProfiles, used);
   }
   // Rows of one configuration are one point: those left must hold as many configurations as the
-  // profile has free parameters, and as many MoE configurations as it has free MoE parameters
-  // (the per-expert cost and the EP overlap, which dense rows leave where they are); else the
-  // refit keeps what the full fit, this row included, set.
+  // profile has free parameters, as many MoE configurations as it has free MoE parameters (the
+  // per-expert cost and the EP overlap, which dense rows leave where they are), and a MoE
+  // configuration with EP when the EP overlap is free; else the refit keeps what the full fit,
+  // this row included, set.
   auto identifiable_without = [&](size_t row) {
     const int pi = prepared[row].profile_index;
     int free = 0, free_moe = 0;
@@ -637,17 +654,21 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
       free += moves ? 1 : 0;
       free_moe += moves && block >= ParamMap::kFirstMoeBlock ? 1 : 0;
     }
-    std::set<std::string> configurations, moe_configurations;
+    const bool free_ep = ParamMap::Free(fitted, ParamMap::kEpOverlapBlock * n + pi, scope, used);
+    std::set<std::string> configurations, moe_configurations, ep_configurations;
     for (int j : all) {
       if (j != static_cast<int>(row) && prepared[j].profile_index == pi) {
-        configurations.insert(ConfigurationKey(*prepared[j].row));
+        const std::string key = ConfigurationKey(*prepared[j].row);
+        configurations.insert(key);
         if (prepared[j].shape.config.is_moe()) {
-          moe_configurations.insert(ConfigurationKey(*prepared[j].row));
+          moe_configurations.insert(key);
+          if (prepared[j].layout.ep > 1) ep_configurations.insert(key);
         }
       }
     }
     return static_cast<int>(configurations.size()) >= free &&
-           static_cast<int>(moe_configurations.size()) >= free_moe;
+           static_cast<int>(moe_configurations.size()) >= free_moe &&
+           (!free_ep || !ep_configurations.empty());
   };
   std::vector<std::string> ids, loo_ids;
   std::vector<double> predicted, measured, loo_predicted, loo_measured;
