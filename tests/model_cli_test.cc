@@ -208,7 +208,7 @@ TEST(ModelCli, ListAndFieldsHaveJson) {
   CommandResult r = RunMosaic("model --list --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   nlohmann::json list = nlohmann::json::parse(r.out);
-  EXPECT_EQ(list.size(), 14u);
+  EXPECT_EQ(list.size(), 16u);
   r = RunMosaic("model --fields --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)[0]["name"].get<std::string>(), "name");

@@ -119,6 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
         PublishedTotals{"mixtral-8x22b", "141B", "39B", "mistral.ai announcement"},
         PublishedTotals{"olmoe-1b-7b", "6.9B", "1.3B", "arXiv 2409.02060"},
         PublishedTotals{"llama3-70b", "70.6B", "70.6B", "meta-llama/Meta-Llama-3-70B card"},
+        PublishedTotals{"llama3-8b", "8B", "8B", "arXiv 2407.21783 Table 3"},
         PublishedTotals{"llama3-405b", "405B", "405B", "arXiv 2407.21783"},
         PublishedTotals{"llama4-maverick", "400B", "17B", "Meta Llama 4 announcement (2025)"}),
     [](const auto& info) {
@@ -216,6 +217,29 @@ TEST(ParamCount, Llama4MaverickInterleavesDenseAndMoeLayersExactly) {
   // Active: one routed expert of 128 and the shared one per MoE layer.
   EXPECT_EQ(p.active_params, p.total_params - 24 * 127 * expert);
   EXPECT_EQ(p.active_params, 17'184'691'200);
+}
+// Llama 4 Scout's text model, counted by hand from its config.json: 48 layers of GQA attention
+// (q and o 5120×5120, k and v 5120×1024), 97 RMSNorms, and 48 MoE layers (interleave_moe_layer_step
+// 1) of a 5120×16 router, 16 routed experts and one shared expert of width 8192; untied
+// embeddings of 202048 × 5120. Meta's "109B" counts the vision encoder too; its "17B" active is
+// the text model's.
+TEST(ParamCount, Llama4ScoutCountsEveryLayerAsMoeExactly) {
+  const ParamCount p = CountPreset("llama4-scout");
+  const int64_t attention = int64_t{48} * (2 * 5120 * 5120 + 2 * 5120 * 1024);
+  const int64_t norms = 97 * 5120;
+  const int64_t expert = int64_t{3} * 5120 * 8192;
+  const int64_t moe = 48 * (5120 * 16 + 16 * expert + expert);
+  const int64_t embeddings = int64_t{2} * 202048 * 5120;
+  EXPECT_EQ(p.total_params, attention + norms + moe + embeddings);
+  EXPECT_EQ(p.total_params, 107'769'861'120);
+  // Active: one routed expert of 16 and the shared one per layer.
+  EXPECT_EQ(p.active_params, p.total_params - 48 * 15 * expert);
+  EXPECT_EQ(FormatCount(static_cast<double>(p.active_params)), "17.2B");
+}
+
+// Llama 3.1 8B: 8,030,261,248 parameters, the count of meta-llama/Llama-3.1-8B's safetensors.
+TEST(ParamCount, Llama3_8bMatchesItsCheckpoint) {
+  EXPECT_EQ(CountPreset("llama3-8b").total_params, 8'030'261'248);
 }
 }  // namespace
 }  // namespace mosaic
