@@ -221,8 +221,8 @@ TEST(ParamCount, Llama4MaverickInterleavesDenseAndMoeLayersExactly) {
 // Llama 4 Scout's text model, counted by hand from its config.json: 48 layers of GQA attention
 // (q and o 5120×5120, k and v 5120×1024), 97 RMSNorms, and 48 MoE layers (interleave_moe_layer_step
 // 1) of a 5120×16 router, 16 routed experts and one shared expert of width 8192; untied
-// embeddings of 202048 × 5120. Meta's "109B" counts the vision encoder too; its "17B" active is
-// the text model's.
+// embeddings of 202048 × 5120: 107.8B. Meta's "109B" is the multimodal model's (vision encoder
+// and all); its "17B" active is the text model's.
 TEST(ParamCount, Llama4ScoutCountsEveryLayerAsMoeExactly) {
   const ParamCount p = CountPreset("llama4-scout");
   const int64_t attention = int64_t{48} * (2 * 5120 * 5120 + 2 * 5120 * 1024);
