@@ -749,9 +749,29 @@ TEST(PerfCli, CalibrationRowsRunOnTheirProfilesDevice) {
             std::string::npos)
       << r.err;
   EXPECT_FALSE(std::filesystem::exists(out));
-  // Predicting them with the sibling's profile is what validate does.
+  // validate scores calibration rows in-sample and refits for leave-one-out: the same rule.
   r = RunMosaic("perf validate " + rows.string());
-  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("h200.csv:2: hardware = 'h200' (row M6): fitting profile 'megatron-h100' "),
+            std::string::npos)
+      << r.err;
+  // Held out, they are predicted with the sibling's profile, and named as such.
+  const size_t m3 = text.find("\nM3,") + 1;
+  const std::filesystem::path one = dir / "m3.csv";
+  std::ofstream(one) << text.substr(0, text.find('\n') + 1)
+                     << text.substr(m3, text.find('\n', m3) + 1 - m3);
+  r = RunMosaic("perf validate " + one.string() + " --heldout " + rows.string());
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nHeld-out rows predicted with a profile for another device (their "
+                       "device's closest calibrated sibling's, or the one the row names): M6 "
+                       "(megatron-h100, for h100), M9 (megatron-h100, for h100)"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic("perf validate " + one.string() + " --heldout " + rows.string() + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["heldout_rows"][0]["profile_device"], "h100");
+  EXPECT_EQ(j["rows"][0]["profile_device"], "gb200-nvl72");
   std::filesystem::remove_all(dir);
 }
 
@@ -798,6 +818,11 @@ TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
   EXPECT_EQ(j["left_out"], nlohmann::json::array({"M3"}));
   EXPECT_EQ(j["rows_in_figures"].get<int64_t>(), 1);
   EXPECT_FALSE(j["rows"][0].contains("error"));
+  // It has no prediction: null, not a prediction of 0 tokens/s on 0 GB.
+  for (const char* key : {"predicted_tokens_per_s_per_gpu", "peak_memory_gb", "fits"}) {
+    EXPECT_TRUE(j["rows"][0][key].is_null()) << key;
+    EXPECT_FALSE(j["rows"][1][key].is_null()) << key;
+  }
   EXPECT_GT(j["rms_log_error"].get<double>(), 0.0);
   r = RunMosaic("perf validate " + path.string());
   ASSERT_EQ(r.exit_code, 0) << r.err;

@@ -542,6 +542,8 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   RowResult r;
   r.id = p.row->id;
   r.profile = fitted.profiles[p.profile_index].name;  // the profile used (a sibling's, maybe)
+  r.profile_device = DeviceNameOf(fitted.profiles[p.profile_index]);
+  r.other_device = r.profile_device != p.row->DeviceName();
   r.layout = ToString(p.layout);
   if (!p.row->layout_rule.empty()) {
     // The GPUs leave no data-parallel size (measurements.h: layout_rule): dp and fsdp, derived
@@ -955,6 +957,9 @@ CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const Profi
   CheckDisjoint(rows, heldout);
   std::vector<PreparedRow> prepared = Prepare(rows, profiles);
   RequireAValidRow(prepared, "there is no error to report");
+  // Calibration rows are scored in-sample and refitted for leave-one-out: the rule calibrate
+  // holds them to, so that the same file passes both or neither.
+  RequireRowsOnTheirProfilesDevice(prepared, profiles);
   ProfileSet with_heldout = profiles;
   const std::vector<MeasuredRow> predicted_heldout =
       WithUncalibratedProfiles(heldout, with_heldout);
@@ -966,15 +971,20 @@ namespace {
 
 // One row's prediction and error (or the rule that made it invalid), as in --json.
 nlohmann::ordered_json RowJson(const RowResult& x) {
+  // An invalid row has no prediction: its predicted figures are null, not 0.
+  const auto predicted = [&](auto value) {
+    return x.valid ? nlohmann::ordered_json(value) : nlohmann::ordered_json(nullptr);
+  };
   nlohmann::ordered_json j = {{"id", x.id},
                               {"profile", x.profile},
+                              {"profile_device", x.profile_device},
                               {"layout", x.layout},
                               {"valid", x.valid},
-                              {"fits", x.fits},
-                              {"peak_memory_gb", x.peak_memory_gb},
+                              {"fits", predicted(x.fits)},
+                              {"peak_memory_gb", predicted(x.peak_memory_gb)},
                               {"measured_tokens_per_s_per_gpu", x.measured},
                               {"basis", x.basis},
-                              {"predicted_tokens_per_s_per_gpu", x.predicted}};
+                              {"predicted_tokens_per_s_per_gpu", predicted(x.predicted)}};
   if (x.valid) {
     j["error"] = x.predicted / x.measured - 1;
   } else {
@@ -1174,6 +1184,18 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                        "policy (the memory model is pessimistic for them, or they saved memory in "
                        "ways it does not model; fitted and scored all the same): {}\n",
                        fmt::join(over, ", "));
+  }
+  std::vector<std::string> elsewhere;
+  for (const RowResult& x : r.heldout_rows) {
+    if (x.valid && x.other_device) {
+      elsewhere.push_back(fmt::format("{} ({}, for {})", Printable(x.id), x.profile,
+                                      Printable(x.profile_device)));
+    }
+  }
+  if (!elsewhere.empty()) {
+    out += fmt::format("\nHeld-out rows predicted with a profile for another device (their "
+                       "device's closest calibrated sibling's, or the one the row names): {}\n",
+                       fmt::join(elsewhere, ", "));
   }
   out += fmt::format("\n{:<14} {:>5} {:>8} {:>13}  {}\n", "error", "rows", "RMS log",
                      "median |err|", "worst row");

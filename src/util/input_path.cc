@@ -23,15 +23,42 @@ bool IsFileOnDisk(const std::string& path) {
   return std::filesystem::is_regular_file(path, ignored);
 }
 
+// `path` with every symbolic link resolved; empty when that fails (no such file).
+std::string CanonicalPath(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path canonical = std::filesystem::canonical(path, error);
+  return error ? std::string() : canonical.string();
+}
+
+// The folder of the file a symbolic link `origin` points to (its canonical path's folder), when
+// that is another folder than the one `origin` is in; nullopt otherwise (not a link, a link to a
+// file in its own folder, a file that is not on disk).
+std::optional<std::filesystem::path> LinkTargetFolder(const std::string& origin) {
+  const std::string canonical = CanonicalPath(origin);
+  if (canonical.empty()) return std::nullopt;
+  const std::filesystem::path target_dir = std::filesystem::path(canonical).parent_path();
+  std::filesystem::path origin_dir = std::filesystem::path(origin).parent_path();
+  if (origin_dir.empty()) origin_dir = ".";
+  std::error_code error;
+  // The folder `origin` is in, its own links resolved: a link to the folder holding the file is
+  // no other place to look.
+  const std::filesystem::path canonical_dir = std::filesystem::canonical(origin_dir, error);
+  if (error || canonical_dir == target_dir) return std::nullopt;
+  return target_dir;
+}
+
 }  // namespace
 
 std::string ResolveBeside(const std::string& path, const std::string& origin) {
   const std::filesystem::path p(path);
   if (p.is_absolute()) return path;
   const std::filesystem::path dir = std::filesystem::path(origin).parent_path();
-  if (dir.empty()) return p.lexically_normal().string();
   const std::string beside = (dir / p).lexically_normal().string();
   if (IsFileOnDisk(beside) || IsEmbedded(beside)) return beside;
+  const std::optional<std::filesystem::path> target_dir = LinkTargetFolder(origin);
+  const std::string beside_target =
+      target_dir ? (*target_dir / p).lexically_normal().string() : std::string();
+  if (target_dir && IsFileOnDisk(beside_target)) return beside_target;
   if (IsFileOnDisk(path)) return p.lexically_normal().string();
   return beside;
 }
@@ -39,7 +66,14 @@ std::string ResolveBeside(const std::string& path, const std::string& origin) {
 bool InputFileExists(const std::string& path) { return IsFileOnDisk(path) || IsEmbedded(path); }
 
 std::string MissingInputFileRule(const std::string& resolved, const std::string& origin) {
-  return "a file; none at " + resolved + " (a relative path is looked for beside " + origin +
+  std::error_code ignored;
+  const std::string found = std::filesystem::is_directory(resolved, ignored)
+                                ? resolved + " is a directory"
+                                : "none at " + resolved;
+  const std::optional<std::filesystem::path> target_dir = LinkTargetFolder(origin);
+  const std::string target =
+      target_dir ? ", then beside its link target " + CanonicalPath(origin) : std::string();
+  return "a file; " + found + " (a relative path is looked for beside " + origin + target +
          ", then from the working directory)";
 }
 

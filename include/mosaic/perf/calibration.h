@@ -51,6 +51,9 @@ namespace mosaic {
 struct RowResult {
   std::string id;
   std::string profile;
+  std::string profile_device;   // the device the profile is for (DeviceNameOf)
+  bool other_device = false;    // profile_device is not the row's device (a sibling's profile,
+                                // or one the row names: held-out rows only)
   std::string layout;           // the publisher's layout with the chosen recompute policy
   bool valid = false;           // passes CheckLayout
   std::string invalid_rule;     // the rule it breaks when !valid (left out of every figure)

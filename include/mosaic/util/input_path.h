@@ -9,9 +9,11 @@ namespace mosaic {
 
 // Where `path`, written inside the file `origin`, points. An absolute path is returned as given. A
 // relative one is taken beside `origin` when a file is there (on disk, or among the embedded data
-// files when `origin` is an embedded preset, "data/<folder>/<name>.toml"); otherwise as given when
-// that names a file relative to the working directory; otherwise beside `origin`, so that the error
-// on reading it names the place it was expected. The result is lexically normalised.
+// files when `origin` is an embedded preset, "data/<folder>/<name>.toml"); otherwise, when
+// `origin` is a symbolic link to a file in another folder, beside that file (its canonical path)
+// when a file is there; otherwise as given when that names a file relative to the working
+// directory; otherwise beside `origin`, so that the error on reading it names the place it was
+// expected. The result is lexically normalised.
 std::string ResolveBeside(const std::string& path, const std::string& origin);
 
 // Whether `path`, as ResolveBeside returns it, names a file: a regular file on disk, or an
@@ -19,8 +21,10 @@ std::string ResolveBeside(const std::string& path, const std::string& origin);
 bool InputFileExists(const std::string& path);
 
 // The rule an input file named inside `origin` breaks when InputFileExists(resolved) is false,
-// for FieldError: "a file; none at <resolved> (a relative path is looked for beside <origin>,
-// then from the working directory)".
+// for FieldError: "a file; none at <resolved>" ("a file; <resolved> is a directory" when it is
+// one), then every place ResolveBeside looks, in its order: "(a relative path is looked for beside
+// <origin>[, then beside its link target <canonical origin>], then from the working directory)",
+// the link target only when `origin` is a symbolic link to a file in another folder.
 std::string MissingInputFileRule(const std::string& resolved, const std::string& origin);
 
 // The text of `path` (without a leading UTF-8 byte-order mark, text_input.h): the file on disk,
