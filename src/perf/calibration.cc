@@ -81,9 +81,9 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
         std::vector<std::string> names;
         for (const PerfProfile& profile : set.profiles) names.push_back(profile.name);
         throw InputError(fmt::format("{}profile = '{}'. Violated constraint: a profile of the "
-                                     "profile set{} (row {})",
-                                     at, Printable(r.profile),
-                                     DidYouMean(r.profile, names), Printable(r.id)));
+                                     "profile set{} (row {}); it has {}",
+                                     at, Printable(r.profile), DidYouMean(r.profile, names),
+                                     Printable(r.id), fmt::join(names, ", ")));
       }
       throw InputError(fmt::format(
           "{}hardware = '{}': the profile set has no profile for this device ({} by default) "
@@ -840,18 +840,25 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
   const std::vector<int> rows_of_profile = RowsOfProfile(prepared, all, initial.profiles.size());
   const ProfileUse used = UsedProfiles(prepared, all, initial.profiles.size());
   int fitted_params = 0;
+  std::vector<std::string> fitted_names;  // "owner's name", for the error below
   for (int i = 0; i < ParamMap::Size(initial); ++i) {
-    fitted_params += ParamMap::Free(initial, i, scope, used) ? 1 : 0;
+    if (!ParamMap::Free(initial, i, scope, used)) continue;
+    ++fitted_params;
+    fitted_names.push_back(ParamMap::Owner(initial, i) + "'s " + ParamMap::Name(initial, i));
   }
   // A team's rows are checked per profile first, so that the error names the profile.
   if (scope == CalibrationScope::kTeamProfiles) {
     CheckTeamRows(prepared, all, rows_of_profile, initial);
   }
   if (static_cast<int>(all.size()) < fitted_params) {
+    // The rows' file, from the first valid row's "file:line" (empty for rows built in code).
+    const std::string& where = prepared[static_cast<size_t>(all.front())].row->where;
+    const std::string file = where.substr(0, where.rfind(':'));
     throw InputError(fmt::format(
-        "calibration needs at least one valid measured row per fitted parameter ({}); the "
-        "measurements have {}",
-        fitted_params, all.size()));
+        "calibration needs at least one valid measured row per fitted parameter ({}: {}); the "
+        "measurements{} have {}",
+        fitted_params, fmt::join(fitted_names, ", "), file.empty() ? "" : " in " + file,
+        all.size()));
   }
   // Two starts, the fitted parameters' defaults (SharedPerfParams, PerfProfile) and the middle of
   // every bound; the better fit is kept. Neither depends on the fitted values `initial` carries,
