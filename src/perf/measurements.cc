@@ -29,6 +29,94 @@ constexpr int64_t kMaxRowSequences = int64_t{1} << 30;
 // The least MFU (of the bf16 peak, causal count) a measured figure may imply.
 constexpr double kMinMeasuredMfu = 1e-3;
 
+// `text` without the ASCII whitespace (space, tab, line breaks, vertical tab, form feed) at either
+// end: how every cell is read, quoted or not.
+std::string TrimAsciiWhitespace(std::string_view text) {
+  constexpr std::string_view kWhitespace = " \t\n\v\f\r";
+  const size_t first = text.find_first_not_of(kWhitespace);
+  if (first == std::string_view::npos) return "";
+  return std::string(text.substr(first, text.find_last_not_of(kWhitespace) - first + 1));
+}
+
+// The layout keys the pipeline_split column takes: the uneven pipeline split's (layout.h).
+const std::vector<std::string>& PipelineSplitKeys() {
+  static const std::vector<std::string> keys = {"pp_first", "pp_last", "pp_embed", "pp_loss",
+                                                "pp_layout"};
+  return keys;
+}
+
+// The pipeline_split cell `value` of the row at `where` ("file:line"): Megatron-Core's uneven
+// pipeline split in the layout grammar, its keys only (the other layout keys have columns of
+// their own, which a key here would silently contradict). The returned layout holds the split's
+// fields and defaults elsewhere.
+Layout ParsePipelineSplit(const std::string& value, const std::string& where) {
+  const std::string rule = fmt::format(
+      "KEY=VALUE items separated by ',', KEY one of {} (the uneven pipeline split; the other "
+      "layout keys have columns of their own)",
+      fmt::join(PipelineSplitKeys(), ", "));
+  bool in_pp_layout = false;  // Megatron's cosmetic commas continue a pp_layout string
+  size_t pos = 0;
+  while (pos <= value.size()) {
+    size_t end = value.find(',', pos);
+    if (end == std::string::npos) end = value.size();
+    const std::string_view item = TrimSpaces(std::string_view(value).substr(pos, end - pos));
+    pos = end + 1;
+    const size_t eq = item.find('=');
+    if (eq == std::string_view::npos) {
+      // An empty item is ParseLayout's to name (",," or a ',' at an end).
+      if (in_pp_layout || item.empty()) continue;
+      throw InputError(fmt::format("{}: pipeline_split = '{}'. Violated constraint: {} (not "
+                                   "'{}', which is not KEY=VALUE)",
+                                   where, Printable(value), rule, Printable(item)));
+    }
+    const std::string key(TrimSpaces(item.substr(0, eq)));
+    if (std::ranges::find(PipelineSplitKeys(), key) == PipelineSplitKeys().end()) {
+      throw InputError(fmt::format("{}: pipeline_split = '{}'. Violated constraint: {} (not "
+                                   "'{}'){}",
+                                   where, Printable(value), rule, Printable(key),
+                                   DidYouMean(key, PipelineSplitKeys())));
+    }
+    in_pp_layout = key == "pp_layout";
+  }
+  return ParseLayout(value, where + ": pipeline_split");
+}
+
+// The offload_modules cell `value` of the row at `where`: Megatron-Core's --offload-modules names
+// joined by '+' (layout.h: offload_modules), nothing else; the OffloadModule bits.
+uint32_t ParseOffloadModules(const std::string& value, const std::string& where) {
+  const std::vector<std::string> names(std::begin(kOffloadModuleNames),
+                                       std::end(kOffloadModuleNames));
+  const std::string rule = fmt::format(
+      "module names joined by '+', each one of {}, and nothing else (the other layout keys have "
+      "columns of their own)",
+      fmt::join(names, ", "));
+  // The rule, then what broke it in parentheses, then a suggestion when there is one.
+  const auto fail = [&](const std::string& detail, const std::string& suggestion = "") {
+    return InputError(fmt::format("{}: offload_modules = '{}'. Violated constraint: {} ({}){}",
+                                  where, Printable(value), rule, detail, suggestion));
+  };
+  if (value.find(',') != std::string::npos) {
+    throw fail("',' does not separate modules: join them by '+', e.g. expert_fc1+moe_act");
+  }
+  uint32_t modules = 0;
+  size_t from = 0;
+  while (true) {
+    const size_t plus = value.find('+', from);
+    const std::string_view name = TrimSpaces(std::string_view(value).substr(
+        from, plus == std::string::npos ? std::string::npos : plus - from));
+    const auto it = std::ranges::find(names, name);
+    if (it == names.end()) {
+      throw fail(fmt::format("not '{}'", Printable(name)), DidYouMean(std::string(name), names));
+    }
+    const uint32_t bit = 1u << (it - names.begin());
+    if (modules & bit) throw fail(fmt::format("{} is given twice; each module at most once", *it));
+    modules |= bit;
+    if (plus == std::string::npos) break;
+    from = plus + 1;
+  }
+  return modules;
+}
+
 }  // namespace
 
 std::string ProfileFor(const std::string& hardware, const std::string& source) {
@@ -108,6 +196,11 @@ void CheckMfuAgreesWithTokensPerSecond(double mfu_pct, double tokens_per_s_per_g
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path) {
   std::vector<CsvRecord> records = ParseCsvRecords(text, path);
   if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", path));
+  // One rule for every cell, header and ids included, quoted or not: the ASCII whitespace at
+  // either end is no part of it (" P1" is P1, "tpu-v5p " is tpu-v5p, " 8" is 8).
+  for (CsvRecord& record : records) {
+    for (CsvField& f : record.fields) f.text = TrimAsciiWhitespace(f.text);
+  }
   std::vector<std::string> header;
   for (const CsvField& f : records.front().fields) header.push_back(f.text);
   static const std::vector<std::string> kRequired = {
@@ -189,24 +282,10 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       }
       return x;
     };
-    // The file or preset `v` (column `name`) loaded once per file; "file:line: column: <the
-    // loader's message>" when it does not load, the message naming the value and the rule.
-    auto loaded = [&](const char* name, const std::string& v, auto& cache, auto load)
-        -> const auto& {
-      auto it = cache.find(v);
-      if (it == cache.end()) {
-        try {
-          it = cache.emplace(v, load(v)).first;
-        } catch (const InputError& e) {
-          throw InputError(fmt::format("{}:{}: {}: {}", path, line_no, name, e.what()));
-        }
-      }
-      return it->second;
-    };
     MeasuredRow r;
     r.where = fmt::format("{}:{}", path, line_no);
     r.id = cell("id");
-    if (r.id.find_first_not_of(" \t") == std::string::npos) {
+    if (r.id.empty()) {
       throw InputError(fmt::format("{}:{}: id = '{}'. Violated constraint: a row has an id (the "
                                    "name every figure gives it)",
                                    path, line_no, Printable(r.id)));
@@ -218,7 +297,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                    path, line_no, Printable(r.id), it->second));
     }
     // A model or device file is read from the CSV's own directory where it is there, else from
-    // the working directory; a missing one is the row's error.
+    // the directory of the file the CSV links to, else from the working directory
+    // (ResolveBeside); a missing one (or a directory) is the row's error.
     auto file_cell = [&](const char* name) {
       const std::string& v = cell(name);
       if (!IsPathArgument(v)) return v;
@@ -229,6 +309,22 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                      MissingInputFileRule(resolved, path)));
       }
       return resolved;
+    };
+    // The file or preset `v` (column `name`, resolved) loaded once per file; "file:line: column =
+    // '<the cell>' (row <id>): <the loader's message>" when it does not load, the message naming
+    // the value and the rule, as a missing file's error names the row.
+    auto loaded = [&](const char* name, const std::string& v, auto& cache, auto load)
+        -> const auto& {
+      auto it = cache.find(v);
+      if (it == cache.end()) {
+        try {
+          it = cache.emplace(v, load(v)).first;
+        } catch (const InputError& e) {
+          throw InputError(fmt::format("{}:{}: {} = '{}' (row {}): {}", path, line_no, name,
+                                       Printable(cell(name)), Printable(r.id), e.what()));
+        }
+      }
+      return it->second;
     };
     r.model = file_cell("model");
     r.hardware = file_cell("hardware");
@@ -284,8 +380,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     // Megatron-Core's uneven pipeline split, in the layout grammar ("pp_embed=1,pp_loss=1",
     // "pp_first=3,pp_last=2"); blank or absent: layers spread evenly.
     if (col.contains("pipeline_split") && !cell("pipeline_split").empty()) {
-      const Layout split = ParseLayout(cell("pipeline_split"),
-                                       fmt::format("{}:{}: pipeline_split", path, line_no));
+      const Layout split = ParsePipelineSplit(cell("pipeline_split"), r.where);
       l.pp_first = split.pp_first;
       l.pp_last = split.pp_last;
       l.pp_embed = split.pp_embed;
@@ -308,16 +403,10 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     if (col.contains("offload_layers") && !cell("offload_layers").empty()) {
       l.offload_layers = integer("offload_layers", kMaxLayoutDegree);
     }
-    // Fine-grained offload (layout.h: offload_modules), as the layout string writes it
-    // ("expert_fc1+moe_act"); blank or absent: none.
+    // Fine-grained offload (layout.h: offload_modules), the modules as the layout string writes
+    // them ("expert_fc1+moe_act"); blank or absent: none.
     if (col.contains("offload_modules") && !cell("offload_modules").empty()) {
-      try {
-        l.offload_modules =
-            ParseLayout("offload_modules=" + std::string(cell("offload_modules")), "column")
-                .offload_modules;
-      } catch (const InputError& error) {
-        throw InputError(fmt::format("{}:{}: {}", path, line_no, error.what()));
-      }
+      l.offload_modules = ParseOffloadModules(cell("offload_modules"), r.where);
     }
     r.global_batch = integer("global_batch", kMaxRowSequences);
     r.seq_len = integer("seq_len", kMaxRowSequences);

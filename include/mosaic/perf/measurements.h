@@ -47,18 +47,23 @@ struct MeasuredRow {
 };
 
 // The rows of a measurement CSV `text` read from `path` (which labels messages), as CSV records
-// (util/csv.h: RFC 4180 quoting, a quoted field may hold commas and line breaks; a byte-order
-// mark, CRs and blank lines are ignored). Throws InputError (file:line, column, value, rule) on
-// a column twice or one it does not know (did you mean), a row whose field count differs from
-// the header's, an unterminated quote, a malformed row, a measurement above what the device can
-// run (MFU above 100%, TFLOP/s above the peak of its precision, CheckTokensPerSecondIsPossible),
-// tokens/s and TFLOP/s of one row more than a factor of 2 apart, an unknown dp_kind, routing or
-// precision, a model or hardware that does not load (an unknown preset or device name, a bad
-// file), a row without any measurement, or a file without rows. A model or hardware cell that
-// is a relative path (IsPathArgument) names a file beside `path` when one is there, else from the
-// working directory (ResolveBeside); the row keeps the resolved path. A row whose tp·pp·cp does
-// not divide its GPUs, or whose fsdp does not divide the data-parallel size, is read with
-// `layout_rule` set: its layout is a rule broken, not a file error.
+// (util/csv.h: RFC 4180 quoting, a quoted field may hold commas and line breaks; a byte-order mark,
+// CRs and blank lines are ignored). Every cell, quoted or not, header and ids included, is read
+// without the ASCII whitespace at either end (spaces, tabs, line breaks). Throws InputError
+// (file:line, column, value, rule) on a column twice or one it does not know (did you mean), a row
+// whose field count differs from the header's, an unterminated quote, a malformed row, a
+// measurement above what the device can run (MFU above 100%, TFLOP/s above the peak of its
+// precision, CheckTokensPerSecondIsPossible), tokens/s and TFLOP/s of one row more than a factor of
+// 2 apart, an unknown dp_kind, routing or precision, a pipeline_split with a key other than the
+// uneven split's (pp_first, pp_last, pp_embed, pp_loss, pp_layout), an offload_modules other than
+// module names joined by '+', a model or hardware that does not load (an unknown preset or device
+// name, a bad file, a directory), a row without any measurement, or a file without rows; a model or
+// hardware error names the row's id. A model or hardware cell that is a relative path
+// (IsPathArgument) names a file beside `path` when one is there, else beside the file `path` links
+// to (a symbolic link to a file in another folder), else from the working directory
+// (ResolveBeside); the row keeps the resolved path. A row whose tp·pp·cp does not divide its GPUs,
+// or whose fsdp does not divide the data-parallel size, is read with `layout_rule` set: its layout
+// is a rule broken, not a file error.
 std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::string& path);
 
 // The dense peak of `device` in TFLOP/s per GPU for `format` (hardware.h): bf16's; fp8's (bf16's
