@@ -380,8 +380,9 @@ TEST(PerfCli, AProfileFittedOnMoeRowsWithoutExpertParallelismKeepsItsEpOverlap) 
   EXPECT_EQ(fitted.overlap_ep, 0.3);
   EXPECT_NE(fitted.expert_group_seconds, 1.2e-05);
   EXPECT_TRUE(fitted.moe_calibrated);
-  // The shipped fit of the same rows puts the per-expert cost at its lower bound, 0.
-  EXPECT_EQ(LoadProfiles().Get("maxtext-tpu-v5p").expert_group_seconds, 0);
+  // The shipped fit of the same rows puts the per-expert cost at its upper bound, 40 µs: Scout
+  // runs slower than its FLOPs at the profile's GEMM efficiency (P9, +10% at the bound).
+  EXPECT_EQ(LoadProfiles().Get("maxtext-tpu-v5p").expert_group_seconds, 40e-6);
   std::filesystem::remove_all(dir);
 }
 
@@ -1138,15 +1139,14 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
   // MaxText on TPU v6e with maxtext-tpu-v6e, fitted on Llama 3.1 8B and Mistral 7B (V1-V7):
   // Llama 3 70B and 3.1 405B, Mixtral 8x7B and 8x22B (X1-X7) within 9% (within 19% on the
   // device's uncalibrated defaults); on v5p with maxtext-tpu-v5p, fitted on MaxText's dense v5p
-  // table and Llama 4 Scout (P1-P9): Llama 3.1 405B (X8) -9% and Llama 4 Maverick (X10) +16%,
-  // but DeepSeek-V3 (X9, +38%: a cost of fine-grained MoE layers under XLA, megablox's grouped
-  // matmuls over 256 experts or the token sort, that the model lacks; Scout's 16 experts put
-  // the per-expert cost at 0).
+  // table and Llama 4 Scout (P1-P9, Scout's per-expert cost at its 40 µs bound): Llama 3.1 405B
+  // (X8) -10%, Llama 4 Maverick (X10) +17% and DeepSeek-V3 (X9) +24% (+38% while Llama 4's
+  // chunked layers were counted full-square and Scout put the per-expert cost at 0).
   // The rows the model misses by more than 30% are named (docs/guide.md, "What the shipped
   // calibration supports").
   constexpr double kHeldOutMedianTol = 0.10;  // median |predicted / measured − 1|: the target
   constexpr double kHeldOutRowTol = 0.30;      // every valid held-out row but the named ones
-  constexpr double kKnownMissTol = 0.70;       // N2, N11, N12, N17, S6, S11, X9, Z3
+  constexpr double kKnownMissTol = 0.70;       // N2, N11, N12, N17, S6, S11, Z3
   constexpr double kOtherStackTol = 0.20;      // T1-T2 (torchtitan), X1-X8 and X10 (MaxText)
   constexpr double kMaxTextV6eTol = 0.10;      // X1-X7, on the profile fitted on V1-V7
   constexpr double kFsdpAcrossRacksTol = 0.10;  // S2: FSDP rings across two NVL72 racks
@@ -1171,9 +1171,10 @@ TEST(PerfCli, ValidateReportsHeldOutErrorApart) {
     ++valid;
     const double err = std::abs(row["error"].get<double>());
     const bool known_miss = id == "N2" || id == "N11" || id == "N12" || id == "N17" ||
-                            id == "S6" || id == "S11" || id == "X9" || id == "Z3";
+                            id == "S6" || id == "S11" || id == "Z3";
     EXPECT_LT(err, known_miss ? kKnownMissTol : kHeldOutRowTol) << id;
-    if (!known_miss && (id[0] == 'T' || id[0] == 'X')) EXPECT_LT(err, kOtherStackTol) << id;
+    // DeepSeek-V3 under MaxText (X9) is held to the 30% of every row only.
+    if (id != "X9" && (id[0] == 'T' || id[0] == 'X')) EXPECT_LT(err, kOtherStackTol) << id;
     if (id[0] == 'X') {
       const bool v5p = id == "X8" || id == "X9" || id == "X10";
       EXPECT_EQ(row["profile"], v5p ? "maxtext-tpu-v5p" : "maxtext-tpu-v6e") << id;
@@ -2109,6 +2110,51 @@ TEST(PerfCli, MeasuredRowsReadTheirOffloadedLayers) {
                        "joined by '+'"),
             std::string::npos)
       << r.err;
+}
+
+}  // namespace
+}  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+TEST(PerfCli, RowsWhoseTflopsDisagreeWithTheirTokensAreNamed) {
+  // Tokens/s is scored; a row's TFLOP/s off what its tokens/s imply at mosaic's causal count
+  // by more than 5% is named with the ratio: gpt-oss-120b's Megatron-Bridge rows (M12a, M12b)
+  // count 0.83× mosaic's; DeepSeek-V3's 25.11 row (M3) agrees within 1%.
+  constexpr double kAgreementTol = 0.01;
+  CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("\nRows whose TFLOP/s are not what their tokens/s imply at mosaic's FLOPs "
+                       "per token in their flop_convention, by more than 5% (tokens/s is scored; "
+                       "the source counts FLOPs another way, the convention is the other one, or "
+                       "a figure is off): M12a (0.83×), M12b (0.83×)\n"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const auto& row : nlohmann::json::parse(r.out)["rows"]) {
+    if (row["id"] == "M3") EXPECT_NEAR(row["tflops_over_tokens"].get<double>(), 1, kAgreementTol);
+    if (row["id"] == "M13") EXPECT_FALSE(row.contains("tflops_over_tokens"));  // TFLOP/s only
+  }
+  // "physical", full-square's former name, is taken as a study file takes it.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_physical";
+  std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t m13 = text.find("\nM13,") + 1;
+  std::string row = text.substr(m13, text.find('\n', m13) + 1 - m13);
+  const size_t first = text.find('\n') + 1;
+  const std::string tail = ",,,,,,\n";  // notes, recompute, flop_convention, split, a2a, offload
+  ASSERT_TRUE(row.ends_with(tail)) << row;
+  row.replace(row.size() - tail.size(), tail.size(), ",,,full-square,,,\n");
+  const std::string full = WriteTemp(dir, "full.csv", text.substr(0, first) + row);
+  row.replace(row.find(",full-square,"), 13, ",physical,");
+  const std::string physical = WriteTemp(dir, "physical.csv", text.substr(0, first) + row);
+  const CommandResult a = RunMosaic("perf validate " + full + " --json");
+  const CommandResult b = RunMosaic("perf validate " + physical + " --json");
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(nlohmann::json::parse(a.out)["rows"], nlohmann::json::parse(b.out)["rows"]);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -430,7 +430,7 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
   const std::string fast = ErrorOf("tokens_per_s = 316473", "tokens_per_s = 2.327e12");
   EXPECT_NE(fast.find("study.toml:134:1: [[throughput.measured]] ep64 on the target's 64 × "
                       "gb200-nvl72: tokens_per_s / gpus = 36359375000. Violated constraint: at "
-                      "most 17466.5 tokens/s per GPU"),
+                      "most 17478.1 tokens/s per GPU"),
             std::string::npos)
       << fast;
   // An entry whose arm has no model on the target cannot be checked: refused, not trusted.

@@ -100,10 +100,14 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
       const bool global = c.is_global_layer(i);
       f.global_layers += global ? 1 : 0;
       projections += QkvFlops(c, c.kv_heads_of_layer(i));
-      if (global && options.convention == FlopConvention::kCausal) {
-        scores += AttentionScoreFlops(c, S) / 2;
+      // The keys a query meets: all S (full-square), or under a causal mask the band below the
+      // diagonal, S²/2 keys per sequence for a global layer (S/2 per token) and W·S − W²/2 for
+      // a window of W < S (W − W²/(2S) per token; a window of S or more is global).
+      const Wide span = global ? S : std::min(W, S);
+      if (options.convention == FlopConvention::kCausal) {
+        scores += AttentionScoreFlops(c, 2 * span * S - span * span) / (2 * S);
       } else {
-        scores += AttentionScoreFlops(c, global ? S : std::min(W, S));
+        scores += AttentionScoreFlops(c, span);
       }
     }
   }

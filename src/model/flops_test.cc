@@ -158,6 +158,30 @@ TEST(Flops, CausalCountsHalfTheAttentionSquare) {
   EXPECT_EQ(causal.convention, FlopConvention::kCausal);
 }
 
+// Causal with sliding windows: a window w < s covers the band below the diagonal, s·w − w²/2
+// keys per sequence (gpt-oss-120b: 18 windowed layers of w = 128 beside 18 global ones, 64 heads
+// of 64); a window of s or more is a global layer's half square (Llama 4 Scout's chunks of 8192
+// at 8192 tokens: the 36 chunked layers and the 12 global ones alike). MaxText's causal count
+// of Scout on v5p (tests/fixtures/throughput, row P9: 225.491 TFLOP/s at 2070.487 tokens/s,
+// 108.9 GFLOP per token) agrees with it within 0.1%.
+TEST(Flops, CausalWindowsCountTheirBand) {
+  const ModelConfig oss = LoadModel("gpt-oss-120b").config;
+  const int64_t s = 4096, w = 128, per_key = 4 * 64 * 64 + 3 * 64;  // QKᵀ and PV, softmax
+  EXPECT_EQ(CountFlops(oss, {FlopConvention::kCausal, s}).attention_score_flops,
+            18 * (s * per_key / 2) + 18 * ((2 * w * s - w * w) * per_key / (2 * s)));
+  EXPECT_EQ(CountFlops(oss, {FlopConvention::kFullSquare, s}).attention_score_flops,
+            18 * s * per_key + 18 * w * per_key);
+  const ModelConfig scout = LoadModel("llama4-scout").config;
+  const int64_t s8 = 8192, scout_key = 4 * 40 * 128 + 3 * 40;
+  EXPECT_EQ(CountFlops(scout, {FlopConvention::kCausal, s8}).attention_score_flops,
+            48 * (s8 * scout_key / 2));
+  constexpr double kMaxTextCountTol = 1e-3;  // relative
+  const double maxtext_flops_per_token = 225.491e12 / 2070.487;
+  const double causal = static_cast<double>(
+      CountFlops(scout, {FlopConvention::kCausal, s8}).train_flops_per_token());
+  EXPECT_NEAR(causal / maxtext_flops_per_token, 1.0, kMaxTextCountTol);
+}
+
 // Llama 4 Maverick: 24 dense FFNs (width 16384) and 24 MoE layers running one routed expert and
 // the shared one (width 8192 each), 2 FLOPs per multiply-add, 3 SwiGLU matrices.
 TEST(Flops, InterleavedMoeLayersCountDenseAndExpertFfnsExactly) {

@@ -558,6 +558,7 @@ RowResult Describe(const PreparedRow& p, const ProfileSet& fitted) {
   r.peak_memory_gb = p.peak_bytes / 1e9;
   r.measured = p.row->measured_tokens_per_s_per_gpu;
   r.basis = p.row->basis;
+  r.tflops_over_tokens = p.row->tflops_over_tokens;
   r.predicted = Predict(p, fitted);
   return r;
 }
@@ -992,6 +993,7 @@ nlohmann::ordered_json RowJson(const RowResult& x) {
                               {"measured_tokens_per_s_per_gpu", x.measured},
                               {"basis", x.basis},
                               {"predicted_tokens_per_s_per_gpu", predicted(x.predicted)}};
+  if (x.tflops_over_tokens > 0) j["tflops_over_tokens"] = x.tflops_over_tokens;
   if (x.valid) {
     j["error"] = x.predicted / x.measured - 1;
   } else {
@@ -1198,6 +1200,26 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
       elsewhere.push_back(fmt::format("{} ({}, for {})", Printable(x.id), x.profile,
                                       Printable(x.profile_device)));
     }
+  }
+  // A row's TFLOP/s and tokens/s agree within 0.6% where the source counts FLOPs as mosaic does
+  // in the row's convention (tests/fixtures/throughput/README.md); past 5% the source counts
+  // another way (a module mosaic's model has not, a window counted whole), the convention cell
+  // is the other one, or a figure is off. Tokens/s is what is scored: the rows are named.
+  constexpr double kFlopCountTolerance = 0.05;
+  std::vector<std::string> recounted;
+  for (const std::vector<RowResult>* rows : {&r.rows, &r.heldout_rows}) {
+    for (const RowResult& x : *rows) {
+      if (x.tflops_over_tokens > 0 && std::abs(x.tflops_over_tokens - 1) > kFlopCountTolerance) {
+        recounted.push_back(fmt::format("{} ({:.2f}×)", Printable(x.id), x.tflops_over_tokens));
+      }
+    }
+  }
+  if (!recounted.empty()) {
+    out += fmt::format("\nRows whose TFLOP/s are not what their tokens/s imply at mosaic's FLOPs "
+                       "per token in their flop_convention, by more than {:.0f}% (tokens/s is "
+                       "scored; the source counts FLOPs another way, the convention is the other "
+                       "one, or a figure is off): {}\n",
+                       100 * kFlopCountTolerance, fmt::join(recounted, ", "));
   }
   if (!elsewhere.empty()) {
     out += fmt::format("\nHeld-out rows predicted with a profile for another device (their "

@@ -482,11 +482,12 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     FlopConvention convention = FlopConvention::kFullSquare;
     if (col.contains("flop_convention") && !cell("flop_convention").empty()) {
       const std::string& name = cell("flop_convention");
+      // "physical" is full-square's former name, as a study file still takes it.
       if (name == "causal") {
         convention = FlopConvention::kCausal;
-      } else if (name != "full-square") {
+      } else if (name != "full-square" && name != "physical") {
         throw InputError(fmt::format("{}:{}: flop_convention = '{}'. Violated constraint: blank, "
-                                     "full-square or causal",
+                                     "full-square (or its former name, physical) or causal",
                                      path, line_no, Printable(name)));
       }
     }
@@ -534,6 +535,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     // by less: a GLU counted as two matrices, the attention square or its half).
     if (tokens > 0 && tflops > 0) {
       const double implied = tokens * row_flops_per_token / 1e12;
+      r.tflops_over_tokens = tflops / implied;
       if (tflops > 2 * implied || tflops < implied / 2) {
         throw InputError(fmt::format(
             "{}:{}: measured_tflops_per_gpu = {} with measured_tokens_per_s_per_gpu = {}, which "

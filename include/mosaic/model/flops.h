@@ -10,9 +10,12 @@
 //                   (global_every and last_layer_global); every query meets every key of the
 //                   sequence, the whole s×s square, as PaLM (arXiv 2204.02311, appendix B) and
 //                   Levanter count.
-//   kCausal         "causal": as kFullSquare, but a global layer's scores cover half the square
-//                   (AttentionScoreFlops(s) / 2, rounded down), as a causal kernel computes and as
-//                   MaxText and Megatron-LM now count; windowed layers keep their window span.
+//   kCausal         "causal": as kFullSquare, but the scores cover only the band below the
+//                   diagonal, as a causal kernel computes and as MaxText and Megatron-LM now
+//                   count: half the square for a global layer (AttentionScoreFlops(s) / 2,
+//                   rounded down), s·w − w²/2 per sequence for a window w < s (a mean span of
+//                   w − w²/(2s) per token), and half the square for a window of s or more (Llama
+//                   4's chunks of 8192 at 8192 tokens; MaxText's count of Llama 4 Scout agrees).
 //
 // All count a matmul of m×n weights as 2·m·n FLOPs per token, attention over a span s as
 // s·(2·H·qk_hd + 2·H·v_hd + 3·H) (QKᵀ, PV, softmax), the router as 2·d·E when

@@ -63,6 +63,7 @@ struct RowResult {
   double predicted = 0;         // in-sample
   double loo_predicted = 0;     // leave-one-out; 0 when not computed
   std::string basis;
+  double tflops_over_tokens = 0;  // MeasuredRow::tflops_over_tokens (0: one figure given)
   int64_t search_rank = 0;      // rank of the publisher's layout in the search (0 = not searched)
   int64_t search_feasible = 0;
   double best_over_published = 0;  // predicted speed of the best layout / the publisher's

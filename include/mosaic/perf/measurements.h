@@ -32,6 +32,10 @@ struct MeasuredRow {
   double capacity_factor = 1;
   double measured_tokens_per_s_per_gpu = 0;
   std::string basis;     // "tokens/s", "TFLOP/s (full-square)", "TFLOP/s (causal)", "MFU via <row>"
+  // A row that gives both tokens/s and TFLOP/s: its TFLOP/s over what its tokens/s imply at
+  // mosaic's FLOPs per token in the row's convention (1 when the source counts as mosaic does;
+  // tokens/s is what is scored). 0 when the row gives only one of them.
+  double tflops_over_tokens = 0;
   std::string profile;   // the profile the row belongs to
   std::string source;
   // The recompute policy the source states; nullopt = the profile's, else the least that fits.
