@@ -5,8 +5,8 @@
 // "fsdpF within a rack + dpD across racks"), micro and global batch, sequence length, number
 // format, routing ("dense" for a dense model), and a measurement: tokens/s per GPU, else model
 // TFLOP/s per GPU (converted with mosaic's FLOPs in the source's convention: the optional
-// `flop_convention` column, full-square (PaLM, Levanter, Megatron-Bridge's tables) when blank or
-// causal (MaxText, Megatron-LM since 2025)), else MFU (converted through a row of the same model
+// `flop_convention` column, full-square (PaLM, Levanter, MaxText to mid-2025) when blank or
+// causal (Megatron-LM and Megatron-Bridge's tables, MaxText since mid-2025)), else MFU (converted through a row of the same model
 // and device that gives both tokens/s and MFU, so the publisher's FLOP convention cancels). The
 // recompute policy is the optional `recompute` column when the source states it, else the
 // profile's documented policy, else the least one that fits in memory. The optional
@@ -16,16 +16,19 @@
 // the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not. The
 // optional `profile` column names the stack's profile (e.g. torch-eager-h100 for torchtitan);
 // blank gives the publisher's by source and device (ProfileFor). A held-out row on a device with
-// neither that profile nor a calibrated sibling's (tpu-v6e) is predicted with the device's
-// uncalibrated defaults (ProfileSet::ForHardware), listed as profile "generic-<device>".
+// neither that profile nor a calibrated sibling's (a device file of one's own) is predicted with
+// the device's uncalibrated defaults (ProfileSet::ForHardware), listed as profile
+// "generic-<device>". Every cell is read without the whitespace at its ends (ParseMeasurements).
+// A calibration row runs on its profile's device, in ValidateRows as in Calibrate.
 //
 // Held-out rows (a second CSV of the same format) are never fitted: ValidateRows predicts them
 // with the given profiles and reports their error apart from the calibration rows'.
 //
 // Fit (Ceres Solver, bounded trust region, numeric derivatives): residual log(predicted / measured
 // tokens/s) per row; parameters (CalibrationScope): on published rows each used profile's GEMM
-// efficiency, and its per-expert GEMM cost and EP overlap where it has rows of a MoE model (a dense
-// model's step has neither: a profile fitted on dense rows keeps its file's values for them), and
+// efficiency, its per-expert GEMM cost where it has rows of a MoE model and its EP overlap where
+// it has rows of a MoE model with ep > 1 (a dense model's step has neither, a step without EP no
+// all-to-all: a profile keeps its file's values for what its rows do not move), and
 // the shared fp8 gain, EP overlap, overlap contention, scale-up and scale-out link efficiency, MoE
 // host-sync time, unfused attention passes and per-expert fp8 quantization cost; on a team's own
 // runs each used profile's GEMM efficiency and per-step overhead. Every parameter stays inside a
@@ -175,7 +178,8 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
 // without each row; with `search`, ranks the publisher's layout among all layouts of the row's
 // cluster. `heldout` rows are predicted with `profiles` (never refitted) and summarised apart.
 // Rows whose layout breaks a rule are left out of every figure (and listed); throws InputError
-// when no calibration row is valid.
+// when no calibration row is valid, and, as Calibrate does, for a calibration row on another
+// device than its profile's (its in-sample and leave-one-out figures are a fit's).
 CalibrationResult ValidateRows(const std::vector<MeasuredRow>& rows, const ProfileSet& profiles,
                                bool leave_one_out, bool search,
                                const std::vector<MeasuredRow>& heldout = {});
