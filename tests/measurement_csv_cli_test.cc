@@ -307,6 +307,16 @@ TEST(MeasurementCsvCli, ACsvReachedThroughALinkFindsItsFilesBesideTheLinkThenIts
                        " (a relative path is looked for beside " + link.string() +
                        ", then beside its link target " + fs::canonical(real).string() +
                        ", then from the working directory)\n");
+  // A directory where the file should be beside the target is named there, as one.
+  fs::create_directories(dir / "real" / "models" / "maxtext-32b.toml");
+  r = RunMosaic("perf validate " + link.string());
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("Violated constraint: a file; " +
+                       (fs::canonical(dir / "real") / "models" / "maxtext-32b.toml").string() +
+                       " is a directory (a relative path is looked for beside "),
+            std::string::npos)
+      << r.err;
+  fs::remove_all(dir / "real" / "models");
   // A link beside its target is no other place.
   const fs::path near = dir / "real" / "near.csv";
   fs::create_symlink("rows.csv", near);

@@ -2159,3 +2159,38 @@ TEST(PerfCli, RowsWhoseTflopsDisagreeWithTheirTokensAreNamed) {
 
 }  // namespace
 }  // namespace mosaic::testing
+
+namespace mosaic::testing {
+namespace {
+
+TEST(PerfCli, HeldOutRowsTakeTheirDevicesUncalibratedDefaultsByName) {
+  // The name validate prints for a device's uncalibrated defaults (generic-h100) is one a
+  // held-out row's profile cell takes, as --profile does; an invalid held-out row is left out
+  // of the held-out figure, not of the calibration rows' count.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_generic_row";
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/heldout.csv"));
+  const size_t first = text.find('\n') + 1;
+  auto row = [&](const std::string& id) {
+    const size_t at = text.find("\n" + id + ",") + 1;
+    return text.substr(at, text.find('\n', at) + 1 - at);
+  };
+  std::string named = row("N27");  // Llama 3 8B on 8 H100, the profile cell the last but two
+  const std::string tail = ",,,\n";
+  ASSERT_TRUE(named.ends_with(tail)) << named;
+  named.replace(named.size() - tail.size(), tail.size(), ",generic-h100,,\n");
+  std::string invalid = row("Q2");
+  invalid.replace(invalid.find(",256,"), 5, ",255,");  // 255 GPUs: pp 8 does not divide them
+  const std::string heldout = WriteTemp(dir, "h.csv", text.substr(0, first) + named + invalid);
+  CommandResult r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --heldout " +
+                              heldout + " --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["heldout_rows"][0]["profile"], "generic-h100");
+  EXPECT_EQ(j["heldout"]["rows"], 1);
+  EXPECT_EQ(j["rows_in_figures"], j["in_sample"]["rows"]);
+  EXPECT_EQ(j["rows_in_figures"], 41);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace mosaic::testing

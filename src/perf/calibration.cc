@@ -146,8 +146,9 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
 }
 
 // Held-out rows whose default profile the set lacks and for whose device ProfileSet::ForHardware
-// finds no other (a TPU row) are pointed at the device's uncalibrated defaults, added to `set` as
-// GenericProfileName(device) after the others (so the others keep their indices). Prepare finds every
+// finds no other (a device file's own device), and rows whose `profile` cell names
+// GenericProfileName(device), are pointed at the device's uncalibrated defaults, added to `set`
+// as GenericProfileName(device) after the others (so the others keep their indices). Prepare finds every
 // other row's profile itself.
 std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>& heldout,
                                                   ProfileSet& set) {
@@ -157,7 +158,13 @@ std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>
                                [&](const PerfProfile& p) { return p.name == name; });
   };
   for (MeasuredRow& r : rows) {
-    if (has(r.profile) || r.profile != ProfileFor(r.DeviceName(), r.source)) continue;
+    if (has(r.profile)) continue;
+    // A row that names its device's uncalibrated defaults (the name validate prints for them).
+    if (r.profile == GenericProfileName(r.DeviceName())) {
+      set.profiles.push_back(set.Generic(r.DeviceName()));
+      continue;
+    }
+    if (r.profile != ProfileFor(r.DeviceName(), r.source)) continue;
     PerfProfile defaults = set.ForHardware(r.DeviceName());
     if (!IsGenericProfile(defaults.name)) continue;
     if (!has(defaults.name)) set.profiles.push_back(defaults);
@@ -1025,7 +1032,8 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
     j["rms_log_error"] = figure(r.in_sample, r.rms_log_error);
     j["loo_rms_log_error"] = figure(r.leave_one_out, r.loo_rms_log_error);
     j["loo_not_run"] = r.loo_not_run;
-    j["rows_in_figures"] = r.rows.size() - r.left_out.size();
+    // The calibration rows in the figures (left_out also lists invalid held-out rows).
+    j["rows_in_figures"] = r.in_sample.rows;
     j["left_out"] = r.left_out;
     j["cautions"] = r.cautions;
     j["solver"] = r.solver_report;

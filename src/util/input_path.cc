@@ -67,10 +67,22 @@ bool InputFileExists(const std::string& path) { return IsFileOnDisk(path) || IsE
 
 std::string MissingInputFileRule(const std::string& resolved, const std::string& origin) {
   std::error_code ignored;
-  const std::string found = std::filesystem::is_directory(resolved, ignored)
-                                ? resolved + " is a directory"
-                                : "none at " + resolved;
   const std::optional<std::filesystem::path> target_dir = LinkTargetFolder(origin);
+  // The same relative path beside the link's target (ResolveBeside's second place), when the
+  // origin is such a link: a directory there is the one to name.
+  std::string beside_target;
+  if (target_dir) {
+    const std::filesystem::path relative = std::filesystem::path(resolved).lexically_relative(
+        std::filesystem::path(origin).parent_path());
+    if (!relative.empty() && !relative.is_absolute() && *relative.begin() != "..") {
+      beside_target = (*target_dir / relative).lexically_normal().string();
+    }
+  }
+  const std::string found =
+      std::filesystem::is_directory(resolved, ignored) ? resolved + " is a directory"
+      : !beside_target.empty() && std::filesystem::is_directory(beside_target, ignored)
+          ? beside_target + " is a directory"
+          : "none at " + resolved;
   const std::string target =
       target_dir ? ", then beside its link target " + CanonicalPath(origin) : std::string();
   return "a file; " + found + " (a relative path is looked for beside " + origin + target +
