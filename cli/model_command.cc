@@ -30,7 +30,8 @@ struct ModelOptions {
 };
 
 std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCount& table,
-                       const FlopCount& physical, const ModelOptions& options) {
+                       const FlopCount& physical, const FlopCount& causal,
+                       const ModelOptions& options) {
   std::string out;
   const ModelConfig& c = spec.config;
   out += fmt::format("{} ({})\n", c.name, spec.origin);
@@ -65,33 +66,35 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
 
   out += fmt::format("\nForward FLOPs per token (Levanter analytic estimate, training seq_len {})\n",
                      options.seq_len);
-  out += fmt::format("  {:<26} {:>22} {:>22}\n", "", "physical", "levanter-table");
-  auto row = [&](std::string_view name, int64_t a, int64_t b) {
-    out += fmt::format("  {:<26} {:>22} {:>22}\n", name, FormatThousands(a), FormatThousands(b));
+  out += fmt::format("  {:<26} {:>22} {:>22} {:>22}\n", "", "full-square", "causal",
+                     "levanter-table");
+  auto row = [&](std::string_view name, auto field) {
+    out += fmt::format("  {:<26} {:>22} {:>22} {:>22}\n", name, FormatThousands(physical.*field),
+                       FormatThousands(causal.*field), FormatThousands(table.*field));
   };
-  row("attention span (tokens)", physical.attention_span_tokens, table.attention_span_tokens);
-  row("global layers (per pass)", physical.global_layers, table.global_layers);
-  row("mlp", physical.mlp_flops, table.mlp_flops);
-  row("router", physical.router_flops, table.router_flops);
-  row("latent projections", physical.latent_projection_flops, table.latent_projection_flops);
-  row("attention projections", physical.attention_projection_flops,
-      table.attention_projection_flops);
-  row("attention scores", physical.attention_score_flops, table.attention_score_flops);
-  row("lm_head", physical.lm_head_flops, table.lm_head_flops);
-  if (c.mtp_layers > 0) {
-    row("mtp projections", physical.mtp_projection_flops, table.mtp_projection_flops);
-  }
-  row("forward total", physical.forward_flops_per_token, table.forward_flops_per_token);
-  out += fmt::format("  {:<26} {:>22} {:>22}\n", "train (3 × forward)",
+  row("attention span (tokens)", &FlopCount::attention_span_tokens);
+  row("global layers (per pass)", &FlopCount::global_layers);
+  row("mlp", &FlopCount::mlp_flops);
+  row("router", &FlopCount::router_flops);
+  row("latent projections", &FlopCount::latent_projection_flops);
+  row("attention projections", &FlopCount::attention_projection_flops);
+  row("attention scores", &FlopCount::attention_score_flops);
+  row("lm_head", &FlopCount::lm_head_flops);
+  if (c.mtp_layers > 0) row("mtp projections", &FlopCount::mtp_projection_flops);
+  row("forward total", &FlopCount::forward_flops_per_token);
+  out += fmt::format("  {:<26} {:>22} {:>22} {:>22}\n", "train (3 × forward)",
                      FormatScientific(physical.train_flops_per_token(), 4),
+                     FormatScientific(causal.train_flops_per_token(), 4),
                      FormatScientific(table.train_flops_per_token(), 4));
   const int64_t six_n = SixNFlopsPerToken(spec.config, p);
   out += fmt::format("  {:<26} {:>22}   (6 × active_params_no_embedding{})\n", "6·N estimate",
                      FormatThousands(six_n), c.loops > 1 ? " × loops" : "");
   if (options.tokens > 0) {
-    out += fmt::format("\nTraining FLOPs for {} tokens: physical {}, levanter-table {}, 6·N·D {}\n",
-                       FormatCount(options.tokens),
+    out += fmt::format(
+        "\nTraining FLOPs for {} tokens: full-square {}, causal {}, levanter-table {}, 6·N·D {}\n",
+        FormatCount(options.tokens),
                        FormatScientific(physical.train_flops_per_token() * options.tokens),
+                       FormatScientific(causal.train_flops_per_token() * options.tokens),
                        FormatScientific(table.train_flops_per_token() * options.tokens),
                        FormatScientific(static_cast<double>(six_n) * options.tokens));
   }
@@ -153,11 +156,12 @@ void Run(const ModelOptions& options) {
   ModelSpec spec = LoadModel(options.model, overrides);
   ParamCount p = CountParams(spec.config);
   FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, options.seq_len});
+  FlopCount causal = CountFlops(spec.config, {FlopConvention::kCausal, options.seq_len});
   FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, options.seq_len});
   if (options.json) {
     EmitOutput(options.output, DumpJson(ModelJson(spec, options.seq_len, options.tokens)) + "\n");
   } else {
-    EmitText(options.output, RenderText(spec, p, table, physical, options));
+    EmitText(options.output, RenderText(spec, p, table, physical, causal, options));
   }
 }
 

@@ -99,7 +99,7 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   out += fmt::format("  MFU                   {:>10.4f}     (full-square FLOPs {:.4e} per step / "
                      "(time × {} TFLOP/s bf16 × {} GPUs))\n",
                      e.mfu, e.model_flops_per_step, cluster.device.peak_bf16_tflops, cluster.gpus);
-  out += fmt::format("  MFU, causal FLOPs     {:>10.4f}     (half the attention square)\n",
+  out += fmt::format("  MFU, causal FLOPs     {:>10.4f}     (the attention below the diagonal)\n",
                      e.mfu_causal);
   out += fmt::format("  dropped assignments   {:>10.4f}\n", e.dropped_fraction);
   // Each memory states whether it fits; the estimate fits when both do (FitsDevice).

@@ -188,7 +188,8 @@ class Model(_Document):
     Attributes: ``total_params``, ``active_params``, ``active_params_no_embedding``,
     ``active_params_matmul_no_embedding``, ``embedding_params`` (parameters, exact integers),
     ``sparsity`` (1 − active/total), ``components`` (per-component counts and formulas),
-    ``flops`` (``{"physical": {...}, "levanter_table": {...}}``, FLOPs per token, exact).
+    ``flops`` (``{"physical": {...}, "causal": {...}, "levanter_table": {...}}``, FLOPs per token,
+    exact; "physical" is the full-square count).
     """
 
     def components_frame(self) -> pd.DataFrame:

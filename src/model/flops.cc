@@ -102,10 +102,18 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
       projections += QkvFlops(c, c.kv_heads_of_layer(i));
       // The keys a query meets: all S (full-square), or under a causal mask the band below the
       // diagonal, S²/2 keys per sequence for a global layer (S/2 per token) and W·S − W²/2 for
-      // a window of W < S (W − W²/(2S) per token; a window of S or more is global).
+      // a window of W < S (W − W²/(2S) per token; a window of S or more is global). Chunks of
+      // W (chunked_window): the whole chunk full-square, and under a causal mask the triangle
+      // of each of the S / W whole chunks and of the part-chunk of the rest, r = S mod W.
       const Wide span = global ? S : std::min(W, S);
+      const bool chunks = !global && c.chunked_window && W < S;
       if (options.convention == FlopConvention::kCausal) {
-        scores += AttentionScoreFlops(c, 2 * span * S - span * span) / (2 * S);
+        const Wide r = S % W;
+        const Wide keys = chunks ? (S / W) * W * W + r * r : 2 * span * S - span * span;
+        scores += AttentionScoreFlops(c, keys) / (2 * S);
+      } else if (chunks) {
+        const Wide r = S % W;
+        scores += AttentionScoreFlops(c, (S / W) * W * W + r * r) / S;
       } else {
         scores += AttentionScoreFlops(c, span);
       }

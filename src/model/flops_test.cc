@@ -175,6 +175,18 @@ TEST(Flops, CausalWindowsCountTheirBand) {
   const int64_t s8 = 8192, scout_key = 4 * 40 * 128 + 3 * 40;
   EXPECT_EQ(CountFlops(scout, {FlopConvention::kCausal, s8}).attention_score_flops,
             48 * (s8 * scout_key / 2));
+  // Past one chunk, Llama 4's chunked layers (chunked_window) meet their own chunk's keys: 8192
+  // per query full-square and 4096 causal at 16384 tokens, where a sliding window of 8192
+  // would meet 8192 − 8192²/(2·16384) = 6144 causal.
+  const int64_t s16 = 16384;
+  EXPECT_EQ(CountFlops(scout, {FlopConvention::kCausal, s16}).attention_score_flops,
+            12 * (s16 * scout_key / 2) + 36 * (4096 * scout_key));
+  EXPECT_EQ(CountFlops(scout, {FlopConvention::kFullSquare, s16}).attention_score_flops,
+            12 * s16 * scout_key + 36 * (8192 * scout_key));
+  ModelConfig sliding = scout;
+  sliding.chunked_window = false;
+  EXPECT_EQ(CountFlops(sliding, {FlopConvention::kCausal, s16}).attention_score_flops,
+            12 * (s16 * scout_key / 2) + 36 * (6144 * scout_key));
   constexpr double kMaxTextCountTol = 1e-3;  // relative
   const double maxtext_flops_per_token = 225.491e12 / 2070.487;
   const double causal = static_cast<double>(

@@ -141,6 +141,8 @@ const std::vector<FieldBinding>& Bindings() {
           "KV heads stored on every layer when it differs from those used (0: the layer's own)"),
       Int("sliding_window", &M::sliding_window, "window of local layers in tokens (0: none)"),
       Int("global_every", &M::global_every, "layer i is global iff (i+1) % global_every == 0"),
+      Bool("chunked_window", &M::chunked_window,
+           "windowed layers attend within fixed chunks of sliding_window tokens (Llama 4)"),
       Bool("last_layer_global", &M::last_layer_global, "the last layer is global too"),
       Int("max_seq_len", &M::max_seq_len, "the config's maximum sequence length"),
       Int("q_lora_rank", &M::q_lora_rank, "MLA query compression rank (0: none)"),
@@ -377,6 +379,9 @@ std::optional<Violation> Validate(const ModelConfig& c) {
   }
   if (c.norm == NormKind::kGatedNorm && c.gated_norm_rank <= 0) {
     return violation("gated_norm_rank", c.gated_norm_rank, "gated_norm_rank > 0 with gatednorm");
+  }
+  if (c.chunked_window && c.sliding_window <= 0) {
+    return violation("chunked_window", "true", "chunked_window only with a sliding_window > 0");
   }
   if (c.sliding_window > 0 && c.global_every == 1) {
     return violation("global_every", c.global_every,

@@ -37,6 +37,7 @@ int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& p) {
 nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double tokens) {
   const ParamCount p = CountParams(spec.config);
   const FlopCount physical = CountFlops(spec.config, {FlopConvention::kPhysical, seq_len});
+  const FlopCount causal = CountFlops(spec.config, {FlopConvention::kCausal, seq_len});
   const FlopCount table = CountFlops(spec.config, {FlopConvention::kLevanterTable, seq_len});
   nlohmann::ordered_json j;
   j["name"] = spec.config.name;
@@ -61,6 +62,7 @@ nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double 
   j["components"] = components;
   j["seq_len"] = seq_len;
   j["flops"] = {{"physical", FlopsJson(physical, tokens)},
+                {"causal", FlopsJson(causal, tokens)},
                 {"levanter_table", FlopsJson(table, tokens)}};
   j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;

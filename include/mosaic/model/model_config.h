@@ -53,6 +53,10 @@ struct ModelConfig {
                                 // differs from the heads used (Marin hero); 0 means the layer's own
   int64_t sliding_window = 0;   // W tokens for windowed layers; 0 means every layer is global
   int64_t global_every = 0;     // layer i (0-based) is global iff (i+1) % global_every == 0
+  // The windowed layers attend within fixed chunks of sliding_window tokens (Llama 4's
+  // attention_chunk_size: a query meets the keys of its own chunk only), not a window sliding
+  // with the query. The same below one chunk; past it a chunk's band is w²/2 keys, not s·w − w²/2.
+  bool chunked_window = false;
   bool last_layer_global = false;  // the last layer is global as well
   int64_t max_seq_len = 0;      // the model config's maximum length (Levanter's table FLOPs use it)
 

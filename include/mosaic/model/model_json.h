@@ -1,6 +1,7 @@
 // A model's accounting as JSON, the document `mosaic model --json` prints and the Python package
 // returns: exact parameter counts by convention and by component, forward and training FLOPs per
-// token under the physical and the Levanter-table conventions (model/flops.h), Kaplan's 6·N.
+// token under the full-square (key "physical", its former name), causal and Levanter-table
+// conventions (model/flops.h), Kaplan's 6·N.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +20,8 @@ namespace mosaic {
 int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& params);
 
 // {"name", "origin", "source", "total_params", "active_params", ..., "components": [...],
-// "seq_len", "flops": {"physical": {...}, "levanter_table": {...}}, "six_n_flops_per_token",
+// "seq_len", "flops": {"physical": {...}, "causal": {...}, "levanter_table": {...}},
+// "six_n_flops_per_token",
 // "derivation", "overrides"}. Integers exact. `tokens` > 0 adds "train_flops" (= 3 × forward ×
 // tokens) to each convention. `seq_len` is the attention span of the FLOP counts.
 nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double tokens);
