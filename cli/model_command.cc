@@ -91,12 +91,13 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
                      FormatThousands(six_n), c.loops > 1 ? " × loops" : "");
   if (options.tokens > 0) {
     out += fmt::format(
-        "\nTraining FLOPs for {} tokens: full-square {}, causal {}, levanter-table {}, 6·N·D {}\n",
+        "\nTraining FLOPs for {} tokens: full-square {}, causal {}, levanter-table {}, "
+        "6·N·D {}\n",
         FormatCount(options.tokens),
-                       FormatScientific(physical.train_flops_per_token() * options.tokens),
-                       FormatScientific(causal.train_flops_per_token() * options.tokens),
-                       FormatScientific(table.train_flops_per_token() * options.tokens),
-                       FormatScientific(static_cast<double>(six_n) * options.tokens));
+        FormatScientific(physical.train_flops_per_token() * options.tokens),
+        FormatScientific(causal.train_flops_per_token() * options.tokens),
+        FormatScientific(table.train_flops_per_token() * options.tokens),
+        FormatScientific(static_cast<double>(six_n) * options.tokens));
   }
   return out;
 }

@@ -148,8 +148,8 @@ std::vector<PreparedRow> Prepare(const std::vector<MeasuredRow>& rows, const Pro
 // Held-out rows whose default profile the set lacks and for whose device ProfileSet::ForHardware
 // finds no other (a device file's own device), and rows whose `profile` cell names
 // GenericProfileName(device), are pointed at the device's uncalibrated defaults, added to `set`
-// as GenericProfileName(device) after the others (so the others keep their indices). Prepare finds every
-// other row's profile itself.
+// as GenericProfileName(device) after the others (so the others keep their indices). Prepare
+// finds every other row's profile itself.
 std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>& heldout,
                                                   ProfileSet& set) {
   std::vector<MeasuredRow> rows = heldout;

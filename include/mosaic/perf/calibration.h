@@ -6,8 +6,9 @@
 // format, routing ("dense" for a dense model), and a measurement: tokens/s per GPU, else model
 // TFLOP/s per GPU (converted with mosaic's FLOPs in the source's convention: the optional
 // `flop_convention` column, full-square (PaLM, Levanter, MaxText to mid-2025) when blank or
-// causal (Megatron-LM and Megatron-Bridge's tables, MaxText since mid-2025)), else MFU (converted through a row of the same model
-// and device that gives both tokens/s and MFU, so the publisher's FLOP convention cancels). The
+// causal (Megatron-LM and Megatron-Bridge's tables, MaxText since mid-2025)), else MFU
+// (converted through a row of the same model and device that gives both tokens/s and MFU, so the
+// publisher's FLOP convention cancels). The
 // recompute policy is the optional `recompute` column when the source states it, else the
 // profile's documented policy, else the least one that fits in memory. The optional
 // `pipeline_split` column gives Megatron-Core's uneven pipeline split in the layout grammar
