@@ -105,11 +105,10 @@ FlopCount CountFlops(const ModelConfig& c, const FlopOptions& options) {
       // a window of W < S (W − W²/(2S) per token; a window of S or more is global). Chunks of
       // W (chunked_window): the whole chunk full-square, and under a causal mask the triangle
       // of each of the S / W whole chunks and of the part-chunk of the rest, r = S mod W.
-      // (A global layer may have W = 0; a sequence of 0 tokens meets no key.)
+      // (A global layer may have W = 0; S is at least 1, checked above.)
       const Wide span = global ? S : std::min(W, S);
       const bool chunks = !global && c.chunked_window && W > 0 && W < S;
       const Wide chunk_keys = chunks ? (S / W) * W * W + (S % W) * (S % W) : 0;  // per sequence
-      if (S == 0) continue;
       if (options.convention == FlopConvention::kCausal) {
         const Wide keys = chunks ? chunk_keys : 2 * span * S - span * span;  // per sequence
         scores += AttentionScoreFlops(c, keys) / (2 * S);
