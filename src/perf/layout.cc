@@ -52,6 +52,31 @@ std::string OffloadModulesText(uint32_t modules) {
   return fmt::format("{}", fmt::join(names, "+"));
 }
 
+std::optional<uint32_t> ParseOffloadModuleNames(std::string_view names, std::string* why) {
+  const std::vector<std::string> known(std::begin(kOffloadModuleNames),
+                                       std::end(kOffloadModuleNames));
+  uint32_t modules = 0;
+  size_t from = 0;
+  while (true) {
+    const size_t plus = names.find('+', from);
+    const std::string_view name =
+        TrimSpaces(names.substr(from, plus == std::string_view::npos ? plus : plus - from));
+    const auto it = std::ranges::find(known, name);
+    if (it == known.end()) {
+      *why = fmt::format("(not '{}'){}", Printable(name), DidYouMean(std::string(name), known));
+      return std::nullopt;
+    }
+    const uint32_t bit = 1u << (it - known.begin());
+    if (modules & bit) {
+      *why = fmt::format("({} is given twice; each module at most once)", *it);
+      return std::nullopt;
+    }
+    modules |= bit;
+    if (plus == std::string_view::npos) return modules;
+    from = plus + 1;
+  }
+}
+
 std::string ToString(const Layout& l) {
   // A degree of 0 is one left unknown; every layout that runs has each degree at least 1.
   const auto degree = [](int64_t d) { return d == 0 ? std::string("?") : std::to_string(d); };
@@ -562,31 +587,15 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
     }
     if (key == "offload_modules") {
       // Megatron's --offload-modules names, joined by '+' (',' separates the layout's keys).
-      const std::vector<std::string> names(std::begin(kOffloadModuleNames),
-                                           std::end(kOffloadModuleNames));
-      size_t from = 0;
-      while (true) {
-        const size_t plus = value.find('+', from);
-        const std::string_view name =
-            TrimSpaces(value.substr(from, plus == std::string_view::npos ? plus : plus - from));
-        const auto it = std::find(names.begin(), names.end(), name);
-        if (it == names.end()) {
-          throw InputError(fmt::format(
-              "{} {}: offload_modules = {}. Violated constraint: module names joined by '+', "
-              "each one of {} (not '{}'){}",
-              shown_label, shown, Printable(value), fmt::join(names, ", "), Printable(name),
-              DidYouMean(std::string(name), names)));
-        }
-        const uint32_t bit = 1u << (it - names.begin());
-        if (l.offload_modules & bit) {
-          throw InputError(fmt::format("{} {}: offload_modules = {}. Violated constraint: each "
-                                       "module at most once ({} is given twice)",
-                                       shown_label, shown, Printable(value), *it));
-        }
-        l.offload_modules |= bit;
-        if (plus == std::string_view::npos) break;
-        from = plus + 1;
+      std::string why;
+      const std::optional<uint32_t> modules = ParseOffloadModuleNames(value, &why);
+      if (!modules) {
+        throw InputError(fmt::format(
+            "{} {}: offload_modules = {}. Violated constraint: module names joined by '+', each "
+            "one of {} {}",
+            shown_label, shown, Printable(value), fmt::join(kOffloadModuleNames, ", "), why));
       }
+      l.offload_modules = *modules;
       continue;
     }
     if (key == "recompute") {

@@ -444,8 +444,8 @@ TEST(Layout, OffloadedModulesAreMegatronsAndNeedAPolicyThatStoresThem) {
             "constraint: module names joined by '+', each one of attn_norm, qkv_linear, "
             "core_attn, attn_proj, mlp_norm, expert_fc1, moe_act (not 'expert_fc2') (did you "
             "mean 'expert_fc1'?)");
-  EXPECT_NE(error("offload_modules=moe_act+moe_act").find("each module at most once (moe_act is "
-                                                          "given twice)"),
+  EXPECT_NE(error("offload_modules=moe_act+moe_act").find("(moe_act is given twice; each module "
+                                                          "at most once)"),
             std::string::npos);
   EXPECT_NE(error("offload_modules=").find("(not '')"), std::string::npos);
   EXPECT_NE(error("offload_modules=core_attn+").find("(not '')"), std::string::npos);

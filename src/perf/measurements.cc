@@ -82,39 +82,20 @@ Layout ParsePipelineSplit(const std::string& value, const std::string& where) {
 }
 
 // The offload_modules cell `value` of the row at `where`: Megatron-Core's --offload-modules names
-// joined by '+' (layout.h: offload_modules), nothing else; the OffloadModule bits.
+// joined by '+' (layout.h: ParseOffloadModuleNames), nothing else; the OffloadModule bits.
 uint32_t ParseOffloadModules(const std::string& value, const std::string& where) {
-  const std::vector<std::string> names(std::begin(kOffloadModuleNames),
-                                       std::end(kOffloadModuleNames));
   const std::string rule = fmt::format(
       "module names joined by '+', each one of {}, and nothing else (the other layout keys have "
       "columns of their own)",
-      fmt::join(names, ", "));
-  // The rule, then what broke it in parentheses, then a suggestion when there is one.
-  const auto fail = [&](const std::string& detail, const std::string& suggestion = "") {
-    return InputError(fmt::format("{}: offload_modules = '{}'. Violated constraint: {} ({}){}",
-                                  where, Printable(value), rule, detail, suggestion));
-  };
-  if (value.find(',') != std::string::npos) {
-    throw fail("',' does not separate modules: join them by '+', e.g. expert_fc1+moe_act");
+      fmt::join(kOffloadModuleNames, ", "));
+  std::string why = "(',' does not separate modules: join them by '+', e.g. expert_fc1+moe_act)";
+  const std::optional<uint32_t> modules =
+      value.find(',') == std::string::npos ? ParseOffloadModuleNames(value, &why) : std::nullopt;
+  if (!modules) {
+    throw InputError(fmt::format("{}: offload_modules = '{}'. Violated constraint: {} {}", where,
+                                 Printable(value), rule, why));
   }
-  uint32_t modules = 0;
-  size_t from = 0;
-  while (true) {
-    const size_t plus = value.find('+', from);
-    const std::string_view name = TrimSpaces(std::string_view(value).substr(
-        from, plus == std::string::npos ? std::string::npos : plus - from));
-    const auto it = std::ranges::find(names, name);
-    if (it == names.end()) {
-      throw fail(fmt::format("not '{}'", Printable(name)), DidYouMean(std::string(name), names));
-    }
-    const uint32_t bit = 1u << (it - names.begin());
-    if (modules & bit) throw fail(fmt::format("{} is given twice; each module at most once", *it));
-    modules |= bit;
-    if (plus == std::string::npos) break;
-    from = plus + 1;
-  }
-  return modules;
+  return *modules;
 }
 
 }  // namespace

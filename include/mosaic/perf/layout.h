@@ -134,6 +134,13 @@ inline constexpr uint32_t kMoeOffloadModules = static_cast<uint32_t>(OffloadModu
 // as the layout string writes them ("expert_fc1+moe_act"); "" for none.
 std::string OffloadModulesText(uint32_t modules);
 
+// The OffloadModule bits of `names`, Megatron-Core's --offload-modules names (kOffloadModuleNames)
+// joined by '+', the spaces around each ignored: the inverse of OffloadModulesText. nullopt when
+// one is not a module name or one is given twice; `why` (not null) then says which, as it follows
+// a rule in an error: "(not 'fc2') (did you mean 'expert_fc1'?)", or "(moe_act is given twice;
+// each module at most once)".
+std::optional<uint32_t> ParseOffloadModuleNames(std::string_view names, std::string* why);
+
 // The largest degree, and the largest GPU count, a layout string may give: 2^24, as `--gpus`.
 inline constexpr int64_t kMaxLayoutDegree = int64_t{1} << 24;
 // The longest pp_layout string (Megatron-Bridge's recipes use up to 20 characters).
