@@ -29,15 +29,6 @@ constexpr int64_t kMaxRowSequences = int64_t{1} << 30;
 // The least MFU (of the bf16 peak, causal count) a measured figure may imply.
 constexpr double kMinMeasuredMfu = 1e-3;
 
-// `text` without the ASCII whitespace (space, tab, line breaks, vertical tab, form feed) at either
-// end: how every cell is read, quoted or not.
-std::string TrimAsciiWhitespace(std::string_view text) {
-  constexpr std::string_view kWhitespace = " \t\n\v\f\r";
-  const size_t first = text.find_first_not_of(kWhitespace);
-  if (first == std::string_view::npos) return "";
-  return std::string(text.substr(first, text.find_last_not_of(kWhitespace) - first + 1));
-}
-
 // The layout keys the pipeline_split column takes: the uneven pipeline split's (layout.h).
 const std::vector<std::string>& PipelineSplitKeys() {
   static const std::vector<std::string> keys = {"pp_first", "pp_last", "pp_embed", "pp_loss",
@@ -180,7 +171,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
   // One rule for every cell, header and ids included, quoted or not: the ASCII whitespace at
   // either end is no part of it (" P1" is P1, "tpu-v5p " is tpu-v5p, " 8" is 8).
   for (CsvRecord& record : records) {
-    for (CsvField& f : record.fields) f.text = TrimAsciiWhitespace(f.text);
+    for (CsvField& f : record.fields) f.text = std::string(TrimAsciiWhitespace(f.text));
   }
   std::vector<std::string> header;
   for (const CsvField& f : records.front().fields) header.push_back(f.text);
@@ -463,10 +454,12 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     FlopConvention convention = FlopConvention::kFullSquare;
     if (col.contains("flop_convention") && !cell("flop_convention").empty()) {
       const std::string& name = cell("flop_convention");
-      // "physical" is full-square's former name, as a study file still takes it.
-      if (name == "causal") {
-        convention = FlopConvention::kCausal;
-      } else if (name != "full-square" && name != "physical") {
+      // The names a study file takes ("physical" is full-square's former name), but the table
+      // convention, which counts no measured run.
+      const std::optional<FlopConvention> named = FlopConventionFromString(name);
+      if (named && *named != FlopConvention::kLevanterTable) {
+        convention = *named;
+      } else {
         throw InputError(fmt::format("{}:{}: flop_convention = '{}'. Violated constraint: blank, "
                                      "full-square (or its former name, physical) or causal",
                                      path, line_no, Printable(name)));

@@ -25,6 +25,15 @@ inline std::string_view TrimSpaces(std::string_view text) {
   return text;
 }
 
+// `text` without the ASCII whitespace (space, tab, line breaks, vertical tab, form feed) at
+// either end, as a measurement CSV reads every cell (perf/measurements.h).
+inline std::string_view TrimAsciiWhitespace(std::string_view text) {
+  constexpr std::string_view kWhitespace = " \t\n\v\f\r";
+  const size_t first = text.find_first_not_of(kWhitespace);
+  if (first == std::string_view::npos) return {};
+  return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
+}
+
 // Reads the whole file at `path` as text, without a leading byte-order mark. Throws InputError
 // naming the path when it cannot be read (atomic_file.h ReadFile).
 std::string ReadTextFile(const std::string& path);
