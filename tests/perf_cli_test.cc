@@ -463,6 +463,38 @@ TEST(PerfCli, AProfileFittedOnDenseModelsSaysSoForAMoeModel) {
   EXPECT_TRUE(LoadProfiles().Get("megatron-h100").moe_calibrated);
 }
 
+TEST(PerfCli, AnExpertParallelLayoutOnAProfileFittedWithoutEpSaysSo) {
+  // maxtext-tpu-v5p's one MoE row (P9, Llama 4 Scout) shards its experts with FSDP, no EP: calibrate
+  // writes ep_calibrated = false, and an ep > 1 layout on it, evaluated or found by the search, is
+  // told its EP overlap is set by hand; the same model without EP, or with EP on a profile fitted
+  // on EP rows (megatron-h100), is not.
+  const std::string note =
+      "under the maxtext-tpu-v5p profile, calibrated on MoE rows without expert parallelism: its "
+      "EP overlap (the share of the all-to-all hidden under compute) is set by hand";
+  const std::string scout = "perf llama4-scout --hardware tpu-v5p --gpus 64 --batch 64 --seq 8192 ";
+  CommandResult r = RunMosaic(scout + "--layout fsdp=8,dp=8,ep=8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("ep=8 " + note), std::string::npos) << r.out << r.err;
+  r = RunMosaic(scout + "--layout fsdp=8,dp=8,ep=8 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("ep=8 " + note), std::string::npos) << r.out;
+  r = RunMosaic(scout + "--layout fsdp=64");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("without expert parallelism"), std::string::npos) << r.out;
+  r = RunMosaic(scout + "--search --top 1");  // the best layout runs ep=16
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE((r.out + r.err).find("ep=16 " + note), std::string::npos) << r.out << r.err;
+  r = RunMosaic("perf llama4-scout --hardware h100 --gpus 64 --batch 64 --seq 8192 "
+                "--layout tp=1,dp=64,ep=8");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ((r.out + r.err).find("without expert parallelism"), std::string::npos) << r.out;
+  const ProfileSet shipped = LoadProfiles();
+  EXPECT_TRUE(shipped.Get("maxtext-tpu-v5p").moe_calibrated);
+  EXPECT_FALSE(shipped.Get("maxtext-tpu-v5p").ep_calibrated);
+  EXPECT_TRUE(shipped.Get("megatron-h100").ep_calibrated);
+  EXPECT_TRUE(shipped.Get("marin-gb200").ep_calibrated);
+}
+
 TEST(PerfCli, AValuePastItsFitRangeIsMarkedSo) {
   // A profile file may set any GEMM efficiency in its physical range; validate marks one past
   // the range a fit keeps to (0.4-0.8 on a GPU) as such, not "at bound".

@@ -919,6 +919,7 @@ CalibrationResult Calibrate(const std::vector<MeasuredRow>& rows, const ProfileS
       // never moves them, and they stay as calibrated as its starting profile's were.
       if (scope != CalibrationScope::kTeamProfiles) {
         fitted.profiles[pi].moe_calibrated = used.moe[pi];
+        fitted.profiles[pi].ep_calibrated = used.ep[pi];
       }
       fitted.profiles[pi].source =
           fmt::format("perf calibrate: {} measured row{}", rows_of_profile[pi],
@@ -1058,6 +1059,7 @@ std::string RenderCalibration(const CalibrationResult& r, bool json) {
                           {"hardware", p.hardware},
                           {"calibrated", p.calibrated},
                           {"moe_calibrated", p.moe_calibrated},
+                          {"ep_calibrated", p.ep_calibrated},
                           {"gemm_efficiency", p.gemm_efficiency},
                           {"step_overhead_seconds", p.step_overhead_seconds},
                           {"expert_group_seconds", p.expert_group_seconds},

@@ -277,8 +277,30 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
                        setup.drop, options);
 }
 
+namespace {
+
+// An expert-parallel layout of a MoE model under a profile whose calibration had MoE rows but none
+// with EP (PerfProfile::ep_calibrated): its EP overlap is the hand-set value. (A profile without
+// MoE rows at all gets PerfCautions's broader note instead.)
+void AddEpOverlapCaution(const PerfSetup& setup, const Layout& layout,
+                         std::vector<std::string>& notes) {
+  const PerfProfile& profile = setup.profile;
+  if (!setup.spec.config.is_moe() || layout.ep <= 1 || !profile.calibrated ||
+      !profile.moe_calibrated || profile.ep_calibrated) {
+    return;
+  }
+  notes.push_back(fmt::format(
+      "ep={} under the {} profile, calibrated on MoE rows without expert parallelism: its EP "
+      "overlap (the share of the all-to-all hidden under compute) is set by hand, so the "
+      "all-to-all's exposed time is not calibrated",
+      layout.ep, profile.name));
+}
+
+}  // namespace
+
 std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout) {
   std::vector<std::string> notes;
+  AddEpOverlapCaution(setup, layout, notes);
   const uint32_t idle =
       layout.offload_modules &
       ~ModulesWithStoredInput(layout.recompute, setup.spec.config.uses_mla());
@@ -303,6 +325,7 @@ std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResu
   std::vector<std::string> notes;
   if (result.best.empty()) return notes;
   const SearchCandidate& best = result.best.front();
+  AddEpOverlapCaution(setup, best.layout, notes);
   if (best.layout.pp > 1) {
     notes.push_back(
         "the search splits the layers as evenly as pp·vpp allows (one layer fewer on the first "

@@ -109,11 +109,13 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"hierarchical_dispatch", &PerfProfile::hierarchical_dispatch},
     {"paired_a2a_overlap", &PerfProfile::paired_a2a_overlap},
 };
-// Flags a file may leave out: `calibrated` (false: set by hand) and `moe_calibrated` (left out,
-// `calibrated`'s value), which calibrate writes.
+// Flags a file may leave out, which calibrate writes: `calibrated` (false: set by hand),
+// `moe_calibrated` (left out, `calibrated`'s value) and `ep_calibrated` (left out,
+// `moe_calibrated`'s).
 constexpr ProfileFlag kOptionalProfileFlags[] = {
     {"calibrated", &PerfProfile::calibrated},
     {"moe_calibrated", &PerfProfile::moe_calibrated},
+    {"ep_calibrated", &PerfProfile::ep_calibrated},
 };
 
 // A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared
@@ -342,6 +344,7 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           }
         }
         if (!pt->contains("moe_calibrated")) p.moe_calibrated = p.calibrated;
+        if (!pt->contains("ep_calibrated")) p.ep_calibrated = p.moe_calibrated;
         set.profiles.push_back(std::move(p));
       }
     } else {
@@ -415,6 +418,9 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
     out += fmt::format("calibrated = {}\n", p.calibrated);
     if (p.moe_calibrated != p.calibrated) {
       out += fmt::format("moe_calibrated = {}\n", p.moe_calibrated);
+    }
+    if (p.ep_calibrated != p.moe_calibrated) {
+      out += fmt::format("ep_calibrated = {}\n", p.ep_calibrated);
     }
     for (const ProfileFlag& f : kProfileFlags) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);

@@ -254,6 +254,30 @@ TEST(Profile, MoeCalibratedTakesCalibratedUnlessGiven) {
       << message(ProfileText({{"moe_calibrated", "1"}}));
 }
 
+// Whether the EP overlap was calibrated: left out, as calibrated as the MoE parameters; a profile
+// whose MoE rows ran without EP says false, and keeps saying it through a round trip.
+TEST(Profile, EpCalibratedTakesMoeCalibratedUnlessGiven) {
+  EXPECT_FALSE(ParseProfiles(kProfiles, "mine.toml").profiles[0].ep_calibrated);
+  ProfileSet set = ParseProfiles(ProfileText({{"calibrated", "true"}}), "mine.toml");
+  EXPECT_TRUE(set.profiles[0].ep_calibrated);
+  set = ParseProfiles(ProfileText({{"calibrated", "true"}, {"moe_calibrated", "false"}}),
+                      "mine.toml");
+  EXPECT_FALSE(set.profiles[0].ep_calibrated);
+  set = ParseProfiles(ProfileText({{"calibrated", "true"}, {"ep_calibrated", "false"}}),
+                      "mine.toml");
+  EXPECT_TRUE(set.profiles[0].moe_calibrated);
+  EXPECT_FALSE(set.profiles[0].ep_calibrated);
+  const std::string text = ProfilesToToml(set, "# header");
+  EXPECT_NE(text.find("ep_calibrated = false\n"), std::string::npos) << text;
+  const ProfileSet again = ParseProfiles(text, "again.toml");
+  EXPECT_TRUE(again.profiles[0].moe_calibrated);
+  EXPECT_FALSE(again.profiles[0].ep_calibrated);
+  EXPECT_NE(message(ProfileText({{"ep_calibrated", "\"no\""}})).find(
+                "ep_calibrated has type string. Violated constraint: true or false"),
+            std::string::npos)
+      << message(ProfileText({{"ep_calibrated", "\"no\""}}));
+}
+
 TEST(Profile, UnknownNameListsTheKnownOnes) {
   const ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
   try {

@@ -112,12 +112,15 @@ LayoutEstimate EvaluateLayout(const PerfSetup& setup, const std::string& layout_
 // layout divides the batch: ...") before enumerating when UnsearchableReason finds none can.
 SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& options = {});
 
-// Cautions about one layout under the setup's profile, in PerfCautions's form: a2a_overlap=1 under
-// a profile whose stack does not run the paired all-to-all overlap (paired_a2a_overlap = false),
-// which the estimate nonetheless assumes. Empty when there is none.
+// Cautions about one layout under the setup's profile, in PerfCautions's form: ep > 1 for a MoE
+// model under a profile calibrated on MoE rows none of which ran EP (PerfProfile::ep_calibrated:
+// its EP overlap is set by hand); offload_modules that move nothing under the layout's recompute;
+// a2a_overlap=1 under a profile whose stack does not run the paired all-to-all overlap
+// (paired_a2a_overlap = false), which the estimate nonetheless assumes. Empty when there is none.
 std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout);
 
-// Cautions about a search's result, in PerfCautions's form: when the best layout is pipelined, that
+// Cautions about a search's result, in PerfCautions's form: the EP-overlap caution of
+// LayoutCautions for the best layout; when the best layout is pipelined, that
 // the search keeps stages even (search.h) and an uneven split, evaluated with --layout, may balance
 // the embedding and output layer better; when the best layout's micro-batch above 1 runs more than
 // 20% faster than the same layout at micro-batch 1, at least half of the time saved in the expert

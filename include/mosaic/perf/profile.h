@@ -169,6 +169,13 @@ struct PerfProfile {
   // value of `calibrated`). A profile fitted on dense models alone (maxtext-tpu-v5p) keeps them
   // as set by hand, and a MoE model's prediction on it says so (PerfCautions).
   bool moe_calibrated = false;
+  // Whether that calibration also fitted the profile's EP overlap (overlap_ep): it had MoE rows
+  // run with expert parallelism (ep > 1), the only rows whose all-to-all the overlap hides (the
+  // key `ep_calibrated`, which calibrate writes; left out of a file, the value of
+  // `moe_calibrated`). A profile fitted on MoE rows without EP (maxtext-tpu-v5p: Llama 4 Scout
+  // with FSDP-sharded experts) keeps its EP overlap as set by hand, and a prediction with ep > 1
+  // on it says so (PerfCautions).
+  bool ep_calibrated = false;
 };
 
 // The name of the uncalibrated defaults of `hardware` ("generic-<hardware>", e.g.
