@@ -2221,6 +2221,16 @@ TEST(PerfCli, HeldOutRowsTakeTheirDevicesUncalibratedDefaultsByName) {
   EXPECT_EQ(j["heldout"]["rows"], 1);
   EXPECT_EQ(j["rows_in_figures"], j["in_sample"]["rows"]);
   EXPECT_EQ(j["rows_in_figures"], 41);
+  // Another device's uncalibrated defaults are refused, as `mosaic perf --profile` refuses them.
+  std::string other = named;
+  other.replace(other.find("generic-h100"), 12, "generic-b200");
+  const std::string wrong = WriteTemp(dir, "w.csv", text.substr(0, first) + other);
+  r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --heldout " + wrong);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("w.csv:2: profile (row N27) = generic-b200. Violated constraint: "
+                       "uncalibrated defaults are those of the device run, generic-h100"),
+            std::string::npos)
+      << r.err;
   std::filesystem::remove_all(dir);
 }
 

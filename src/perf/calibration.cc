@@ -159,9 +159,12 @@ std::vector<MeasuredRow> WithUncalibratedProfiles(const std::vector<MeasuredRow>
   };
   for (MeasuredRow& r : rows) {
     if (has(r.profile)) continue;
-    // A row that names its device's uncalibrated defaults (the name validate prints for them).
-    if (r.profile == GenericProfileName(r.DeviceName())) {
-      set.profiles.push_back(set.Generic(r.DeviceName()));
+    // A row that names its device's uncalibrated defaults (the name validate prints for them);
+    // another device's are refused as `mosaic perf --profile` refuses them.
+    if (IsGenericProfile(r.profile)) {
+      const std::string field =
+          fmt::format("{}profile (row {})", r.where.empty() ? "" : r.where + ": ", Printable(r.id));
+      set.profiles.push_back(set.Resolve(r.profile, r.DeviceName(), field));
       continue;
     }
     if (r.profile != ProfileFor(r.DeviceName(), r.source)) continue;

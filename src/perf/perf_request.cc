@@ -100,16 +100,7 @@ PerfSetup PreparePerf(const PerfRequest& request) {
   s.hardware = LoadHardware(request.hardware, request.hardware_sets);
   s.cluster = MakeCluster(s.hardware, request.gpus);
   s.profiles = LoadProfiles(request.profiles_file);
-  if (IsGenericProfile(request.profile) &&
-      request.profile != GenericProfileName(s.hardware.name)) {
-    throw InputError(fmt::format("--profile = {}. Violated constraint: uncalibrated defaults are "
-                                 "those of the device run, {}",
-                                 request.profile, GenericProfileName(s.hardware.name)));
-  }
-  s.profile = request.profile.empty() ? s.profiles.ForHardware(s.hardware.name)
-              : request.profile == GenericProfileName(s.hardware.name)
-                  ? s.profiles.Generic(s.hardware.name)
-                  : s.profiles.Get(request.profile);
+  s.profile = s.profiles.Resolve(request.profile, s.hardware.name, "--profile");
   if (request.format == NumberFormat::kFp8 && s.hardware.peak_fp8_tflops <= 0) {
     throw InputError(fmt::format("--format fp8: {} has no fp8 peak (peak_fp8_tflops = 0)",
                                  s.hardware.name));

@@ -209,6 +209,19 @@ PerfProfile ProfileSet::Generic(std::string_view hardware) const {
   return generic;
 }
 
+PerfProfile ProfileSet::Resolve(std::string_view name, std::string_view device,
+                                std::string_view field) const {
+  if (name.empty()) return ForHardware(device);
+  const std::string own = GenericProfileName(device);
+  if (name == own) return Generic(device);
+  if (IsGenericProfile(name)) {
+    throw InputError(fmt::format("{} = {}. Violated constraint: uncalibrated defaults are those of "
+                                 "the device run, {}",
+                                 field, Printable(name), own));
+  }
+  return Get(name);
+}
+
 ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
   toml::table table = ParseToml(text, origin);
   ProfileSet set;

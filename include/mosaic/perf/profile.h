@@ -208,6 +208,14 @@ struct ProfileSet {
   PerfProfile ForHardware(std::string_view hardware) const;
   // The uncalibrated defaults above for `hardware`, named GenericProfileName(hardware).
   PerfProfile Generic(std::string_view hardware) const;
+  // The profile a run on `device` takes when `name` is asked for: ForHardware(device) for "";
+  // Generic(device) for GenericProfileName(device); else Get(name). Throws InputError for
+  // another device's uncalibrated defaults (a "generic…" name other than the device's), naming
+  // `field` ("--profile", "file:line: profile"), the value and the device's own name, and Get's
+  // for an unknown name. `mosaic perf --profile` and a held-out row's `profile` cell both go
+  // through it.
+  PerfProfile Resolve(std::string_view name, std::string_view device,
+                      std::string_view field) const;
 };
 
 // The device whose profiles stand in for `hardware` when it has none: the same silicon and
