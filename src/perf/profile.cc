@@ -37,7 +37,8 @@ constexpr Range kRateShare{0.01, 1, "a share of the peak rate, which divides a t
 enum class Unset {
   kRequired,     // left out, it would silently take a built-in default
   kShared,       // left out: the shared value applies
-  kSharedOrZero  // left out or 0: the shared value applies
+  kSharedOrZero,  // left out or 0: the shared value applies
+  kZero           // left out: 0, what the model charged before the key existed
 };
 
 // A number of a profile file: its key, where it goes, its range and whether it may be left out.
@@ -94,6 +95,8 @@ constexpr ProfileField kProfileFields[] = {
      {0, 64, "bytes per parameter; Adam's fp32 master weights and moments take 12"}},
     {"expert_group_seconds", &PerfProfile::expert_group_seconds,
      {0, 1e-2, "one expert GEMM's cost beyond its FLOPs is microseconds"}},
+    {"grouped_gemm_row_tile", &PerfProfile::grouped_gemm_row_tile,
+     {0, 65536, "rows per tile of the grouped GEMM kernel; 0: none"}, Unset::kZero},
     {"overlap_fsdp", &PerfProfile::overlap_fsdp, kShare, Unset::kShared},
     {"overlap_ep", &PerfProfile::overlap_ep, kShare},
 };
@@ -330,6 +333,12 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
               p.*f.member = Number(v, at, f);
+              if (f.member == &PerfProfile::grouped_gemm_row_tile &&
+                  p.grouped_gemm_row_tile != std::floor(p.grouped_gemm_row_tile)) {
+                throw InputError(fmt::format("{}: {} = {}. Violated constraint: a whole number of "
+                                             "rows",
+                                             at, f.name, p.grouped_gemm_row_tile));
+              }
               found = true;
             }
           }
@@ -352,7 +361,9 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           if (!pt->contains(key)) {
             throw InputError(fmt::format("{}: profile '{}' has no {}. Violated constraint: every "
                                          "profile sets every parameter but overlap_fsdp and "
-                                         "scale_up_efficiency (left out: the shared value)",
+                                         "scale_up_efficiency (left out: the shared value), "
+                                         "grouped_gemm_row_tile (left out: 0) and recompute "
+                                         "(left out: the least that fits)",
                                          LocationOf(pnode, origin, text).ToString(), p.name, key));
           }
         }

@@ -120,7 +120,8 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[shared]\n[profiles.x]\nhardware = \"h100\"\n"),
             "bad.toml:2:1: profile 'x' has no moe_host_sync. Violated constraint: every profile "
             "sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the shared "
-            "value)");
+            "value), grouped_gemm_row_tile (left out: 0) and recompute (left out: the least that "
+            "fits)");
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:1: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
@@ -215,7 +216,8 @@ TEST(Profile, EveryParameterIsSet) {
   EXPECT_EQ(without("expert_group_seconds", false),
             "bad.toml:21:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
             "profile sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the "
-            "shared value)");
+            "shared value), grouped_gemm_row_tile (left out: 0) and recompute (left out: the least "
+            "that fits)");
   EXPECT_EQ(without("moe_host_sync", false).find("profile 'mine' has no moe_host_sync"), 15u);
   EXPECT_EQ(without("fp8_quantize_seconds", true),
             "bad.toml:2:1: [shared] has no fp8_quantize_seconds. Violated constraint: [shared] sets "
@@ -276,6 +278,29 @@ TEST(Profile, EpCalibratedTakesMoeCalibratedUnlessGiven) {
                 "ep_calibrated has type string. Violated constraint: true or false"),
             std::string::npos)
       << message(ProfileText({{"ep_calibrated", "\"no\""}}));
+}
+
+// The grouped GEMM's row tile: left out, 0 (no tile computed again); a whole number of rows in
+// 0-65536 when given; written back as read.
+TEST(Profile, GroupedGemmRowTileIsAWholeNumberOfRowsAndZeroWhenLeftOut) {
+  EXPECT_EQ(ParseProfiles(kProfiles, "mine.toml").profiles[0].grouped_gemm_row_tile, 0);
+  const ProfileSet set = ParseProfiles(ProfileText({{"grouped_gemm_row_tile", "512"}}),
+                                       "mine.toml");
+  EXPECT_EQ(set.profiles[0].grouped_gemm_row_tile, 512);
+  EXPECT_EQ(ParseProfiles(ProfilesToToml(set, "# header"), "again.toml")
+                .profiles[0]
+                .grouped_gemm_row_tile,
+            512);
+  EXPECT_NE(message(ProfileText({{"grouped_gemm_row_tile", "512.5"}}))
+                .find("grouped_gemm_row_tile = 512.5. Violated constraint: a whole number of rows"),
+            std::string::npos)
+      << message(ProfileText({{"grouped_gemm_row_tile", "512.5"}}));
+  EXPECT_NE(message(ProfileText({{"grouped_gemm_row_tile", "-1"}}))
+                .find("Violated constraint: 0 <= grouped_gemm_row_tile <= 65536"),
+            std::string::npos)
+      << message(ProfileText({{"grouped_gemm_row_tile", "-1"}}));
+  EXPECT_EQ(LoadProfiles().Get("maxtext-tpu-v5p").grouped_gemm_row_tile, 512);
+  EXPECT_EQ(LoadProfiles().Get("megatron-h100").grouped_gemm_row_tile, 0);
 }
 
 TEST(Profile, UnknownNameListsTheKnownOnes) {

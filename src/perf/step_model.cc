@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numeric>
 
 #include "mosaic/model/flops.h"
 #include "mosaic/model/param_count.h"
@@ -263,6 +264,24 @@ double RingSeconds(double bytes, int64_t size, int64_t stride, int64_t domain_gp
 
 bool CapsTokens(RoutingPolicy policy) {
   return policy == RoutingPolicy::kCapacity || policy == RoutingPolicy::kFixedCells;
+}
+
+double GroupedGemmTileFactor(double rows_per_expert, double local_experts, double row_tile,
+                             RoutingPolicy routing) {
+  const int64_t groups = std::llround(local_experts);
+  const int64_t tile = std::llround(row_tile);
+  if (tile <= 0 || groups <= 1 || rows_per_expert <= 0) return 1.0;
+  int64_t starts_inside = groups - 1;
+  if (routing != RoutingPolicy::kDropless) {
+    // Expert i starts at row i·rows: on a tile's first row when i is a multiple of
+    // tile / gcd(rows, tile).
+    const int64_t rows = std::max<int64_t>(1, std::llround(rows_per_expert));
+    starts_inside -= (groups - 1) / (tile / std::gcd(rows, tile));
+  }
+  // The tiles covering all rows (the last one padded), and one more per expert starting inside.
+  const double all_rows = rows_per_expert * local_experts;
+  const double tiles = std::ceil(all_rows / row_tile) + static_cast<double>(starts_inside);
+  return std::max(1.0, tiles * row_tile / all_rows);
 }
 
 double RingLatencySeconds(int64_t size, int64_t stride, int64_t domain_gpus,
@@ -998,6 +1017,8 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
     const double per_expert = profile.expert_group_seconds +
                               (job.format != NumberFormat::kBf16 ? sh.fp8_quantize_seconds : 0.0);
     expert_kernel_seconds_ = sh.gemm_latency_seconds + local_experts * per_expert;
+    expert_tile_factor_ = GroupedGemmTileFactor(rows, local_experts,
+                                                profile.grouped_gemm_row_tile, job.routing);
   }
   if (c.attention_sinks && !profile.fused_attention_sinks) {
     sinks_rate_ = bf16_ * shape_eff(static_cast<double>(c.resolved_head_dim()));
@@ -1203,7 +1224,7 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
         stage_tokens_ *
         (m.expert_flops_per_token * x.moe_stage_share +
          m.mtp_expert_flops_per_token * mtp_share) *
-        expert_mult * x.pad;
+        expert_mult * x.pad * expert_tile_factor_;
     const double kernels_per_layer = mb_ * (c.glu ? 3.0 : 2.0) * expert_mult;
     moe_layer_fixed_seconds += kernels_per_layer * expert_kernel_seconds_;
     tb.expert_gemm_seconds = expert_flops / expert_rate_ +

@@ -522,6 +522,47 @@ TEST(StepModel, Fp8QuantizesEachExpertsInputOnItsOwn) {
   }
 }
 
+TEST(StepModel, RowTiledGroupedGemmsComputeATileAgainPerExpertStartingInsideOne) {
+  // megablox (jax/experimental/pallas/ops/tpu/megablox/gmm.py, make_group_metadata): the tiles
+  // covering all rows, plus one per expert whose rows start inside a tile. Exact counts:
+  // DeepSeek-V3 on v5p (X9): 256 experts of 1536 rows, tile 512. Dropless routing's unequal
+  // experts start inside a tile but the first: 768 + 255 tiles for 393,216 rows.
+  EXPECT_EQ(GroupedGemmTileFactor(1536, 256, 512, RoutingPolicy::kDropless), 1023.0 * 512 / 393216);
+  // Balanced, 1536 rows (3 tiles) each: every expert starts on a tile, no tile again.
+  EXPECT_EQ(GroupedGemmTileFactor(1536, 256, 512, RoutingPolicy::kBalanced), 1.0);
+  // 768 rows each: expert i starts at 768·i, on a tile for even i: 128 of 255 start inside one.
+  EXPECT_EQ(GroupedGemmTileFactor(768, 256, 512, RoutingPolicy::kBalanced), 512.0 * 512 / 196608);
+  EXPECT_EQ(GroupedGemmTileFactor(768, 256, 512, RoutingPolicy::kCapacity), 512.0 * 512 / 196608);
+  // One row per expert: a tile per expert (the whole tile computed for one row), 256 tiles.
+  EXPECT_EQ(GroupedGemmTileFactor(1, 256, 512, RoutingPolicy::kDropless), 512.0);
+  // No tiles, one local expert, no rows: nothing more.
+  EXPECT_EQ(GroupedGemmTileFactor(1536, 256, 0, RoutingPolicy::kDropless), 1.0);
+  EXPECT_EQ(GroupedGemmTileFactor(1536, 1, 512, RoutingPolicy::kDropless), 1.0);
+  EXPECT_EQ(GroupedGemmTileFactor(0, 256, 512, RoutingPolicy::kDropless), 1.0);
+
+  // In the step: the expert GEMMs' FLOP time grows by the factor (their fixed per-kernel costs,
+  // set to 0 here, would not), nothing else does. DeepSeek-V3 on 512 v5p chips, X9's layout, each
+  // chip running all 256 experts on its 6 × 8192 tokens (1536 rows each).
+  ProfileSet set = LoadProfiles();
+  set.shared.gemm_latency_seconds = 0;
+  PerfProfile tiled = set.Get("maxtext-tpu-v5p");
+  ASSERT_EQ(tiled.grouped_gemm_row_tile, 512);
+  tiled.expert_group_seconds = 0;
+  PerfProfile untiled = tiled;
+  untiled.grouped_gemm_row_tile = 0;
+  const ModelShape shape = MakeModelShape(LoadModel("deepseek-v3").config, 8192);
+  const Cluster cluster = MakeCluster(LoadHardware("tpu-v5p"), 512);
+  const Layout l = ParseLayout("fsdp=512,mbs=6,recompute=full");
+  const PerfJob job{3072, 8192, NumberFormat::kBf16, RoutingPolicy::kDropless, 1.0, 0};
+  const StepEstimate a = EvaluateStep(shape, cluster, l, job, set.shared, tiled, nullptr);
+  const StepEstimate b = EvaluateStep(shape, cluster, l, job, set.shared, untiled, nullptr);
+  EXPECT_NEAR(a.time.expert_gemm_seconds / b.time.expert_gemm_seconds, 1023.0 * 512 / 393216,
+              kRelTol);
+  EXPECT_EQ(a.time.dense_gemm_seconds, b.time.dense_gemm_seconds);
+  EXPECT_EQ(a.time.attention_seconds, b.time.attention_seconds);
+  EXPECT_GT(a.step_seconds, b.step_seconds);
+}
+
 TEST(StepModel, A2aOverlapPairsAllButTheWarmUpPasses) {
   // Interleaved 1F1B: the first rank warms up with (pp − 1)·2 + (vpp − 1)·pp chunk forwards of
   // m·vpp. pp 8, vpp 4, m 128: 14 + 24 = 38 of 512. Without a pipeline: (m − 1)/m.

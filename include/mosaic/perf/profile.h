@@ -109,6 +109,14 @@ struct PerfProfile {
   // kernel with a persistent tile scheduler, or a CUDA graph, pays almost nothing. It belongs to
   // the stack and its host (x86 DGX or Grace), so each profile has its own.
   double expert_group_seconds = 0;
+  // Rows per tile of a grouped GEMM kernel that tiles the rows of all local experts together and
+  // computes a whole tile again for each expert whose rows start inside one (megablox, MaxText's
+  // TPU kernel: jax/experimental/pallas/ops/tpu/megablox/gmm.py, make_group_metadata, "each
+  // group can have 0 or 1 initial partial tiles"; its forward, input-gradient and transposed
+  // weight-gradient kernels alike). MaxText's tile_batch_seq, 512 in its base config and its
+  // tpu-recipes configs. 0 for a stack whose grouped GEMM runs each expert's rows on their own
+  // (Transformer Engine's GroupedLinear: one cuBLAS GEMM per expert), and when left out.
+  double grouped_gemm_row_tile = 0;
   // Share of the FSDP parameter gathers and gradient reduce-scatters this stack hides under
   // compute when it differs from the shared value; left out of the profile (kUnsetShare here),
   // SharedPerfParams::overlap_fsdp (Marin's measured 53%); 0 hides none. Megatron-Core chunks

@@ -30,7 +30,9 @@
 //             takes F/(peak·eff·s/(s + gemm_half_size)) + n_gemm·latency, s its smallest dimension
 //             (Calculon's efficiency-vs-size curve); grouped expert GEMMs add the profile's
 //             expert_group per local expert per kernel (+fp8_quantize in fp8 and MXFP8, each
-//             expert's input quantized on its own); fp8 GEMMs run at
+//             expert's input quantized on its own), and a row-tiled grouped GEMM
+//             (grouped_gemm_row_tile: megablox) GroupedGemmTileFactor times their FLOPs; fp8 GEMMs
+//             run at
 //             peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)) (peak_mxfp8 for mxfp8).
 //             Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
@@ -130,6 +132,17 @@ std::optional<RoutingPolicy> RoutingPolicyFromString(std::string_view text);
 // Whether a policy caps expert rows at a capacity factor (capacity, fixed-cells); dropless and
 // balanced routing cap nothing.
 bool CapsTokens(RoutingPolicy policy);
+
+// The work a row-tiled grouped GEMM does for a rank's local experts over the work of their rows
+// (>= 1): `local_experts` groups of `rows_per_expert` rows laid one after another, computed in
+// tiles of `row_tile` rows, of which a tile an expert's rows start inside is computed once more
+// for that expert (PerfProfile::grouped_gemm_row_tile; megablox's make_group_metadata). Dropless
+// routing's experts receive unequal rows, so every expert but the first starts inside a tile;
+// balanced, capacity and fixed-cells experts start at multiples of rows_per_expert, inside a tile
+// unless that multiple is one of row_tile (rows_per_expert rounded to whole rows). 1 for a
+// row_tile of 0 or a single local expert.
+double GroupedGemmTileFactor(double rows_per_expert, double local_experts, double row_tile,
+                             RoutingPolicy routing);
 
 struct PerfJob {
   int64_t global_batch = 0;       // sequences per step
@@ -424,6 +437,7 @@ class LayoutStep {
   // With pp > 1: the last rank's output-layer GEMMs, forward and backward (Evaluate).
   double output_layer_seconds_ = 0;
   double layers_stage_moe_ = 0, expert_rate_ = 0, expert_kernel_seconds_ = 0;
+  double expert_tile_factor_ = 1;  // GroupedGemmTileFactor of the rank's expert GEMMs
   double sinks_rate_ = 0, elementwise_bytes_ = 0, layers_stage_ = 0;
   double tp_call_seconds_ = 0, etp_call_seconds_ = 0, cp_call_seconds_ = 0, ep_call_seconds_ = 0;
   double fsdp_seconds_ = 0, dp_seconds_ = 0, pp_seconds_ = 0;
