@@ -2,6 +2,7 @@
 //
 // Exit codes (docs/spec): 0 success or an outcome, 1 user error (message on stderr), 2 usage error.
 #include <cerrno>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -119,14 +120,10 @@ CLI::Validator InRange(double low, double high, bool open_low, bool open_high) {
                                         open_high ? ')' : ']');
   return CLI::Validator(
       [=](std::string& text) -> std::string {
+        // Decimal only (from_chars' general format; strtod would also read 0x1p0).
         double value = NAN;
-        try {
-          size_t used = 0;
-          value = std::stod(text, &used);
-          if (used != text.size()) value = NAN;
-        } catch (const std::exception&) {
-          value = NAN;
-        }
+        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec != std::errc() || end != text.data() + text.size()) value = NAN;
         const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
                         (open_high ? value < high : value <= high);
         return ok ? std::string() : fmt::format("{} is not in {}", text, range);

@@ -289,9 +289,23 @@ TEST(PerfCli, MeasurementFilesAreChecked) {
   r = RunMosaic("perf validate " + path.string());
   EXPECT_EQ(r.exit_code, 1);
   EXPECT_NE(r.err.find(":2: measured_tokens_per_s_per_gpu = 'nan'. Violated constraint: blank or "
-                       "a finite number > 0"),
+                       "a finite decimal number > 0"),
             std::string::npos)
       << r.err;
+  // Decimal only: a hexadecimal figure (which strtod would read, 0x510 as 1296) is refused.
+  for (const char* hex : {"0x510", "0x1p10"}) {
+    {
+      std::ofstream out(path);
+      out << text.substr(0, text.find('\n') + 1) << row.substr(0, row.find(",3139,")) << ","
+          << hex << "," << row.substr(row.find(",3139,") + 6);
+    }
+    r = RunMosaic("perf validate " + path.string());
+    EXPECT_EQ(r.exit_code, 1) << hex;
+    EXPECT_NE(r.err.find(std::string(":2: measured_tokens_per_s_per_gpu = '") + hex +
+                         "'. Violated constraint: blank or a finite decimal number > 0"),
+              std::string::npos)
+        << r.err;
+  }
   // The a2a_overlap column (the last but one; M9's is 1, its offload_layers blank) is 0, 1 or
   // blank.
   const std::string m9 = text.substr(text.find("\nM9,") + 1);
@@ -1095,6 +1109,22 @@ TEST(PerfCli, OptionsWithoutEffectAreRefused) {
                        "factor caps the tokens of routed experts, and llama3-70b is dense"),
             std::string::npos)
       << r.err;
+  // Nor does a capacity policy alone (its JSON would report a capacity for a dense model);
+  // dropless and balanced routing, which cap nothing, are taken.
+  for (const char* policy : {"capacity", "fixed-cells"}) {
+    r = RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,dp=8 "
+                  "--routing " + std::string(policy));
+    EXPECT_EQ(r.exit_code, 1) << policy;
+    EXPECT_NE(r.err.find("--routing " + std::string(policy) +
+                         " on llama3-70b. Violated constraint: a capacity caps the tokens of "
+                         "routed experts, and llama3-70b is dense (experts = 0)"),
+              std::string::npos)
+        << r.err;
+  }
+  r = RunMosaic("perf llama3-70b --hardware h100 --gpus 64 --batch 64 --layout tp=8,dp=8 "
+                "--routing balanced --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_TRUE(nlohmann::json::parse(r.out)["capacity_factor"].is_null());
   // A device is chosen by name, not renamed: the specifications would stay the old device's.
   r = RunMosaic(base + "--layout ep=8 --set hardware.name=b200");
   EXPECT_EQ(r.exit_code, 1);

@@ -806,20 +806,26 @@ void CheckTeamRows(const std::vector<PreparedRow>& prepared, const std::vector<i
   // The distinct configurations of each profile's runs: runs of one configuration are one point,
   // whatever their number.
   std::vector<std::set<std::string>> configurations(rows_of_profile.size());
+  // Each profile's runs as "file:line (id)", for the error that names them.
+  std::vector<std::vector<std::string>> runs(rows_of_profile.size());
   for (int i : valid) {
-    configurations[prepared[i].profile_index].insert(ConfigurationKey(*prepared[i].row));
+    const MeasuredRow& r = *prepared[i].row;
+    configurations[prepared[i].profile_index].insert(ConfigurationKey(r));
+    runs[prepared[i].profile_index].push_back(
+        r.where.empty() ? Printable(r.id) : fmt::format("{} ({})", r.where, Printable(r.id)));
   }
   for (size_t pi = 0; pi < rows_of_profile.size(); ++pi) {
     if (rows_of_profile[pi] == 0) continue;
     if (configurations[pi].size() < 2) {
       throw InputError(fmt::format(
-          "profile '{}' has {}. Violated constraint: at least two runs per fitted profile, at "
-          "different batch or layout (its GEMM efficiency and per-step overhead are two "
+          "profile '{}' has {}: {}. Violated constraint: at least two runs per fitted profile, "
+          "at different batch or layout (its GEMM efficiency and per-step overhead are two "
           "parameters)",
           initial.profiles[pi].name,
           rows_of_profile[pi] == 1
               ? std::string("one run")
-              : fmt::format("{} runs, all of one configuration", rows_of_profile[pi])));
+              : fmt::format("{} runs, all of one configuration", rows_of_profile[pi]),
+          fmt::join(runs[pi], ", ")));
     }
   }
   for (int i : valid) {

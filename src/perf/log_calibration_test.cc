@@ -498,21 +498,25 @@ TEST_F(LogCalibration, TeamRowsAreEnoughAndPlausible) {
   };
   std::vector<MeasuredRow> solo = rows;
   solo[0].profile = "solo-h100";
+  const std::string runs = (dir_ / "perf_runs.toml").string();
   EXPECT_EQ(error_of(solo),
-            "profile 'solo-h100' has one run. Violated constraint: at least two runs per fitted "
-            "profile, at different batch or layout (its GEMM efficiency and per-step overhead are "
-            "two parameters)");
+            "profile 'solo-h100' has one run: " + runs + ":10 (ep8-dp16). Violated constraint: "
+            "at least two runs per fitted profile, at different batch or layout (its GEMM "
+            "efficiency and per-step overhead are two parameters)");
   // Two runs of one configuration are one point for two parameters.
   std::vector<MeasuredRow> twins = {rows[0], rows[0]};
   twins[1].id = "ep8-dp16-again";
   EXPECT_EQ(error_of(twins),
-            "profile 'team-h100' has 2 runs, all of one configuration. Violated constraint: at "
-            "least two runs per fitted profile, at different batch or layout (its GEMM "
-            "efficiency and per-step overhead are two parameters)");
+            "profile 'team-h100' has 2 runs, all of one configuration: " + runs +
+                ":10 (ep8-dp16), " + runs +
+                ":10 (ep8-dp16-again). Violated constraint: at least two runs per fitted "
+                "profile, at different batch or layout (its GEMM efficiency and per-step "
+                "overhead are two parameters)");
   // With too few rows in all, the profile short of runs is named (not only the count).
   std::vector<MeasuredRow> short_of_runs = {rows[0], rows[1], rows[2]};
   short_of_runs[2].profile = "other-h100";
-  EXPECT_EQ(error_of(short_of_runs).rfind("profile 'other-h100' has one run.", 0), 0u)
+  EXPECT_EQ(error_of(short_of_runs).rfind("profile 'other-h100' has one run: " + runs + ":26", 0),
+            0u)
       << error_of(short_of_runs);
   std::vector<MeasuredRow> slip = rows;
   slip[2].measured_tokens_per_s_per_gpu /= 20;  // e.g. tokens/s of one node read per GPU ×16

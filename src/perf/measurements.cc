@@ -239,18 +239,14 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     auto number = [&](const char* name) {
       const std::string& v = cell(name);
       if (v.empty()) return 0.0;
+      // Decimal only (from_chars' general format): strtod would also read 0x510 and 0x1p10.
       double x = 0;
-      try {
-        size_t used = 0;
-        x = std::stod(v, &used);
-        if (used != v.size()) throw std::invalid_argument(v);
-      } catch (const std::exception&) {
-        x = -1;
-      }
+      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
+      if (ec != std::errc() || end != v.data() + v.size()) x = -1;
       if (!std::isfinite(x) || x <= 0) {
         throw InputError(fmt::format(
-            "{}:{}: {} = '{}'. Violated constraint: blank or a finite number > 0", path, line_no,
-            name, Printable(v)));
+            "{}:{}: {} = '{}'. Violated constraint: blank or a finite decimal number > 0", path,
+            line_no, name, Printable(v)));
       }
       return x;
     };

@@ -81,6 +81,12 @@ PerfSetup PreparePerf(const PerfRequest& request) {
         "routed experts, and {} is dense (experts = 0)",
         request.capacity_factor, s.spec.config.name, s.spec.config.name));
   }
+  if (!s.spec.config.is_moe() && request.routing && CapsTokens(*request.routing)) {
+    throw InputError(fmt::format(
+        "--routing {} on {}. Violated constraint: a capacity caps the tokens of routed experts, "
+        "and {} is dense (experts = 0)",
+        ToString(*request.routing), s.spec.config.name, s.spec.config.name));
+  }
   if (request.bp_segment_loops < 0) {
     throw InputError(fmt::format("--bp-segment = {}. Violated constraint: --bp-segment >= 0",
                                  request.bp_segment_loops));

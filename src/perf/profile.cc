@@ -84,7 +84,8 @@ constexpr ProfileField kProfileFields[] = {
     {"step_overhead_seconds", &PerfProfile::step_overhead_seconds,
      {0, 3600, "a fixed cost per step, at most an hour"}},
     {"activation_factor", &PerfProfile::activation_factor,
-     {0, 100, "stored activations relative to the fused-kernel count"}},
+     {0.1, 100, "stored activations relative to the fused-kernel count; what a stack leaves out "
+                "of them is a recompute policy or offload, not this factor"}},
     {"memory_reserve_gb", &PerfProfile::memory_reserve_gb,
      {0, 1e5, "GB held per GPU beside the model"}},
     {"scale_up_efficiency", &PerfProfile::scale_up_efficiency, kRateShare, Unset::kSharedOrZero},
@@ -269,6 +270,13 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         }
         PerfProfile p;
         p.name = std::string(name.str());
+        if (IsGenericProfile(p.name)) {
+          throw InputError(fmt::format("{}: [profiles.\"{}\"]. Violated constraint: a name other "
+                                       "than 'generic' and 'generic-…', which name a device's "
+                                       "uncalibrated defaults (--profile generic-DEVICE)",
+                                       LocationOf(pnode, origin, text).ToString(),
+                                       Printable(p.name)));
+        }
         for (auto&& [k, v] : *pt) {
           const std::string at = LocationOf(v, origin, text).ToString();
           const bool text_key = k.str() == "hardware" || k.str() == "stack" ||

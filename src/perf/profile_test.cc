@@ -303,6 +303,45 @@ TEST(Profile, GroupedGemmRowTileIsAWholeNumberOfRowsAndZeroWhenLeftOut) {
   EXPECT_EQ(LoadProfiles().Get("megatron-h100").grouped_gemm_row_tile, 0);
 }
 
+// generic-DEVICE names a device's uncalibrated defaults: a file's profile of that name would be
+// loaded and never used (--profile generic-h100 takes the defaults), so it is refused.
+TEST(Profile, AFileMayNotNameAProfileGeneric) {
+  for (const std::string name : {"generic", "generic-h100"}) {
+    std::string text = ProfileText();
+    text.replace(text.find("[profiles.\"mine\"]"), 17, "[profiles.\"" + name + "\"]");
+    EXPECT_NE(message(text).find("[profiles.\"" + name + "\"]. Violated constraint: a name other "
+                                 "than 'generic' and 'generic-…'"),
+              std::string::npos)
+        << message(text);
+  }
+}
+
+// Stored activations scale by activation_factor: 0 would store none, a recompute policy's
+// or offload's job; a tenth is the least a stack stores.
+TEST(Profile, ActivationFactorStoresSomething) {
+  EXPECT_NE(message(ProfileText({{"activation_factor", "0"}}))
+                .find("activation_factor = 0. Violated constraint: 0.1 <= activation_factor <= 100"),
+            std::string::npos)
+      << message(ProfileText({{"activation_factor", "0"}}));
+  EXPECT_EQ(ParseProfiles(ProfileText({{"activation_factor", "0.5"}}), "mine.toml")
+                .profiles[0]
+                .activation_factor,
+            0.5);
+}
+
+// A table defined twice is named as its header writes it (toml++ 3.x garbles a quoted key in its
+// own message: 'profiles."mimine"').
+TEST(Profile, ATableDefinedTwiceIsNamedAsWritten) {
+  std::string text = ProfileText();
+  const std::string block = text.substr(text.find("[profiles.\"mine\"]"));
+  text += "\n" + block;
+  EXPECT_NE(message(text).find(
+                "TOML syntax error: Error while parsing table header: cannot redefine existing "
+                "table 'profiles.\"mine\"'"),
+            std::string::npos)
+      << message(text);
+}
+
 TEST(Profile, UnknownNameListsTheKnownOnes) {
   const ProfileSet set = ParseProfiles(kProfiles, "mine.toml");
   try {

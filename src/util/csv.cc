@@ -62,7 +62,13 @@ std::vector<CsvRecord> ParseCsvRecords(std::string_view text, const std::string&
       }
       ++pos;
       if (field_was_quoted && c != ',' && c != '\n' && c != '\r') {
-        misplaced("text after a quoted field's closing quote");
+        // A quoted field that spans lines is most often a stray quote that opened it: name it.
+        misplaced(quote_line == line_number
+                      ? std::string("text after a quoted field's closing quote")
+                      : fmt::format("text after a quoted field's closing quote (the field opened "
+                                    "at line {}, column {}, and spans lines {}-{}: a stray quote "
+                                    "there joins them)",
+                                    quote_line, quote_column, quote_line, line_number));
       }
       if (c == '"') {
         if (!current.empty()) misplaced("a quote inside an unquoted field");

@@ -77,6 +77,19 @@ TEST(Csv, AQuoteOnlyOpensOrClosesAField) {
               0u)
         << e.what();
   }
+  // A stray quote that opens a field joins the lines up to the next quote: the error names the
+  // line and column it opened at.
+  try {
+    ParseCsvRecords("id,note\nA,\"stray\nB,x\nC,\"quoted\"\n", "q.csv");
+    FAIL() << "no error";
+  } catch (const InputError& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("q.csv:4:4: text after a quoted field's closing quote "
+                                          "(the field opened at line 2, column 3, and spans lines "
+                                          "2-4: a stray quote there joins them)",
+                                          0),
+              0u)
+        << e.what();
+  }
   // Quoted whole, a field holds its doubled quotes; an empty quoted field is empty.
   const std::vector<CsvRecord> r = ParseCsvRecords("id,note\nA,\"f\"\"p8\"\nB,\"\"\n", "q.csv");
   ASSERT_EQ(r.size(), 3u);

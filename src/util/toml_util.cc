@@ -27,7 +27,22 @@ toml::table ParseToml(std::string_view text, const std::string& origin) {
     SourceLocation where{origin, static_cast<int>(error.source().begin.line),
                          static_cast<int>(error.source().begin.column),
                          LineOf(text, static_cast<int>(error.source().begin.line))};
-    throw LocatedError(where, std::string("TOML syntax error: ") + std::string(error.description()));
+    std::string description(error.description());
+    // toml++ 3.x garbles a quoted key in its redefinition message ('profiles."memegatron-h100"'
+    // for [profiles."megatron-h100"]): name the header as the line writes it.
+    constexpr std::string_view kRedefined = "cannot redefine existing table '";
+    const size_t at = description.find(kRedefined);
+    const size_t open = where.source_line.find('[');
+    const size_t close = where.source_line.rfind(']');
+    if (at != std::string::npos && open != std::string::npos && close != std::string::npos &&
+        close > open) {
+      std::string header = where.source_line.substr(open + 1, close - open - 1);
+      if (header.size() > 2 && header.front() == '[' && header.back() == ']') {
+        header = header.substr(1, header.size() - 2);  // an array-of-tables header [[...]]
+      }
+      description = description.substr(0, at + kRedefined.size()) + header + "'";
+    }
+    throw LocatedError(where, "TOML syntax error: " + description);
   }
 }
 
