@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <utility>
 
 #include "cli_support.h"
 
@@ -147,6 +148,49 @@ TEST(DecideCli, AnUnwritableOutputWritesNeither) {
             std::string::npos)
       << r.err;
   EXPECT_EQ(ReadText(dir + "/study.toml"), ReadText(SourcePath("data/studies/fsdp-vs-ep.toml")));
+  std::filesystem::remove_all(dir);
+}
+
+// The [target]'s device file and [[target.arms]] model files are found beside the study, as its
+// results are, whatever the working directory; --html and --output over one are refused and the
+// file is left as it was.
+TEST(DecideCli, TargetFilesAreFoundBesideTheStudyAndNeverOverwritten) {
+  const std::string dir = ::testing::TempDir() + "decide_target_" + std::to_string(::getpid());
+  std::filesystem::create_directories(dir);
+  std::string study = ReadText(SourcePath("data/studies/fsdp-vs-ep.toml"));
+  for (const auto& [from, to] : {std::pair<std::string, std::string>{"hardware = \"gb200-nvl72\"",
+                                                                    "hardware = \"hw.toml\""},
+                                 {"model = \"marin-hero-ep\"", "model = \"hero.toml\""}}) {
+    ASSERT_NE(study.find(from), std::string::npos) << from;
+    study.replace(study.find(from), from.size(), to);
+  }
+  std::ofstream(dir + "/study.toml") << study;
+  std::filesystem::copy_file(SourcePath("data/studies/fsdp-vs-ep-results.csv"),
+                             dir + "/fsdp-vs-ep-results.csv");
+  std::filesystem::copy_file(SourcePath("data/hardware/gb200-nvl72.toml"), dir + "/hw.toml");
+  std::filesystem::copy_file(SourcePath("data/models/marin-hero-ep.toml"), dir + "/hero.toml");
+  CommandResult r = RunMosaic("decide " + dir + "/study.toml");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The same device and models as the preset's: the same model throughput and verdicts.
+  const std::string preset = RunMosaic("decide").out;
+  for (const std::string line : {"    ep64                4268  24.64%", "\nVerdict (model): ",
+                                 "\nVerdict (measured): "}) {
+    const size_t at = preset.find(line);
+    ASSERT_NE(at, std::string::npos) << line;
+    const std::string whole = preset.substr(at, preset.find('\n', at + 1) - at);
+    EXPECT_NE(r.out.find(whole), std::string::npos) << whole << "\n" << r.out;
+  }
+  for (const std::string flag : {"--html", "--output"}) {
+    for (const std::string file : {"hw.toml", "hero.toml"}) {
+      r = RunMosaic("decide " + dir + "/study.toml " + flag + " " + dir + "/" + file);
+      EXPECT_EQ(r.exit_code, 1) << r.err;
+      EXPECT_NE(r.err.find("Violated constraint: not one of the command's input files"),
+                std::string::npos)
+          << r.err;
+    }
+  }
+  EXPECT_EQ(ReadText(dir + "/hw.toml"), ReadText(SourcePath("data/hardware/gb200-nvl72.toml")));
+  EXPECT_EQ(ReadText(dir + "/hero.toml"), ReadText(SourcePath("data/models/marin-hero-ep.toml")));
   std::filesystem::remove_all(dir);
 }
 

@@ -984,6 +984,14 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
 
 std::vector<std::string> StudyInputFiles(const std::string& study_path, const StudyConfig& study) {
   std::vector<std::string> inputs = {study_path, study.model};
+  // The target's device and arms' model files, as the study reader resolved them (beside it).
+  if (study.decision.target) {
+    auto add_file = [&](const std::string& path) {
+      if (path.ends_with(".toml") || path.find('/') != std::string::npos) inputs.push_back(path);
+    };
+    add_file(study.decision.target->hardware);
+    for (const TargetArm& arm : study.decision.target->arms) add_file(arm.model);
+  }
   if (study.decision.results) {
     // Results not yet written are no input (`mosaic plan` runs before them; Decide refuses
     // them at their key).

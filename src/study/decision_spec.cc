@@ -273,6 +273,15 @@ void ReadTarget(const toml::node& node, const SourceLocation& where, const Table
     }
   });
   r.Read(GetTable(node, where, "target"), "[target]");
+  // A device or model file named by a relative path is found beside the study file first, as the
+  // study's own model and results are.
+  auto beside_study = [&](std::string& path) {
+    if (path.ends_with(".toml") || path.find('/') != std::string::npos) {
+      path = ResolveBeside(path, parent.origin());
+    }
+  };
+  beside_study(t.hardware);
+  for (TargetArm& a : t.arms) beside_study(a.model);
   if (t.tokens == 0 && t.compute_flops == 0) {
     throw LocatedError(where,
                        "[target] needs tokens (training tokens, e.g. 20e12) or compute_flops (the "

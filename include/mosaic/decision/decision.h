@@ -159,8 +159,9 @@ struct DecideOptions {
 Decision Decide(const StudyConfig& study, const DecideOptions& options = {});
 
 // The files a study names as it is given (`study_path`: its file or embedded name): the study,
-// its model, its results CSV and every log file under its results directories, so that no
-// command's output overwrites one (plan and decide refuse an --output among them).
+// its model, its [target] device and arms' models, its results CSV and every log file under its
+// results directories, so that no command's output overwrites one (plan and decide refuse an
+// --output among them).
 std::vector<std::string> StudyInputFiles(const std::string& study_path, const StudyConfig& study);
 
 }  // namespace mosaic
