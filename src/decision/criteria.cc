@@ -186,7 +186,8 @@ CriterionResult ContextExtensionSmooth(const std::vector<ContextExtension>& entr
 }
 
 CriterionResult NoAnomalies(bool logs_read, int runs_read, const std::vector<std::string>& anomalies,
-                            const RuleSpec& rule) {
+                            const RuleSpec& rule,
+                            const std::vector<std::string>& runs_without_grad_norm) {
   CriterionResult r = Make("no_anomalies",
                            fmt::format("no gradient or loss anomalies in {}'s runs",
                                        rule.challenger));
@@ -195,6 +196,21 @@ CriterionResult NoAnomalies(bool logs_read, int runs_read, const std::vector<std
     r.missing = fmt::format("no training logs of {}'s runs were read", rule.challenger);
     r.settle = fmt::format("point [results] logs at the ladder runs of {} (gradient norm and "
                            "loss tags)",
+                           rule.challenger);
+    r.reason = r.missing;
+    return r;
+  }
+  if (anomalies.empty() && !runs_without_grad_norm.empty()) {
+    // No gradient norm logged: its non-finite values (skipped updates) and spikes cannot be seen.
+    r.status = CriterionStatus::kUnknown;
+    r.missing = fmt::format(
+        "{} of {}'s {} {} read log{} no gradient norm (a tag containing grad_norm, gradnorm or grad/norm): "
+        "{}; their losses show no anomaly, but their gradients cannot be checked",
+        runs_without_grad_norm.size(), rule.challenger, runs_read,
+        runs_read == 1 ? "run" : "runs", runs_without_grad_norm.size() == 1 ? "s" : "",
+        fmt::join(runs_without_grad_norm, ", "));
+    r.settle = fmt::format("log the gradient norm in {}'s runs (or point [results] logs at runs "
+                           "that do)",
                            rule.challenger);
     r.reason = r.missing;
     return r;

@@ -1,5 +1,7 @@
 #include "mosaic/decision/criteria.h"
 
+#include "mosaic/runs/health.h"
+
 #include <gtest/gtest.h>
 
 namespace mosaic {
@@ -175,6 +177,25 @@ TEST(NoAnomalies, NeedsLogsAndFailsOnAnyFinding) {
       NoAnomalies(true, 4, {"ep-d768: 1 non-finite value at step 500"}, Rule());
   EXPECT_EQ(fail.status, CriterionStatus::kFail);
   EXPECT_EQ(fail.reason, "ep-d768: 1 non-finite value at step 500");
+  // Runs that log no gradient norm leave their gradients unchecked: UNKNOWN, naming them, unless
+  // a finding already fails the criterion.
+  const CriterionResult unchecked = NoAnomalies(true, 4, {}, Rule(), {"ep-d768", "ep-d1024"});
+  EXPECT_EQ(unchecked.status, CriterionStatus::kUnknown);
+  EXPECT_NE(unchecked.missing.find("2 of ep's 4 runs read log no gradient norm"),
+            std::string::npos)
+      << unchecked.missing;
+  EXPECT_NE(unchecked.missing.find(": ep-d768, ep-d1024;"), std::string::npos) << unchecked.missing;
+  EXPECT_EQ(NoAnomalies(true, 4, {"ep-d768: 1 non-finite value at step 500"}, Rule(), {"ep-d1024"})
+                .status,
+            CriterionStatus::kFail);
+  // The tags counted as a gradient norm's.
+  for (const char* tag : {"train/grad_norm", "grad/norm/total", "optim/GradNorm",
+                          "gradient_norm", "grad-norm"}) {
+    EXPECT_TRUE(runs::IsGradNormTag(tag)) << tag;
+  }
+  for (const char* tag : {"train/loss", "grad/clipped", "norm/grad"}) {
+    EXPECT_FALSE(runs::IsGradNormTag(tag)) << tag;
+  }
 }
 
 CriterionResult WithStatus(std::string name, CriterionStatus status) {

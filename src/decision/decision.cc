@@ -295,6 +295,8 @@ void LoadLogResults(const StudyConfig& study, const LadderPlan& plan, const Resu
     } else {
       (spec.loss == DecisionLoss::kDropless ? r.loss_dropless : r.loss_with_drop) = loss;
     }
+    const std::vector<std::string> tags = run.Tags();
+    r.logs_grad_norm = std::ranges::any_of(tags, runs::IsGradNormTag);
     for (const runs::Finding& f : runs::CheckHealth(run)) {
       if (IsAnomaly(f.kind)) {
         r.anomalies.push_back(
@@ -872,14 +874,15 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
   }
   shared.push_back(ContextExtensionSmooth(spec.context_extension, rule, largest));
   {
-    std::vector<std::string> anomalies;
+    std::vector<std::string> anomalies, without_grad_norm;
     int runs_read = 0;
     for (const RungResult& r : d.results) {
       if (r.arm != rule.challenger) continue;
       ++runs_read;
       anomalies.insert(anomalies.end(), r.anomalies.begin(), r.anomalies.end());
+      if (d.logs_read && !r.logs_grad_norm) without_grad_norm.push_back(r.run);
     }
-    shared.push_back(NoAnomalies(d.logs_read, runs_read, anomalies, rule));
+    shared.push_back(NoAnomalies(d.logs_read, runs_read, anomalies, rule, without_grad_norm));
   }
 
   // One scenario per throughput source. Each arm's target setup is prepared once, for the

@@ -372,4 +372,6 @@ std::vector<std::vector<Finding>> CheckHealthOfRuns(const std::vector<Run>& runs
   return findings;
 }
 
+bool IsGradNormTag(std::string_view tag) { return detail::IsGradNorm(std::string(tag)); }
+
 }  // namespace mosaic::runs

@@ -152,8 +152,10 @@ class RollingBaseline {
   size_t oldest_ = 0;
 };
 
+// A gradient norm's tag: grad_norm, grad-norm, gradnorm, gradient_norm, or Levanter's and
+// Marin's grad/norm/total, in any case.
 inline bool IsGradNorm(const std::string& tag) {
-  static const RE2 kGradNorm("(?i)grad[_-]?norm|gradnorm");
+  static const RE2 kGradNorm("(?i)grad(ient)?[_/-]?norm");
   return RE2::PartialMatch(tag, kGradNorm);
 }
 

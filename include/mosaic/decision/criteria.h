@@ -79,9 +79,13 @@ CriterionResult ContextExtensionSmooth(const std::vector<ContextExtension>& entr
 
 // (d) No gradient or loss anomaly (non-finite values, skipped updates, spikes) in the
 // challenger's runs, from the run reader's health findings. `logs_read` is false when the results
-// came without logs (UNKNOWN); `anomalies` lists "run: finding" lines.
+// came without logs (UNKNOWN); `anomalies` lists "run: finding" lines (any: FAIL);
+// `runs_without_grad_norm` names the runs read whose logs have no gradient-norm tag
+// (runs::IsGradNormTag): with no anomaly found, any such run leaves the criterion UNKNOWN, since
+// their gradients were never checked.
 CriterionResult NoAnomalies(bool logs_read, int runs_read, const std::vector<std::string>& anomalies,
-                            const RuleSpec& rule);
+                            const RuleSpec& rule,
+                            const std::vector<std::string>& runs_without_grad_norm = {});
 
 struct Verdict {
   std::string chosen_arm;

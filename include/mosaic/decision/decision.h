@@ -36,6 +36,7 @@ struct RungResult {
   std::string run;                       // run name, when known
   std::string source;                    // "file:line" or "logdir/run (tag, last k)"
   std::vector<std::string> anomalies;    // from run health (logs only)
+  bool logs_grad_norm = false;           // its log has a gradient-norm tag (runs::IsGradNormTag)
 
   // The loss the decision uses (spec.results.loss), or nullopt.
   std::optional<double> Loss(DecisionLoss which) const {

@@ -67,6 +67,11 @@ struct Finding {
 // All findings of `run`, ordered by tag then kind; run-level findings first.
 std::vector<Finding> CheckHealth(const Run& run, const HealthOptions& options = {});
 
+// Whether `tag` is a gradient norm's, whose non-finite values CheckHealth reports as skipped
+// updates: it contains grad_norm, grad-norm, gradnorm, gradient_norm or grad/norm, in any case
+// ("train/grad_norm", Levanter's and Marin's "grad/norm/total").
+bool IsGradNormTag(std::string_view tag);
+
 // CheckHealth of each of `runs` (in their order), every series a task of its own on `threads`
 // threads (0: one per hardware thread), so that one run of many tags uses every core too; the
 // result does not depend on the number of threads.
