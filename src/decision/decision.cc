@@ -90,6 +90,13 @@ void LoadCsvResults(const StudyConfig& study, const ResultsSpec& spec,
                     std::vector<RungResult>& results) {
   const scaling::DataTable table =
       scaling::ParseCsv(ReadInputBeside(spec.csv, study.embedded), spec.csv);
+  // A header alone is a file not yet filled in, not results that settle nothing.
+  if (table.rows() == 0) {
+    throw InputError(fmt::format("{}: a header and no rows. Violated constraint: a results CSV "
+                                 "holds a row per arm and rung run (a study without results yet "
+                                 "is planned with `mosaic plan`)",
+                                 spec.csv));
+  }
   // A column the results need: named by its [results] key when missing.
   const auto require = [&](const std::string& column, std::string_view key,
                            std::string_view purpose) {

@@ -412,6 +412,31 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                 .find("threshold = 5. Violated constraint: 0 < threshold < 1 (a fraction: 0.05, "
                       "not 5)"),
             std::string::npos);
+  // A results CSV of its header alone is refused, not read as no results.
+  {
+    const std::filesystem::path dir =
+        std::filesystem::temp_directory_path() / ("decide_header_" + std::to_string(::getpid()));
+    std::filesystem::create_directories(dir);
+    const std::string study(*FindEmbeddedFile("studies/fsdp-vs-ep.toml"));
+    const std::string results(*FindEmbeddedFile("studies/fsdp-vs-ep-results.csv"));
+    std::ofstream(dir / "study.toml") << study;
+    std::ofstream(dir / "fsdp-vs-ep-results.csv") << results.substr(0, results.find('\n') + 1);
+    try {
+      Decide(LoadStudy((dir / "study.toml").string()));
+      ADD_FAILURE() << "no error";
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find("fsdp-vs-ep-results.csv: a header and no rows."),
+                std::string::npos)
+          << e.what();
+    }
+    std::filesystem::remove_all(dir);
+  }
+  // 1.5 reads as no percentage: the rule alone, without a 0.015 no one meant.
+  const std::string too_sure = ErrorOf("confidence = 0.95", "confidence = 1.5");
+  EXPECT_NE(too_sure.find("confidence = 1.5. Violated constraint: 0 < confidence < 1"),
+            std::string::npos)
+      << too_sure;
+  EXPECT_EQ(too_sure.find("a fraction"), std::string::npos) << too_sure;
   EXPECT_NE(ErrorOf("challenger = \"ep64\"", "challenger = \"ep65\"")
                 .find("challenger names an arm of the study (fsdp-chunk1, fsdp-chunk4, ep64) (did "
                       "you mean 'ep64'?)"),

@@ -65,9 +65,10 @@ double GetFraction(const toml::node& node, const SourceLocation& where, std::str
   const double value = GetNumber(node, where, key);
   const bool ok = (open_low ? value > 0 : value >= 0) && (open_high ? value < 1 : value <= 1);
   if (!ok) {
-    // A percentage written for the fraction is named with the fraction it stands for.
+    // A percentage written for the fraction is named with the fraction it stands for (from 2:
+    // 1.5 is no percentage anyone means for a fraction such as a confidence).
     const std::string percent =
-        value > 1 && value <= 100 ? fmt::format(" (a fraction: {:g}, not {:g})", value / 100, value)
+        value >= 2 && value <= 100 ? fmt::format(" (a fraction: {:g}, not {:g})", value / 100, value)
                                   : "";
     throw FieldError(where, key, TomlValueText(node),
                      fmt::format("0 {} {} {} 1{}", open_low ? "<" : "<=", key,
