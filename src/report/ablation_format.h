@@ -8,7 +8,8 @@
 
 namespace mosaic::report::ablation_format {
 
-// "+0.0123" with `decimals` decimals; "n/a" when not finite.
+// "+0.0123" with `decimals` decimals; "+1.0000e+308" (scientific, the same decimals) from a
+// magnitude of 1e9, so that a huge logged value keeps the table's columns; "n/a" when not finite.
 std::string Signed(double value, int decimals = 4);
 
 // The decimals the report prints the compared tag's values with: `base` for values of order 1
@@ -16,7 +17,8 @@ std::string Signed(double value, int decimals = 4);
 // value, so a learning rate of 2e-4 shows as 0.00020000, not 0.0002), at most 15.
 int Decimals(const runs::Ablation& ablation, int base = 4);
 
-// `value` with `decimals` decimals; "n/a" when not finite.
+// `value` with `decimals` decimals (scientific from a magnitude of 1e9, as Signed); "n/a" when
+// not finite.
 std::string Fixed(double value, int decimals);
 
 // The steps logged twice, merged over files: "1000–1500", "1000–1500, 8000–8400"; "" when none.

@@ -30,5 +30,15 @@ TEST(Decimals, GrowWithEachPowerOfTenBelowOne) {
   EXPECT_EQ(Fixed(NAN, 4), "n/a");
 }
 
+// A value of a billion or more (a run that logged a loss of 1e308) is written in scientific
+// notation, so that the table keeps its columns; below, fixed-point as before.
+TEST(Fixed, HugeValuesAreScientific) {
+  EXPECT_EQ(Fixed(1e308, 4), "1.0000e+308");
+  EXPECT_EQ(Signed(1e308, 4), "+1.0000e+308");
+  EXPECT_EQ(Signed(-2.5e9, 4), "-2.5000e+09");
+  EXPECT_EQ(Fixed(999999999.0, 2), "999999999.00");
+  EXPECT_EQ(Signed(0.1, 4), "+0.1000");
+}
+
 }  // namespace
 }  // namespace mosaic::report::ablation_format

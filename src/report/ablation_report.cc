@@ -29,8 +29,13 @@ using runs::RunHealth;
 
 namespace ablation_format {
 
+// Values past kFixedLimit (a loss of 1e308 a run logged) are written in scientific notation,
+// which keeps the table's columns; fixed-point would spell out every digit.
+constexpr double kFixedLimit = 1e9;
+
 std::string Signed(double value, int decimals) {
   if (!std::isfinite(value)) return "n/a";
+  if (std::abs(value) >= kFixedLimit) return fmt::format("{:+.{}e}", value, decimals);
   return fmt::format("{:+.{}f}", value, decimals);
 }
 
@@ -46,7 +51,9 @@ int Decimals(const Ablation& ablation, int base) {
 }
 
 std::string Fixed(double value, int decimals) {
-  return std::isfinite(value) ? fmt::format("{:.{}f}", value, decimals) : "n/a";
+  if (!std::isfinite(value)) return "n/a";
+  if (std::abs(value) >= kFixedLimit) return fmt::format("{:.{}e}", value, decimals);
+  return fmt::format("{:.{}f}", value, decimals);
 }
 
 std::string StepRanges(const std::vector<LoggedTwice>& logged_twice) {
