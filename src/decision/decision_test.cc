@@ -431,6 +431,16 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
     }
     std::filesystem::remove_all(dir);
   }
+  // A [fit] pin against the law's form is located at its value, as every study field is.
+  EXPECT_NE(ErrorOf("alpha = 0.0941 }", "alpha = -0.0941 }")
+                .find(":73:26: alpha = -0.0941. Violated constraint: alpha > 0 (compute exponent "
+                      "of law compute: its term must fall as its input grows)"),
+            std::string::npos)
+      << ErrorOf("alpha = 0.0941 }", "alpha = -0.0941 }");
+  EXPECT_NE(ErrorOf("E = 1.6,", "E = -1.6,")
+                .find(":73:13: E = -1.6. Violated constraint: E > 0 (a scale of law compute)"),
+            std::string::npos)
+      << ErrorOf("E = 1.6,", "E = -1.6,");
   // 1.5 reads as no percentage: the rule alone, without a 0.015 no one meant.
   const std::string too_sure = ErrorOf("confidence = 0.95", "confidence = 1.5");
   EXPECT_NE(too_sure.find("confidence = 1.5. Violated constraint: 0 < confidence < 1"),

@@ -48,11 +48,14 @@ std::pair<std::string, double> ParsePin(std::string_view text) {
 }
 
 std::vector<std::optional<double>> PinnedTheta(
-    const Law& law, const std::vector<std::pair<std::string, double>>& pins) {
+    const Law& law, const std::vector<std::pair<std::string, double>>& pins,
+    const std::vector<SourceLocation>& pin_where) {
   std::vector<std::optional<double>> theta(law.params.size());
   std::vector<std::string> names;
   for (const LawParam& p : law.params) names.push_back(p.name);
-  for (const auto& [name, value] : pins) {
+  for (size_t i = 0; i < pins.size(); ++i) {
+    const auto& [name, value] = pins[i];
+    const SourceLocation where = i < pin_where.size() ? pin_where[i] : At("--pin");
     const int j = law.ParamIndex(name);
     if (j < 0) {
       throw UsageError(fmt::format("--pin {}={}: law {} has no parameter '{}'{}; parameters: {}",
@@ -72,7 +75,7 @@ std::vector<std::optional<double>> PinnedTheta(
         }
       }
       if (!plain || !used) {
-        throw FieldError(At("--pin"), name, fmt::format("{}", value),
+        throw FieldError(where, name, fmt::format("{}", value),
                          fmt::format("{} > 0 ({} of law {} is not a plain factor of its terms, so "
                                      "they cannot be dropped)",
                                      name, name, law.name));
@@ -96,13 +99,17 @@ std::vector<std::optional<double>> PinnedTheta(
         sole = sole || (here && with_inputs == 1);
       }
       if (value < 0 || (value == 0 && sole)) {
-        throw FieldError(At("--pin"), name, fmt::format("{}", value),
+        throw FieldError(where, name, fmt::format("{}", value),
                          fmt::format("{} {} 0 ({} of law {}: {})", name, sole ? ">" : ">=",
                                      law.params[j].meaning, law.name,
                                      value < 0 ? "its term must fall as its input grows"
                                                : "at 0 its term is a constant, which the floor "
                                                  "E already is"));
       }
+    }
+    if (law.params[j].kind == ParamKind::kLogScale && !(value > 0)) {
+      throw FieldError(where, name, fmt::format("{}", value),
+                       fmt::format("{} > 0 (a scale of law {})", name, law.name));
     }
     theta[j] = law.ToTheta(j, value);
   }

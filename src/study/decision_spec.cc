@@ -297,11 +297,13 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
   TableReader r(parent.text(), parent.origin());
   r.On("law", [&](auto& n, auto& w) { f.law = OneOf(n, w, "law", {"compute", "chinchilla"}); });
   r.On("rungs", [&](auto& n, auto& w) { f.rungs = OneOf(n, w, "rungs", {"common", "all"}); });
-  std::vector<SourceLocation> pin_at;  // where each pin's name is written
+  std::vector<SourceLocation> pin_at;        // where each pin's name is written
+  std::vector<SourceLocation> pin_value_at;  // and its value
   r.On("pin", [&](auto& n, auto& w) {
     for (const auto& [key, value] : GetTable(n, w, "pin")) {
       const std::string name(key.str());
       pin_at.push_back(KeyLocationOf(key, value, r.origin(), r.text()));
+      pin_value_at.push_back(r.Locate(value));
       const double pinned = GetNumber(value, r.Locate(value), name);
       if (!std::isfinite(pinned)) {
         throw FieldError(r.Locate(value), name, TomlValueText(value), name + " is finite");
@@ -334,6 +336,8 @@ void ReadFit(const toml::node& node, const SourceLocation& where, const TableRea
                      fmt::format("a parameter of law {}: {}{}", law.name, fmt::join(names, ", "),
                                  DidYouMean(name, names)));
   }
+  // Each pin's value against the law's form, located at the value.
+  (void)scaling::PinnedTheta(law, f.pins, pin_value_at);
   // Checked once the confidence is read, wherever it stands in the table.
   if (bootstrap_at && f.bootstrap > 0 &&
       f.bootstrap < scaling::MinBootstrapResamples(f.confidence)) {

@@ -110,10 +110,12 @@ void CheckDesign(const Law& law, const FitData& data,
 
 // Pins by name → θ per law parameter (nullopt for free ones). Throws UsageError (a --pin the law
 // cannot take) with a did-you-mean for an unknown name; InputError for a value against the law's
-// form (a falling term's exponent < 0, or 0 where it is the term's only input factor; a scale of
-// 0 where dropping its term is not possible).
+// form (a falling term's exponent < 0, or 0 where it is the term's only input factor; a scale
+// below 0, or of 0 where dropping its term is not possible), located at `pin_where[i]` for pin i
+// when given (a study's [fit] pin values), else at the flag --pin.
 std::vector<std::optional<double>> PinnedTheta(
-    const Law& law, const std::vector<std::pair<std::string, double>>& pins);
+    const Law& law, const std::vector<std::pair<std::string, double>>& pins,
+    const std::vector<SourceLocation>& pin_where = {});
 
 // The loss a law cannot reach with `pins`: the sum of its terms that have no input and only
 // pinned parameters (E pinned in L = E + A/C^alpha), and those parameters' names; value 0 when
