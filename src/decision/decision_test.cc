@@ -441,6 +441,12 @@ TEST(Decide, BadStudyFilesGetClearErrors) {
                 .find(":73:13: E = -1.6. Violated constraint: E > 0 (a scale of law compute)"),
             std::string::npos)
       << ErrorOf("E = 1.6,", "E = -1.6,");
+  // A context extension's d_model that is no rung is located at the d_model, not the header.
+  EXPECT_NE(ErrorOf("variant = \"ep64\"\nd_model = 2048", "variant = \"ep64\"\nd_model = 2047")
+                .find(":148:11: d_model = 2047. Violated constraint: d_model names a rung of the "
+                      "study"),
+            std::string::npos)
+      << ErrorOf("variant = \"ep64\"\nd_model = 2048", "variant = \"ep64\"\nd_model = 2047");
   // 1.5 reads as no percentage: the rule alone, without a 0.015 no one meant.
   const std::string too_sure = ErrorOf("confidence = 0.95", "confidence = 1.5");
   EXPECT_NE(too_sure.find("confidence = 1.5. Violated constraint: 0 < confidence < 1"),

@@ -429,7 +429,11 @@ void ReadContextExtension(const toml::node& node, const SourceLocation& where,
     TableReader r(parent.text(), parent.origin());
     r.On("arm", [&](auto& n, auto& w) { e.arm = GetString(n, w, "arm"); });
     r.On("variant", [&](auto& n, auto& w) { e.variant = GetString(n, w, "variant"); });
-    r.On("d_model", [&](auto& n, auto& w) { e.d_model = GetPositiveInt(n, w, "d_model"); });
+    e.d_model_where = e.where;
+    r.On("d_model", [&](auto& n, auto& w) {
+      e.d_model = GetPositiveInt(n, w, "d_model");
+      e.d_model_where = w;
+    });
     r.On("seq_len", [&](auto& n, auto& w) { e.seq_len = GetPositiveInt(n, w, "seq_len"); });
     r.On("outcome", [&](auto& n, auto& w) {
       e.outcome = *ExtensionOutcomeFromString(
@@ -544,7 +548,7 @@ void ValidateDecisionSpec(const StudyConfig& study) {
   }
   for (const ContextExtension& e : spec.context_extension) {
     check_arm(e.arm, e.where, "arm");
-    if (e.d_model != 0) check_rung(e.d_model, e.where);
+    if (e.d_model != 0) check_rung(e.d_model, e.d_model_where);
   }
   if (spec.noise) check_rung(spec.noise->d_model, spec.noise->d_model_where);
   if (spec.throughput.model) {

@@ -172,6 +172,7 @@ struct ContextExtension {
   std::string source;
   std::string note;
   SourceLocation where;
+  SourceLocation d_model_where;  // where d_model is written (the entry's header when it is not)
 };
 
 // The criteria a [rule] may list (decision/criteria.h evaluates each):
