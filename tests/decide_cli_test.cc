@@ -171,6 +171,9 @@ TEST(DecideCli, TargetFilesAreFoundBesideTheStudyAndNeverOverwritten) {
   std::filesystem::copy_file(SourcePath("data/models/marin-hero-ep.toml"), dir + "/hero.toml");
   CommandResult r = RunMosaic("decide " + dir + "/study.toml");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The device file is named by its device, not its path.
+  EXPECT_NE(r.out.find("mosaic's performance model on 64 × gb200-nvl72, batch"), std::string::npos)
+      << r.out;
   // The same device and models as the preset's: the same model throughput and verdicts.
   const std::string preset = RunMosaic("decide").out;
   for (const std::string line : {"    ep64                4268  24.64%", "\nVerdict (model): ",

@@ -947,8 +947,11 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     Scenario s;
     s.name = "model";
     const TargetSpec& t = *spec.target;
+    // A device file is named by the device it describes, not its path.
+    const std::string device =
+        IsPathArgument(t.hardware) ? LoadHardware(t.hardware).name : t.hardware;
     s.description = fmt::format("mosaic's performance model on {} × {}, batch {} × {}, {} ({})",
-                                t.gpus, t.hardware, t.batch_seqs,
+                                t.gpus, device, t.batch_seqs,
                                 t.seq_len > 0 ? t.seq_len : study.seq_len, t.format,
                                 spec.throughput.layout == "search" ? "best layout per arm"
                                                                    : "each arm's own layout");
