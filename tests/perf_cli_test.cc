@@ -478,10 +478,10 @@ TEST(PerfCli, AProfileFittedOnDenseModelsSaysSoForAMoeModel) {
 }
 
 TEST(PerfCli, AnExpertParallelLayoutOnAProfileFittedWithoutEpSaysSo) {
-  // maxtext-tpu-v5p's one MoE row (P9, Llama 4 Scout) shards its experts with FSDP, no EP: calibrate
-  // writes ep_calibrated = false, and an ep > 1 layout on it, evaluated or found by the search, is
-  // told its EP overlap is set by hand; the same model without EP, or with EP on a profile fitted
-  // on EP rows (megatron-h100), is not.
+  // maxtext-tpu-v5p's one MoE row (P9, Llama 4 Scout) shards its experts with FSDP, no EP:
+  // calibrate writes ep_calibrated = false, and an ep > 1 layout on it, evaluated or found by the
+  // search, is told its EP overlap is set by hand; the same model without EP, or with EP on a
+  // profile fitted on EP rows (megatron-h100), is not.
   const std::string note =
       "under the maxtext-tpu-v5p profile, calibrated on MoE rows without expert parallelism: its "
       "EP overlap (the share of the all-to-all hidden under compute) is set by hand";

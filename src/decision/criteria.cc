@@ -204,8 +204,8 @@ CriterionResult NoAnomalies(bool logs_read, int runs_read, const std::vector<std
     // No gradient norm logged: its non-finite values (skipped updates) and spikes cannot be seen.
     r.status = CriterionStatus::kUnknown;
     r.missing = fmt::format(
-        "{} of {}'s {} {} read log{} no gradient norm (a tag containing grad_norm, gradnorm or grad/norm): "
-        "{}; their losses show no anomaly, but their gradients cannot be checked",
+        "{} of {}'s {} {} read log{} no gradient norm (a tag containing grad_norm, gradnorm or "
+        "grad/norm): {}; their losses show no anomaly, but their gradients cannot be checked",
         runs_without_grad_norm.size(), rule.challenger, runs_read,
         runs_read == 1 ? "run" : "runs", runs_without_grad_norm.size() == 1 ? "s" : "",
         fmt::join(runs_without_grad_norm, ", "));

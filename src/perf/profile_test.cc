@@ -320,7 +320,8 @@ TEST(Profile, AFileMayNotNameAProfileGeneric) {
 // or offload's job; a tenth is the least a stack stores.
 TEST(Profile, ActivationFactorStoresSomething) {
   EXPECT_NE(message(ProfileText({{"activation_factor", "0"}}))
-                .find("activation_factor = 0. Violated constraint: 0.1 <= activation_factor <= 100"),
+                .find("activation_factor = 0. Violated constraint: 0.1 <= activation_factor <= "
+                      "100"),
             std::string::npos)
       << message(ProfileText({{"activation_factor", "0"}}));
   EXPECT_EQ(ParseProfiles(ProfileText({{"activation_factor", "0.5"}}), "mine.toml")

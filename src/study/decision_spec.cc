@@ -68,8 +68,9 @@ double GetFraction(const toml::node& node, const SourceLocation& where, std::str
     // A percentage written for the fraction is named with the fraction it stands for (from 2:
     // 1.5 is no percentage anyone means for a fraction such as a confidence).
     const std::string percent =
-        value >= 2 && value <= 100 ? fmt::format(" (a fraction: {:g}, not {:g})", value / 100, value)
-                                  : "";
+        value >= 2 && value <= 100
+            ? fmt::format(" (a fraction: {:g}, not {:g})", value / 100, value)
+            : "";
     throw FieldError(where, key, TomlValueText(node),
                      fmt::format("0 {} {} {} 1{}", open_low ? "<" : "<=", key,
                                  open_high ? "<" : "<=", percent));
