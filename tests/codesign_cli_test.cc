@@ -123,6 +123,25 @@ TEST(CodesignCli, MpiRanksPrintAnInputErrorOnce) {
   EXPECT_EQ(text.find("rank 1 of 2"), std::string::npos) << text;
 }
 
+// Ranks that load different spaces (another file on one node, or one edited during the launch)
+// would mix their shares into rank 0's report: rank 0 refuses, naming the rank, and the job fails.
+TEST(CodesignCli, MpiRanksOfAnotherSpaceAreRefused) {
+  std::string why;
+  std::string mpirun = Mpirun(&why);
+  if (mpirun.empty()) GTEST_SKIP() << why;
+  mpirun.replace(mpirun.find("mpirun -n 2"), 11, "mpirun -n 1");
+  const std::string binary = "'" + std::string(MOSAIC_BINARY) + "' codesign ";
+  const std::string err = ::testing::TempDir() + "mpi_mixed.txt";
+  const std::string command = mpirun + binary + "h100-sparsity --csv : -n 1 " + binary +
+                              "gb200-nvl72-sparsity --csv > /dev/null 2> '" + err + "'";
+  EXPECT_NE(std::system(command.c_str()), 0);
+  const std::string text = ReadText(err);
+  EXPECT_NE(text.find("mosaic: error: rank 1 of 2 loaded another space than rank 0's "
+                      "(data/spaces/h100-sparsity.toml"),
+            std::string::npos)
+      << text;
+}
+
 // A device file the space names is an input too: --output and --html over it are refused, and it
 // is found beside the space file.
 TEST(CodesignCli, AnOutputOverTheDeviceFileIsRefused) {

@@ -260,7 +260,7 @@ TEST(DistributedCodec, RoundTripsEveryEvaluatedField) {
     EXPECT_EQ(copy[i].estimate.step_seconds, r.architectures[i].estimate.step_seconds);
     EXPECT_EQ(copy[i].layouts_evaluated, r.architectures[i].layouts_evaluated);
   }
-  EXPECT_THROW(DecodeResults("abc", copy, 0), std::runtime_error);
+  EXPECT_THROW(DecodeResults("abc", copy, 0), InputError);
 }
 
 TEST(LoadSpace, BadSpaceFilesGetClearErrors) {

@@ -1,5 +1,8 @@
 #include "mosaic/codesign/distributed.h"
 
+#include <fmt/format.h>
+
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -8,6 +11,8 @@
 #ifdef MOSAIC_HAVE_MPI
 #include <mpi.h>
 #endif
+
+#include "mosaic/util/error.h"
 
 namespace mosaic {
 
@@ -56,14 +61,49 @@ void Put(std::string& out, const T& value) {
 
 template <typename T>
 T Take(std::string_view& in) {
-  if (in.size() < sizeof(T)) throw std::runtime_error("truncated co-design results");
+  if (in.size() < sizeof(T)) throw InputError("truncated co-design results");
   T value;
   std::memcpy(&value, in.data(), sizeof(T));
   in.remove_prefix(sizeof(T));
   return value;
 }
 
+// FNV-1a over bytes, chained.
+uint64_t Fnv1a(std::string_view bytes, uint64_t hash = 1469598103934665603ull) {
+  for (unsigned char c : bytes) {
+    hash ^= c;
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
 }  // namespace
+
+uint64_t SpaceFingerprint(const SpaceConfig& space, const std::vector<Architecture>& architectures) {
+  std::string text;
+  for (const std::string* field : {&space.name, &space.base, &space.hardware, &space.law.name,
+                                   &space.search.profile, &space.search.format,
+                                   &space.search.routing}) {
+    text += *field;
+    text += '\0';
+  }
+  for (const auto& [name, value] : space.law.params) {
+    text += name;
+    Put(text, value);
+  }
+  Put(text, space.gpus);
+  Put(text, space.budget.gpu_hours);
+  Put(text, space.budget.days);
+  Put(text, space.budget.model_flops);
+  Put(text, space.budget.reference_mfu);
+  Put(text, space.search.capacity_factor);
+  Put(text, space.search.batch_seqs);
+  Put(text, space.search.seq_len);
+  Put(text, space.search.max_cp);
+  Put(text, space.search.max_vpp);
+  for (const Architecture& a : architectures) Put(text, a);
+  return Fnv1a(text);
+}
 
 std::string EncodeResults(const std::vector<ArchitectureResult>& results, size_t begin, size_t end) {
   std::string out;
@@ -87,12 +127,12 @@ std::string EncodeResults(const std::vector<ArchitectureResult>& results, size_t
 
 void DecodeResults(std::string_view in, std::vector<ArchitectureResult>& out, size_t begin) {
   for (size_t i = begin; !in.empty(); ++i) {
-    if (i >= out.size()) throw std::runtime_error("more co-design results than architectures");
+    if (i >= out.size()) throw InputError("more co-design results than architectures");
     ArchitectureResult& r = out[i];
     r.arch = Take<Architecture>(in);
     r.rejected = static_cast<ArchRejection>(Take<int32_t>(in));
     const uint64_t length = Take<uint64_t>(in);
-    if (in.size() < length) throw std::runtime_error("truncated co-design results");
+    if (in.size() < length) throw InputError("truncated co-design results");
     r.rule.assign(in.substr(0, length));
     in.remove_prefix(length);
     r.active_params = Take<int64_t>(in);
@@ -126,6 +166,19 @@ std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
   if (session.size() <= 1) return RunCodesign(space, options);
 #ifdef MOSAIC_HAVE_MPI
   const std::vector<Architecture> all = EnumerateArchitectures(space);
+  // Every rank sweeps its share of rank 0's space: a rank that loaded another (a file edited
+  // during the launch, or another file on its node) would mix its results into rank 0's.
+  uint64_t fingerprint = SpaceFingerprint(space, all);
+  const uint64_t mine_fingerprint = fingerprint;
+  MPI_Bcast(&fingerprint, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD);
+  const int differing = LowestFailingRank(session, mine_fingerprint != fingerprint);
+  if (differing >= 0) {
+    if (session.rank() != 0) return std::nullopt;
+    throw InputError(fmt::format("rank {} of {} loaded another space than rank 0's ({}: {} "
+                                 "architectures). Violated constraint: every rank sweeps the same "
+                                 "space (the same file, unchanged during the launch)",
+                                 differing, session.size(), space.origin, all.size()));
+  }
   const auto context = PrepareSweep(space);
   std::vector<ArchitectureResult> out(all.size());
   const size_t n = all.size(), size = size_t(session.size()), rank = size_t(session.rank());

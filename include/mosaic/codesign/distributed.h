@@ -41,14 +41,21 @@ int LowestFailingRank(const MpiSession& session, bool failed);
 
 // The sweep sharded over the session's ranks: the result on rank 0, nullopt on the others.
 // With one rank it is RunCodesign. `options.progress` is called on rank 0 only, for its own
-// share (done, size of the share).
+// share (done, size of the share). Before sweeping, the ranks compare SpaceFingerprint with rank
+// 0's: when one differs, rank 0 throws InputError naming the lowest such rank and the others
+// return nullopt, so that no rank's results are mixed into another space's.
 std::optional<CodesignResult> RunCodesignDistributed(const SpaceConfig& space,
                                                      const CodesignOptions& options,
                                                      const MpiSession& session);
 
+// A 64-bit FNV-1a hash of what a sweep's results depend on: the space's names (base, hardware,
+// law, search options), numbers (GPUs, budget, law parameters, search bounds) and every
+// architecture it enumerates, byte for byte.
+uint64_t SpaceFingerprint(const SpaceConfig& space, const std::vector<Architecture>& architectures);
+
 // The evaluated part of results (not the losses, which Summarize computes) as bytes and back;
 // exact (doubles bit for bit). Used to gather results over MPI; DecodeResults throws
-// std::runtime_error on a malformed buffer.
+// InputError on a malformed buffer.
 std::string EncodeResults(const std::vector<ArchitectureResult>& results, size_t begin, size_t end);
 void DecodeResults(std::string_view bytes, std::vector<ArchitectureResult>& out, size_t begin);
 
