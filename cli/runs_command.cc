@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <memory>
@@ -278,13 +281,27 @@ void RequireSummaryTag(const std::string& tag, const std::vector<RunDigest>& dig
                                Printable(tag), Printable(DidYouMean(tag, known)), TagList(known)));
 }
 
+// Where stdout goes when it is a regular file (`mosaic runs logs >> logs/r/log.csv`), so that
+// what --output may not name, stdout may not be either: the file's path (/proc/self/fd/1), or ""
+// for a terminal or pipe, or where /proc cannot say.
+std::string StdoutFilePath() {
+  struct stat st {};
+  if (fstat(STDOUT_FILENO, &st) != 0 || !S_ISREG(st.st_mode)) return "";
+  std::error_code ec;
+  const std::filesystem::path target = std::filesystem::read_symlink("/proc/self/fd/1", ec);
+  return ec ? "" : target.string();
+}
+
 void RunRuns(const RunsOptions& options) {
   LoadOptions load = MakeLoadOptions(options.restarts, options.tags, options.step_column);
   load.threads = options.threads;
   const std::vector<RunDirectory> directories = DiscoverRuns(options.logdirs);
-  CheckOutputIsNotInput(options.output, LogFiles(directories));
+  const bool to_stdout = options.output.empty();
+  const std::string written = to_stdout ? StdoutFilePath() : options.output;
+  const std::string flag = to_stdout ? "stdout" : "--output";
+  CheckOutputIsNotInput(written, LogFiles(directories), flag);
   if (!options.export_format.empty()) {
-    CheckExportOutsideLogs(options.output, options.logdirs, directories);
+    CheckExportOutsideLogs(written, options.logdirs, directories, flag);
   }
   // The runs are read a batch at a time (LoadRunsInBatches), each batch exported or digested
   // before the next is read: the memory held is one batch's points, whatever the directory's size.

@@ -234,6 +234,49 @@ TEST(RunsCli, AnExportOfSeveralRunsIsNotWrittenAmongTheirLogs) {
                                 own.string());
   EXPECT_EQ(one.exit_code, 0) << one.err;
   EXPECT_TRUE(fs::exists(own));
+  // A symbolic link, dangling or not, is followed: the export would create its target among the
+  // logs.
+  const fs::path link = fs::temp_directory_path() / "mosaic_runs_export_link.csv";
+  fs::remove(link);
+  fs::create_symlink(dir / "all.csv", link);
+  r = RunMosaic("runs " + dir.string() + " --export csv --output " + link.string());
+  EXPECT_EQ(r.exit_code, 1) << r.err;
+  EXPECT_NE(r.err.find("--output = " + link.string() + ". Violated constraint: outside the log "
+                       "directories this export reads"),
+            std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir / "all.csv"));
+  fs::remove(link);
+  fs::remove_all(dir);
+}
+
+// What --output may not name, a stdout redirected to a file may not be either: appended to a log
+// it reads (`>> run/log.csv`), the report or export would become that run's points.
+TEST(RunsCli, AStdoutAppendedToALogItReadsIsRefused) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("mosaic_runs_stdout_" + std::to_string(getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "r");
+  const std::string log = "step,loss\n0,2.5\n1,2.4\n2,2.3\n";
+  { std::ofstream(dir / "r" / "log.csv") << log; }
+  for (const std::string extra : {"", " --export csv"}) {
+    const std::string command = "'" + std::string(MOSAIC_BINARY) + "' runs '" +
+                                (dir / "r").string() + "'" + extra + " >> '" +
+                                (dir / "r" / "log.csv").string() + "' 2> '" +
+                                (dir / "err.txt").string() + "'";
+    EXPECT_NE(std::system(command.c_str()), 0) << extra;
+    EXPECT_NE(ReadText((dir / "err.txt").string())
+                  .find("stdout = " + (dir / "r" / "log.csv").string() +
+                        ". Violated constraint: not one of the command's input files"),
+              std::string::npos)
+        << ReadText((dir / "err.txt").string());
+    EXPECT_EQ(ReadText((dir / "r" / "log.csv").string()), log) << extra;
+  }
+  // Into a file of its own, stdout is written as before.
+  const std::string command = "'" + std::string(MOSAIC_BINARY) + "' runs '" + (dir / "r").string() +
+                              "' --export csv > '" + (dir / "out.csv").string() + "'";
+  EXPECT_EQ(std::system(command.c_str()), 0);
+  EXPECT_NE(ReadText((dir / "out.csv").string()).find("2.4"), std::string::npos);
   fs::remove_all(dir);
 }
 

@@ -216,12 +216,24 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
   return out;
 }
 
-void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
-                            const std::vector<RunDirectory>& runs) {
+void CheckExportOutsideLogs(const std::string& written, const std::vector<std::string>& logdirs,
+                            const std::vector<RunDirectory>& runs, std::string_view flag) {
   namespace fs = std::filesystem;
-  if (output.empty() || !IsLogFileName(fs::path(output).filename().string())) return;
+  if (written.empty()) return;
+  // A symbolic link is written through: the file it names, dangling or not, is where the export
+  // lands (a link to a file not yet made inside a log directory, too).
+  fs::path target = written;
+  for (int hops = 0; hops < 40; ++hops) {
+    std::error_code link_error;
+    if (!fs::is_symlink(target, link_error)) break;
+    const fs::path next = fs::read_symlink(target, link_error);
+    if (link_error) break;
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  const std::string output = written;
+  if (!IsLogFileName(target.filename().string())) return;
   std::error_code ec;
-  const fs::path folder = fs::weakly_canonical(fs::absolute(output, ec), ec).parent_path();
+  const fs::path folder = fs::weakly_canonical(fs::absolute(target, ec), ec).parent_path();
   if (ec) return;
   const auto canonical = [](const std::string& path) {
     std::error_code error;
@@ -236,7 +248,7 @@ void CheckExportOutsideLogs(const std::string& output, const std::vector<std::st
     if (root.empty()) continue;
     const auto [end, unused] = std::mismatch(root.begin(), root.end(), folder.begin(), folder.end());
     if (end != root.end()) continue;
-    throw FieldError({}, "--output", output,
+    throw FieldError({}, flag, output,
                      fmt::format("outside the log directories this export reads ({} is one): "
                                  "read again, the {} exported run{} would be read as logs of "
                                  "the folder {}; write the export elsewhere, or one run into its "
@@ -252,7 +264,7 @@ void CheckExportOutsideLogs(const std::string& output, const std::vector<std::st
        it.increment(error)) {
     const std::string name = it->path().filename().string();
     if (!name.starts_with("events.out.tfevents") || !it->is_regular_file(error)) continue;
-    throw FieldError({}, "--output", output,
+    throw FieldError({}, flag, output,
                      fmt::format("outside another run's folder ({} holds logs: {}): read again, "
                                  "the export would be read as that run's points; write the export "
                                  "elsewhere, or one run into its own folder",

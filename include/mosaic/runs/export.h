@@ -68,10 +68,12 @@ class ExportWriter {
 // runs, or another run's points, in one run's logs: read again, that folder is refused (a long
 // CSV of several runs) or holds points that are not its own. Refuses as well an `output` in a
 // folder that holds event files of its own (another run's folder), but for the exported run's own.
-// Throws InputError on --output naming the log directory or the log file found there. An empty
-// `output` (stdout) passes.
+// `output` is followed through symbolic links (a dangling one too: the export would create its
+// target). Throws InputError on `flag` ("--output", or "stdout" for a redirected stdout) naming
+// the log directory or the log file found there. An empty `output` (stdout to no file) passes.
 void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
-                            const std::vector<RunDirectory>& runs);
+                            const std::vector<RunDirectory>& runs,
+                            std::string_view flag = "--output");
 
 // The whole export of `runs` as one string (WriteExport on one thread).
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
