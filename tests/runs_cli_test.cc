@@ -254,7 +254,8 @@ TEST(RunsCli, AnExportOfSeveralRunsIsNotWrittenAmongTheirLogs) {
 // it reads (`>> run/log.csv`), the report or export would become that run's points.
 TEST(RunsCli, AStdoutAppendedToALogItReadsIsRefused) {
   namespace fs = std::filesystem;
-  const fs::path dir = fs::temp_directory_path() / ("mosaic_runs_stdout_" + std::to_string(getpid()));
+  const fs::path dir =
+      fs::temp_directory_path() / ("mosaic_runs_stdout_" + std::to_string(getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "r");
   const std::string log = "step,loss\n0,2.5\n1,2.4\n2,2.3\n";

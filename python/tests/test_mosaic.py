@@ -265,7 +265,7 @@ def test_read_runs_keeps_the_readers_notes(tmp_path):
     assert list(runs.notes.columns) == ["run", "note"]
     assert list(runs.notes["run"]) == ["run1", "run1"]
     csv = str(tmp_path / "run1" / "metrics.csv")
-    assert runs.notes["note"][0] == f"{csv}:3: loss = 'abc' is not a number; such cells are skipped"
+    assert runs.notes["note"][0] == f"{csv}:3: loss = 'abc' is not a number; cell skipped"
     assert list(runs.scalars["step"]) == [1, 3]
     assert "2 notes" in repr(runs)
     # A truncated last record of an event file is a note too, as `mosaic runs` prints it.

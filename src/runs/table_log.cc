@@ -7,6 +7,8 @@
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <cstring>
 #include <limits>
 #include <filesystem>
@@ -389,8 +391,13 @@ bool ParseNumber(std::string_view text, double* value) {
   }
   const char* end = text.data() + text.size();
   auto [ptr, ec] = std::from_chars(text.data(), end, *value);
-  if (ec == std::errc::result_out_of_range) {
-    return false;
+  if (ec == std::errc::result_out_of_range && ptr == end) {
+    // An underflow (1e-400) is a number, as close to 0 as a double comes (strtod's 0 or
+    // subnormal); an overflow (1e400) is none (CellProblem says why).
+    const double rounded = std::strtod(std::string(text).c_str(), nullptr);
+    if (std::abs(rounded) >= 1) return false;
+    *value = rounded;
+    return true;
   }
   return ec == std::errc() && ptr == end;
 }
@@ -469,10 +476,10 @@ void AddLongFormatRow(const std::vector<std::string>& cells, const std::string& 
   if (text.empty()) return;  // a missing value
   double value;
   if (!ParseNumber(text, &value)) {
-    if (log->non_numeric_cells++ == 0) {
-      Note(log, fmt::format("{}:{}: value = '{}' {}; such cells are skipped", path, line,
-                            text.substr(0, 40), CellProblem(text)));
-    }
+    // Each noted with its reason, up to the file's notes (kMaxNotesPerFile); "in all" counts them.
+    ++log->non_numeric_cells;
+    Note(log, fmt::format("{}:{}: value = '{}' {}; cell skipped", path, line, text.substr(0, 40),
+                          CellProblem(text)));
     return;
   }
   tags->Add(std::string(tag), {step, wall, value, sequence, 0});
@@ -616,10 +623,9 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
       if (Trim(cells[col]).empty()) continue;
       double value;
       if (!ParseNumber(cells[col], &value)) {
-        if (log.non_numeric_cells++ == 0) {
-          Note(&log, fmt::format("{}:{}: {} = '{}' {}; such cells are skipped", path, line,
-                                 header[col], cells[col].substr(0, 40), CellProblem(cells[col])));
-        }
+        ++log.non_numeric_cells;
+        Note(&log, fmt::format("{}:{}: {} = '{}' {}; cell skipped", path, line, header[col],
+                               cells[col].substr(0, 40), CellProblem(cells[col])));
         continue;
       }
       tags.Add(header[col], {step, wall, value, static_cast<int64_t>(row - 1), 0});
@@ -746,8 +752,9 @@ TableLog ReadJsonlLog(std::string_view text, const std::string& path,
       if (static_cast<int>(i) == step_leaf || static_cast<int>(i) == wall_leaf) continue;
       double value;
       if (!JsonNumber(*leaves[i].second, &value, &missing)) {
-        if (!missing && log.non_numeric_cells++ == 0) {
-          Note(&log, fmt::format("{}:{}: {} = {} is not a number; such values are skipped", path,
+        if (!missing) {
+          ++log.non_numeric_cells;
+          Note(&log, fmt::format("{}:{}: {} = {} is not a number; value skipped", path,
                                  line_number, leaves[i].first,
                                  leaves[i].second->dump().substr(0, 40)));
         }

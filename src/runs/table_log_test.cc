@@ -77,7 +77,21 @@ TEST(CsvLog, WandbAndRayStyleColumns) {
   const TableLog huge = ReadCsvLog("step,loss\n1,-1e400\n2,2.5\n", "m.csv");
   ASSERT_FALSE(huge.notes.empty());
   EXPECT_EQ(huge.notes[0], "m.csv:2: loss = '-1e400' is a number beyond the range of a double "
-                           "(about ±1.8e308); such cells are skipped");
+                           "(about ±1.8e308); cell skipped");
+  // An underflow is a number, as close to 0 as a double comes.
+  const TableLog tiny = ReadCsvLog("step,loss\n0,2.5\n1,1e-400\n3,2.0\n", "t.csv");
+  EXPECT_TRUE(tiny.notes.empty()) << tiny.notes.front();
+  ASSERT_EQ(tiny.tags.size(), 1u);
+  ASSERT_EQ(tiny.tags[0].points.size(), 3u);
+  EXPECT_EQ(tiny.tags[0].points[1].value, 0.0);
+  // Each skipped cell is named with its own reason, up to five a file.
+  const TableLog bad = ReadCsvLog("step,loss,acc\n0,a,1e400\n1,b,2\n", "b.csv");
+  ASSERT_EQ(bad.notes.size(), 3u);
+  EXPECT_EQ(bad.notes[0], "b.csv:2: loss = 'a' is not a number; cell skipped");
+  EXPECT_EQ(bad.notes[1], "b.csv:2: acc = '1e400' is a number beyond the range of a double "
+                          "(about ±1.8e308); cell skipped");
+  EXPECT_EQ(bad.notes[2], "b.csv:3: loss = 'b' is not a number; cell skipped");
+  EXPECT_EQ(bad.non_numeric_cells, 3);
 }
 
 TEST(CsvLog, ErrorsNameFileLineFieldAndRule) {
@@ -264,7 +278,7 @@ TEST(CsvLog, LongFormatRowsArePointsOfTheirTag) {
   EXPECT_EQ(log.non_numeric_cells, 1);
   ASSERT_EQ(log.notes.size(), 2u);
   EXPECT_EQ(log.notes[0], "points.csv:5: the tag cell is empty; such rows are skipped");
-  EXPECT_EQ(log.notes[1], "points.csv:7: value = 'high' is not a number; such cells are skipped");
+  EXPECT_EQ(log.notes[1], "points.csv:7: value = 'high' is not a number; cell skipped");
 }
 
 TEST(CsvLog, LongFormatNamesItsUnreadColumnsAndHoldsOneRun) {

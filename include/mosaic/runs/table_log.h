@@ -53,7 +53,9 @@ struct TableLog {
   int64_t malformed_rows = 0;     // JSONL lines that are not JSON objects (a truncated tail aside)
   int64_t non_numeric_cells = 0;
   int64_t rows_without_tag = 0;   // long-format rows whose tag cell is empty
-  std::vector<std::string> notes;  // "path:line: ..." for skipped rows and cells, truncated tails
+  // "path:line: ..." for skipped rows and cells (each with its reason), truncated tails; the
+  // first five of a file
+  std::vector<std::string> notes;
 };
 
 // Steps are read as exact 64-bit integers; a whole number written as a decimal or with an
@@ -77,8 +79,9 @@ TableLog ReadCsvLog(std::string_view text, const std::string& path,
 TableLog ReadJsonlLog(std::string_view text, const std::string& path,
                       const std::string& step_column = "");
 
-// Parses a whole cell as a number ("1.5", "-3", "1e-4", "nan", "inf", "Infinity"); false for
-// anything else, including empty cells and trailing garbage.
+// Parses a whole cell as a number ("1.5", "-3", "1e-4", "nan", "inf", "Infinity"; an underflow
+// such as 1e-400 as the 0 or subnormal it rounds to); false for anything else, including empty
+// cells, trailing garbage and a number past a double's range (1e400).
 bool ParseNumber(std::string_view text, double* value);
 
 }  // namespace mosaic::runs
