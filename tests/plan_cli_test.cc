@@ -89,6 +89,37 @@ TEST(PlanCli, BadArmOverrideNamesStudyArmAndRung) {
             "                       ^\n");
 }
 
+// A rung whose shape breaks a rule of the model family, with no override to blame, is located at
+// its d_model; an unknown model preset at the study's model key.
+TEST(PlanCli, ShapeErrorsAreLocatedAtTheRungAndModel) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("mosaic_plan_rung_" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string study = ReadText(SourcePath("data/studies/fsdp-vs-ep.toml"));
+  auto plan_with = [&](const std::string& from, const std::string& to) {
+    std::string text = study;
+    const size_t at = text.find(from);
+    EXPECT_NE(at, std::string::npos) << from;
+    text.replace(at, from.size(), to);
+    std::ofstream(dir / "study.toml") << text;
+    return RunMosaic("plan " + (dir / "study.toml").string());
+  };
+  const std::string file = (dir / "study.toml").string();
+  CommandResult r = plan_with("\nd_model = 1024\n", "\nd_model = 1000\n");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(file + ":25:11: arm 'fsdp-chunk1', rung d1000: d_model = 1000. Violated "
+                       "constraint: d_model is a positive multiple of head_dim (128)"),
+            std::string::npos)
+      << r.err;
+  r = plan_with("model = \"marin-ladder\"", "model = \"marin-ladde\"");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find(file + ":9:9: model = \"marin-ladde\". Violated constraint: a model preset"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("(did you mean 'marin-ladder'?)"), std::string::npos) << r.err;
+  std::filesystem::remove_all(dir);
+}
+
 TEST(PlanCli, ArmWithTopKAboveExperts) {
   CommandResult r = RunMosaic("plan tests/fixtures/bad/arm_top_k.toml");
   EXPECT_EQ(r.exit_code, 1);

@@ -104,6 +104,19 @@ LadderPlan PlanLadder(const StudyConfig& study) {
         const std::string_view message = error.what();
         const std::string prefix = study.origin + ":";
         std::string_view at = study.origin, rest = message;
+        // A rule of the shape alone, located nowhere (no source line shown, and no line of the
+        // study named): at the rung's d_model.
+        const bool unlocated =
+            message.find('\n') == std::string_view::npos &&
+            (!message.starts_with(prefix) ||
+             (message.size() > prefix.size() && message[prefix.size()] == ' '));
+        if (unlocated && !rung.d_model_where.origin.empty()) {
+          const std::string_view rule = message.starts_with(prefix)
+                                            ? message.substr(prefix.size() + 1)
+                                            : message;
+          throw LocatedError(rung.d_model_where,
+                             fmt::format("arm '{}', rung d{}: {}", arm.name, rung.d_model, rule));
+        }
         if (message.starts_with(prefix)) {
           // "study.toml:LINE:COLUMN: …" or "study.toml: …"
           const size_t end = message.size() > prefix.size() && message[prefix.size()] == ' '

@@ -205,6 +205,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
         rung.d_model = GetPositiveInt(n2, w2, "d_model");
         has_d = true;
         d_where = w2;
+        rung.d_model_where = w2;
       });
       rung_reader.On("racks", [&](auto& n2, auto& w2) { rung.racks = GetPositiveInt(n2, w2, "racks"); });
       rung_reader.On("set", [&](auto& n2, auto& w2) {
@@ -298,6 +299,11 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
       throw FieldError(model_where, "model", "\"" + written + "\"",
                        "a model preset, or " + MissingInputFileRule(study.model, origin));
     }
+  } else if (const std::vector<std::string> presets = PresetNames();
+             std::ranges::find(presets, study.model) == presets.end()) {
+    throw FieldError(model_where, "model", "\"" + study.model + "\"",
+                     fmt::format("a model preset ({}){} or a model TOML file",
+                                 fmt::join(presets, ", "), DidYouMean(study.model, presets)));
   }
   if (study.title.empty()) study.title = study.name;
   // An arm's layout names the degrees it was trained with (a label: unnamed degrees are filled by

@@ -41,6 +41,7 @@ struct Rung {
   int64_t d_model = 0;
   int64_t racks = 1;                    // racks (scale-up domains) the rung trains on
   std::vector<ArmOverride> overrides;   // shape overrides for this rung (e.g. layers)
+  SourceLocation d_model_where;         // where its d_model is written
 };
 
 // Eval and checkpoint cadence: rungs with d_model >= min_d_model use every_steps (of the rules a
