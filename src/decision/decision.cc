@@ -948,8 +948,7 @@ Decision Decide(const StudyConfig& study, const DecideOptions& options) {
     s.name = "model";
     const TargetSpec& t = *spec.target;
     // A device file is named by the device it describes, not its path.
-    const std::string device =
-        IsPathArgument(t.hardware) ? LoadHardware(t.hardware).name : t.hardware;
+    const std::string device = DeviceName(t.hardware);
     s.description = fmt::format("mosaic's performance model on {} × {}, batch {} × {}, {} ({})",
                                 t.gpus, device, t.batch_seqs,
                                 t.seq_len > 0 ? t.seq_len : study.seq_len, t.format,
@@ -1000,7 +999,7 @@ std::vector<std::string> StudyInputFiles(const std::string& study_path, const St
   // The target's device and arms' model files, as the study reader resolved them (beside it).
   if (study.decision.target) {
     auto add_file = [&](const std::string& path) {
-      if (path.ends_with(".toml") || path.find('/') != std::string::npos) inputs.push_back(path);
+      if (IsWrittenAsPath(path)) inputs.push_back(path);
     };
     add_file(study.decision.target->hardware);
     for (const TargetArm& arm : study.decision.target->arms) add_file(arm.model);

@@ -223,6 +223,11 @@ std::vector<std::string> HardwareNames() {
   return names;
 }
 
+std::string DeviceName(std::string_view name_or_path) {
+  return IsPathArgument(name_or_path) ? LoadHardware(name_or_path).name
+                                      : std::string(name_or_path);
+}
+
 HardwareSpec LoadHardware(std::string_view name_or_path, std::span<const FieldOverride> overrides) {
   const std::string arg(name_or_path);
   // A path (a directory included) is read as a file, so that its error is the file's.

@@ -48,6 +48,7 @@ struct NumberField {
   double Params::*member;
   Range range;
   Unset unset = Unset::kRequired;
+  const char* count_of = nullptr;  // a count: a whole number of these ("rows"); null for none
 };
 using SharedField = NumberField<SharedPerfParams>;
 using ProfileField = NumberField<PerfProfile>;
@@ -97,7 +98,7 @@ constexpr ProfileField kProfileFields[] = {
     {"expert_group_seconds", &PerfProfile::expert_group_seconds,
      {0, 1e-2, "one expert GEMM's cost beyond its FLOPs is microseconds"}},
     {"grouped_gemm_row_tile", &PerfProfile::grouped_gemm_row_tile,
-     {0, 65536, "rows per tile of the grouped GEMM kernel; 0: none"}, Unset::kZero},
+     {0, 65536, "rows per tile of the grouped GEMM kernel; 0: none"}, Unset::kZero, "rows"},
     {"overlap_fsdp", &PerfProfile::overlap_fsdp, kShare, Unset::kShared},
     {"overlap_ep", &PerfProfile::overlap_ep, kShare},
 };
@@ -123,7 +124,7 @@ constexpr ProfileFlag kOptionalProfileFlags[] = {
 };
 
 // A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared
-// value).
+// value), whole where the field is a count.
 template <typename Params>
 double Number(const toml::node& node, const std::string& where, const NumberField<Params>& field) {
   const std::string_view key = field.name;
@@ -143,6 +144,10 @@ double Number(const toml::node& node, const std::string& where, const NumberFiel
     throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} <= {} <= {} ({}{})", where,
                                  key, x, range.lo, key, range.hi, range.why,
                                  zero_means_shared ? "; 0 takes the shared value" : ""));
+  }
+  if (field.count_of != nullptr && x != std::floor(x)) {
+    throw InputError(fmt::format("{}: {} = {}. Violated constraint: a whole number of {}", where,
+                                 key, x, field.count_of));
   }
   return x;
 }
@@ -174,7 +179,7 @@ std::string CalibrationText(const PerfProfile& profile) {
 }
 
 std::string DeviceNameOf(const PerfProfile& profile) {
-  return IsPathArgument(profile.hardware) ? LoadHardware(profile.hardware).name : profile.hardware;
+  return DeviceName(profile.hardware);
 }
 
 std::string GenericProfileName(std::string_view hardware) {
@@ -341,12 +346,6 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           for (const ProfileField& f : kProfileFields) {
             if (f.name == k.str()) {
               p.*f.member = Number(v, at, f);
-              if (f.member == &PerfProfile::grouped_gemm_row_tile &&
-                  p.grouped_gemm_row_tile != std::floor(p.grouped_gemm_row_tile)) {
-                throw InputError(fmt::format("{}: {} = {}. Violated constraint: a whole number of "
-                                             "rows",
-                                             at, f.name, p.grouped_gemm_row_tile));
-              }
               found = true;
             }
           }

@@ -216,13 +216,13 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
   return out;
 }
 
-void CheckExportOutsideLogs(const std::string& written, const std::vector<std::string>& logdirs,
+void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
                             const std::vector<RunDirectory>& runs, std::string_view flag) {
   namespace fs = std::filesystem;
-  if (written.empty()) return;
+  if (output.empty()) return;
   // A symbolic link is written through: the file it names, dangling or not, is where the export
   // lands (a link to a file not yet made inside a log directory, too).
-  fs::path target = written;
+  fs::path target = output;
   for (int hops = 0; hops < 40; ++hops) {
     std::error_code link_error;
     if (!fs::is_symlink(target, link_error)) break;
@@ -230,7 +230,6 @@ void CheckExportOutsideLogs(const std::string& written, const std::vector<std::s
     if (link_error) break;
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
-  const std::string output = written;
   if (!IsLogFileName(target.filename().string())) return;
   std::error_code ec;
   const fs::path folder = fs::weakly_canonical(fs::absolute(target, ec), ec).parent_path();

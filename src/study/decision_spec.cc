@@ -278,9 +278,7 @@ void ReadTarget(const toml::node& node, const SourceLocation& where, const Table
   // A device or model file named by a relative path is found beside the study file first, as the
   // study's own model and results are.
   auto beside_study = [&](std::string& path) {
-    if (path.ends_with(".toml") || path.find('/') != std::string::npos) {
-      path = ResolveBeside(path, parent.origin());
-    }
+    if (IsWrittenAsPath(path)) path = ResolveBeside(path, parent.origin());
   };
   beside_study(t.hardware);
   for (TargetArm& a : t.arms) beside_study(a.model);

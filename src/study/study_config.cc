@@ -292,7 +292,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   }
   if (study.name.empty()) study.name = origin;
   // A model file named by a relative path is found beside the study file first.
-  if (study.model.ends_with(".toml") || study.model.find('/') != std::string::npos) {
+  if (IsWrittenAsPath(study.model)) {
     const std::string written = study.model;
     study.model = ResolveBeside(study.model, origin);
     if (!InputFileExists(study.model)) {

@@ -109,10 +109,14 @@ std::string ReadInputBeside(const std::string& path, bool origin_embedded) {
   return ReadInputOrEmbedded(path);
 }
 
+bool IsWrittenAsPath(std::string_view text) {
+  return text.ends_with(".toml") || text.find('/') != std::string_view::npos;
+}
+
 bool IsPathArgument(std::string_view argument) {
   std::error_code ignored;
   return std::filesystem::exists(std::filesystem::path(argument), ignored) ||
-         argument.ends_with(".toml") || argument.find('/') != std::string_view::npos;
+         IsWrittenAsPath(argument);
 }
 
 }  // namespace mosaic

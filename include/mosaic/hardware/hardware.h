@@ -63,6 +63,11 @@ std::span<const std::string_view> HardwareFieldNames();
 HardwareSpec LoadHardware(std::string_view name_or_path,
                           std::span<const FieldOverride> overrides = {});
 
+// The name of the device `name_or_path` names: a preset name as given, or the `name` inside the
+// device file a path names (read for it; IsPathArgument decides which). Throws InputError as
+// LoadHardware for a file that cannot be read.
+std::string DeviceName(std::string_view name_or_path);
+
 // Parses device TOML text; `origin` names it in messages. Throws InputError as LoadHardware, and
 // for a missing required key (peaks in bf16, HBM size and bandwidth, scale-up bandwidth and domain
 // size, scale-out bandwidth), naming the file and the key; the domain sizes must be whole numbers.

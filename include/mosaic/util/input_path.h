@@ -43,4 +43,9 @@ std::string ReadInputBeside(const std::string& path, bool origin_embedded);
 // these, so that a missing file or a directory is reported as such, not as an unknown name.
 bool IsPathArgument(std::string_view argument);
 
+// Whether a name written inside a file (a study's model, a target's device) is written as a file
+// path rather than a preset name: it ends in ".toml" or has a directory part. Unlike
+// IsPathArgument it does not look at the disk, whose working directory is not the file's.
+bool IsWrittenAsPath(std::string_view text);
+
 }  // namespace mosaic
