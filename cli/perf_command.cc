@@ -146,6 +146,10 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   row("  expert GEMMs", t.expert_gemm_seconds);
   row("  attention scores", t.attention_seconds);
   row("  memory-bound kernels", t.elementwise_seconds);
+  if (t.untraced_seconds > 0) {
+    row("  untraced per-token cost", t.untraced_seconds,
+        "of a model with attention sinks (docs/guide.md, \"Limits\")");
+  }
   row("  of which recompute", t.recompute_seconds);
   row("tensor parallel", t.tp_seconds, "before overlap");
   row("context parallel", t.cp_seconds, "before overlap");

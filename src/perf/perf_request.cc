@@ -168,13 +168,13 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
         "training) to use it",
         setup.job.seq_len, setup.spec.config.name, max_seq));
   }
-  if (setup.spec.config.attention_sinks && !setup.profile.fused_attention_sinks &&
-      setup.job.seq_len > kSinkStandInMaxSeqLen) {
+  if (setup.spec.config.attention_sinks && setup.profile.untraced_sink_model_cost) {
     notes.push_back(fmt::format(
-        "{} charges sink attention unfused, a stand-in fitted on runs of at most {} tokens "
-        "(docs/guide.md, \"Limits\"): its cost grows with the sequence and the measured runs' "
-        "did not, so at {} tokens the attention time, and with it the step, is likely too long",
-        setup.profile.name, kSinkStandInMaxSeqLen, setup.job.seq_len));
+        "{} charges {} an untraced cost of {:.3g} µs per token and layer, fitted on Megatron-"
+        "Bridge's gpt-oss-120b runs (docs/guide.md, \"Limits\"): what spends it is not known, so "
+        "a stack or layout unlike theirs may not pay it",
+        setup.profile.name, setup.spec.config.name,
+        setup.profiles.shared.untraced_sink_model_seconds * 1e6));
   }
   return notes;
 }
@@ -408,6 +408,7 @@ nlohmann::ordered_json EstimateJson(const Layout& l, const StepEstimate& e) {
                {"expert_gemm_seconds", t.expert_gemm_seconds},
                {"attention_seconds", t.attention_seconds},
                {"elementwise_seconds", t.elementwise_seconds},
+               {"untraced_seconds", t.untraced_seconds},
                {"recompute_seconds", t.recompute_seconds},
                {"output_layer_seconds", t.output_layer_seconds},
                {"tp_seconds", t.tp_seconds},

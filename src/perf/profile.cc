@@ -76,6 +76,8 @@ constexpr SharedField kSharedFields[] = {
      {0, 0.1, "host time per MoE layer pass is milliseconds"}},
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes,
      {0, 100, "passes over the score matrix per layer"}},
+    {"untraced_sink_model_seconds", &SharedPerfParams::untraced_sink_model_seconds,
+     {0, 1e-4, "a step takes microseconds per token and layer"}, Unset::kZero},
     {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds,
      {0, 1e-2, "a few small kernels per expert take microseconds"}},
 };
@@ -115,12 +117,13 @@ constexpr ProfileFlag kProfileFlags[] = {
     {"paired_a2a_overlap", &PerfProfile::paired_a2a_overlap},
 };
 // Flags a file may leave out, which calibrate writes: `calibrated` (false: set by hand),
-// `moe_calibrated` (left out, `calibrated`'s value) and `ep_calibrated` (left out,
-// `moe_calibrated`'s).
+// `moe_calibrated` (left out, `calibrated`'s value), `ep_calibrated` (left out,
+// `moe_calibrated`'s) and `untraced_sink_model_cost` (left out, false).
 constexpr ProfileFlag kOptionalProfileFlags[] = {
     {"calibrated", &PerfProfile::calibrated},
     {"moe_calibrated", &PerfProfile::moe_calibrated},
     {"ep_calibrated", &PerfProfile::ep_calibrated},
+    {"untraced_sink_model_cost", &PerfProfile::untraced_sink_model_cost},
 };
 
 // A parameter of `field`'s kind: a number inside its physical range (or 0 where 0 takes the shared
@@ -391,9 +394,10 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
   }
   if (const toml::table* shared = table["shared"].as_table()) {
     for (const SharedField& f : kSharedFields) {
-      if (!shared->contains(f.name)) {
+      if (f.unset == Unset::kRequired && !shared->contains(f.name)) {
         throw InputError(fmt::format("{}: [shared] has no {}. Violated constraint: [shared] sets "
-                                     "every shared parameter",
+                                     "every shared parameter but untraced_sink_model_seconds "
+                                     "(left out: 0)",
                                      LocationOf(*shared, origin, text).ToString(), f.name));
       }
     }
@@ -453,6 +457,7 @@ std::string ProfilesToToml(const ProfileSet& set, const std::string& header) {
     if (p.ep_calibrated != p.moe_calibrated) {
       out += fmt::format("ep_calibrated = {}\n", p.ep_calibrated);
     }
+    if (p.untraced_sink_model_cost) out += "untraced_sink_model_cost = true\n";
     for (const ProfileFlag& f : kProfileFlags) {
       out += fmt::format("{} = {}\n", f.name, p.*f.member);
     }

@@ -214,16 +214,17 @@ TEST(Profile, EveryParameterIsSet) {
     return message(text);
   };
   EXPECT_EQ(without("expert_group_seconds", false),
-            "bad.toml:21:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
+            "bad.toml:22:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
             "profile sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the "
             "shared value), grouped_gemm_row_tile (left out: 0) and recompute (left out: the least "
             "that fits)");
   EXPECT_EQ(without("moe_host_sync", false).find("profile 'mine' has no moe_host_sync"), 15u);
   EXPECT_EQ(without("fp8_quantize_seconds", true),
             "bad.toml:2:1: [shared] has no fp8_quantize_seconds. Violated constraint: [shared] sets "
-            "every shared parameter");
-  // The two that mean "the shared value" may be left out.
+            "every shared parameter but untraced_sink_model_seconds (left out: 0)");
+  // The two that mean "the shared value" may be left out, and those whose absence means 0.
   EXPECT_EQ(without("scale_up_efficiency", false), "no error");
+  EXPECT_EQ(without("untraced_sink_model_seconds", true), "no error");
 }
 
 // A hand-written profile is not "calibrated" unless it says so; calibrate writes the key.

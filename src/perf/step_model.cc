@@ -1278,8 +1278,13 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
       tb.recompute_seconds += tb.elementwise_seconds * kElementwiseRecomputePasses / passes;
     }
   }
+  if (c.attention_sinks && profile.untraced_sink_model_cost) {
+    // Per token and layer pass, forward and backward (a repeated forward a third more).
+    tb.untraced_seconds = stage_tokens_ * static_cast<double>(m.layer_passes) * share *
+                          layer_mult / 3.0 * sh.untraced_sink_model_seconds;
+  }
   tb.compute_seconds = tb.dense_gemm_seconds + tb.expert_gemm_seconds + tb.attention_seconds +
-                       tb.elementwise_seconds;
+                       tb.elementwise_seconds + tb.untraced_seconds;
   if (recompute == Recompute::kFull) tb.recompute_seconds = tb.compute_seconds / layer_mult;
   tb.recompute_seconds += tb.compute_seconds * x.segment_recompute / layer_mult;
 
@@ -1396,7 +1401,8 @@ StepEstimate LayoutStep::Evaluate(Recompute recompute, const MemoryBreakdown* me
           const double scale = layers_seconds / pipelined;
           for (double* t :
                {&tb.dense_gemm_seconds, &tb.expert_gemm_seconds, &tb.attention_seconds,
-                &tb.elementwise_seconds, &tb.compute_seconds, &tb.recompute_seconds,
+                &tb.elementwise_seconds, &tb.untraced_seconds, &tb.compute_seconds,
+                &tb.recompute_seconds,
                 &tb.tp_seconds, &tb.cp_seconds, &tb.ep_seconds, &tb.exposed_comm_seconds,
                 &tb.host_seconds, &tb.offload_seconds, &tb.exposed_offload_seconds}) {
             *t *= scale;

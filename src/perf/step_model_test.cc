@@ -371,24 +371,62 @@ TEST(StepModel, ModuleRecomputeRepeatsTheMemoryBoundForward) {
 }
 
 TEST(StepModel, SinkAttentionRunsUnfusedWhereTheStackHasNoKernel) {
-  // gpt-oss's learned sinks: Transformer Engine falls back to unfused attention (the whole s×s
-  // score matrix through HBM on every layer, windowed or not), far slower than flash attention.
+  // gpt-oss's learned sinks: without a fused sink kernel (Transformer Engine before 2.8),
+  // Transformer Engine falls back to unfused attention (the whole s×s score matrix through HBM
+  // on every layer, windowed or not), far slower than flash attention.
   PerfProfile megatron;
+  const StepEstimate fused = RunMegatron("gpt-oss-120b", "h100", 64, "pp=4,ep=8,dp=16", 1280,
+                                         4096, NumberFormat::kBf16, &megatron);
+  ASSERT_TRUE(megatron.fused_attention_sinks);  // Megatron-Bridge's runs, TE >= 2.8
+  PerfProfile unfused_profile = megatron;
+  unfused_profile.fused_attention_sinks = false;
   const StepEstimate unfused = RunMegatron("gpt-oss-120b", "h100", 64, "pp=4,ep=8,dp=16", 1280,
-                                           4096, NumberFormat::kBf16, &megatron);
-  ASSERT_FALSE(megatron.fused_attention_sinks);
-  PerfProfile fused_profile = megatron;
-  fused_profile.fused_attention_sinks = true;
-  const StepEstimate fused = RunMegatron("gpt-oss-120b", "h100", 64, "pp=4,ep=8,dp=16", 1280, 4096,
-                                         NumberFormat::kBf16, nullptr, &fused_profile);
+                                           4096, NumberFormat::kBf16, nullptr, &unfused_profile);
   EXPECT_GT(unfused.time.attention_seconds, 5 * fused.time.attention_seconds);
   // Without sinks the flag changes nothing.
   const StepEstimate qwen = RunMegatron("qwen3-30b-a3b", "h100", 16, "pp=2,vpp=12,ep=8,dp=8",
                                         512, 4096, NumberFormat::kFp8);
-  const StepEstimate qwen_fused =
+  const StepEstimate qwen_unfused =
       RunMegatron("qwen3-30b-a3b", "h100", 16, "pp=2,vpp=12,ep=8,dp=8", 512, 4096,
-                  NumberFormat::kFp8, nullptr, &fused_profile);
-  EXPECT_EQ(qwen.time.attention_seconds, qwen_fused.time.attention_seconds);
+                  NumberFormat::kFp8, nullptr, &unfused_profile);
+  EXPECT_EQ(qwen.time.attention_seconds, qwen_unfused.time.attention_seconds);
+}
+
+TEST(StepModel, UntracedSinkModelCostIsPerTokenAndLayer) {
+  // Megatron-Bridge's gpt-oss-120b runs measured the same tokens/s per GPU at 4096 and 8192
+  // tokens (M12b 15,784 and N2 15,876 on 64 GB200): the untraced cost is charged per token and
+  // layer pass, exactly tokens × layers × the shared time (forward + backward; a repeated
+  // forward a third more), the same per token at any sequence length.
+  const ProfileSet profiles = LoadProfiles();
+  const PerfProfile& megatron = profiles.Get("megatron-gb200");
+  ASSERT_TRUE(megatron.untraced_sink_model_cost);
+  const double per_token_layer = profiles.shared.untraced_sink_model_seconds;
+  ASSERT_GT(per_token_layer, 0);
+  constexpr double kRelTol = 1e-12;  // one product of exact counts
+  for (const int64_t seq : {4096, 8192}) {
+    const StepEstimate e = RunMegatron("gpt-oss-120b", "gb200-nvl72", 64, "ep=64,dp=64,mbs=1",
+                                       1280, seq, NumberFormat::kBf16);
+    const double tokens_per_gpu = 1280.0 * static_cast<double>(seq) / 64;
+    EXPECT_NEAR(e.time.untraced_seconds, tokens_per_gpu * 36 * per_token_layer,
+                kRelTol * e.time.untraced_seconds)
+        << seq;
+  }
+  const StepEstimate full = RunMegatron("gpt-oss-120b", "gb200-nvl72", 64,
+                                        "ep=64,dp=64,mbs=1,recompute=full", 1280, 4096,
+                                        NumberFormat::kBf16);
+  EXPECT_NEAR(full.time.untraced_seconds, 1280.0 * 4096 / 64 * 36 * per_token_layer * 4 / 3,
+              kRelTol * full.time.untraced_seconds);
+  // A stack that does not pay it, and a model without sinks, are charged nothing.
+  PerfProfile without = megatron;
+  without.untraced_sink_model_cost = false;
+  EXPECT_EQ(RunMegatron("gpt-oss-120b", "gb200-nvl72", 64, "ep=64,dp=64,mbs=1", 1280, 4096,
+                        NumberFormat::kBf16, nullptr, &without)
+                .time.untraced_seconds,
+            0.0);
+  EXPECT_EQ(RunMegatron("qwen3-30b-a3b", "gb200-nvl72", 8, "ep=8,dp=8,mbs=4", 512, 4096,
+                        NumberFormat::kBf16)
+                .time.untraced_seconds,
+            0.0);
 }
 
 TEST(StepModel, ShippedCalibrationStaysPhysical) {
@@ -412,6 +450,7 @@ TEST(StepModel, ShippedCalibrationStaysPhysical) {
   }
   EXPECT_LE(p.shared.overlap_contention, 0.35);
   EXPECT_LE(p.shared.fp8_quantize_seconds, 40e-6);
+  EXPECT_LE(p.shared.untraced_sink_model_seconds, 1.5e-6);
 }
 
 TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {

@@ -31,9 +31,9 @@
 // it has rows of a MoE model with ep > 1 (a dense model's step has neither, a step without EP no
 // all-to-all: a profile keeps its file's values for what its rows do not move), and
 // the shared fp8 gain, EP overlap, overlap contention, scale-up and scale-out link efficiency, MoE
-// host-sync time, unfused attention passes and per-expert fp8 quantization cost; on a team's own
-// runs each used profile's GEMM efficiency and per-step overhead. Every parameter stays inside a
-// physical bound written beside it in calibration.cc.
+// host-sync time, the untraced per-token cost of sink models and per-expert fp8 quantization
+// cost; on a team's own runs each used profile's GEMM efficiency and per-step overhead. Every
+// parameter stays inside a physical bound written beside it in calibration.cc.
 // The leave-one-out error refits without each row and predicts it: the row's profile alone on
 // its other rows, or, when the shared physics are fitted too, everything on every other row.
 #pragma once

@@ -71,19 +71,13 @@ struct PerfSetup {
 // the device has no peak for (fp8 without peak_fp8_tflops; mxfp8 without MXFP8 tensor cores).
 PerfSetup PreparePerf(const PerfRequest& request);
 
-// The longest sequence at which runs of a model with attention sinks (gpt-oss) were measured
-// (tests/fixtures/throughput: 8192 tokens, N2 and N17); the unfused stand-in is fitted up to it.
-inline constexpr int64_t kSinkStandInMaxSeqLen = 8192;
-
 // Cautions about the prediction a setup gives, each one sentence without a final newline: a
 // profile calibrated on (or set by hand for) another device than the job's, naming both (the
 // closest calibrated sibling, CalibratedSibling, when that is why it was picked); a MoE model on
 // a profile calibrated on dense models only (PerfProfile::moe_calibrated); a sequence
-// past the model's max_seq_len; sink
-// attention charged unfused (PerfProfile::fused_attention_sinks = false, the stand-in for a cost
-// of gpt-oss the model lacks, docs/guide.md "Limits") at a sequence past kSinkStandInMaxSeqLen,
-// where that charge grows with the sequence and the measured runs' time did not (4096 to 8192
-// tokens: within 6%). Empty when there is none.
+// past the model's max_seq_len; a model with attention sinks charged the untraced per-token cost
+// (PerfProfile::untraced_sink_model_cost, docs/guide.md "Limits"), whose cause is not known.
+// Empty when there is none.
 std::vector<std::string> PerfCautions(const PerfSetup& setup);
 
 // How the job routes tokens, for a header line: "dropless", "balanced", "capacity 2 (padded)",

@@ -76,7 +76,19 @@ struct SharedPerfParams {
   double moe_sync_seconds = 0;
   // Unfused attention (PerfProfile::fused_attention_sinks = false with attention sinks): bf16
   // passes over each head's s×s score matrix per layer, forward + backward, at HBM bandwidth.
-  double unfused_attention_passes = 12;
+  // Not fitted (no measured stack runs it): 15, what Transformer Engine's
+  // UnfusedDotProductAttention does to the matrix (the QKᵀ GEMM writes it, the scaled masked
+  // softmax reads and writes it, the PV GEMM reads it: 4 forward; the probabilities' gradient
+  // written, it and the probabilities read by the softmax backward, its output written and read
+  // by the two GEMMs, the probabilities read for dV: 7 backward; the sink column concatenated
+  // forward and split backward, a read and a write each: 4).
+  double unfused_attention_passes = 15;
+  // A model with attention sinks (gpt-oss) on a stack that pays its untraced per-token cost
+  // (PerfProfile::untraced_sink_model_cost): seconds per token per layer pass, forward +
+  // backward, added to the compute. Fitted on Megatron-Bridge's gpt-oss-120b rows at 4096
+  // tokens (tests/fixtures/throughput); docs/guide.md, "Limits", says what of it is traced.
+  // 0 when a file leaves it out.
+  double untraced_sink_model_seconds = 0;
   // fp8 and MXFP8 only: per local expert and expert GEMM (weight matrix and pass) per
   // micro-batch, the cost of quantizing that expert's GEMM input on its own. Transformer Engine's
   // GroupedLinear quantizes each expert's slice separately (split_quantize: per-tensor current
@@ -144,17 +156,20 @@ struct PerfProfile {
   // dropless token dispatchers copy tokens-per-expert to the host for the grouped GEMM's shapes;
   // XLA's static shapes do not): SharedPerfParams::moe_sync_seconds applies only then.
   bool moe_host_sync = false;
-  // Whether the stack is charged a fused attention kernel for learned softmax sinks (gpt-oss).
-  // Without one, Transformer Engine runs UnfusedDotProductAttention: FlashAttention rejects
-  // softmax_type = learnable, and cuDNN's fused attention takes it from cuDNN 9.13.1 and
-  // Transformer Engine 2.8 (THD-packed sequences from cuDNN 9.18: NVIDIA/TransformerEngine issue
-  // 2318, verl-project/verl issue 5224). Megatron-Bridge's pretraining runs (sbhd, TE >= 2.8)
-  // have the fused kernel, yet the shipped Megatron profiles set false: charged the fused
-  // kernel, every published gpt-oss row (8 rows on 4 devices) comes out 20-56% too fast after
-  // refitting, so a cost of gpt-oss in those runs, about a third of the step and not growing
-  // with the sequence, is missing from the model, and the unfused charge stands in for it
-  // (docs/guide.md, "Limits").
+  // Whether the stack has a fused attention kernel for learned softmax sinks (gpt-oss). Without
+  // one, Transformer Engine runs UnfusedDotProductAttention (the whole s×s scores in HBM,
+  // SharedPerfParams::unfused_attention_passes): FlashAttention rejects softmax_type =
+  // learnable, and cuDNN's fused attention takes it from cuDNN 9.13.1 and Transformer Engine 2.8
+  // (THD-packed sequences from cuDNN 9.18: NVIDIA/TransformerEngine issue 2318, verl-project/verl
+  // issue 5224). Megatron-Bridge's pretraining runs (sbhd, Transformer Engine 2.8 and later) have
+  // it.
   bool fused_attention_sinks = true;
+  // Whether the stack pays the untraced per-token cost of a model with attention sinks
+  // (SharedPerfParams::untraced_sink_model_seconds): charged the kernels the model counts,
+  // Megatron-Bridge's gpt-oss-120b rows (8 rows on 4 devices, 4096 and 8192 tokens) run 20-56%
+  // slower, by a time per token that does not grow with the sequence (docs/guide.md, "Limits").
+  // Optional in a file (left out: false); the shipped Megatron profiles set it.
+  bool untraced_sink_model_cost = false;
   // Whether the stack's expert dispatcher is hierarchical across scale-up domains: each token
   // crosses the scale-out network once per destination domain and is forwarded inside it over
   // NVLink (DeepEP's internode kernels; Megatron-Core's flex dispatcher with DeepEP or HybridEP,

@@ -36,7 +36,10 @@
 //             peak_bf16·(1 + fp8_gain·(peak_fp8/peak_bf16 − 1)) (peak_mxfp8 for mxfp8).
 //             Attention with learned sinks in a stack without a fused kernel runs
 //             unfused: full s×s scores per head as bf16 GEMMs over the head dimension plus
-//             unfused_attention_passes of the score matrix through HBM.
+//             unfused_attention_passes of the score matrix through HBM. A model with sinks on a
+//             stack that pays its untraced cost (untraced_sink_model_cost) adds
+//             untraced_sink_model_seconds per token per layer pass (forward + backward; ×4/3
+//             with full recompute).
 //   comms     per collective: bytes per GPU / (bandwidth of the smallest domain holding the group
 //             × link efficiency) + calls × latency. TP: 10 all-gather/reduce-scatter of the
 //             micro-batch's activations per layer (sequence parallel, Megatron-Core: 2 AG + 2 RS
@@ -285,6 +288,9 @@ struct StepBreakdown {
   double attention_seconds = 0;
   double elementwise_seconds = 0;  // memory-bound kernels at the HBM bandwidth
   double recompute_seconds = 0;    // included in compute_seconds
+  // A sink model's untraced per-token cost (PerfProfile::untraced_sink_model_cost), included in
+  // compute_seconds.
+  double untraced_seconds = 0;
   // With pp > 1: the output layer's GEMMs (forward and backward) on the last rank, included in
   // dense_gemm_seconds when that rank sets the step, else in the bubble's other ranks' time; 0
   // with pp = 1, where the output layer is among the stage's dense GEMMs.
