@@ -59,6 +59,10 @@ CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output,
                              const std::string& help = "write to FILE (whole or not at all)",
                              const std::string& flag = "--output");
 
+// A check for a flag that names something (a file, a profile): an empty value is a usage error,
+// not the default it would silently stand for ("--profiles ''" is not the shipped profiles).
+CLI::Validator NotEmpty(const std::string& what);
+
 // Throws InputError when `output` is an existing file that is also one of `inputs` (the same file
 // by std::filesystem::equivalent, whatever the spelling: "./a.csv", links). Inputs that are not
 // existing files (preset names, "") are skipped; an empty `output` (stdout) never conflicts. The

@@ -76,14 +76,15 @@ void StreamOutput(const std::string& output_path,
   writer.Commit();
 }
 
+CLI::Validator NotEmpty(const std::string& what) {
+  return CLI::Validator(
+      [what](std::string& text) { return text.empty() ? what + " is empty" : std::string(); },
+      what);
+}
+
 CLI::Option* AddOutputOption(CLI::App* cmd, std::string* output, const std::string& help,
                              const std::string& flag) {
-  return cmd->add_option(flag, *output, help)
-      ->check(CLI::Validator(
-          [](std::string& text) {
-            return text.empty() ? std::string("FILE is empty") : std::string();
-          },
-          "FILE"));
+  return cmd->add_option(flag, *output, help)->check(NotEmpty("FILE"));
 }
 
 void CheckOutputIsNotInput(const std::string& output, const std::vector<std::string>& inputs,

@@ -141,7 +141,10 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   auto row = [&](std::string_view name, double v, std::string_view note = "") {
     out += fmt::format("  {:<26} {:>10.4f}  {}\n", name, v, note);
   };
-  row("compute", t.compute_seconds, "dense GEMMs + expert GEMMs + attention + memory-bound");
+  row("compute", t.compute_seconds,
+      t.untraced_seconds > 0
+          ? "dense GEMMs + expert GEMMs + attention + memory-bound + untraced"
+          : "dense GEMMs + expert GEMMs + attention + memory-bound");
   row("  dense GEMMs", t.dense_gemm_seconds);
   row("  expert GEMMs", t.expert_gemm_seconds);
   row("  attention scores", t.attention_seconds);
@@ -356,8 +359,9 @@ void RunCalibrate(const CalibrateOptions& o) {
   } else {
     rows = ReadMeasurements(o.csv);
     scope = o.fit_shared ? CalibrationScope::kSharedAndProfiles : CalibrationScope::kProfiles;
-    what = o.csv;
+    what = o.csv + (o.fit_shared ? " --fit-shared" : "");
   }
+  if (!o.profiles_file.empty()) what += " --profiles " + o.profiles_file;
   // The model and device files the rows name are inputs too.
   AddFilesNamedBy(rows, inputs);
   AddFilesNamedBy(heldout, inputs);
@@ -453,8 +457,10 @@ void AddPerfCommand(CLI::App& root) {
   cmd->add_option("--format", o->format, "bf16 | fp8 | mxfp8")->default_val("bf16");
   cmd->add_option("--profile", o->profile,
                   "efficiency profile (default: the device's shipped one, megatron-<device> first, "
-                  "else its closest calibrated sibling's, else generic-<device>)");
-  cmd->add_option("--profiles", o->profiles_file, "profile file (default: the shipped one)");
+                  "else its closest calibrated sibling's, else generic-<device>)")
+      ->check(NotEmpty("NAME"));
+  cmd->add_option("--profiles", o->profiles_file, "profile file (default: the shipped one)")
+      ->check(NotEmpty("FILE"));
   cmd->add_option("--bp-segment", o->bp_segment,
                   "looped models: loops per backprop segment (0 = all loops in one graph)")
       ->check(CLI::Range(int64_t{0}, kMaxModelLayers));
@@ -494,17 +500,20 @@ void AddPerfCommand(CLI::App& root) {
                   "(one or more; repeatable)")
                 ->take_all());
   cal->add_option("--runs", c->runs_file,
-                  "one run file for all of --logs (instead of a perf_runs.toml in each)");
+                  "one run file for all of --logs (instead of a perf_runs.toml in each)")
+      ->check(NotEmpty("FILE"));
   cal->add_flag("--fit-shared", c->fit_shared,
                 "also refit the shared physics (link efficiencies, overlaps, fp8 gain, host "
                 "sync) on the measured rows, not only each profile's GEMM efficiency and "
                 "per-expert cost")
       ->excludes("--logs");
   cal->add_option("--heldout", c->heldout,
-                  "CSV of held-out rows: never fitted, their error reported apart");
+                  "CSV of held-out rows: never fitted, their error reported apart")
+      ->check(NotEmpty("FILE"));
   cal->add_option("--profiles", c->profiles_file,
                   "the profiles to start from: their fixed parameters (memory habits, flags, "
-                  "the shared physics) are kept (default: the shipped ones)");
+                  "the shared physics) are kept (default: the shipped ones)")
+      ->check(NotEmpty("FILE"));
   AddOutputOption(cal, &c->output, "write the fitted profiles (TOML) to FILE");
   cal->add_flag("--json", c->json, "machine-readable output");
   cal->callback([c] { RunCalibrate(*c); });
@@ -520,8 +529,10 @@ void AddPerfCommand(CLI::App& root) {
   val->add_option("measurements", v->csv, "CSV of measured rows")->required();
   val->add_option("--heldout", v->heldout,
                   "CSV of held-out rows: predicted with the profiles, never fitted, their error "
-                  "reported apart");
-  val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)");
+                  "reported apart")
+      ->check(NotEmpty("FILE"));
+  val->add_option("--profiles", v->profiles_file, "profile file (default: the shipped one)")
+      ->check(NotEmpty("FILE"));
   val->add_flag("--search", v->search, "also search each row's cluster for the best layout");
   val->add_flag("--json", v->json, "machine-readable output");
   AddOutputOption(val, &v->output);

@@ -333,6 +333,47 @@ TEST(PerfCli, MeasurementFilesAreChecked) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(PerfCli, TheUntracedSinkCostMovesOnlyWithRowsThatPayIt) {
+  // --fit-shared frees a shared parameter only where a row acts on it: MaxText's dense v6e rows
+  // (V1-V7) have no sink model, so gpt-oss's untraced cost stays as the file gives it (it was
+  // "fitted" to the middle of its range); the output's header names the flags that made it.
+  const std::filesystem::path dir = DirWithPublishedModels("mosaic_untraced_fit");
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t v1 = text.find("\nV1,") + 1;
+  const std::string csv = WriteTemp(dir, "dense.csv",
+                                    text.substr(0, text.find('\n') + 1) +
+                                        text.substr(v1, text.find("\nP9,") + 1 - v1));
+  const std::string out = (dir / "fitted.toml").string();
+  CommandResult r = RunMosaic("perf calibrate " + csv + " --fit-shared --output " + out);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const ProfileSet fitted = ParseProfiles(ReadText(out), out);
+  EXPECT_EQ(fitted.shared.untraced_sink_model_seconds,
+            LoadProfiles().shared.untraced_sink_model_seconds);
+  EXPECT_NE(ReadText(out).find("`mosaic perf calibrate " + csv + " --fit-shared`"),
+            std::string::npos)
+      << ReadText(out).substr(0, 400);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(PerfCli, AnEmptyNameIsNotTheDefault) {
+  // "--profiles ''" used to mean the shipped profiles, silently, as an omitted flag does.
+  const std::string job = "perf gpt-oss-120b --hardware h100 --gpus 64 --batch 1280 "
+                          "--layout ep=8,dp=64 ";
+  for (const std::string flag : {"--profiles", "--profile"}) {
+    const CommandResult r = RunMosaic(job + flag + " ''");
+    EXPECT_EQ(r.exit_code, 2) << flag << r.err;
+    EXPECT_NE(r.err.find(" is empty"), std::string::npos) << flag << r.err;
+  }
+  for (const std::string flag : {"--profiles", "--heldout"}) {
+    for (const std::string sub : {"validate", "calibrate"}) {
+      const CommandResult r =
+          RunMosaic("perf " + sub + " tests/fixtures/throughput/published.csv " + flag + " ''");
+      EXPECT_EQ(r.exit_code, 2) << sub << flag << r.err;
+      EXPECT_NE(r.err.find("FILE is empty"), std::string::npos) << sub << flag << r.err;
+    }
+  }
+}
+
 TEST(PerfCli, AProfileFittedOnDenseRowsKeepsItsMoeParameters) {
   // A dense model's step has no expert GEMMs and no all-to-all: rows of dense models move a
   // profile's GEMM efficiency only, and leave its per-expert cost and EP overlap as its file
@@ -973,7 +1014,7 @@ TEST(PerfCli, UntracedSinkModelCostIsCautioned) {
                            "--layout ep=64,dp=64,mbs=1,recompute=modules ";
   CommandResult r = RunMosaic(base + "--batch 1280 --seq 8192");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("note: megatron-gb200 charges gpt-oss-120b an untraced cost of "),
+  EXPECT_NE(r.out.find("note: megatron-gb200 charges gpt-oss-120b gpt-oss's untraced cost, "),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("  untraced per-token cost "), std::string::npos) << r.out;
@@ -989,6 +1030,20 @@ TEST(PerfCli, UntracedSinkModelCostIsCautioned) {
   ASSERT_EQ(notes.size(), 2u) << r.out;
   EXPECT_EQ(notes[0].get<std::string>().rfind("seq 262144 is past gpt-oss-120b's max_seq_len 131072", 0),
             0u);
+  // A profile file that sets the cost to 0 (or leaves it out) is charged none and says nothing.
+  std::string profiles = ReadText(SourcePath("data/perf/profiles.toml"));
+  const size_t at = profiles.find("untraced_sink_model_seconds = ");
+  ASSERT_NE(at, std::string::npos);
+  profiles.replace(at, profiles.find('\n', at) - at, "untraced_sink_model_seconds = -0.0");
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "mosaic_untraced0";
+  const std::string file = WriteTemp(dir, "zero.toml", profiles);
+  r = RunMosaic(base + "--batch 1280 --seq 4096 --json --profiles " + file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["notes"].empty()) << r.out;
+  EXPECT_EQ(j["time"]["untraced_seconds"].get<double>(), 0) << r.out;
+  EXPECT_EQ(r.out.find("-0.0"), std::string::npos) << r.out;
+  std::filesystem::remove_all(dir);
   // A stack without the cost (MaxText) is charged none and cautioned nothing.
   r = RunMosaic("perf gpt-oss-120b --hardware tpu-v5p --gpus 64 --layout fsdp=64,mbs=1 "
                 "--batch 64 --seq 4096 --json");

@@ -239,6 +239,7 @@ struct ProfileUse {
   std::vector<bool> rows;  // per profile: has rows
   std::vector<bool> moe;   // per profile: has rows of a MoE model
   std::vector<bool> ep;    // per profile: has rows of a MoE model with ep > 1
+  std::vector<bool> sink;  // per profile: has rows of a model with attention sinks
 };
 
 // The fitted parameters as one vector: each profile's GEMM efficiency, its fixed per-step
@@ -313,7 +314,8 @@ struct ParamMap {
   // efficiency always; on published rows (kProfiles, kSharedAndProfiles) the per-expert cost
   // when the profile has MoE rows and the EP overlap when it has MoE rows with ep > 1
   // (ProfileUse); the per-step overhead on a team's own runs (kTeamProfiles); the shared physics
-  // only with kSharedAndProfiles.
+  // only with kSharedAndProfiles, the untraced sink-model cost only where a row of a sink model
+  // has a profile that charges it.
   static bool Free(const ProfileSet& s, int i, CalibrationScope scope,
                    const ProfileUse& used) {
     const int n = Profiles(s);
@@ -325,7 +327,15 @@ struct ParamMap {
     if (i < kPerProfile * n) {
       return scope != CalibrationScope::kTeamProfiles && used.ep[i - kEpOverlapBlock * n];
     }
-    return scope == CalibrationScope::kSharedAndProfiles;
+    if (scope != CalibrationScope::kSharedAndProfiles) return false;
+    // The untraced per-token cost acts only on rows of a sink model under a profile charging it.
+    if (kSharedFit[i - kPerProfile * n].member == &SharedPerfParams::untraced_sink_model_seconds) {
+      for (int p = 0; p < n; ++p) {
+        if (used.sink[p] && s.profiles[p].untraced_sink_model_cost) return true;
+      }
+      return false;
+    }
+    return true;
   }
 };
 
@@ -429,10 +439,11 @@ std::vector<int> RowsOfProfile(const std::vector<PreparedRow>& rows, const std::
 ProfileUse UsedProfiles(const std::vector<PreparedRow>& rows, const std::vector<int>& use,
                         size_t profiles) {
   ProfileUse used{std::vector<bool>(profiles, false), std::vector<bool>(profiles, false),
-                  std::vector<bool>(profiles, false)};
+                  std::vector<bool>(profiles, false), std::vector<bool>(profiles, false)};
   for (int r : use) {
     const int pi = rows[r].profile_index;
     used.rows[pi] = true;
+    if (rows[r].shape.config.attention_sinks) used.sink[pi] = true;
     if (rows[r].shape.config.is_moe()) {
       used.moe[pi] = true;
       if (rows[r].layout.ep > 1) used.ep[pi] = true;

@@ -168,13 +168,15 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
         "training) to use it",
         setup.job.seq_len, setup.spec.config.name, max_seq));
   }
-  if (setup.spec.config.attention_sinks && setup.profile.untraced_sink_model_cost) {
+  const double untraced = setup.profiles.shared.untraced_sink_model_seconds;
+  if (setup.spec.config.attention_sinks && setup.profile.untraced_sink_model_cost &&
+      untraced > 0) {
     notes.push_back(fmt::format(
-        "{} charges {} an untraced cost of {:.3g} µs per token and layer, fitted on Megatron-"
-        "Bridge's gpt-oss-120b runs (docs/guide.md, \"Limits\"): what spends it is not known, so "
-        "a stack or layout unlike theirs may not pay it",
-        setup.profile.name, setup.spec.config.name,
-        setup.profiles.shared.untraced_sink_model_seconds * 1e6));
+        "{} charges {} gpt-oss's untraced cost, {:.3g} µs per token and layer pass "
+        "(untraced_sink_model_seconds; the shipped value is fitted on Megatron-Bridge's "
+        "gpt-oss-120b runs, docs/guide.md \"Limits\"): what spends it is not known, so a model, "
+        "stack or layout unlike theirs may not pay it",
+        setup.profile.name, setup.spec.config.name, untraced * 1e6));
   }
   return notes;
 }

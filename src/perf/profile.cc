@@ -7,6 +7,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <span>
 
@@ -57,9 +58,9 @@ constexpr SharedField kSharedFields[] = {
     {"gemm_latency_seconds", &SharedPerfParams::gemm_latency_seconds,
      {0, 1e-3, "a kernel's launch and tail take microseconds"}},
     {"gemm_half_size", &SharedPerfParams::gemm_half_size,
-     {0, 65536, "a GEMM dimension in rows"}},
+     {0, 65536, "a GEMM dimension in rows"}, Unset::kRequired, "rows"},
     {"elementwise_passes", &SharedPerfParams::elementwise_passes,
-     {0, 100, "reads and writes of a layer's activations per step"}},
+     {0, 100, "reads and writes of a layer's activations per step"}, Unset::kRequired, "passes"},
     {"attention_efficiency", &SharedPerfParams::attention_efficiency, kRateShare},
     {"fp8_gain", &SharedPerfParams::fp8_gain, kShare},
     {"scale_up_efficiency", &SharedPerfParams::scale_up_efficiency, kRateShare},
@@ -75,7 +76,7 @@ constexpr SharedField kSharedFields[] = {
     {"moe_sync_seconds", &SharedPerfParams::moe_sync_seconds,
      {0, 0.1, "host time per MoE layer pass is milliseconds"}},
     {"unfused_attention_passes", &SharedPerfParams::unfused_attention_passes,
-     {0, 100, "passes over the score matrix per layer"}},
+     {0, 100, "passes over the score matrix per layer"}, Unset::kRequired, "passes"},
     {"untraced_sink_model_seconds", &SharedPerfParams::untraced_sink_model_seconds,
      {0, 1e-4, "a step takes microseconds per token and layer"}, Unset::kZero},
     {"fp8_quantize_seconds", &SharedPerfParams::fp8_quantize_seconds,
@@ -139,9 +140,10 @@ double Number(const toml::node& node, const std::string& where, const NumberFiel
   } else if (auto i = node.as_integer()) {
     x = static_cast<double>(i->get());
   } else {
-    throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a number", where, key,
-                                 TomlTypeName(node)));
+    throw InputError(fmt::format("{}: {} = {} has type {}. Violated constraint: a number", where,
+                                 key, TomlValueText(node), TomlTypeName(node)));
   }
+  if (x == 0) x = 0;  // -0 is 0: no parameter prints or writes a negative zero
   if (zero_means_shared && x == 0) return x;
   if (!std::isfinite(x) || x < range.lo || x > range.hi) {
     throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} <= {} <= {} ({}{})", where,
@@ -261,7 +263,8 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         }
         if (!found) {
           throw InputError(fmt::format("{}: unknown shared parameter '{}'{}",
-                                       KeyLocationOf(k, v, origin, text).ToString(), k.str(),
+                                       KeyLocationOf(k, v, origin, text).ToString(),
+                                       Printable(k.str()),
                                        DidYouMean(k.str(), Names(kSharedFields))));
         }
       }
@@ -278,6 +281,15 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
         }
         PerfProfile p;
         p.name = std::string(name.str());
+        if (p.name.empty() || std::isspace(static_cast<unsigned char>(p.name.front())) ||
+            std::isspace(static_cast<unsigned char>(p.name.back()))) {
+          throw InputError(fmt::format("{}: [profiles.\"{}\"]. Violated constraint: a name that "
+                                       "is not empty and neither begins nor ends with a space "
+                                       "(--profile and a measurement's profile cell name it "
+                                       "trimmed)",
+                                       LocationOf(pnode, origin, text).ToString(),
+                                       Printable(p.name)));
+        }
         if (IsGenericProfile(p.name)) {
           throw InputError(fmt::format("{}: [profiles.\"{}\"]. Violated constraint: a name other "
                                        "than 'generic' and 'generic-…', which name a device's "
@@ -290,8 +302,8 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
           const bool text_key = k.str() == "hardware" || k.str() == "stack" ||
                                 k.str() == "source" || k.str() == "recompute";
           if (text_key && !v.is_string()) {
-            throw InputError(fmt::format("{}: {} has type {}. Violated constraint: a string", at,
-                                         k.str(), TomlTypeName(v)));
+            throw InputError(fmt::format("{}: {} = {} has type {}. Violated constraint: a string",
+                                         at, k.str(), TomlValueText(v), TomlTypeName(v)));
           }
           if (k.str() == "hardware") {
             p.hardware = v.value_or(std::string());
@@ -338,9 +350,9 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
               if (f.name != k.str()) continue;
               const toml::value<bool>* flag = v.as_boolean();
               if (flag == nullptr) {
-                throw InputError(fmt::format("{}: {} has type {}. Violated constraint: true or "
-                                             "false",
-                                             at, f.name, TomlTypeName(v)));
+                throw InputError(fmt::format("{}: {} = {} has type {}. Violated constraint: "
+                                             "true or false",
+                                             at, f.name, TomlValueText(v), TomlTypeName(v)));
               }
               p.*f.member = flag->get();
               found = true;
@@ -356,7 +368,9 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             std::vector<std::string> names = Names(kProfileFields);
             for (const ProfileFlag& f : kProfileFlags) names.emplace_back(f.name);
             for (const ProfileFlag& f : kOptionalProfileFlags) names.emplace_back(f.name);
-            throw InputError(fmt::format("{}: unknown profile parameter '{}'{}", at, k.str(),
+            throw InputError(fmt::format("{}: unknown profile parameter '{}'{}",
+                                         KeyLocationOf(k, v, origin, text).ToString(),
+                                         Printable(k.str()),
                                          DidYouMean(k.str(), names)));
           }
         }
@@ -372,8 +386,12 @@ ProfileSet ParseProfiles(std::string_view text, const std::string& origin) {
             throw InputError(fmt::format("{}: profile '{}' has no {}. Violated constraint: every "
                                          "profile sets every parameter but overlap_fsdp and "
                                          "scale_up_efficiency (left out: the shared value), "
-                                         "grouped_gemm_row_tile (left out: 0) and recompute "
-                                         "(left out: the least that fits)",
+                                         "grouped_gemm_row_tile (left out: 0), recompute (left "
+                                         "out: the least that fits), stack and source (left out: "
+                                         "none) and the flags calibrated (left out: false), "
+                                         "moe_calibrated, ep_calibrated (left out: the flag "
+                                         "before's value) and untraced_sink_model_cost (left "
+                                         "out: false)",
                                          LocationOf(pnode, origin, text).ToString(), p.name, key));
           }
         }

@@ -2,6 +2,9 @@
 // the file, line, key and rule.
 #include "mosaic/perf/profile.h"
 
+#include <cmath>
+#include <string>
+
 #include <gtest/gtest.h>
 
 #include "mosaic/util/error.h"
@@ -86,9 +89,9 @@ TEST(Profile, NamesAndTextsNeedingQuotesRoundTrip) {
 
 TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[profiles.x]\nmoe_host_sync = 1\n"),
-            "bad.toml:2:17: moe_host_sync has type integer. Violated constraint: true or false");
+            "bad.toml:2:17: moe_host_sync = 1 has type integer. Violated constraint: true or false");
   EXPECT_EQ(message("[profiles.x]\nmoe_host_synk = true\n"),
-            "bad.toml:2:17: unknown profile parameter 'moe_host_synk' (did you mean "
+            "bad.toml:2:1: unknown profile parameter 'moe_host_synk' (did you mean "
             "'moe_host_sync'?)");
   EXPECT_EQ(message("[profiles.x]\ngemm_efficiency = -0.5\n"),
             "bad.toml:2:19: gemm_efficiency = -0.5. Violated constraint: 0.01 <= gemm_efficiency "
@@ -97,11 +100,11 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
             "bad.toml:2:24: scale_out_efficiency = 0. Violated constraint: 0.01 <= "
             "scale_out_efficiency <= 1 (a share of the peak rate, which divides a time)");
   EXPECT_EQ(message("[profiles.x]\nhardware = 5\n"),
-            "bad.toml:2:12: hardware has type integer. Violated constraint: a string");
+            "bad.toml:2:12: hardware = 5 has type integer. Violated constraint: a string");
   EXPECT_EQ(message("[profiles.x]\nhardware = \"\"\n"),
             "bad.toml:2:12: hardware = \"\". Violated constraint: a device name");
   EXPECT_EQ(message("[profiles.x]\ncalibrated = \"no\"\n"),
-            "bad.toml:2:14: calibrated has type string. Violated constraint: true or false");
+            "bad.toml:2:14: calibrated = 'no' has type string. Violated constraint: true or false");
   EXPECT_EQ(message("[profiles]\nfoo = 3\n"),
             "bad.toml:2:7: profiles.foo has type integer. Violated constraint: a [profiles.NAME] "
             "table");
@@ -120,8 +123,31 @@ TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[shared]\n[profiles.x]\nhardware = \"h100\"\n"),
             "bad.toml:2:1: profile 'x' has no moe_host_sync. Violated constraint: every profile "
             "sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the shared "
-            "value), grouped_gemm_row_tile (left out: 0) and recompute (left out: the least that "
-            "fits)");
+            "value), grouped_gemm_row_tile (left out: 0), recompute (left out: the least that "
+            "fits), stack and source (left out: none) and the flags calibrated (left out: false), "
+            "moe_calibrated, ep_calibrated (left out: the flag before's value) and "
+            "untraced_sink_model_cost (left out: false)");
+  // -0 is stored as 0; counts are whole; a profile's name is not empty or padded.
+  EXPECT_EQ(ParseProfiles(ProfileText({{"step_overhead_seconds", "-0.0"}}), "mine.toml")
+                .profiles[0]
+                .step_overhead_seconds,
+            0.0);
+  EXPECT_FALSE(std::signbit(
+      ParseProfiles(ProfileText({{"step_overhead_seconds", "-0.0"}}), "mine.toml")
+          .profiles[0]
+          .step_overhead_seconds));
+  EXPECT_EQ(message("[shared]\ngemm_half_size = 128.5\n"),
+            "bad.toml:2:18: gemm_half_size = 128.5. Violated constraint: a whole number of rows");
+  EXPECT_EQ(message("[shared]\nelementwise_passes = 9.5\n"),
+            "bad.toml:2:22: elementwise_passes = 9.5. Violated constraint: a whole number of "
+            "passes");
+  for (const std::string name : {"\"\"", "\" megatron-h100 \""}) {
+    EXPECT_NE(message("[profiles." + name + "]\nhardware = \"h100\"\n")
+                  .find(". Violated constraint: a name that is not empty and neither begins nor "
+                        "ends with a space"),
+              std::string::npos)
+        << name;
+  }
   EXPECT_EQ(message("[shared]\nmoe_sync_second = 1\n"),
             "bad.toml:2:1: unknown shared parameter 'moe_sync_second' (did you mean "
             "'moe_sync_seconds'?)");
@@ -216,8 +242,10 @@ TEST(Profile, EveryParameterIsSet) {
   EXPECT_EQ(without("expert_group_seconds", false),
             "bad.toml:22:1: profile 'mine' has no expert_group_seconds. Violated constraint: every "
             "profile sets every parameter but overlap_fsdp and scale_up_efficiency (left out: the "
-            "shared value), grouped_gemm_row_tile (left out: 0) and recompute (left out: the least "
-            "that fits)");
+            "shared value), grouped_gemm_row_tile (left out: 0), recompute (left out: the least "
+            "that fits), stack and source (left out: none) and the flags calibrated (left out: "
+            "false), moe_calibrated, ep_calibrated (left out: the flag before's value) and "
+            "untraced_sink_model_cost (left out: false)");
   EXPECT_EQ(without("moe_host_sync", false).find("profile 'mine' has no moe_host_sync"), 15u);
   EXPECT_EQ(without("fp8_quantize_seconds", true),
             "bad.toml:2:1: [shared] has no fp8_quantize_seconds. Violated constraint: [shared] sets "
@@ -252,7 +280,7 @@ TEST(Profile, MoeCalibratedTakesCalibratedUnlessGiven) {
   const ProfileSet again = ParseProfiles(ProfilesToToml(set, "# header"), "again.toml");
   EXPECT_FALSE(again.profiles[0].moe_calibrated);
   EXPECT_NE(message(ProfileText({{"moe_calibrated", "1"}})).find(
-                "moe_calibrated has type integer. Violated constraint: true or false"),
+                "moe_calibrated = 1 has type integer. Violated constraint: true or false"),
             std::string::npos)
       << message(ProfileText({{"moe_calibrated", "1"}}));
 }
@@ -276,7 +304,7 @@ TEST(Profile, EpCalibratedTakesMoeCalibratedUnlessGiven) {
   EXPECT_TRUE(again.profiles[0].moe_calibrated);
   EXPECT_FALSE(again.profiles[0].ep_calibrated);
   EXPECT_NE(message(ProfileText({{"ep_calibrated", "\"no\""}})).find(
-                "ep_calibrated has type string. Violated constraint: true or false"),
+                "ep_calibrated = 'no' has type string. Violated constraint: true or false"),
             std::string::npos)
       << message(ProfileText({{"ep_calibrated", "\"no\""}}));
 }
