@@ -40,6 +40,17 @@ std::filesystem::path DirWithPublishedModels(const std::string& name) {
   return dir;
 }
 
+// published.csv's header and its rows from `first` up to (not including) `end`, as `name` in
+// `dir` (MaxText's dense v6e rows: "V1" to "P9").
+std::string WritePublishedRows(const std::filesystem::path& dir, const std::string& name,
+                               const std::string& first, const std::string& end) {
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t from = text.find("\n" + first + ",") + 1;
+  return WriteTemp(dir, name,
+                   text.substr(0, text.find('\n') + 1) +
+                       text.substr(from, text.find("\n" + end + ",") + 1 - from));
+}
+
 // The shipped profile file without the profile `name` (a device with no calibrated profile of
 // its own, as tpu-v6e was before MaxText's rows V1-V7), written into `dir`.
 std::string ShippedProfilesWithout(const std::filesystem::path& dir, const std::string& name) {
@@ -338,11 +349,7 @@ TEST(PerfCli, TheUntracedSinkCostMovesOnlyWithRowsThatPayIt) {
   // (V1-V7) have no sink model, so gpt-oss's untraced cost stays as the file gives it (it was
   // "fitted" to the middle of its range); the output's header names the flags that made it.
   const std::filesystem::path dir = DirWithPublishedModels("mosaic_untraced_fit");
-  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
-  const size_t v1 = text.find("\nV1,") + 1;
-  const std::string csv = WriteTemp(dir, "dense.csv",
-                                    text.substr(0, text.find('\n') + 1) +
-                                        text.substr(v1, text.find("\nP9,") + 1 - v1));
+  const std::string csv = WritePublishedRows(dir, "dense.csv", "V1", "P9");
   const std::string out = (dir / "fitted.toml").string();
   CommandResult r = RunMosaic("perf calibrate " + csv + " --fit-shared --output " + out);
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -379,11 +386,7 @@ TEST(PerfCli, AProfileFittedOnDenseRowsKeepsItsMoeParameters) {
   // profile's GEMM efficiency only, and leave its per-expert cost and EP overlap as its file
   // gives them (MaxText's rows on TPU v6e, V1-V7, are all dense).
   const std::filesystem::path dir = DirWithPublishedModels("mosaic_dense_fit");
-  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
-  const size_t v1 = text.find("\nV1,") + 1;
-  const std::string csv = WriteTemp(dir, "dense.csv",
-                                    text.substr(0, text.find('\n') + 1) +
-                                        text.substr(v1, text.find("\nP9,") + 1 - v1));
+  const std::string csv = WritePublishedRows(dir, "dense.csv", "V1", "P9");
   std::string profiles = ReadText(SourcePath("data/perf/profiles.toml"));
   const size_t block = profiles.find("[profiles.\"maxtext-tpu-v6e\"]");
   ASSERT_NE(block, std::string::npos);
