@@ -37,6 +37,7 @@ std::string RenderText(const ModelSpec& spec, const ParamCount& p, const FlopCou
   out += fmt::format("{} ({})\n", c.name, spec.origin);
   if (!c.source.empty()) out += fmt::format("source: {}\n", c.source);
   for (const std::string& o : spec.overrides) out += fmt::format("override: {}\n", o);
+  for (const std::string& note : UnusedFieldNotes(c)) out += fmt::format("note: {}\n", note);
   if (!spec.derivation.empty()) {
     out += "derived from d_model (marin-ladder family):\n";
     for (const std::string& line : spec.derivation) out += "  " + line + "\n";
@@ -186,7 +187,7 @@ void AddModelCommand(CLI::App& root) {
       ->check(CLI::Range(int64_t{1}, kMaxSeqLen))
       ->default_val(4096);
   cmd->add_option("--tokens", options->tokens, "also print training FLOPs for this many tokens")
-      ->check(InRange(0, 1e30));
+      ->check(InRange(0, 1e30, /*open_low=*/true));
   cmd->add_flag("--json", options->json, "machine-readable output (also with --list, --fields)");
   cmd->add_flag("--list", options->list, "list the presets with their totals and sources");
   cmd->add_flag("--fields", options->fields, "list every model field with its type and meaning");

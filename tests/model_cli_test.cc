@@ -37,6 +37,25 @@ TEST(ModelCli, JsonHasExactTotals) {
   EXPECT_EQ(j["active_params"].get<int64_t>(), 22'622'914'560);
 }
 
+TEST(ModelCli, TokensAndNotesAreInTheJsonToo) {
+  // The text's "6·N·D" total was missing from the JSON; --tokens 0 printed nothing and exited 0.
+  CommandResult r = RunMosaic("model llama3-8b --tokens 15e12 --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tokens"].get<double>(), 15e12);
+  EXPECT_EQ(j["six_n_train_flops"].get<double>(),
+            static_cast<double>(j["six_n_flops_per_token"].get<int64_t>()) * 15e12);
+  EXPECT_TRUE(j["notes"].empty());
+  r = RunMosaic("model llama3-8b --tokens 0");
+  EXPECT_EQ(r.exit_code, 2) << r.out;
+  r = RunMosaic("model gpt-oss-120b --set sliding_window=0");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("note: global_every = 2 has no effect: every layer is global without a "
+                       "sliding_window\n"),
+            std::string::npos)
+      << r.out;
+}
+
 TEST(ModelCli, SetOverridesAndDerives) {
   CommandResult r = RunMosaic("model marin-ladder --set d_model=1024 --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
@@ -255,11 +274,11 @@ TEST(ModelCli, OutputOverTheModelFileIsRefused) {
 }
 
 TEST(ModelCli, TokensMustBeANumberInRange) {
-  for (const char* tokens : {"nan", "-1", "1e31"}) {
+  for (const char* tokens : {"nan", "-1", "0", "1e31"}) {
     CommandResult r = RunMosaic(std::string("model mixtral-8x7b --tokens ") + tokens);
     EXPECT_EQ(r.exit_code, 2) << tokens;
     EXPECT_NE(r.err.find("--tokens = " + std::string(tokens) +
-                         ". Violated constraint: --tokens in [0, 1e+30]"),
+                         ". Violated constraint: --tokens in (0, 1e+30]"),
               std::string::npos)
         << r.err;
   }

@@ -387,10 +387,52 @@ std::optional<Violation> Validate(const ModelConfig& c) {
     return violation("global_every", c.global_every,
                      "global_every != 1 with a sliding window (every layer would be global)");
   }
+  if (!c.uses_mla() && c.kv_heads_stored > 0) {
+    int64_t used = 0;
+    for (int64_t layer = 0; layer < c.layers; ++layer) {
+      used = std::max(used, c.kv_heads_of_layer(layer));
+    }
+    if (c.kv_heads_stored < used) {
+      return violation("kv_heads_stored", c.kv_heads_stored,
+                       fmt::format("kv_heads_stored >= the most KV heads a layer uses ({})", used));
+    }
+  }
   if (!c.family.empty() && c.family != "marin-ladder") {
     return violation("family", c.family, "family is \"\" or \"marin-ladder\"");
   }
   return std::nullopt;
+}
+
+std::vector<std::string> UnusedFieldNotes(const ModelConfig& c) {
+  std::vector<std::string> notes;
+  auto unused = [&](std::string_view field, auto value, std::string_view because) {
+    notes.push_back(fmt::format("{} = {} has no effect: {}", field, value, because));
+  };
+  if (!c.uses_mla()) {
+    for (auto [field, value] : {std::pair<std::string_view, int64_t>{"q_lora_rank", c.q_lora_rank},
+                                {"qk_nope_head_dim", c.qk_nope_head_dim},
+                                {"qk_rope_head_dim", c.qk_rope_head_dim},
+                                {"v_head_dim", c.v_head_dim}}) {
+      if (value != 0) unused(field, value, "multi-head latent attention needs kv_lora_rank > 0");
+    }
+  }
+  if (c.sliding_window <= 0) {
+    constexpr std::string_view kAllGlobal = "every layer is global without a sliding_window";
+    if (c.kv_heads_local != 0) unused("kv_heads_local", c.kv_heads_local, kAllGlobal);
+    if (c.global_every != 0) unused("global_every", c.global_every, kAllGlobal);
+    if (c.last_layer_global) unused("last_layer_global", "true", kAllGlobal);
+  }
+  if (c.norm != NormKind::kGatedNorm && c.gated_norm_rank != 0) {
+    unused("gated_norm_rank", c.gated_norm_rank, "norm is not \"gatednorm\"");
+  }
+  if (c.shared_experts == 0 && c.shared_expert_width != 0) {
+    unused("shared_expert_width", c.shared_expert_width, "shared_experts = 0");
+  }
+  if (c.dense_ffn_layers() == 0 && c.dense_ffn_width != 0) {
+    unused("dense_ffn_width", c.dense_ffn_width,
+           "no layer is dense (dense_layers = 0, interleave_moe_layer_step = 1)");
+  }
+  return notes;
 }
 
 }  // namespace mosaic

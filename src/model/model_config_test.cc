@@ -56,6 +56,44 @@ INSTANTIATE_TEST_SUITE_P(
                       BadCase{"capacity_factor", "-1", "capacity_factor >= 0"},
                       BadCase{"capacity_factor", "2000", "capacity_factor <= 1000"}));
 
+// kv_heads_stored is what every layer stores: fewer than a layer uses is no model (3 stored of
+// 8 used lowered the total).
+TEST(Validate, StoredKvHeadsCoverTheHeadsUsed) {
+  ModelConfig config = Mixtral();  // 8 KV heads on every layer
+  ASSERT_EQ(SetModelField(config, "kv_heads_stored", "3"), std::nullopt);
+  const std::optional<Violation> violation = Validate(config);
+  ASSERT_TRUE(violation.has_value());
+  EXPECT_EQ(violation->field, "kv_heads_stored");
+  EXPECT_EQ(violation->rule, "kv_heads_stored >= the most KV heads a layer uses (8)");
+  ASSERT_EQ(SetModelField(config, "kv_heads_stored", "8"), std::nullopt);
+  EXPECT_EQ(Validate(config), std::nullopt);
+}
+
+// A field that shapes nothing is named, not refused: an override leaves it behind by design.
+TEST(UnusedFieldNotes, NameFieldsThatShapeNothing) {
+  for (const std::string& name : PresetNames()) {
+    EXPECT_TRUE(UnusedFieldNotes(LoadModel(name).config).empty()) << name;
+  }
+  ModelConfig config = Mixtral();
+  for (const auto& [field, value] :
+       {std::pair{"q_lora_rank", "64"}, std::pair{"global_every", "2"},
+        std::pair{"last_layer_global", "true"}, std::pair{"gated_norm_rank", "16"},
+        std::pair{"shared_expert_width", "100"}, std::pair{"dense_ffn_width", "4096"}}) {
+    ASSERT_EQ(SetModelField(config, field, value), std::nullopt) << field;
+  }
+  EXPECT_EQ(UnusedFieldNotes(config),
+            (std::vector<std::string>{
+                "q_lora_rank = 64 has no effect: multi-head latent attention needs kv_lora_rank > 0",
+                "global_every = 2 has no effect: every layer is global without a sliding_window",
+                "last_layer_global = true has no effect: every layer is global without a "
+                "sliding_window",
+                "gated_norm_rank = 16 has no effect: norm is not \"gatednorm\"",
+                "shared_expert_width = 100 has no effect: shared_experts = 0",
+                "dense_ffn_width = 4096 has no effect: no layer is dense (dense_layers = 0, "
+                "interleave_moe_layer_step = 1)"}));
+  EXPECT_EQ(Validate(config), std::nullopt);
+}
+
 TEST(SetModelField, ReportsTypeErrors) {
   ModelConfig config;
   EXPECT_EQ(SetModelField(config, "layers", "ten"),

@@ -65,6 +65,11 @@ nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double 
                 {"causal", FlopsJson(causal, tokens)},
                 {"levanter_table", FlopsJson(table, tokens)}};
   j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
+  if (tokens > 0) {
+    j["tokens"] = tokens;
+    j["six_n_train_flops"] = static_cast<double>(j["six_n_flops_per_token"].get<int64_t>()) * tokens;
+  }
+  j["notes"] = UnusedFieldNotes(spec.config);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;
   if (!spec.overrides.empty()) j["overrides"] = spec.overrides;
   return j;

@@ -16,6 +16,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace mosaic {
 
@@ -170,6 +171,14 @@ struct Violation {
 // head_dim is derived, heads divisible by KV heads, 1 <= top_k <= experts, ...). Returns the first
 // violation, or nullopt when the config is valid.
 std::optional<Violation> Validate(const ModelConfig& config);
+
+// Fields set to something that shapes nothing in this configuration, one sentence each ("q_lora_rank
+// = 64 has no effect: multi-head latent attention needs kv_lora_rank > 0"): the MLA dimensions
+// without kv_lora_rank, the windowed layers' fields without a sliding_window, gated_norm_rank
+// without GatedNorm, shared_expert_width without shared experts, dense_ffn_width without a dense
+// layer. Not errors: an override (--set sliding_window=0, a swept axis) leaves them behind by
+// design; `mosaic model` prints them so that a slip in a file is seen.
+std::vector<std::string> UnusedFieldNotes(const ModelConfig& config);
 
 // One entry of the field table: the single source of truth for names, types and help.
 enum class FieldType { kInt, kBool, kDouble, kString };

@@ -21,9 +21,10 @@ int64_t SixNFlopsPerToken(const ModelConfig& config, const ParamCount& params);
 
 // {"name", "origin", "source", "total_params", "active_params", ..., "components": [...],
 // "seq_len", "flops": {"physical": {...}, "causal": {...}, "levanter_table": {...}},
-// "six_n_flops_per_token",
-// "derivation", "overrides"}. Integers exact. `tokens` > 0 adds "train_flops" (= 3 × forward ×
-// tokens) to each convention. `seq_len` is the attention span of the FLOP counts.
+// "six_n_flops_per_token", ["tokens", "six_n_train_flops"], "notes", "derivation",
+// "overrides"}. Integers exact. `tokens` > 0 adds "train_flops" (= 3 × forward × tokens) to
+// each convention, and the tokens and their 6·N·D FLOPs. "notes": UnusedFieldNotes. `seq_len`
+// is the attention span of the FLOP counts.
 nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double tokens);
 
 }  // namespace mosaic
