@@ -246,6 +246,19 @@ BootstrapResult Bootstrap(const Law& law, const FitData& data, const FitOptions&
                     minimum, options.confidence, usable, options.resamples,
                     result.underdetermined, problem.num_free(), result.failed, remedy));
   }
+  // r runs drawn r times with replacement give C(2r − 1, r) distinct resamples (multisets): with
+  // 2 runs 3, with 4 runs 35. A percentile interval at confidence c needs one distinct value
+  // beyond each end, 2 / (1 − c) of them (40 at 95%); fewer, and its ends are a few refits'.
+  double distinct = 1;
+  for (int k = 1; k <= runs; ++k) distinct = distinct * (runs + k - 1) / k;
+  const double needed = 2 / (1 - options.confidence);
+  if (distinct < needed) {
+    result.cautions.push_back(fmt::format(
+        "{} runs give only {:.0f} distinct resamples, fewer than the {:.0f} a {:g}% interval "
+        "needs to resolve its ends: the intervals are the spread of a few refits and can miss "
+        "the true values; more runs make them meaningful",
+        runs, distinct, std::ceil(needed), 100 * options.confidence));
+  }
   if (result.underdetermined > 0) {
     result.cautions.push_back(fmt::format(
         "{} of {} resamples drew too few distinct points to determine the {} free parameters and "

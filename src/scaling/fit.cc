@@ -250,14 +250,20 @@ std::optional<std::string> IsolatedValueCaution(const FitData& data,
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::sort(order.begin(), order.end(), [&](size_t a, size_t b) { return values[a] < values[b]; });
   const size_t n = order.size();
+  // "10× the next largest"; "1/4.4 of the next smallest" ("far above" or "far below" where
+  // the quotient is not finite: a 0 or a subnormal beside it).
   const auto caution = [&](size_t i, size_t next, std::string_view side) {
+    const double times =
+        side == "largest" ? values[i] / values[next] : values[next] / values[i];
+    const bool largest = side == "largest";
+    const std::string how = !std::isfinite(times) ? std::string(largest ? "far above" : "far below")
+                            : largest             ? fmt::format("{:.3g}×", times)
+                                                  : fmt::format("1/{:.3g} of", times);
     return fmt::format(
-        "{}: {} = {:.6g} is {:.3g}× the next {} {} ({:.6g}): far from every other point, as a "
+        "{}: {} = {:.6g} is {} the next {} {} ({:.6g}): far from every other point, as a "
         "slipped exponent would be; the fit follows it (check the value, or leave the row out "
         "with --where)",
-        data.Where(i).ToString(), name, values[i],
-        side == "largest" ? values[i] / values[next] : values[next] / values[i], side, name,
-        values[next]);
+        data.Where(i).ToString(), name, values[i], how, side, name, values[next]);
   };
   if (values[order[n - 1]] > ratio * values[order[n - 2]]) {
     return caution(order[n - 1], order[n - 2], "largest");

@@ -287,7 +287,7 @@ TEST(Fit, AValueFarFromEveryOtherIsCautioned) {
   EXPECT_TRUE(OutlyingValueCautions(data).empty());  // 3.9× is under the loss's 4×: none
   data.loss[1] = 0.6;  // a quarter of the next smallest loss (2.64) is 0.66
   EXPECT_EQ(OutlyingValueCautions(data).at(0).rfind(
-                "runs.csv:3: loss = 0.6 is 4.4× the next smallest loss (2.64)", 0),
+                "runs.csv:3: loss = 0.6 is 1/4.4 of the next smallest loss (2.64)", 0),
             0u);
   data.loss[1] = 35.0;
   data.inputs[0][0] = 1e2;  // N slipped by 10^6 at line 2
@@ -295,7 +295,7 @@ TEST(Fit, AValueFarFromEveryOtherIsCautioned) {
   ASSERT_EQ(both.size(), 2u);
   EXPECT_EQ(both[0].rfind("runs.csv:3: loss = 35 is 10× the next largest loss (3.49)", 0), 0u)
       << both[0];
-  EXPECT_EQ(both[1].rfind("runs.csv:2: N = 100 is 2e+06× the next smallest N (2e+08)", 0), 0u)
+  EXPECT_EQ(both[1].rfind("runs.csv:2: N = 100 is 1/2e+06 of the next smallest N (2e+08)", 0), 0u)
       << both[1];
   EXPECT_TRUE(OutlyingValueCautions(Epoch240()).empty());
 }
