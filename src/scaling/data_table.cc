@@ -84,7 +84,14 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
   if (records.empty()) throw InputError(fmt::format("{}: empty file (no header row)", origin));
   DataTable table;
   table.origin = origin;
-  const CsvRecord& head = records.front();
+  // Header names are trimmed as cells are ("run, N, D" names N and D).
+  CsvRecord& head = records.front();
+  for (CsvField& field : head.fields) {
+    const size_t first = field.text.find_first_not_of(" \t");
+    field.text = first == std::string::npos
+                     ? std::string()
+                     : field.text.substr(first, field.text.find_last_not_of(" \t") + 1 - first);
+  }
   CheckUniqueColumnNames(head, origin);
   for (size_t c = 0; c < head.fields.size(); ++c) {
     table.names.push_back(head.fields[c].text);
@@ -386,7 +393,8 @@ FitData SelectFitData(const DataTable& table, const Law& law, const SelectOption
     const double loss = table.values[loss_column][r];
     if (!(std::isfinite(loss) && loss > 0)) {
       throw FieldError(table.CellWhere(loss_column, r), options.loss_column,
-                       CellValue(table, loss_column, r), "loss > 0 and finite");
+                       CellValue(table, loss_column, r),
+                       std::isnan(loss) ? "loss is a number" : "loss > 0 and finite");
     }
     data.loss.push_back(loss);
     double weight = 1;

@@ -21,6 +21,14 @@ TEST(DataTable, ByteOrderMarkIsNotPartOfTheFirstColumnName) {
   EXPECT_EQ(table.Find("N"), 0);
 }
 
+// Header names are trimmed as cells are: "run, N, D, loss" names N, D and loss (it said
+// "unknown column 'N' (did you mean ' N'?)").
+TEST(DataTable, HeaderNamesAreTrimmedAsCellsAre) {
+  const DataTable table = ParseCsv("run, N,\tD , loss\na, 1e9, 2e10, 2.5\n", "runs.csv");
+  EXPECT_EQ(table.names, (std::vector<std::string>{"run", "N", "D", "loss"}));
+  EXPECT_EQ(table.values[1][0], 1e9);
+}
+
 // A number past a double's range is read as rounded (±inf, or 0 below it), so that the input's
 // own rule names it ("D > 0 and finite"), not "D is a number".
 TEST(DataTable, NumbersPastADoublesRangeAreRounded) {
