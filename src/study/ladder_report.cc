@@ -1,5 +1,7 @@
 #include "mosaic/study/ladder_report.h"
 
+#include <cstdlib>
+
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -11,10 +13,24 @@ namespace mosaic {
 
 namespace {
 
-// The seed table's "~0.6 h"; runs under 3 minutes would print "~0.0 h", so they get minutes.
+// The seed table's "~0.6 h"; runs under 3 minutes would print "~0.0 h", so they get minutes,
+// and under 3 seconds seconds; past 10^6 hours (a century) the hours are written in
+// scientific notation rather than in hundreds of digits.
 std::string Hours(double hours) {
+  if (hours < 0.05 / 60.0) return fmt::format("~{:.2g} s", hours * 3600.0);
   if (hours < 0.05) return fmt::format("~{:.1f} min", hours * 60.0);
+  if (hours >= 1e6) return fmt::format("~{:.3g} h", hours);
   return fmt::format("~{:.1f} h", hours);
+}
+
+// The fewest significant digits (2 to 6) that write `value` back exactly: 2.5e15 as "2.5e15",
+// 9.89e14 as "9.89e14" (2 digits wrote it "9.9e14").
+std::string ShortestScientific(double value) {
+  for (int digits = 2; digits < 6; ++digits) {
+    const std::string text = FormatScientific(value, digits);
+    if (std::strtod(text.c_str(), nullptr) == value) return text;
+  }
+  return FormatScientific(value, 6);
 }
 
 std::string ConventionMeaning(ActiveParamsConvention convention) {
@@ -75,7 +91,7 @@ std::string RenderLadderText(const LadderPlan& plan) {
                            "layers = L // global_every"
                          : "physical: attention span = seq_len, the real global layers");
   out += fmt::format("est. time = train FLOPs / ({} MFU × {} FLOP/s × {} GPUs/rack × racks)\n",
-                     s.assumed_mfu, FormatScientific(s.peak_flops_per_gpu, 2), s.gpus_per_rack);
+                     s.assumed_mfu, ShortestScientific(s.peak_flops_per_gpu), s.gpus_per_rack);
 
   out += "\nTrain FLOPs by convention (reference arm)\n";
   out += "| size | levanter-table | physical | physical / levanter-table |\n|---|---|---|---|\n";

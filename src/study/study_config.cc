@@ -181,9 +181,10 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
   });
   reader.On("assumed_mfu", [&](auto& n, auto& w) {
     study.assumed_mfu = GetNumber(n, w, "assumed_mfu");
-    if (!(study.assumed_mfu > 0 && study.assumed_mfu <= 1)) {
+    if (!(study.assumed_mfu >= 1e-3 && study.assumed_mfu <= 1)) {
       throw FieldError(w, "assumed_mfu", fmt::format("{}", study.assumed_mfu),
-                       "0 < assumed_mfu <= 1 (a fraction: 0.15, not 15)");
+                       "0.001 <= assumed_mfu <= 1 (a fraction: 0.15, not 15; below 0.1% no "
+                       "training run is)");
     }
   });
   reader.On("flop_convention", [&](auto& n, auto& w) {
@@ -288,7 +289,7 @@ StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) 
     throw FieldError(file, "peak_flops_per_gpu", "<missing>", "peak_flops_per_gpu > 0");
   }
   if (!(study.assumed_mfu > 0)) {
-    throw FieldError(file, "assumed_mfu", "<missing>", "0 < assumed_mfu <= 1");
+    throw FieldError(file, "assumed_mfu", "<missing>", "0.001 <= assumed_mfu <= 1");
   }
   if (study.name.empty()) study.name = origin;
   // A model file named by a relative path is found beside the study file first.

@@ -53,11 +53,23 @@ TEST(LoadStudy, UnknownKeySuggestsClosest) {
             "  ^");
 }
 
+TEST(LoadStudy, MfuIsAFractionOfAtLeastOneThousandth) {
+  // 1e-300 was accepted and printed a wall-clock of some 300 digits.
+  for (const char* mfu : {"1e-300", "0.0009", "0"}) {
+    EXPECT_NE(ErrorOf(std::string("model = \"marin-ladder\"\npeak_flops_per_gpu = 2.5e15\n"
+                                  "assumed_mfu = ") +
+                      mfu + "\n[[rungs]]\nd_model = 768\n")
+                  .find("Violated constraint: 0.001 <= assumed_mfu <= 1"),
+              std::string::npos)
+        << mfu;
+  }
+}
+
 TEST(LoadStudy, MfuIsAFraction) {
   EXPECT_EQ(ErrorOf("model = \"marin-ladder\"\npeak_flops_per_gpu = 2.5e15\nassumed_mfu = 15\n"
                     "[[rungs]]\nd_model = 768\n"),
-            "study.toml:3:15: assumed_mfu = 15. Violated constraint: 0 < assumed_mfu <= 1 (a "
-            "fraction: 0.15, not 15)\n"
+            "study.toml:3:15: assumed_mfu = 15. Violated constraint: 0.001 <= assumed_mfu <= 1 "
+            "(a fraction: 0.15, not 15; below 0.1% no training run is)\n"
             "  assumed_mfu = 15\n"
             "                ^");
 }
