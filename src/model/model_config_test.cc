@@ -83,7 +83,8 @@ TEST(UnusedFieldNotes, NameFieldsThatShapeNothing) {
   }
   EXPECT_EQ(UnusedFieldNotes(config),
             (std::vector<std::string>{
-                "q_lora_rank = 64 has no effect: multi-head latent attention needs kv_lora_rank > 0",
+                "q_lora_rank = 64 has no effect: multi-head latent attention needs "
+                "kv_lora_rank > 0",
                 "global_every = 2 has no effect: every layer is global without a sliding_window",
                 "last_layer_global = true has no effect: every layer is global without a "
                 "sliding_window",

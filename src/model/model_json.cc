@@ -64,10 +64,11 @@ nlohmann::ordered_json ModelJson(const ModelSpec& spec, int64_t seq_len, double 
   j["flops"] = {{"physical", FlopsJson(physical, tokens)},
                 {"causal", FlopsJson(causal, tokens)},
                 {"levanter_table", FlopsJson(table, tokens)}};
-  j["six_n_flops_per_token"] = SixNFlopsPerToken(spec.config, p);
+  const int64_t six_n = SixNFlopsPerToken(spec.config, p);
+  j["six_n_flops_per_token"] = six_n;
   if (tokens > 0) {
     j["tokens"] = tokens;
-    j["six_n_train_flops"] = static_cast<double>(j["six_n_flops_per_token"].get<int64_t>()) * tokens;
+    j["six_n_train_flops"] = static_cast<double>(six_n) * tokens;
   }
   j["notes"] = UnusedFieldNotes(spec.config);
   if (!spec.derivation.empty()) j["derivation"] = spec.derivation;

@@ -89,7 +89,8 @@ TEST(Profile, NamesAndTextsNeedingQuotesRoundTrip) {
 
 TEST(Profile, BadEntriesNameFileLineKeyAndRule) {
   EXPECT_EQ(message("[profiles.x]\nmoe_host_sync = 1\n"),
-            "bad.toml:2:17: moe_host_sync = 1 has type integer. Violated constraint: true or false");
+            "bad.toml:2:17: moe_host_sync = 1 has type integer. Violated constraint: true or "
+            "false");
   EXPECT_EQ(message("[profiles.x]\nmoe_host_synk = true\n"),
             "bad.toml:2:1: unknown profile parameter 'moe_host_synk' (did you mean "
             "'moe_host_sync'?)");

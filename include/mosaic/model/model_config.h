@@ -172,12 +172,13 @@ struct Violation {
 // violation, or nullopt when the config is valid.
 std::optional<Violation> Validate(const ModelConfig& config);
 
-// Fields set to something that shapes nothing in this configuration, one sentence each ("q_lora_rank
-// = 64 has no effect: multi-head latent attention needs kv_lora_rank > 0"): the MLA dimensions
-// without kv_lora_rank, the windowed layers' fields without a sliding_window, gated_norm_rank
-// without GatedNorm, shared_expert_width without shared experts, dense_ffn_width without a dense
-// layer. Not errors: an override (--set sliding_window=0, a swept axis) leaves them behind by
-// design; `mosaic model` prints them so that a slip in a file is seen.
+// Fields set to something that shapes nothing in this configuration, one sentence each
+// ("q_lora_rank = 64 has no effect: multi-head latent attention needs kv_lora_rank > 0"): the MLA
+// dimensions without kv_lora_rank, the windowed layers' fields without a sliding_window,
+// gated_norm_rank without GatedNorm, shared_expert_width without shared experts, dense_ffn_width
+// without a dense layer. Not errors: an override (--set sliding_window=0, a swept axis) leaves
+// them behind by design; `mosaic model` prints them (text and JSON "notes") so that a slip in a
+// file is seen.
 std::vector<std::string> UnusedFieldNotes(const ModelConfig& config);
 
 // One entry of the field table: the single source of truth for names, types and help.
