@@ -486,6 +486,8 @@ void RunAblationCommand(const AblationCliOptions& o) {
   CheckOutputIsNotInput(o.output, inputs);
   CheckOutputIsNotInput(o.html, inputs, "--html");
   CheckHtmlIsNotOutput(o.html, o.output);
+  CheckReportOutsideLogs(o.output, {o.ablation_dir, o.baseline_dir});
+  CheckReportOutsideLogs(o.html, {o.ablation_dir, o.baseline_dir}, "--html");
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));
   // The text report quotes run names, tags and paths from the logs in many places: none reaches

@@ -171,6 +171,30 @@ TEST_F(AblationCli, HtmlReportRendersInHeadlessChromium) {
   std::filesystem::remove_all(dir);
 }
 
+// A report written into a log folder it reads would be read back as that run's log (the run's
+// health then read "unreadable file"): refused, as runs --export is; a missing tag names --tag
+// and the tags the run has.
+TEST_F(AblationCli, AReportIsNotWrittenAmongTheLogsItReads) {
+  for (const std::string name : {"out.csv", "res.jsonl"}) {
+    const std::string inside = *root_ + "/ablation/nobpk_H3/" + name;
+    const CommandResult r = RunMosaic(Command("--output " + inside));
+    EXPECT_EQ(r.exit_code, 1) << name << r.out;
+    EXPECT_NE(r.err.find("--output = " + inside + ". Violated constraint: outside the log "
+                         "directories this command reads"),
+              std::string::npos)
+        << r.err;
+    EXPECT_FALSE(std::filesystem::exists(inside)) << inside;
+  }
+  const CommandResult tag = RunMosaic("runs ablation " + *root_ + "/ablation --baseline " +
+                                      *root_ + "/baseline --offset-pair nobpk_H3=H3 --tag nope");
+  EXPECT_EQ(tag.exit_code, 1);
+  EXPECT_NE(tag.err.find("--tag = nope. Violated constraint: a tag of run nobpk_H3 "
+                         "(--offset-pair nobpk_H3=H3)"),
+            std::string::npos)
+      << tag.err;
+  EXPECT_NE(tag.err.find("; its tags: "), std::string::npos) << tag.err;
+}
+
 TEST_F(AblationCli, ErrorsAndExitCodes) {
   const CommandResult missing = RunMosaic("runs ablation " + *root_ + "/ablation --baseline " +
                                           *root_ + "/baseline --tag eval/loss");

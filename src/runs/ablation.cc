@@ -61,10 +61,13 @@ const Run& RequireRun(const std::vector<Run>& runs, std::string_view name, std::
                                  Printable(DidYouMean(name, names))));
   }
   if (run->FindSeries(tag) == nullptr) {
+    // The tag is what is missing: the error names --tag and the tags the run has (it named the
+    // pair's flag, and no tags).
     const std::vector<std::string> tags = run->Tags();
-    throw FieldError({}, flag, value,
-                     fmt::format("run {} has no tag '{}'{}", Printable(name), Printable(tag),
-                                 Printable(DidYouMean(tag, tags))));
+    throw FieldError({}, "--tag", tag,
+                     fmt::format("a tag of run {} ({} {}){}; its tags: {}", Printable(name), flag,
+                                 value, Printable(DidYouMean(tag, tags)),
+                                 Printable(NameList(tags))));
   }
   return *run;
 }

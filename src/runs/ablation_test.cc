@@ -238,8 +238,9 @@ TEST_F(SeedAblation, PairsThatNameNoRunAreErrors) {
     Analyze(o);
     FAIL() << "no error";
   } catch (const InputError& e) {
-    EXPECT_NE(std::string(e.what()).find("run nobpk_H3 has no tag 'eval/los' (did you mean "
-                                         "'eval/loss'?)"),
+    EXPECT_NE(std::string(e.what()).find("--tag = eval/los. Violated constraint: a tag of run "
+                                         "nobpk_H3 (--offset-pair nobpk_H3=H3) (did you mean "
+                                         "'eval/loss'?); its tags: "),
               std::string::npos)
         << e.what();
   }

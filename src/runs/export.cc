@@ -216,12 +216,13 @@ std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool w
   return out;
 }
 
-void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
-                            const std::vector<RunDirectory>& runs, std::string_view flag) {
+namespace {
+
+// The folder `output` lands in, followed through symbolic links (a dangling one too: writing
+// creates its target), when its file name is one DiscoverRuns reads as a log; empty otherwise.
+std::filesystem::path LogFolderOf(const std::string& output) {
   namespace fs = std::filesystem;
-  if (output.empty()) return;
-  // A symbolic link is written through: the file it names, dangling or not, is where the export
-  // lands (a link to a file not yet made inside a log directory, too).
+  if (output.empty()) return {};
   fs::path target = output;
   for (int hops = 0; hops < 40; ++hops) {
     std::error_code link_error;
@@ -230,29 +231,60 @@ void CheckExportOutsideLogs(const std::string& output, const std::vector<std::st
     if (link_error) break;
     target = next.is_absolute() ? next : target.parent_path() / next;
   }
-  if (!IsLogFileName(target.filename().string())) return;
+  if (!IsLogFileName(target.filename().string())) return {};
   std::error_code ec;
   const fs::path folder = fs::weakly_canonical(fs::absolute(target, ec), ec).parent_path();
-  if (ec) return;
-  const auto canonical = [](const std::string& path) {
-    std::error_code error;
-    const fs::path p = fs::weakly_canonical(path, error);
-    return error ? fs::path() : p;
-  };
-  if (runs.size() == 1 && folder == canonical(runs.front().directory)) return;
+  return ec ? fs::path() : folder;
+}
+
+std::filesystem::path Canonical(const std::string& path) {
+  std::error_code error;
+  const std::filesystem::path p = std::filesystem::weakly_canonical(path, error);
+  return error ? std::filesystem::path() : p;
+}
+
+// The first of `logdirs` (a directory) that holds `folder`, or null.
+const std::string* LogDirHolding(const std::filesystem::path& folder,
+                                 const std::vector<std::string>& logdirs) {
   for (const std::string& logdir : logdirs) {
     std::error_code error;
-    if (!fs::is_directory(logdir, error)) continue;
-    const fs::path root = canonical(logdir);
+    if (!std::filesystem::is_directory(logdir, error)) continue;
+    const std::filesystem::path root = Canonical(logdir);
     if (root.empty()) continue;
     const auto [end, unused] = std::mismatch(root.begin(), root.end(), folder.begin(), folder.end());
-    if (end != root.end()) continue;
+    if (end == root.end()) return &logdir;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+void CheckReportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
+                            std::string_view flag) {
+  const std::filesystem::path folder = LogFolderOf(output);
+  if (folder.empty()) return;
+  if (const std::string* logdir = LogDirHolding(folder, logdirs)) {
+    throw FieldError({}, flag, output,
+                     fmt::format("outside the log directories this command reads ({} is one): "
+                                 "read again, the report would be read as a log of the folder {}; "
+                                 "write it elsewhere",
+                                 *logdir, folder.string()));
+  }
+}
+
+void CheckExportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
+                            const std::vector<RunDirectory>& runs, std::string_view flag) {
+  namespace fs = std::filesystem;
+  const fs::path folder = LogFolderOf(output);
+  if (folder.empty()) return;
+  if (runs.size() == 1 && folder == Canonical(runs.front().directory)) return;
+  if (const std::string* logdir = LogDirHolding(folder, logdirs)) {
     throw FieldError({}, flag, output,
                      fmt::format("outside the log directories this export reads ({} is one): "
                                  "read again, the {} exported run{} would be read as logs of "
                                  "the folder {}; write the export elsewhere, or one run into its "
                                  "own folder",
-                                 logdir, runs.size(), runs.size() == 1 ? "" : "s",
+                                 *logdir, runs.size(), runs.size() == 1 ? "" : "s",
                                  folder.string()));
   }
   // Nor into another run's folder: one that holds event files of its own would read the export

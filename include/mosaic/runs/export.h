@@ -75,6 +75,13 @@ void CheckExportOutsideLogs(const std::string& output, const std::vector<std::st
                             const std::vector<RunDirectory>& runs,
                             std::string_view flag = "--output");
 
+// Refuses a report (`runs ablation --output`) written where it would be read back as logs:
+// `output`, followed through symbolic links, a file name DiscoverRuns reads, in a folder under one
+// of `logdirs` (read again, that run would hold an unreadable file or another run's points).
+// Throws InputError on `flag` naming the log directory. An empty `output` passes.
+void CheckReportOutsideLogs(const std::string& output, const std::vector<std::string>& logdirs,
+                            std::string_view flag = "--output");
+
 // The whole export of `runs` as one string (WriteExport on one thread).
 std::string ExportRuns(const std::vector<Run>& runs, ExportFormat format, bool with_pass);
 
