@@ -272,6 +272,20 @@ TEST(LoadSpace, BadSpaceFilesGetClearErrors) {
             "space.toml:11:11: experts = []. Violated constraint: experts has at least one value\n"
             "  experts = []\n"
             "            ^");
+  // An axis value past the model field's bound is the file's error (it was every architecture's
+  // rejection, with exit 0); a depth rule that rounds to no layer too (it was forced to 1).
+  EXPECT_EQ(ErrorOf(replace(kSpace, "d_model = [768]", "d_model = [1000000000]")),
+            "space.toml:10:12: d_model = 1000000000. Violated constraint: d_model <= 16777216\n"
+            "  d_model = [1000000000]\n"
+            "             ^");
+  EXPECT_NE(ErrorOf(replace(kSpace, "experts = [8, 16]", "experts = { from = 8, to = 1e30 }"))
+                .find("Violated constraint"),
+            std::string::npos);
+  EXPECT_NE(ErrorOf(replace(kSpace, "d_model = [768]", "d_model = [768]\naspect_ratio = 100000"))
+                .find("aspect_ratio = 100000. Violated constraint: layers = round(d_model / "
+                      "aspect_ratio) >= 1 for every d_model (d_model 768 gives 0)"),
+            std::string::npos)
+      << ErrorOf(replace(kSpace, "d_model = [768]", "d_model = [768]\naspect_ratio = 100000"));
   EXPECT_NE(ErrorOf(replace(kSpace, ", gamma = 0.5 }", " }"))
                 .find("[law] sparse is missing parameters gamma"),
             std::string::npos);

@@ -45,10 +45,19 @@ void RefuseRepeat(const std::vector<T>& values, const SourceLocation& at, std::s
 std::vector<int64_t> ReadIntAxis(const toml::node& node, const SourceLocation& where,
                                  const TableReader& parent, std::string_view key, int64_t minimum) {
   std::vector<int64_t> values;
+  // A model field's axis is bounded as the model's field is (MaxFieldValue): a value past it makes
+  // no valid architecture, so it is the file's error, not an architecture's rejection.
+  const int64_t maximum = key == "granularity" ? kMaxModelDimension : MaxFieldValue(key);
+  const auto bounded = [&](int64_t v, const SourceLocation& at, std::string_view what) {
+    if (v > maximum) {
+      throw FieldError(at, what, fmt::format("{}", v), fmt::format("{} <= {}", key, maximum));
+    }
+    return v;
+  };
   if (auto array = node.as_array()) {
     for (const toml::node& element : *array) {
       const SourceLocation at = parent.Locate(element);
-      values.push_back(GetPositiveInt(element, at, key, minimum));
+      values.push_back(bounded(GetPositiveInt(element, at, key, minimum), at, key));
       RefuseRepeat(values, at, key);
     }
   } else if (auto table = node.as_table()) {
@@ -56,11 +65,11 @@ std::vector<int64_t> ReadIntAxis(const toml::node& node, const SourceLocation& w
     bool has_from = false, has_to = false;
     TableReader r(parent.text(), parent.origin());
     r.On("from", [&](auto& n, auto& w) {
-      from = GetPositiveInt(n, w, "from", minimum);
+      from = bounded(GetPositiveInt(n, w, "from", minimum), w, "from");
       has_from = true;
     });
     r.On("to", [&](auto& n, auto& w) {
-      to = GetPositiveInt(n, w, "to", minimum);
+      to = bounded(GetPositiveInt(n, w, "to", minimum), w, "to");
       has_to = true;
     });
     r.On("step", [&](auto& n, auto& w) { step = GetPositiveInt(n, w, "step", 1); });
@@ -231,8 +240,11 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     TableReader r(text, origin);
     r.On("d_model", [&](auto& n2, auto& w2) { a.d_model = ReadIntAxis(n2, w2, r, "d_model", 1); });
     r.On("layers", [&](auto& n2, auto& w2) { a.layers = ReadIntAxis(n2, w2, r, "layers", 1); });
-    r.On("aspect_ratio",
-         [&](auto& n2, auto& w2) { a.aspect_ratio = GetPositiveInt(n2, w2, "aspect_ratio"); });
+    SourceLocation aspect_where;
+    r.On("aspect_ratio", [&](auto& n2, auto& w2) {
+      a.aspect_ratio = GetPositiveInt(n2, w2, "aspect_ratio");
+      aspect_where = w2;
+    });
     r.On("experts", [&](auto& n2, auto& w2) { a.experts = ReadIntAxis(n2, w2, r, "experts", 0); });
     r.On("top_k", [&](auto& n2, auto& w2) { a.top_k = ReadIntAxis(n2, w2, r, "top_k", 1); });
     r.On("expert_width", [&](auto& n2, auto& w2) {
@@ -255,6 +267,16 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     if (!a.layers.empty() && a.aspect_ratio > 0) {
       throw LocatedError(w, "[axes] gives layers (free depth) or aspect_ratio (depth rule), not "
                             "both");
+    }
+    // The depth rule rounds d_model / aspect_ratio: below one half it would make no layer (it was
+    // forced up to 1, a one-layer model ranked with the rest).
+    for (const int64_t d : a.d_model) {
+      if (a.aspect_ratio > 0 && (d + a.aspect_ratio / 2) / a.aspect_ratio < 1) {
+        throw FieldError(aspect_where, "aspect_ratio", fmt::format("{}", a.aspect_ratio),
+                         fmt::format("layers = round(d_model / aspect_ratio) >= 1 for every "
+                                     "d_model (d_model {} gives 0)",
+                                     d));
+      }
     }
   });
   reader.On("law", [&](auto& n, auto& w) {

@@ -125,7 +125,8 @@ std::string RenderCodesignText(const CodesignResult& r, size_t top) {
                        std::isnan(p.cluster_loss) ? "(none fits)"
                                                   : r.architectures[p.cluster_index].arch.Name(),
                        LossText(p.flops_loss),
-                       std::isnan(p.flops_loss) ? "(less than one batch)"
+                       std::isnan(p.flops_loss) ? (r.flops_budget > 0 ? "(less than one batch)"
+                                                                      : "(no FLOPs-only budget)")
                                                 : r.architectures[p.flops_index].arch.Name());
   }
   out += "\n" + r.finding + "\n";
@@ -150,8 +151,10 @@ std::string RenderCodesignJson(const CodesignResult& r) {
   j["law"] = {{"name", r.law.name}, {"formula", r.law.formula}, {"params", params},
               {"origin", s.law.origin}};
   j["budget"] = {{"cluster_seconds", Number(r.cluster_seconds)},
-                 {"flops_budget", Number(r.flops_budget)},
-                 {"reference_mfu", Number(r.reference_mfu)},
+                 // Without an MFU to convert the cluster's time (nothing fits), there is no
+                 // FLOPs-only budget: null, not 0.
+                 {"flops_budget", r.flops_budget > 0 ? Number(r.flops_budget) : Json(nullptr)},
+                 {"reference_mfu", r.reference_mfu > 0 ? Number(r.reference_mfu) : Json(nullptr)},
                  {"reference_mfu_rule", r.reference_mfu_rule},
                  {"peak_flops_per_gpu", Number(r.peak_flops_per_gpu)},
                  {"batch_tokens", Number(r.batch_tokens)},

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <sstream>
 #include <string>
 #include <vector>
@@ -58,6 +60,25 @@ TEST(RenderCodesignCsv, AnInvalidModelHasEmptyParameterCells) {
   EXPECT_EQ(lines[1].substr(lines[1].find(",768,")),
             ",768,0,8,16,0,0,0,,,,false,model,,,,,,,,,,\"top_k <= experts\"");
   EXPECT_TRUE(lines[1].ends_with(",\"top_k <= experts\"")) << lines[1];
+}
+
+// Nothing fits and the space gives no reference MFU: there is no FLOPs-only budget, which the JSON
+// writes as null (it wrote 0) and the per-expert table names (it said "less than one batch").
+TEST(RenderCodesign, NoFlopsOnlyBudgetIsNullAndNamed) {
+  std::string text = kSpace;
+  text.erase(text.find("reference_mfu = 0.5\n"), std::string("reference_mfu = 0.5\n").size());
+  const SpaceConfig space = LoadSpaceFromToml(text, "space.toml");
+  ArchitectureResult none;
+  none.arch.d_model = 768;
+  none.arch.experts = 8;
+  none.arch.top_k = 2;
+  none.rejected = ArchRejection::kMemory;
+  none.rule = "no layout fits";
+  const CodesignResult result = Summarize(space, {none});
+  const nlohmann::json j = nlohmann::json::parse(RenderCodesignJson(result));
+  EXPECT_TRUE(j["budget"]["flops_budget"].is_null()) << j["budget"];
+  EXPECT_TRUE(j["budget"]["reference_mfu"].is_null()) << j["budget"];
+  EXPECT_NE(RenderCodesignText(result).find("(no FLOPs-only budget)"), std::string::npos);
 }
 
 }  // namespace
