@@ -30,6 +30,17 @@ TEST(CodesignCli, Gb200ExampleShowsTheMosaicEffect) {
                    j["flops_sparsity"]["high"].get<double>());
   EXPECT_TRUE(j["cluster_sparsity"]["interior"].get<bool>()) << j["finding"];
   EXPECT_EQ(j["finding"].get<std::string>().rfind("The MOSAIC effect holds", 0), 0u);
+  // Along the experts axis both optima take the most experts swept for their model (4096): the
+  // rack moves the optimum to a smaller model, which the finding says.
+  for (const char* key : {"flops_experts", "cluster_experts"}) {
+    EXPECT_EQ(j[key]["experts"].get<double>(), 4096) << key;
+    EXPECT_EQ(j[key]["high"].get<double>(), 4096) << key;
+    EXPECT_FALSE(j[key]["interior"].get<bool>()) << key;
+  }
+  EXPECT_NE(j["finding"].get<std::string>().find("the cluster moves the optimum to another model "
+                                                 "size, not to fewer experts"),
+            std::string::npos)
+      << j["finding"];
 }
 
 TEST(CodesignCli, TextCsvAndHtml) {

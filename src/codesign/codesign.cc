@@ -498,6 +498,29 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   if (result.cluster_optimum) {
     result.cluster_sparsity = Place(archs[*result.cluster_optimum].sparsity, valid_s);
   }
+  // Along the experts axis: the eligible architectures that differ from the optimum in their
+  // expert count alone.
+  const auto experts_placement = [&](size_t optimum, auto eligible) {
+    const Architecture& o = archs[optimum].arch;
+    std::vector<double> swept;
+    for (const ArchitectureResult& r : archs) {
+      const Architecture& a = r.arch;
+      if (eligible(r) && a.d_model == o.d_model && a.layers == o.layers && a.top_k == o.top_k &&
+          a.expert_width == o.expert_width && a.shared_experts == o.shared_experts &&
+          a.latent_dim == o.latent_dim) {
+        swept.push_back(double(a.experts));
+      }
+    }
+    return Place(double(o.experts), swept);
+  };
+  if (result.flops_optimum) {
+    result.flops_experts = experts_placement(
+        *result.flops_optimum, [](const ArchitectureResult& r) { return !std::isnan(r.flops_loss); });
+  }
+  if (result.cluster_optimum) {
+    result.cluster_experts = experts_placement(
+        *result.cluster_optimum, [](const ArchitectureResult& r) { return r.valid_model(); });
+  }
   double sparsest_fit = -1;
   for (size_t i : result.ranking) sparsest_fit = std::max(sparsest_fit, archs[i].sparsity);
   const bool over_budget = std::ranges::any_of(
@@ -535,6 +558,27 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
     } else {
       result.finding = "For these inputs the MOSAIC effect does not appear (the FLOPs-only "
                        "optimum is not at an edge with an interior cluster optimum): " + both + ".";
+    }
+    // Where each optimum's expert count sits among those swept for the same model: sparsity
+    // compares across model sizes, so an optimum inside the sparsity range may still take the
+    // most experts its model was swept with (the cluster then moved it to another model size).
+    const OptimumPlacement& fe = *result.flops_experts;
+    const OptimumPlacement& ce = *result.cluster_experts;
+    const auto on_axis = [&](const OptimumPlacement& p) {
+      if (p.low == p.high) return fmt::format("E{:.0f}, the one expert count swept", p.value);
+      return fmt::format("E{:.0f} of E{:.0f}–E{:.0f}, {}", p.value, p.low, p.high,
+                         p.interior ? std::string("inside")
+                                    : p.value <= p.low ? "the fewest" : "the most");
+    };
+    result.finding += fmt::format(
+        " Along the expert counts swept at each optimum's other dimensions: FLOPs-only {} ({}); "
+        "cluster {} ({}).",
+        archs[*result.flops_optimum].arch.Name(), on_axis(fe),
+        archs[*result.cluster_optimum].arch.Name(), on_axis(ce));
+    if (c.interior && !ce.interior && ce.low < ce.high && ce.value >= ce.high &&
+        archs[*result.cluster_optimum].arch.d_model != archs[*result.flops_optimum].arch.d_model) {
+      result.finding += " The cluster optimum takes the most experts swept for its model: the "
+                        "cluster moves the optimum to another model size, not to fewer experts.";
     }
     if (under_one_batch > 0) {
       result.finding += fmt::format(

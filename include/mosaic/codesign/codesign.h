@@ -121,7 +121,13 @@ struct CodesignResult {
   std::vector<CurvePoint> by_sparsity;  // ascending sparsity
   std::vector<CurvePoint> by_experts;   // ascending expert count
   std::optional<OptimumPlacement> cluster_sparsity, flops_sparsity;
-  std::string finding;                  // the MOSAIC comparison in one sentence
+  // Each optimum's expert count among those swept at its other dimensions (d_model, layers,
+  // top_k, width, shared experts, latent dimension), of the architectures eligible under its
+  // budget: whether more or fewer experts of the same model were on offer. The sparsity
+  // placement compares across model sizes; this one along the experts axis alone.
+  std::optional<OptimumPlacement> cluster_experts, flops_experts;
+  std::string finding;                  // the MOSAIC comparison, and where each optimum's
+                                        // experts sit on their axis
   int64_t layouts_evaluated = 0;
 };
 
