@@ -515,7 +515,8 @@ CodesignResult Summarize(const SpaceConfig& space, std::vector<ArchitectureResul
   };
   if (result.flops_optimum) {
     result.flops_experts = experts_placement(
-        *result.flops_optimum, [](const ArchitectureResult& r) { return !std::isnan(r.flops_loss); });
+        *result.flops_optimum,
+        [](const ArchitectureResult& r) { return !std::isnan(r.flops_loss); });
   }
   if (result.cluster_optimum) {
     result.cluster_experts = experts_placement(

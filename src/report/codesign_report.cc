@@ -218,7 +218,8 @@ std::string RenderCodesignJson(const CodesignResult& r) {
   j["flops_sparsity"] = place(r.flops_sparsity);
   const auto on_axis = [](const std::optional<OptimumPlacement>& p) {
     if (!p) return Json(nullptr);
-    return Json{{"experts", p->value}, {"low", p->low}, {"high", p->high}, {"interior", p->interior}};
+    return Json{
+        {"experts", p->value}, {"low", p->low}, {"high", p->high}, {"interior", p->interior}};
   };
   j["cluster_experts"] = on_axis(r.cluster_experts);
   j["flops_experts"] = on_axis(r.flops_experts);
