@@ -30,6 +30,12 @@ TEST(DecideCli, EmbeddedStudyPrintsTheVerdictAndItsReasons) {
                        "context_extension, no_anomalies are unknown"),
             std::string::npos);
   EXPECT_NE(r.out.find("Verdict (model): keep fsdp-chunk1"), std::string::npos);
+  // Why no interval was computed, once, from the arms' own reasons (it said "the fits' cautions
+  // say why" beside a second parenthesis, and no caution said it).
+  EXPECT_NE(r.out.find("  intervals: 95% percentile, bootstrap by rung, 1000 resamples, none "
+                       "computed: fsdp-chunk1 is fitted on one rung; ep64 is fitted on one rung\n"),
+            std::string::npos)
+      << r.out;
 }
 
 TEST(DecideCli, JsonHasEveryNumber) {

@@ -110,15 +110,25 @@ std::string RenderDecisionText(const Decision& d) {
     const bool same_rungs = d.fits.size() == 2 && d.fits[0].rungs == d.fits[1].rungs;
     const bool any_interval =
         std::any_of(d.fits.begin(), d.fits.end(), [](const ArmFit& f) { return f.bootstrap; });
-    out += fmt::format("  intervals: {:g}% percentile, bootstrap by rung, {} resamples, {} (none "
-                       "for an arm fitted on one rung)\n",
+    // Why there are none, once: no arm is fitted, or each fitted arm's reason (one rung, too
+    // few points, resamples without spread).
+    std::vector<std::string> why_none;
+    for (const ArmFit& f : d.fits) {
+      if (f.fitted && !f.no_interval.empty()) why_none.push_back(f.no_interval);
+    }
+    const std::string none_computed =
+        why_none.empty() ? std::string("none computed: no arm is fitted")
+                         : fmt::format("none computed: {}", fmt::join(why_none, "; "));
+    out += fmt::format("  intervals: {:g}% percentile, bootstrap by rung, {} resamples, {}\n",
                        100 * spec.fit.confidence, spec.fit.bootstrap,
                        d.paired_bootstrap ? "paired: both arms are fitted on the same rungs and "
-                                            "each resample draws the same rungs of both"
-                       : !any_interval    ? "none computed (the fits' cautions say why)"
-                       : same_rungs       ? "each arm resampled on its own"
-                                          : "each arm resampled on its own (they are fitted on "
-                                            "different rungs)");
+                                            "each resample draws the same rungs of both (none "
+                                            "for an arm fitted on one rung)"
+                       : !any_interval    ? none_computed
+                       : same_rungs       ? "each arm resampled on its own (none for an arm "
+                                            "fitted on one rung)"
+                                          : "each arm resampled on its own, fitted on different "
+                                            "rungs (none for an arm fitted on one rung)");
   }
 
   out += "\nTarget";
