@@ -41,18 +41,24 @@ std::vector<std::string> Lines(const std::string& text) {
   return lines;
 }
 
+// An architecture of d768 with `experts` and `top_k`, rejected for `kind` by `rule`.
+ArchitectureResult Rejected(int64_t experts, int64_t top_k, ArchRejection kind,
+                            const std::string& rule) {
+  ArchitectureResult r;
+  r.arch.d_model = 768;
+  r.arch.experts = experts;
+  r.arch.top_k = top_k;
+  r.rejected = kind;
+  r.rule = rule;
+  return r;
+}
+
 // An architecture that is not a valid model (rejected by accounting) has no parameter counts, so
 // its CSV row leaves active_params, total_params and sparsity empty rather than writing zeros.
 TEST(RenderCodesignCsv, AnInvalidModelHasEmptyParameterCells) {
   const SpaceConfig space = LoadSpaceFromToml(kSpace, "space.toml");
-  ArchitectureResult invalid;
-  invalid.arch.d_model = 768;
-  invalid.arch.experts = 8;
-  invalid.arch.top_k = 16;
-  invalid.rejected = ArchRejection::kModel;
-  invalid.rule = "top_k <= experts";
-  const std::vector<std::string> lines =
-      Lines(RenderCodesignCsv(Summarize(space, {invalid})));
+  const std::vector<std::string> lines = Lines(RenderCodesignCsv(
+      Summarize(space, {Rejected(8, 16, ArchRejection::kModel, "top_k <= experts")})));
   ASSERT_EQ(lines.size(), 2u);
   const std::string prefix = lines[1].substr(0, lines[1].find(",false,model,"));
   ASSERT_NE(prefix.size(), lines[1].size()) << lines[1];
@@ -68,13 +74,8 @@ TEST(RenderCodesign, NoFlopsOnlyBudgetIsNullAndNamed) {
   std::string text = kSpace;
   text.erase(text.find("reference_mfu = 0.5\n"), std::string("reference_mfu = 0.5\n").size());
   const SpaceConfig space = LoadSpaceFromToml(text, "space.toml");
-  ArchitectureResult none;
-  none.arch.d_model = 768;
-  none.arch.experts = 8;
-  none.arch.top_k = 2;
-  none.rejected = ArchRejection::kMemory;
-  none.rule = "no layout fits";
-  const CodesignResult result = Summarize(space, {none});
+  const CodesignResult result =
+      Summarize(space, {Rejected(8, 2, ArchRejection::kMemory, "no layout fits")});
   const nlohmann::json j = nlohmann::json::parse(RenderCodesignJson(result));
   EXPECT_TRUE(j["budget"]["flops_budget"].is_null()) << j["budget"];
   EXPECT_TRUE(j["budget"]["reference_mfu"].is_null()) << j["budget"];
