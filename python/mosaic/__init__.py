@@ -621,10 +621,16 @@ class Codesign(_Document):
         super().__init__(document)
         self._html = html
 
+    # The layout estimate's columns the CSV export has (``mosaic codesign --csv``).
+    _ESTIMATE_COLUMNS = ("layout", "tokens_per_s_per_gpu", "mfu", "peak_memory_bytes",
+                         "dropped_fraction")
+
     def architectures_frame(self) -> pd.DataFrame:
-        """One row per architecture (without the nested layout estimate)."""
+        """One row per architecture: its fields, and of its best layout's estimate the columns
+        ``mosaic codesign --csv`` writes (layout, tokens/s per GPU, MFU, peak memory in bytes,
+        dropped share); those are absent (NaN) for an architecture that fits no layout."""
         rows = [{k: v for k, v in a.items() if k != "estimate"}
-                | ({"layout": a["estimate"]["layout"], "mfu": a["estimate"]["mfu"]}
+                | ({c: a["estimate"][c] for c in self._ESTIMATE_COLUMNS}
                    if "estimate" in a else {})
                 for a in self._document["architectures"]]
         return pd.DataFrame(rows)

@@ -360,6 +360,10 @@ def test_decide_has_the_verdict_and_an_html_view():
 def test_codesign_matches_the_cli():
     c = mosaic.codesign("h100-sparsity")
     assert len(c.architectures_frame()) == 18
+    # The estimate's columns the CSV export has are in the frame too.
+    for column in ("layout", "tokens_per_s_per_gpu", "mfu", "peak_memory_bytes",
+                   "dropped_fraction"):
+        assert column in c.architectures_frame().columns, column
     assert c.to_dict() == cli_json("codesign", "h100-sparsity")
 
 
