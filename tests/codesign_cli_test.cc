@@ -216,6 +216,22 @@ TEST(CodesignCli, TheReportNamesTheProfileItUsed) {
   std::filesystem::remove_all(dir);
 }
 
+// A study given to codesign, and a space given to decide or plan, are named for what they are
+// (it was "unknown key 'axes' (did you mean 'arms'?)").
+TEST(CodesignCli, AStudyAndASpaceAreToldApart) {
+  const std::string space = SourcePath("data/spaces/h100-sparsity.toml");
+  const std::string study = SourcePath("data/studies/fsdp-vs-ep.toml");
+  CommandResult r = RunMosaic("codesign " + study);
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.err.find("[[rungs]] and no [axes]: this is a study"), std::string::npos) << r.err;
+  for (const std::string command : {"decide ", "plan "}) {
+    r = RunMosaic(command + space);
+    EXPECT_EQ(r.exit_code, 1) << command;
+    EXPECT_NE(r.err.find("[axes] and no [[rungs]]: this is a co-design space"), std::string::npos)
+        << command << r.err;
+  }
+}
+
 TEST(CodesignCli, UnknownSpaceSuggestsAName) {
   const CommandResult r = RunMosaic("codesign gb200-sparsity");
   EXPECT_EQ(r.exit_code, 1);

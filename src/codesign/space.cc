@@ -165,6 +165,12 @@ std::vector<std::string> SpaceNames() { return EmbeddedTomlNames("spaces"); }
 
 SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) {
   const toml::table root = ParseToml(text, origin);
+  // A study given where a space goes: name the kind of file, not its first unknown key.
+  if (root.contains("rungs") && !root.contains("axes")) {
+    throw InputError(fmt::format("{}: [[rungs]] and no [axes]: this is a study (mosaic plan or "
+                                 "decide {}), not a co-design space (mosaic codesign SPACE.toml)",
+                                 origin, origin));
+  }
   SpaceConfig space;
   space.origin = origin;
   TableReader reader(text, origin);

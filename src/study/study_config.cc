@@ -134,6 +134,13 @@ std::vector<std::string> StudyNames() { return EmbeddedTomlNames("studies"); }
 
 StudyConfig LoadStudyFromToml(std::string_view text, const std::string& origin) {
   toml::table root = ParseToml(text, origin);
+  // A space file given where a study goes would be told "unknown key 'axes' (did you mean
+  // 'arms'?)": name the kind of file instead.
+  if (root.contains("axes") && !root.contains("rungs")) {
+    throw InputError(fmt::format("{}: [axes] and no [[rungs]]: this is a co-design space (mosaic "
+                                 "codesign {}), not a study (mosaic plan or decide STUDY.toml)",
+                                 origin, origin));
+  }
   StudyConfig study;
   study.origin = origin;
   TableReader reader(text, origin);
