@@ -88,7 +88,7 @@ std::vector<Architecture> EnumerateArchitectures(const SpaceConfig& space) {
   for (int64_t d : OrOne(a.d_model, kUnset)) {
     std::vector<int64_t> layer_values = OrOne(a.layers, kUnset);
     if (a.aspect_ratio > 0 && d != kUnset) {
-      layer_values = {std::max<int64_t>(1, (d + a.aspect_ratio / 2) / a.aspect_ratio)};
+      layer_values = {std::max<int64_t>(1, LayersForAspectRatio(d, a.aspect_ratio))};
     }
     for (int64_t layers : layer_values) {
       for (int64_t experts : OrOne(a.experts, kUnset)) {

@@ -277,7 +277,7 @@ SpaceConfig LoadSpaceFromToml(std::string_view text, const std::string& origin) 
     // The depth rule rounds d_model / aspect_ratio: below one half it would make no layer (it was
     // forced up to 1, a one-layer model ranked with the rest).
     for (const int64_t d : a.d_model) {
-      if (a.aspect_ratio > 0 && (d + a.aspect_ratio / 2) / a.aspect_ratio < 1) {
+      if (a.aspect_ratio > 0 && LayersForAspectRatio(d, a.aspect_ratio) < 1) {
         throw FieldError(aspect_where, "aspect_ratio", fmt::format("{}", a.aspect_ratio),
                          fmt::format("layers = round(d_model / aspect_ratio) >= 1 for every "
                                      "d_model (d_model {} gives 0)",

@@ -86,12 +86,7 @@ DataTable ParseCsv(std::string_view text, const std::string& origin) {
   table.origin = origin;
   // Header names are trimmed as cells are ("run, N, D" names N and D).
   CsvRecord& head = records.front();
-  for (CsvField& field : head.fields) {
-    const size_t first = field.text.find_first_not_of(" \t");
-    field.text = first == std::string::npos
-                     ? std::string()
-                     : field.text.substr(first, field.text.find_last_not_of(" \t") + 1 - first);
-  }
+  for (CsvField& field : head.fields) field.text = std::string(TrimAsciiWhitespace(field.text));
   CheckUniqueColumnNames(head, origin);
   for (size_t c = 0; c < head.fields.size(); ++c) {
     table.names.push_back(head.fields[c].text);

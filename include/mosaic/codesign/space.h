@@ -44,6 +44,13 @@ struct AxesSpec {
   std::vector<AxisValue> latent_dim;       // 0 = no LatentMoE
 };
 
+// The depth rule of a space with an aspect_ratio (> 0): layers = round(d_model / aspect_ratio),
+// halves rounded up. 0 when d_model is under half the ratio, which LoadSpaceFromToml refuses for
+// every swept d_model.
+inline int64_t LayersForAspectRatio(int64_t d_model, int64_t aspect_ratio) {
+  return (d_model + aspect_ratio / 2) / aspect_ratio;
+}
+
 // The scaling law: a built-in law of `mosaic fit` and its parameter values (paper names, value
 // space), inline or from a `mosaic fit --json` output.
 struct LawSpec {
