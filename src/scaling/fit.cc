@@ -253,9 +253,8 @@ std::optional<std::string> IsolatedValueCaution(const FitData& data,
   // "10× the next largest"; "1/4.4 of the next smallest" ("far above" or "far below" where
   // the quotient is not finite: a 0 or a subnormal beside it).
   const auto caution = [&](size_t i, size_t next, std::string_view side) {
-    const double times =
-        side == "largest" ? values[i] / values[next] : values[next] / values[i];
     const bool largest = side == "largest";
+    const double times = largest ? values[i] / values[next] : values[next] / values[i];
     const std::string how = !std::isfinite(times) ? std::string(largest ? "far above" : "far below")
                             : largest             ? fmt::format("{:.3g}×", times)
                                                   : fmt::format("1/{:.3g} of", times);
