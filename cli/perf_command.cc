@@ -427,7 +427,9 @@ void AddPerfCommand(CLI::App& root) {
                   "moe_chunk=; uneven pipeline stages (Megatron-Core): pp_first=,pp_last= "
                   "(layers on the first/last stage), pp_embed=1,pp_loss=1 (embedding/loss "
                   "counted as a layer) or pp_layout=Et|(tt|)*30mL (Megatron-Core's layout "
-                  "string); a2a_overlap=1 (EP all-to-all overlap); offload_layers=N (the "
+                  "string); a2a_overlap=1 (EP all-to-all overlap); dispatch=flat|hierarchical "
+                  "(the EP all-to-all across nodes: NCCL's, or DeepEP/HybridEP's; left out: the "
+                  "profile's); offload_layers=N (the "
                   "activations of N layers per rank held in host memory) or "
                   "offload_modules=expert_fc1+moe_act (the saved inputs of those modules, "
                   "Megatron-Core's fine-grained offloading) (a missing key is 1)")

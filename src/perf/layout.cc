@@ -34,6 +34,19 @@ std::optional<Recompute> RecomputeFromString(std::string_view text) {
              Recompute::kFull});
 }
 
+std::string_view ToString(Dispatch dispatch) {
+  switch (dispatch) {
+    case Dispatch::kProfile: return "profile";
+    case Dispatch::kFlat: return "flat";
+    case Dispatch::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+std::optional<Dispatch> DispatchFromString(std::string_view text) {
+  return EnumFromString<Dispatch>(text, {Dispatch::kFlat, Dispatch::kHierarchical});
+}
+
 std::string_view ToString(RejectKind kind) {
   switch (kind) {
     case RejectKind::kIndivisible: return "does not divide";
@@ -89,6 +102,7 @@ std::string ToString(const Layout& l) {
   if (l.pp_embed > 0) text += ",pp_embed=1";
   if (l.pp_loss > 0) text += ",pp_loss=1";
   if (l.a2a_overlap > 0) text += ",a2a_overlap=1";
+  if (l.dispatch != Dispatch::kProfile) text += fmt::format(",dispatch={}", ToString(l.dispatch));
   if (l.offload_layers > 0) text += fmt::format(",offload_layers={}", l.offload_layers);
   if (l.offload_modules != 0) text += ",offload_modules=" + OffloadModulesText(l.offload_modules);
   if (l.pp_layout[0] != '\0') text += fmt::format(",pp_layout={}", l.pp_layout_text());
@@ -488,7 +502,7 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
                                                  "fsdp", "ep", "etp", "mbs", "recompute",
                                                  "moe_chunk", "pp_first", "pp_last",
                                                  "pp_embed", "pp_loss", "a2a_overlap",
-                                                 "offload_layers", "offload_modules",
+                                                 "dispatch", "offload_layers", "offload_modules",
                                                  "pp_layout"};
   // The user's text as messages echo it, control characters escaped (terminal_text.h).
   const std::string shown_label = Printable(label);
@@ -607,6 +621,16 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
             shown_label, shown, Printable(value)));
       }
       l.recompute = *r;
+      continue;
+    }
+    if (key == "dispatch") {
+      const std::optional<Dispatch> d = DispatchFromString(value);
+      if (!d) {
+        throw InputError(fmt::format(
+            "{} {}: dispatch = {}. Violated constraint: dispatch is flat or hierarchical",
+            shown_label, shown, Printable(value)));
+      }
+      l.dispatch = *d;
       continue;
     }
     int64_t v = 0;
@@ -908,6 +932,13 @@ std::optional<LayoutViolation> CheckLayoutRules(const Layout& l, const ModelConf
         return std::string("a2a_overlap with pp > 1 needs the interleaved schedule (vpp > 1)");
       });
     }
+  }
+  if (l.dispatch != Dispatch::kProfile && (!m.is_moe() || l.ep < 2)) {
+    return fail(kUnsupported, [&] {
+      return m.is_moe() ? fmt::format("dispatch needs expert parallelism (ep {})", l.ep)
+                        : std::string("dispatch needs expert parallelism, and the model has no "
+                                      "routed experts");
+    });
   }
   if (l.pp == 1 && l.vpp != 1) {
     return fail(kUnsupported, [&] { return fmt::format("vpp = 1 when pp = 1 (vpp {})", l.vpp); });

@@ -379,6 +379,47 @@ TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,ep=8,fsdp=128,mbs=4,a2a_overlap=1"), q, job, 8));
 }
 
+// dispatch: the EP all-to-all's path across scale-up domains, written only when set, and only
+// where there is an all-to-all.
+TEST(Layout, DispatchIsWrittenWhenSetAndNeedsExpertParallelism) {
+  const ModelConfig q = LoadModel("qwen3-235b-a22b").config;
+  const JobShape job{256, 2048, 4096};
+  const Layout flat = ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16,dispatch=flat");
+  EXPECT_EQ(flat.dispatch, Dispatch::kFlat);
+  EXPECT_EQ(ToString(flat),
+            "tp=2,pp=8,vpp=4,cp=1,dp=16,fsdp=1,ep=32,etp=1,mbs=1,recompute=none,moe_chunk=1,"
+            "dispatch=flat");
+  EXPECT_EQ(ParseLayout(ToString(flat)), flat);
+  EXPECT_FALSE(CheckLayout(flat, q, job, 8));
+  const Layout hierarchical = ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16,dispatch=hierarchical");
+  EXPECT_EQ(hierarchical.dispatch, Dispatch::kHierarchical);
+  EXPECT_EQ(ParseLayout(ToString(hierarchical)), hierarchical);
+  EXPECT_EQ(ParseLayout("tp=2,pp=8,vpp=4,ep=32,dp=16").dispatch, Dispatch::kProfile);
+  // Only the two paths are written; "profile" is what leaving the key out means.
+  for (const char* bad : {"deepep", "profile", "Flat", ""}) {
+    try {
+      ParseLayout(std::string("ep=8,dp=8,dispatch=") + bad);
+      ADD_FAILURE() << bad;
+    } catch (const InputError& e) {
+      EXPECT_NE(std::string(e.what()).find(std::string("dispatch = ") + bad +
+                                           ". Violated constraint: dispatch is flat or "
+                                           "hierarchical"),
+                std::string::npos)
+          << e.what();
+    }
+  }
+  auto no_ep = CheckLayout(ParseLayout("tp=2,pp=8,vpp=4,dp=16,dispatch=flat"), q, job, 8);
+  ASSERT_TRUE(no_ep);
+  EXPECT_EQ(no_ep->rule, "dispatch needs expert parallelism (ep 1)");
+  EXPECT_EQ(no_ep->kind, RejectKind::kUnsupported);
+  const ModelConfig dense = LoadModel("llama3-70b").config;
+  auto on_dense = CheckLayout(ParseLayout("tp=8,dp=8,dispatch=hierarchical"), dense,
+                              {64, 64, 4096}, 8);
+  ASSERT_TRUE(on_dense);
+  EXPECT_EQ(on_dense->rule,
+            "dispatch needs expert parallelism, and the model has no routed experts");
+}
+
 // offload_layers: at most the layers of the heaviest pipeline rank, and only on a device that
 // gives its host link and host memory.
 TEST(Layout, OffloadedLayersFitARankAndNeedTheHostLink) {

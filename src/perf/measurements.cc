@@ -180,7 +180,7 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
       "global_batch", "seq_len", "precision", "routing", "measured_tokens_per_s_per_gpu",
       "measured_tflops_per_gpu", "measured_mfu_pct", "source"};
   static const std::vector<std::string> kOptional = {"notes", "recompute", "flop_convention",
-                                                     "pipeline_split", "a2a_overlap",
+                                                     "pipeline_split", "a2a_overlap", "dispatch",
                                                      "offload_layers", "offload_modules",
                                                      "profile"};
   // A column twice would be read from one copy; a misspelt one would be ignored.
@@ -365,6 +365,18 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
                                      path, line_no, Printable(v)));
       }
       l.a2a_overlap = v == "1" ? 1 : 0;
+    }
+    // The EP all-to-all's path across scale-up domains (layout.h: dispatch) where the source's
+    // recipe is not its profile's default; blank or absent: the profile's.
+    if (col.contains("dispatch") && !cell("dispatch").empty()) {
+      const std::string& v = cell("dispatch");
+      const std::optional<Dispatch> d = DispatchFromString(v);
+      if (!d) {
+        throw InputError(fmt::format("{}:{}: dispatch = '{}'. Violated constraint: flat, "
+                                     "hierarchical or blank",
+                                     path, line_no, Printable(v)));
+      }
+      l.dispatch = *d;
     }
     // Activation offload to host memory (layout.h: offload_layers): the layers per pipeline rank
     // whose saved activations the source's recipe holds on the host; blank or absent: none.

@@ -932,6 +932,19 @@ TEST(StepModel, ExpertAllToAllCrossesTheNicOncePerRemoteDomainWithDeepEp) {
   const double expected = 128.0 * 12 * 4 * copy_bytes * RemoteDomainsPerToken(128, 8, 4) / nic;
   EXPECT_NEAR(a.time.ep_seconds, expected, kRelTol * expected);
   EXPECT_GT(a.tokens_per_s_per_gpu, b.tokens_per_s_per_gpu);
+  // The layout's dispatch key overrides the profile's default, either way, to the bit.
+  Layout flat_layout = layout;
+  flat_layout.dispatch = Dispatch::kFlat;
+  Layout hierarchical = layout;
+  hierarchical.dispatch = Dispatch::kHierarchical;
+  const StepEstimate c =
+      EvaluateStep(shape, cluster, flat_layout, job, profiles.shared, megatron, nullptr);
+  const StepEstimate d =
+      EvaluateStep(shape, cluster, hierarchical, job, profiles.shared, nccl, nullptr);
+  EXPECT_EQ(c.time.ep_seconds, b.time.ep_seconds);
+  EXPECT_EQ(c.step_seconds, b.step_seconds);
+  EXPECT_EQ(d.time.ep_seconds, a.time.ep_seconds);
+  EXPECT_EQ(d.step_seconds, a.step_seconds);
 }
 
 }  // namespace

@@ -15,7 +15,9 @@
 // (layout.h: pp_first, pp_last, pp_embed, pp_loss, pp_layout); blank spreads the layers evenly. The
 // optional `a2a_overlap` column is 1 when the source's recipe overlaps the EP all-to-all with
 // the other micro-batch's compute (layout.h: a2a_overlap); blank or 0 when it does not. The
-// optional `profile` column names the stack's profile (e.g. torch-eager-h100 for torchtitan);
+// optional `dispatch` column is flat or hierarchical where the source's recipe crosses the
+// scale-up domains otherwise than its profile's stack default (layout.h: dispatch); blank: the
+// profile's. The optional `profile` column names the stack's profile (e.g. torch-eager-h100 for torchtitan);
 // blank gives the publisher's by source and device (ProfileFor). A held-out row on a device with
 // neither that profile nor a calibrated sibling's (a device file of one's own) is predicted with
 // the device's uncalibrated defaults (ProfileSet::ForHardware), listed as profile

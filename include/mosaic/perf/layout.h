@@ -49,6 +49,16 @@
 //             forward of one micro-batch is merged with the backward of another, each one's
 //             dispatch and combine hidden under the other's compute. Needs ep > 1, the
 //             interleaved schedule when pp > 1, and no full or MoE-layer recompute.
+//   dispatch  how the EP all-to-all crosses scale-up domains, where the profile's stack default
+//             (PerfProfile::hierarchical_dispatch) is not what the run used:
+//             flat          every copy of a token bound for an expert in another domain goes
+//                           over the NIC (NCCL all-to-all: Megatron-Core's
+//                           --moe-token-dispatcher-type alltoall, Megatron-Bridge's recipes on
+//                           H100 for Qwen3-235B-A22B and on B200 for gpt-oss-120b)
+//             hierarchical  each token crosses the NIC once per remote domain holding one of its
+//                           experts and is forwarded over NVLink there (DeepEP, HybridEP:
+//                           --moe-token-dispatcher-type flex)
+//             Left out: the profile's. Needs ep > 1 on an MoE model.
 //   offload_layers  N: the activations N layers of each pipeline rank keep for their backward
 //             (what the recompute policy keeps: under full recompute the layer input) are held
 //             in host memory, copied out during the forward and back during the backward beside
@@ -101,6 +111,15 @@ enum class Recompute { kNone, kSelective, kModules, kMoe, kFull };
 // "none", "selective", "modules", "moe", "full"
 std::string_view ToString(Recompute recompute);
 std::optional<Recompute> RecomputeFromString(std::string_view text);
+
+// The EP all-to-all's path across scale-up domains (Layout::dispatch): the profile's stack default
+// (PerfProfile::hierarchical_dispatch), or set for the run.
+enum class Dispatch { kProfile, kFlat, kHierarchical };
+// "profile", "flat", "hierarchical"
+std::string_view ToString(Dispatch dispatch);
+// "flat" or "hierarchical"; nullopt for anything else ("profile" is not written by users: a left
+// out key means it).
+std::optional<Dispatch> DispatchFromString(std::string_view text);
 
 // The policies from the least extra compute to the most, the order in which "the least recompute
 // that fits" tries them: module recompute repeats only memory-bound kernels (and MLA's
@@ -169,6 +188,8 @@ struct Layout {
   // micro-batch runs beside the backward of another, each one's dispatch and combine hidden under
   // the other's compute. 0 or 1.
   int64_t a2a_overlap = 0;
+  // The EP all-to-all's path across scale-up domains; kProfile: the profile's.
+  Dispatch dispatch = Dispatch::kProfile;
   // Layers per pipeline rank whose saved activations are held in host memory; 0: none.
   int64_t offload_layers = 0;
   // Megatron-Core's pipeline layout string (--pipeline-model-parallel-layout), its cosmetic
@@ -201,8 +222,8 @@ struct Layout {
 };
 
 // "tp=2,pp=8,vpp=4,ep=64,dp=64,mbs=1,recompute=selective" with every key, in the order above;
-// pp_first, pp_last, pp_embed, pp_loss, a2a_overlap, offload_layers and offload_modules are
-// appended only when set. A degree of
+// pp_first, pp_last, pp_embed, pp_loss, a2a_overlap, dispatch, offload_layers and offload_modules
+// are appended only when set. A degree of
 // 0 stands for one left unknown and is written "?" (a measured row whose GPUs give no
 // data-parallel size: "dp=?,fsdp=?").
 std::string ToString(const Layout& layout);
@@ -364,6 +385,7 @@ struct LayoutViolation {
 //   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
 //   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
+//   dispatch: MoE with ep > 1.
 //   offload_layers <= the layer passes of the heaviest pipeline rank.
 //   offload_modules: no offload_layers, recompute not full, routed experts for expert_fc1 and
 //   moe_act.

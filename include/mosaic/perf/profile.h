@@ -175,7 +175,8 @@ struct PerfProfile {
   // NVLink (DeepEP's internode kernels; Megatron-Core's flex dispatcher with DeepEP or HybridEP,
   // as Megatron-Bridge's MoE performance recipes run: DeepEP on H100 and B200, HybridEP on
   // GB200), instead of one NIC copy per expert (NCCL all-to-all, XLA). Matters only when the EP
-  // group spans several domains.
+  // group spans several domains. A layout's `dispatch` key overrides it for one run (some
+  // Megatron-Bridge recipes keep NCCL's all-to-all: Layout::dispatch).
   bool hierarchical_dispatch = false;
   // Whether the stack runs Megatron-Core's paired all-to-all overlap (Layout::a2a_overlap:
   // --overlap-moe-expert-parallel-comm, Megatron-Core 0.14 and later; Megatron-Bridge's MoE

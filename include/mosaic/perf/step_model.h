@@ -55,7 +55,8 @@
 //             (width = latent_dim with LatentMoE; ×cf when buffers are padded), the copies per
 //             token split by link as ExpertDispatchBytes below: inside one scale-up domain
 //             k·(EP−1)/EP over NVLink; across domains the copies to other domains over the NIC,
-//             once per remote domain with a hierarchical dispatcher (DeepEP), and the NVLink and
+//             once per remote domain with a hierarchical dispatcher (DeepEP; the layout's
+//             `dispatch`, else the profile's hierarchical_dispatch), and the NVLink and
 //             NIC parts at once. FSDP and DP rings across domains as RingSeconds below (each
 //             member's NIC carries 1/m of the traffic). FSDP: weights
 //             all-gathered in forward and backward and gradients reduce-scattered, per micro-batch,
