@@ -2,7 +2,6 @@
 //
 // Exit codes (docs/spec): 0 success or an outcome, 1 user error (message on stderr), 2 usage error.
 #include <cerrno>
-#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -20,6 +19,7 @@
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
 #include "mosaic/util/terminal_text.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::cli {
 
@@ -121,10 +121,8 @@ CLI::Validator InRange(double low, double high, bool open_low, bool open_high) {
                                         open_high ? ')' : ']');
   return CLI::Validator(
       [=](std::string& text) -> std::string {
-        // Decimal only (from_chars' general format; strtod would also read 0x1p0).
-        double value = NAN;
-        const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-        if (ec != std::errc() || end != text.data() + text.size()) value = NAN;
+        // Decimal only (ParseDecimal; strtod would also read 0x1p0).
+        const double value = ParseDecimal(text).value_or(NAN);
         const bool ok = !std::isnan(value) && (open_low ? value > low : value >= low) &&
                         (open_high ? value < high : value <= high);
         return ok ? std::string() : fmt::format("{} is not in {}", text, range);

@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include <charconv>
 #include <cmath>
 #include <map>
 #include <utility>
@@ -49,13 +48,12 @@ std::vector<std::string> FieldList() {
 }
 
 double ParseNumber(std::string_view field, std::string_view text, const std::string& where) {
-  double value = 0;
-  auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  if (ec != std::errc() || ptr != text.data() + text.size()) {
+  const std::optional<double> value = ParseDecimal(text);
+  if (!value) {
     throw InputError(fmt::format("{}: {} = {}. Violated constraint: {} is a number", where, field,
                                  Printable(text), field));
   }
-  return value;
+  return *value;
 }
 
 // The physical range of one numeric field: [min, max] in the field's unit, far around every device

@@ -10,6 +10,7 @@
 
 #include "mosaic/util/enum_names.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic {
 
@@ -231,13 +232,12 @@ std::optional<std::string> SetModelField(ModelConfig& config, std::string_view n
     }
     config.*binding->bool_member = text == "true";
   } else if (binding->double_member != nullptr) {
-    double value = 0;
-    auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (error != std::errc() || end != text.data() + text.size() || !std::isfinite(value)) {
+    const std::optional<double> value = ParseDecimal(text);
+    if (!value || !std::isfinite(*value)) {
       return fmt::format("{} = {}. Violated constraint: {} is a finite number", name, Quoted(text),
                          name);
     }
-    config.*binding->double_member = value;
+    config.*binding->double_member = *value;
   } else if (binding->string_member != nullptr) {
     config.*binding->string_member = std::string(text);
   } else if (name == "norm") {

@@ -239,10 +239,8 @@ std::vector<MeasuredRow> ParseMeasurements(std::string_view text, const std::str
     auto number = [&](const char* name) {
       const std::string& v = cell(name);
       if (v.empty()) return 0.0;
-      // Decimal only (from_chars' general format): strtod would also read 0x510 and 0x1p10.
-      double x = 0;
-      const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), x);
-      if (ec != std::errc() || end != v.data() + v.size()) x = -1;
+      // Decimal only (ParseDecimal): strtod would also read 0x510 and 0x1p10.
+      const double x = ParseDecimal(v).value_or(-1);
       if (!std::isfinite(x) || x <= 0) {
         throw InputError(fmt::format(
             "{}:{}: {} = '{}'. Violated constraint: blank or a finite decimal number > 0", path,

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <cmath>
 #include <stdexcept>
 
@@ -23,10 +22,9 @@ namespace mosaic::scaling {
 namespace {
 
 double ParseDouble(std::string_view s, bool* ok) {
-  double value = NAN;
-  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  *ok = ec == std::errc() && end == s.data() + s.size() && std::isfinite(value);
-  return value;
+  const std::optional<double> value = ParseDecimal(s);
+  *ok = value && std::isfinite(*value);
+  return value.value_or(NAN);
 }
 
 struct NameRecorder {

@@ -6,13 +6,13 @@
 
 #include <algorithm>
 #include <cassert>
-#include <charconv>
 #include <cmath>
 #include <set>
 
 #include "location.h"
 #include "mosaic/util/error.h"
 #include "mosaic/util/spellcheck.h"
+#include "mosaic/util/text_input.h"
 
 namespace mosaic::scaling {
 
@@ -37,9 +37,7 @@ std::pair<std::string, double> ParsePin(std::string_view text) {
   const size_t eq = text.find('=');
   double value = NAN;
   if (eq != std::string_view::npos && eq > 0) {
-    std::string_view number = text.substr(eq + 1);
-    auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-    if (ec != std::errc() || end != number.data() + number.size()) value = NAN;
+    value = ParseDecimal(text.substr(eq + 1)).value_or(NAN);
   }
   if (std::isnan(value)) {
     throw FieldError(At("--pin"), "--pin", text, "NAME=NUMBER, e.g. E=1.6");

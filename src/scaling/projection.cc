@@ -4,7 +4,6 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 
 #include "location.h"
@@ -24,9 +23,7 @@ InputPoint ParseInputPoint(std::string_view text) {
     const size_t eq = item.find('=');
     double value = NAN;
     if (eq != std::string_view::npos && eq > 0) {
-      const std::string_view number = TrimSpaces(item.substr(eq + 1));
-      auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-      if (ec != std::errc() || end != number.data() + number.size()) value = NAN;
+      value = ParseDecimal(TrimSpaces(item.substr(eq + 1))).value_or(NAN);
     }
     if (std::isnan(value)) {
       throw FlagError("--predict", text,

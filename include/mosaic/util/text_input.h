@@ -4,8 +4,11 @@
 // removed here, once, for every reader.
 #pragma once
 
+#include <charconv>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <system_error>
 
 namespace mosaic {
 
@@ -32,6 +35,18 @@ inline std::string_view TrimAsciiWhitespace(std::string_view text) {
   const size_t first = text.find_first_not_of(kWhitespace);
   if (first == std::string_view::npos) return {};
   return text.substr(first, text.find_last_not_of(kWhitespace) - first + 1);
+}
+
+// The number `text` writes when the whole of it is one decimal number (std::from_chars' general
+// format: an optional '-', digits with an optional point, an optional exponent; "inf" and "nan"
+// too, so a caller that needs a finite value checks it), else nullopt. Unlike strtod it reads no
+// hexadecimal ("0x510", "0x1p10"), no leading '+' or space, and nothing after the number
+// ("12abc"); a value past a double's range (1e400) is none.
+inline std::optional<double> ParseDecimal(std::string_view text) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
 }
 
 // Reads the whole file at `path` as text, without a leading byte-order mark. Throws InputError
