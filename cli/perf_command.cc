@@ -52,6 +52,7 @@ struct PerfOptions {
   bool search = false;
   int64_t top = 10;
   std::string offload = "none";
+  std::string dispatch;  // "": the profile's
   bool json = false;
   std::string output;
 };
@@ -157,11 +158,17 @@ std::string RenderText(const PerfSetup& setup, const Layout& l, const StepEstima
   row("tensor parallel", t.tp_seconds, "before overlap");
   row("context parallel", t.cp_seconds, "before overlap");
   // The links a collective crosses, named only where it moves something.
-  const CollectiveLinks links = LinksOf(cluster, l);
+  const CollectiveLinks links = LinksOf(cluster, l, profile);
   auto over = [](double seconds, const std::string& link) {
     return seconds > 0 ? "before overlap; over " + link : std::string("before overlap");
   };
-  row("expert all-to-all", t.ep_seconds, over(t.ep_seconds, links.expert_all_to_all));
+  std::string a2a_note = over(t.ep_seconds, links.expert_all_to_all);
+  if (t.ep_seconds > 0 && !links.expert_dispatch.empty()) {
+    a2a_note += fmt::format(", {} dispatch ({})", links.expert_dispatch,
+                            links.expert_dispatch_from == "layout" ? "the layout's"
+                                                                   : "the profile's default");
+  }
+  row("expert all-to-all", t.ep_seconds, a2a_note);
   row("fsdp gather/scatter", t.fsdp_seconds, over(t.fsdp_seconds, links.fsdp));
   row("data-parallel reduce", t.dp_seconds, "before overlap");
   row("pipeline send/recv", t.pp_seconds, "before overlap");
@@ -225,8 +232,18 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   if (o.json) {
     return DumpJson(SearchJson(setup, r)) + "\n";
   }
-  std::string out = fmt::format("profile: {} ({}); routing {}\n", Printable(profile.name),
+  std::string out = fmt::format("profile: {} ({}); routing {}", Printable(profile.name),
                                 CalibrationText(profile), RoutingText(setup));
+  if (setup.spec.config.is_moe() && cluster.gpus > setup.hardware.domain_gpus()) {
+    // The all-to-all's path across scale-up domains, which the layouts below write only when
+    // --dispatch sets it.
+    out += o.dispatch.empty()
+               ? fmt::format("; EP all-to-all across domains {} (the profile's default; "
+                             "--dispatch sets it)",
+                             profile.hierarchical_dispatch ? "hierarchical" : "flat")
+               : fmt::format("; EP all-to-all across domains {} (--dispatch)", o.dispatch);
+  }
+  out += "\n";
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";
   for (const std::string& note : SearchCautions(setup, r)) out += "note: " + note + "\n";
   out += fmt::format(
@@ -305,6 +322,7 @@ void Run(const PerfOptions& o) {
     SearchOptions so;
     so.top = o.top;
     so.offload = *OffloadSearchFromString(o.offload);  // the flag's check admits only these
+    if (!o.dispatch.empty()) so.dispatch = *DispatchFromString(o.dispatch);  // likewise
     // A search that runs past a second shows its progress on stderr when stderr is a terminal.
     if (isatty(STDERR_FILENO) != 0) so.progress = SearchProgressPrinter();
     EmitText(o.output, RenderSearch(SearchBestLayouts(setup, so), o, setup));
@@ -478,6 +496,12 @@ void AddPerfCommand(CLI::App& root) {
                   "(offload_layers = every layer of a rank)")
       ->check(CLI::IsMember({"none", "modules", "layers"}))
       ->default_val("none")
+      ->needs(search);
+  cmd->add_option("--dispatch", o->dispatch,
+                  "how the EP all-to-all crosses nodes in every layout --search tries (layout key "
+                  "dispatch): flat (NCCL's all-to-all, Megatron-Core's alltoall dispatcher) or "
+                  "hierarchical (DeepEP, HybridEP); left out, the profile's default")
+      ->check(CLI::IsMember({"flat", "hierarchical"}))
       ->needs(search);
   cmd->add_flag("--json", o->json, "machine-readable output");
   AddOutputOption(cmd, &o->output);

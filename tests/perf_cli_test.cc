@@ -820,7 +820,10 @@ TEST(PerfCli, UncalibratedDeviceUsesItsClosestCalibratedSibling) {
   CommandResult search = RunMosaic(
       "perf mixtral-8x7b --gpus 64 --batch 256 --hardware h200 --search --top 1");
   ASSERT_EQ(search.exit_code, 0) << search.err;
-  EXPECT_NE(search.out.find("profile: megatron-h100 (calibrated on h100); routing dropless\n"),
+  // 64 GPUs over eight 8-GPU nodes: the header also says how the all-to-all crosses them.
+  EXPECT_NE(search.out.find("profile: megatron-h100 (calibrated on h100); routing dropless; EP "
+                            "all-to-all across domains hierarchical (the profile's default; "
+                            "--dispatch sets it)\n"),
             std::string::npos)
       << search.out;
   EXPECT_NE(search.out.find(note), std::string::npos) << search.out;
@@ -940,6 +943,63 @@ TEST(PerfCli, ValidateLeavesInvalidRowsOutOfEveryFigure) {
             std::string::npos)
       << r.out;
   std::filesystem::remove(path);
+}
+
+// The EP all-to-all's path across nodes (layout key dispatch, --dispatch for the search) is
+// said wherever it applies: the all-to-all row of the text, the JSON links, the search's header
+// and the layouts it ranks; a validated row's search keeps the row's own.
+TEST(PerfCli, TheAllToAllsPathAcrossNodesIsSaidAndKept) {
+  const std::string base =
+      "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 2048 --format fp8 --routing "
+      "balanced ";
+  const std::string layout = "--layout tp=2,pp=8,vpp=4,ep=32,dp=16,pp_embed=1,pp_loss=1";
+  CommandResult r = RunMosaic(base + layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("over network, hierarchical dispatch (the profile's default)\n"),
+            std::string::npos)
+      << r.out;
+  r = RunMosaic(base + layout + ",dispatch=flat --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["links"]["expert_all_to_all"], "network");
+  EXPECT_EQ(j["links"]["expert_dispatch"], "flat");
+  EXPECT_EQ(j["links"]["expert_dispatch_from"], "layout");
+  EXPECT_NE(j["layout"].get<std::string>().find(",dispatch=flat"), std::string::npos);
+  // Inside one node (ep 8 on 8-GPU H100 nodes) there is no path across nodes to name.
+  r = RunMosaic(base + "--layout tp=2,pp=8,vpp=4,ep=8,dp=16,dispatch=flat --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["links"]["expert_all_to_all"], "nvlink-node");
+  EXPECT_TRUE(j["links"]["expert_dispatch"].is_null());
+  // The search writes --dispatch into every layout it ranks with ep > 1.
+  r = RunMosaic(base + "--search --top 3 --dispatch flat --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(j["ranked"].empty());
+  for (const auto& c : j["ranked"]) {
+    const std::string l = c["layout"].get<std::string>();
+    EXPECT_EQ(l.find(",ep=1,") == std::string::npos, l.find(",dispatch=flat") != std::string::npos)
+        << l;
+  }
+  r = RunMosaic(base + "--search --top 1 --dispatch alltoall");
+  EXPECT_EQ(r.exit_code, 2) << r.err;
+  r = RunMosaic(base + layout + " --dispatch flat");
+  EXPECT_EQ(r.exit_code, 2) << r.err;  // --dispatch needs --search
+  // A validated row's search runs on the row's dispatch: M9 (NCCL's all-to-all) is compared with
+  // layouts that cross nodes as it does.
+  const std::string text = ReadText(SourcePath("tests/fixtures/throughput/published.csv"));
+  const size_t m9 = text.find("\nM9,") + 1;
+  const std::string path =
+      WriteTemp(std::filesystem::temp_directory_path() / "mosaic_dispatch_search", "m9.csv",
+                text.substr(0, text.find('\n') + 1) +
+                    text.substr(m9, text.find('\n', m9) + 1 - m9));
+  r = RunMosaic("perf validate " + path + " --search --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  const std::string best = j["rows"][0]["best_layout"].get<std::string>();
+  EXPECT_EQ(best.find(",ep=1,") == std::string::npos, best.find(",dispatch=flat") != std::string::npos)
+      << best;
+  std::filesystem::remove_all(std::filesystem::temp_directory_path() / "mosaic_dispatch_search");
 }
 
 TEST(PerfCli, ValidateChecksARowWithItsRecomputePolicy) {

@@ -247,7 +247,7 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
            format: str = "bf16", routing: str = "auto", capacity_factor: float | None = None,
            capacity_padding: bool = True, profile: str | None = None,
            profiles: str | None = None, top: int = 100, offload: str = "none",
-           **overrides) -> pd.DataFrame:
+           dispatch: str | None = None, **overrides) -> pd.DataFrame:
     """Every feasible layout ranked by tokens/s per GPU (``mosaic perf --search``).
 
     Returns a DataFrame of the ``top`` fastest layouts, best first: ``rank``, ``layout``,
@@ -255,6 +255,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
     evaluated, feasible and rejected by reason. ``offload`` (``"none"``, ``"modules"``,
     ``"layers"``) is ``--offload``: what is tried for a layout no recompute policy fits.
+    ``dispatch`` (``"flat"``, ``"hierarchical"``; None: the profile's default) is ``--dispatch``:
+    how the EP all-to-all crosses nodes in every layout tried.
     """
     if "layout" in overrides:
         raise InputError("search: layout is not an argument of search, which ranks every layout "
@@ -263,8 +265,13 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
         model, hardware, gpus, batch, seq, format, routing, capacity_factor, capacity_padding,
         profile, profiles, overrides)
     top = _integer("top", top, 1, 2**30)
+    if dispatch is not None and _text("dispatch", dispatch) == "":
+        raise InputError("dispatch = ''. Violated constraint: flat, hierarchical or None (the "
+                         "profile's default)")
     result = json.loads(_mosaic.search_json(m, sets, hw, g, b, s, f, r, cf, pad, p, pf, top,
-                                            _text("offload", offload)))
+                                            _text("offload", offload),
+                                            "" if dispatch is None
+                                            else _text("dispatch", dispatch)))
     columns = ["rank", "layout", "tokens_per_s_per_gpu", "mfu", "step_seconds",
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
     frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],

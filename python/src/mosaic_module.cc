@@ -257,7 +257,7 @@ PYBIND11_MODULE(_mosaic, m) {
            const std::string& hardware, int64_t gpus, int64_t batch, int64_t seq,
            const std::string& format, const std::string& routing, double capacity_factor,
            bool capacity_padding, const std::string& profile, const std::string& profiles_file,
-           int64_t top, const std::string& offload) {
+           int64_t top, const std::string& offload, const std::string& dispatch) {
           py::gil_scoped_release release;
           const PerfSetup s = Setup(model, sets, hardware, gpus, batch, seq, format, routing,
                                     capacity_factor, capacity_padding, profile, profiles_file);
@@ -270,6 +270,15 @@ PYBIND11_MODULE(_mosaic, m) {
                                          offload));
           }
           options.offload = *kind;
+          if (!dispatch.empty()) {
+            const std::optional<Dispatch> d = DispatchFromString(dispatch);
+            if (!d) {
+              throw InputError(fmt::format("dispatch = '{}'. Violated constraint: flat, "
+                                           "hierarchical or None (the profile's default)",
+                                           dispatch));
+            }
+            options.dispatch = *d;
+          }
           return Dump(SearchJson(s, SearchBestLayouts(s, options)));
         });
 

@@ -506,6 +506,18 @@ def test_search_offload_is_the_cli_flag():
         mosaic.search("llama3-70b", **{**args, "offload": "everything"})
 
 
+def test_search_dispatch_is_the_cli_flag():
+    args = dict(hardware="h100", gpus=64, batch=512, top=3, dispatch="flat")
+    frame = mosaic.search("mixtral-8x7b", **args)
+    cli = cli_json("perf", "mixtral-8x7b", "--hardware", "h100", "--gpus", "64", "--batch", "512",
+                   "--search", "--top", "3", "--dispatch", "flat")
+    assert frame["layout"].tolist() == [row["layout"] for row in cli["ranked"]]
+    assert all(",dispatch=flat" in l for l in frame["layout"] if ",ep=1," not in l)
+    for bad in ("alltoall", ""):
+        with pytest.raises(mosaic.InputError, match=f"dispatch = '{bad}'"):
+            mosaic.search("mixtral-8x7b", **{**args, "dispatch": bad})
+
+
 def test_perf_sets_device_fields_as_set_does():
     args = dict(hardware="gb200-nvl72", gpus=64,
                 layout="tp=1,pp=1,ep=64,fsdp=64,mbs=16,recompute=full", batch=1024,

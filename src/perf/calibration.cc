@@ -725,6 +725,7 @@ CalibrationResult Report(const std::vector<PreparedRow>& prepared,
     if (search && p.valid) {
       SearchOptions so;
       so.top = 1;
+      so.dispatch = p.layout.dispatch;  // the row's stack: its layouts cross nodes as it does
       SearchResult sr = SearchLayouts(p.shape, p.cluster, p.job, fitted.shared,
                                       fitted.profiles[p.profile_index], DropParams{}, so);
       r.search_feasible = sr.feasible();

@@ -627,7 +627,9 @@ Layout ParseLayout(std::string_view text, std::string_view label) {
       const std::optional<Dispatch> d = DispatchFromString(value);
       if (!d) {
         throw InputError(fmt::format(
-            "{} {}: dispatch = {}. Violated constraint: dispatch is flat or hierarchical",
+            "{} {}: dispatch = {}. Violated constraint: dispatch is flat or hierarchical "
+            "(Megatron-Core's --moe-token-dispatcher-type alltoall is flat; flex, with DeepEP or "
+            "HybridEP, is hierarchical)",
             shown_label, shown, Printable(value)));
       }
       l.dispatch = *d;
@@ -933,11 +935,9 @@ std::optional<LayoutViolation> CheckLayoutRules(const Layout& l, const ModelConf
       });
     }
   }
-  if (l.dispatch != Dispatch::kProfile && (!m.is_moe() || l.ep < 2)) {
+  if (l.dispatch != Dispatch::kProfile && !m.is_moe()) {
     return fail(kUnsupported, [&] {
-      return m.is_moe() ? fmt::format("dispatch needs expert parallelism (ep {})", l.ep)
-                        : std::string("dispatch needs expert parallelism, and the model has no "
-                                      "routed experts");
+      return std::string("dispatch needs routed experts, and the model has none");
     });
   }
   if (l.pp == 1 && l.vpp != 1) {

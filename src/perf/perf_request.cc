@@ -181,8 +181,15 @@ std::vector<std::string> PerfCautions(const PerfSetup& setup) {
   return notes;
 }
 
-CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l) {
-  return {cluster.DomainForSpan(l.ep * l.etp), cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
+CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l, const PerfProfile& profile) {
+  CollectiveLinks links{.expert_all_to_all = cluster.DomainForSpan(l.ep * l.etp),
+                        .fsdp = cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
+  if (l.ep > 1 && l.ep * l.etp > cluster.device.domain_gpus()) {
+    links.expert_dispatch =
+        IsHierarchical(l.dispatch, profile.hierarchical_dispatch) ? "hierarchical" : "flat";
+    links.expert_dispatch_from = l.dispatch == Dispatch::kProfile ? "profile" : "layout";
+  }
+  return links;
 }
 
 std::string RoutingText(const PerfSetup& setup) {
@@ -463,12 +470,16 @@ nlohmann::ordered_json RequestJson(const PerfSetup& s) {
 
 // The link each collective of `l` runs over; null where it moves nothing (as the text names
 // them).
-nlohmann::ordered_json LinksJson(const Cluster& cluster, const Layout& l, const StepBreakdown& t) {
-  const CollectiveLinks links = LinksOf(cluster, l);
+nlohmann::ordered_json LinksJson(const Cluster& cluster, const Layout& l,
+                                 const PerfProfile& profile, const StepBreakdown& t) {
+  const CollectiveLinks links = LinksOf(cluster, l, profile);
   const auto link = [](double seconds, std::string_view name) {
-    return seconds > 0 ? nlohmann::ordered_json(name) : nlohmann::ordered_json(nullptr);
+    return seconds > 0 && !name.empty() ? nlohmann::ordered_json(name)
+                                        : nlohmann::ordered_json(nullptr);
   };
   return {{"expert_all_to_all", link(t.ep_seconds, links.expert_all_to_all)},
+          {"expert_dispatch", link(t.ep_seconds, links.expert_dispatch)},
+          {"expert_dispatch_from", link(t.ep_seconds, links.expert_dispatch_from)},
           {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
 }
 
@@ -478,7 +489,7 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   nlohmann::ordered_json j = RequestJson(s);
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
-  j["links"] = LinksJson(s.cluster, evaluated.layout, evaluated.estimate.time);
+  j["links"] = LinksJson(s.cluster, evaluated.layout, s.profile, evaluated.estimate.time);
   for (const std::string& note : LayoutCautions(s, evaluated.layout)) j["notes"].push_back(note);
   for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
     j["notes"].push_back(note);
@@ -499,7 +510,7 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   int64_t rank = 1;
   for (const SearchCandidate& c : r.best) {
     nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
-    cj["links"] = LinksJson(setup.cluster, c.layout, c.estimate.time);
+    cj["links"] = LinksJson(setup.cluster, c.layout, setup.profile, c.estimate.time);
     cj["rank"] = rank++;
     ranked.push_back(cj);
   }

@@ -318,6 +318,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                     Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
                              .ep = ep, .etp = etp, .moe_chunk = chunk};
                     l.pp_embed = l.pp_loss = split_kind;
+                    if (ep > 1) l.dispatch = options.dispatch;
                     // moe_chunk only matters for FSDP-sharded experts.
                     if (chunk > 1 && l.expert_fsdp() == 1) break;
                     ++result.evaluated;

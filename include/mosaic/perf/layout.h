@@ -58,7 +58,9 @@
 //             hierarchical  each token crosses the NIC once per remote domain holding one of its
 //                           experts and is forwarded over NVLink there (DeepEP, HybridEP:
 //                           --moe-token-dispatcher-type flex)
-//             Left out: the profile's. Needs ep > 1 on an MoE model.
+//             Left out: the profile's. Needs an MoE model; it changes nothing where the EP
+//             group (ep·etp ranks) fits in one scale-up domain, or at ep = 1 (Megatron-Core takes
+//             the dispatcher flag there too).
 //   offload_layers  N: the activations N layers of each pipeline rank keep for their backward
 //             (what the recompute policy keeps: under full recompute the layer input) are held
 //             in host memory, copied out during the forward and back during the backward beside
@@ -120,6 +122,11 @@ std::string_view ToString(Dispatch dispatch);
 // "flat" or "hierarchical"; nullopt for anything else ("profile" is not written by users: a left
 // out key means it).
 std::optional<Dispatch> DispatchFromString(std::string_view text);
+// Whether `dispatch` crosses scale-up domains hierarchically, `profile_default` standing for
+// kProfile (PerfProfile::hierarchical_dispatch).
+inline bool IsHierarchical(Dispatch dispatch, bool profile_default) {
+  return dispatch == Dispatch::kProfile ? profile_default : dispatch == Dispatch::kHierarchical;
+}
 
 // The policies from the least extra compute to the most, the order in which "the least recompute
 // that fits" tries them: module recompute repeats only memory-bound kernels (and MLA's
@@ -385,7 +392,7 @@ struct LayoutViolation {
 //   divisible by vpp; with pp_embed/pp_loss, pp·vpp divides layers + pp_embed + pp_loss.
 //   a2a_overlap: MoE with ep > 1, vpp > 1 when pp > 1, recompute neither full nor moe
 //   (megatron/core/transformer/transformer_config.py, __post_init__).
-//   dispatch: MoE with ep > 1.
+//   dispatch: an MoE model.
 //   offload_layers <= the layer passes of the heaviest pipeline rank.
 //   offload_modules: no offload_layers, recompute not full, routed experts for expert_fc1 and
 //   moe_act.

@@ -124,12 +124,17 @@ std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResu
 
 // The links a layout's expert all-to-all (its ep·etp ranks) and FSDP collectives (tp·cp·fsdp
 // ranks) cross on the cluster: the name of the smallest domain holding the span
-// (Cluster::DomainForSpan: "nvlink-node", "nvlink-rack", "network", ...).
+// (Cluster::DomainForSpan: "nvlink-node", "nvlink-rack", "network", ...); and where the
+// all-to-all leaves its scale-up domain (ep·etp > HardwareSpec::domain_gpus), how it crosses
+// them: "flat" or "hierarchical" (Layout::dispatch), set by "layout" (its dispatch key) or
+// "profile" (PerfProfile::hierarchical_dispatch); both empty inside one domain.
 struct CollectiveLinks {
   std::string expert_all_to_all;
+  std::string expert_dispatch;
+  std::string expert_dispatch_from;
   std::string fsdp;
 };
-CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout);
+CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout, const PerfProfile& profile);
 
 // The peak HBM bytes as every output writes them: the sum of the memory parts each rounded to a
 // whole byte, so that the parts printed add up to it exactly.

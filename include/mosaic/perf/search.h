@@ -51,6 +51,10 @@ struct SearchOptions {
   // offload first. Needs the device's host link and host memory (SearchLayouts throws
   // InputError otherwise).
   OffloadSearch offload = OffloadSearch::kNone;
+  // The EP all-to-all's path across scale-up domains, written into every layout with ep > 1
+  // (Layout::dispatch): the stack's, where it is not the profile's default (perf --dispatch; a
+  // validated row's own). kProfile: left out, the profile's.
+  Dispatch dispatch = Dispatch::kProfile;
   // Called after each (tp, pp) pair of the enumeration with the share of pairs done (0 < f <= 1,
   // increasing, 1 last) and the layouts looked at so far; empty: no calls. For progress displays.
   std::function<void(double fraction_done, int64_t evaluated)> progress;
