@@ -415,6 +415,12 @@ void RunValidate(const ValidateOptions& o) {
   EmitCalibration(o.output, result, o.json);
 }
 
+// The measurements positional of calibrate and validate.
+constexpr const char* kMeasurementsHelp =
+    "CSV of measured rows in the format of tests/fixtures/throughput/published.csv, whose README "
+    "gives every column (optional: notes, recompute, flop_convention, pipeline_split, "
+    "a2a_overlap, dispatch, offload_layers, offload_modules, profile)";
+
 }  // namespace
 
 void AddPerfCommand(CLI::App& root) {
@@ -518,7 +524,7 @@ void AddPerfCommand(CLI::App& root) {
       "Examples:\n  mosaic perf calibrate tests/fixtures/throughput/published.csv \\\n"
       "      --heldout tests/fixtures/throughput/heldout.csv --output data/perf/profiles.toml\n"
       "  mosaic perf calibrate --logs runs/ --output my_profiles.toml");
-  cal->add_option("measurements", c->csv, "CSV of measured rows (published.csv format)");
+  cal->add_option("measurements", c->csv, kMeasurementsHelp);
   TakesList(cal->add_option("--logs", c->logs,
                   "training log directories (event files, CSV, JSONL), each with a "
                   "perf_runs.toml naming its runs' model, cluster and layout: fits the runs' "
@@ -552,7 +558,8 @@ void AddPerfCommand(CLI::App& root) {
       "rank of the publisher's layout in the search.\n\n"
       "Example:\n  mosaic perf validate tests/fixtures/throughput/published.csv \\\n"
       "      --heldout tests/fixtures/throughput/heldout.csv");
-  val->add_option("measurements", v->csv, "CSV of measured rows")->required();
+  val->add_option("measurements", v->csv, kMeasurementsHelp)
+      ->required();
   val->add_option("--heldout", v->heldout,
                   "CSV of held-out rows: predicted with the profiles, never fitted, their error "
                   "reported apart")
