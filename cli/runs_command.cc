@@ -483,10 +483,13 @@ void RunAblationCommand(const AblationCliOptions& o) {
   options.sigmas = o.sigmas;
   options.noise_window = o.noise_window;
   const std::vector<std::string> inputs = LogFiles(DiscoverRuns({o.ablation_dir, o.baseline_dir}));
-  CheckOutputIsNotInput(o.output, inputs);
+  // A report to stdout redirected into a file (`> logs/r/report.txt`) is held to --output's rules.
+  const std::string written = o.output.empty() ? StdoutFilePath() : o.output;
+  const std::string flag = o.output.empty() ? "stdout" : "--output";
+  CheckOutputIsNotInput(written, inputs, flag);
   CheckOutputIsNotInput(o.html, inputs, "--html");
   CheckHtmlIsNotOutput(o.html, o.output);
-  CheckReportOutsideLogs(o.output, {o.ablation_dir, o.baseline_dir});
+  CheckReportOutsideLogs(written, {o.ablation_dir, o.baseline_dir}, flag);
   CheckReportOutsideLogs(o.html, {o.ablation_dir, o.baseline_dir}, "--html");
   const Ablation ablation = RunAblation(o.ablation_dir, o.baseline_dir, options,
                                         MakeLoadOptions(o.restarts, "", o.step_column));

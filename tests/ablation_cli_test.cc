@@ -8,6 +8,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 
 #include "cli_support.h"
@@ -185,6 +186,17 @@ TEST_F(AblationCli, AReportIsNotWrittenAmongTheLogsItReads) {
         << r.err;
     EXPECT_FALSE(std::filesystem::exists(inside)) << inside;
   }
+  // Nor a stdout redirected there (`> run/out.csv`): held to --output's rules (the shell has made
+  // the file, so it is already one of the logs read), nothing written.
+  const std::string inside = *root_ + "/ablation/nobpk_H3/out.csv";
+  const std::string err = *root_ + "/stdout_err.txt";
+  const std::string shell = "'" + std::string(MOSAIC_BINARY) + "' " + Command() + " > '" +
+                            inside + "' 2> '" + err + "'";
+  EXPECT_NE(std::system(shell.c_str()), 0);
+  EXPECT_NE(ReadText(err).find("stdout = " + inside + ". Violated constraint: "), std::string::npos)
+      << ReadText(err);
+  std::filesystem::remove(inside);  // the shell creates it before mosaic runs: left empty
+  std::filesystem::remove(err);
   const CommandResult tag = RunMosaic("runs ablation " + *root_ + "/ablation --baseline " +
                                       *root_ + "/baseline --offset-pair nobpk_H3=H3 --tag nope");
   EXPECT_EQ(tag.exit_code, 1);
