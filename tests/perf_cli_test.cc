@@ -1002,6 +1002,30 @@ TEST(PerfCli, TheAllToAllsPathAcrossNodesIsSaidAndKept) {
   std::filesystem::remove_all(std::filesystem::temp_directory_path() / "mosaic_dispatch_search");
 }
 
+// A pp·vpp that does not divide the layers is split evenly, one layer short stages first; the
+// note writes that split as the layout string Megatron-Core needs for it, which evaluates the same.
+TEST(PerfCli, AnUnevenSplitIsGivenAsMegatronsLayoutString) {
+  const std::string base =
+      "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 2048 --routing balanced --json "
+      "--layout ";
+  const std::string layout = "tp=2,pp=8,vpp=3,ep=32,dp=16";
+  CommandResult r = RunMosaic(base + layout);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json even = nlohmann::json::parse(r.out);
+  EXPECT_NE(even["notes"].dump().find(
+                "pp·vpp = 24 does not divide the 94 layer passes: the first 2 virtual stages hold "
+                "one layer less; Megatron-Core runs that split only as a layout string, "
+                "--pipeline-model-parallel-layout \\\"Et*3|t*3|(t*4|)*21t*4L\\\""),
+            std::string::npos)
+      << even["notes"];
+  r = RunMosaic(base + "'" + layout + ",pp_layout=Et*3|t*3|(t*4|)*21t*4L'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json written = nlohmann::json::parse(r.out);
+  EXPECT_EQ(written["step_seconds"], even["step_seconds"]);
+  EXPECT_EQ(written["peak_memory_bytes"], even["peak_memory_bytes"]);
+  EXPECT_EQ(written["notes"].dump().find("does not divide"), std::string::npos);
+}
+
 TEST(PerfCli, ValidateChecksARowWithItsRecomputePolicy) {
   // M9 runs with the EP all-to-all overlap; Megatron-Core refuses it with full recompute, so the
   // row stated with recompute=full is left out, named by that rule.

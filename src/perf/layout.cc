@@ -280,6 +280,28 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
 
 }  // namespace
 
+std::string EvenSplitPipelineLayout(const Layout& l, int64_t layer_passes, int64_t mtp_layers) {
+  const int64_t chunks = l.pp * l.vpp;
+  if (l.pp < 2 || l.explicit_split() || mtp_layers > 0 || layer_passes % chunks == 0 ||
+      layer_passes < chunks) {
+    return "";
+  }
+  // As SplitPipelineCounts deals them: the first `short_chunks` virtual stages one layer short.
+  const int64_t per_chunk = (layer_passes + chunks - 1) / chunks;
+  const int64_t short_chunks = chunks * per_chunk - layer_passes;
+  const auto group = [](int64_t layers) {
+    return layers == 1 ? std::string("t") : fmt::format("t*{}", layers);
+  };
+  // A run of n stages of one size after the first: "(g|)*n", or "g|" for one.
+  const auto run = [](const std::string& g, int64_t n) {
+    return n == 0 ? std::string() : n == 1 ? g + "|" : fmt::format("({}|)*{}", g, n);
+  };
+  // The first stage (short) and the last (full) carry E and L; the rest repeat.
+  std::string text = "E" + group(per_chunk - 1) + "|" + run(group(per_chunk - 1), short_chunks - 1) +
+                     run(group(per_chunk), chunks - short_chunks - 1) + group(per_chunk) + "L";
+  return text.size() <= kMaxPpLayoutChars ? text : "";
+}
+
 PipelineSplit SplitPipeline(const Layout& l, int64_t layer_passes) {
   PipelineSplit s = SplitPipelineCounts(l, layer_passes);
   SetSlowest(s, l.pp, {s.middle, s.middle_mtp, 0, s.middle_rank}, 0, {}, true);

@@ -379,6 +379,44 @@ TEST(Layout, A2aOverlapIsCheckedAsMegatronCoreDoes) {
   EXPECT_FALSE(CheckLayout(ParseLayout("tp=2,ep=8,fsdp=128,mbs=4,a2a_overlap=1"), q, job, 8));
 }
 
+// The even split of layers pp·vpp does not divide, written as Megatron-Core's layout string (the
+// one way it runs such a split): the string gives the same split to every rank, in the grammar
+// pp_layout reads.
+TEST(Layout, AnUnevenEvenSplitIsWrittenAsMegatronsLayoutString) {
+  Layout l = ParseLayout("tp=2,pp=8,vpp=3,ep=32,dp=16");
+  EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 0), "Et*3|t*3|(t*4|)*21t*4L");
+  for (int64_t layers : {7, 13, 61, 80, 94, 95, 126}) {
+    for (int64_t pp : {2, 3, 4, 8}) {
+      for (int64_t vpp : {1, 2, 3, 5}) {
+        Layout even;
+        even.pp = pp;
+        even.vpp = vpp;
+        const std::string text = EvenSplitPipelineLayout(even, layers, 0);
+        const bool uneven = layers % (pp * vpp) != 0 && layers > pp * vpp;
+        if (!uneven || text.empty()) {
+          // Empty only where nothing is uneven, or past the string's length.
+          EXPECT_TRUE(!uneven || pp * vpp > 12) << layers << " " << pp << " " << vpp;
+          continue;
+        }
+        Layout written = even;
+        std::copy(text.begin(), text.end(), written.pp_layout.begin());
+        const PipelineSplit a = SplitPipeline(even, layers);
+        const PipelineSplit b = SplitPipeline(written, layers);
+        EXPECT_EQ(a.first, b.first) << text;
+        EXPECT_EQ(a.last, b.last) << text;
+        EXPECT_EQ(a.middle, b.middle) << text;
+        EXPECT_EQ(a.total, b.total) << text;
+        EXPECT_EQ(ParseLayout(ToString(written)), written) << text;
+      }
+    }
+  }
+  // Nothing to write: an even split, one stage, an explicit split, MTP layers to place.
+  EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("pp=8,vpp=4,dp=8"), 96, 0), "");
+  EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("dp=8"), 94, 0), "");
+  EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("pp=8,vpp=3,pp_embed=1,pp_loss=1"), 94, 0), "");
+  EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 1), "");
+}
+
 // dispatch: the EP all-to-all's path across scale-up domains, written only when set, on a model
 // with routed experts (at ep = 1 it changes nothing, as Megatron-Core takes the flag there).
 TEST(Layout, DispatchIsWrittenWhenSetAndNeedsRoutedExperts) {

@@ -318,6 +318,16 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
                                 ToString(layout.recompute), one ? "its" : "their",
                                 one ? "" : "s"));
   }
+  const ModelConfig& c = setup.spec.config;
+  const std::string split = EvenSplitPipelineLayout(layout, c.layers * c.loops, c.mtp_layers);
+  if (!split.empty()) {
+    notes.push_back(fmt::format(
+        "pp·vpp = {} does not divide the {} layer passes: the first {} virtual stages hold one "
+        "layer less; Megatron-Core runs that split only as a layout string, "
+        "--pipeline-model-parallel-layout \"{}\" (pp_layout={})",
+        layout.pp * layout.vpp, c.layers * c.loops,
+        layout.pp * layout.vpp - (c.layers * c.loops) % (layout.pp * layout.vpp), split, split));
+  }
   if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
     notes.push_back(fmt::format(
         "a2a_overlap=1 under the {} profile, whose stack does not run Megatron-Core's paired "
