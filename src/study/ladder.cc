@@ -97,38 +97,24 @@ LadderPlan PlanLadder(const StudyConfig& study) {
       try {
         spec = LoadModel(study.model, overrides);
       } catch (const InputError& error) {
-        // The model's own location is in the message; which of the rung's shape and the arm's
-        // overrides broke it is the rule's to say (listed after "after", each where it was
-        // written). The message opens with the study's location: the override's key when the
-        // error is there ("study.toml:23:17: arm 'a', rung d768: top_k = …"), else the study.
-        const std::string_view message = error.what();
-        const std::string prefix = study.origin + ":";
-        std::string_view at = study.origin, rest = message;
-        // A rule of the shape alone, located nowhere (no source line shown, and no line of the
-        // study named): at the rung's d_model.
+        // Which of the rung's shape and the arm's overrides broke the model is the rule's to say
+        // (listed after "after", each where it was written). The error is placed at the study's
+        // line that set the field (the override's key: "study.toml:23:17: arm 'a', rung d768:
+        // top_k = …"); a rule located at no line of the study nor shown on a line of its own
+        // (the rung's shape alone) at the rung's d_model; any other (a line of the model's own
+        // file) in the study, its own location kept in its text.
+        const std::string context = fmt::format("arm '{}', rung d{}", arm.name, rung.d_model);
+        const SourceLocation* where = error.where();
+        const bool in_study = where != nullptr && where->origin == study.origin;
         const bool unlocated =
-            message.find('\n') == std::string_view::npos &&
-            (!message.starts_with(prefix) ||
-             (message.size() > prefix.size() && message[prefix.size()] == ' '));
+            where == nullptr || (where->source_line.empty() && (!in_study || where->line == 0));
         if (unlocated && !rung.d_model_where.origin.empty()) {
-          const std::string_view rule = message.starts_with(prefix)
-                                            ? message.substr(prefix.size() + 1)
-                                            : message;
-          throw LocatedError(rung.d_model_where,
-                             fmt::format("arm '{}', rung d{}: {}", arm.name, rung.d_model, rule));
+          throw LocatedError(rung.d_model_where, fmt::format("{}: {}", context,
+                                                             in_study ? error.body()
+                                                                      : error.what()));
         }
-        if (message.starts_with(prefix)) {
-          // "study.toml:LINE:COLUMN: …" or "study.toml: …"
-          const size_t end = message.size() > prefix.size() && message[prefix.size()] == ' '
-                                 ? prefix.size() - 1
-                                 : message.find(": ", prefix.size());
-          if (end != std::string_view::npos) {
-            at = message.substr(0, end);
-            rest = message.substr(end + 2);
-          }
-        }
-        throw InputError(
-            fmt::format("{}: arm '{}', rung d{}: {}", at, arm.name, rung.d_model, rest));
+        if (in_study) throw LocatedError(*where, fmt::format("{}: {}", context, error.body()));
+        throw InputError(fmt::format("{}: {}: {}", study.origin, context, error.what()));
       }
       const ParamCount params = CountParams(spec.config);
       row.layers = spec.config.layers;

@@ -30,12 +30,11 @@ std::string WithContext(const SourceLocation& where, std::string message) {
 
 InputError FieldError(const SourceLocation& where, std::string_view field, std::string_view value,
                       std::string_view rule) {
-  return InputError(
-      WithContext(where, fmt::format("{} = {}. Violated constraint: {}", field, value, rule)));
+  return LocatedError(where, fmt::format("{} = {}. Violated constraint: {}", field, value, rule));
 }
 
 InputError LocatedError(const SourceLocation& where, std::string_view message) {
-  return InputError(WithContext(where, std::string(message)));
+  return InputError(WithContext(where, std::string(message)), where, std::string(message));
 }
 
 UsageError AsUsageError(const InputError& error) { return UsageError(error.what()); }
