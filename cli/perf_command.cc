@@ -234,14 +234,15 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   }
   std::string out = fmt::format("profile: {} ({}); routing {}", Printable(profile.name),
                                 CalibrationText(profile), RoutingText(setup));
-  if (setup.spec.config.is_moe() && cluster.gpus > setup.hardware.domain_gpus()) {
+  if (AllToAllCanCrossDomains(setup)) {
     // The all-to-all's path across scale-up domains, which the layouts below write only when
     // --dispatch sets it.
-    out += o.dispatch.empty()
+    out += r.dispatch == Dispatch::kProfile
                ? fmt::format("; EP all-to-all across domains {} (the profile's default; "
                              "--dispatch sets it)",
                              profile.hierarchical_dispatch ? "hierarchical" : "flat")
-               : fmt::format("; EP all-to-all across domains {} (--dispatch)", o.dispatch);
+               : fmt::format("; EP all-to-all across domains {} (--dispatch)",
+                             ToString(r.dispatch));
   }
   out += "\n";
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";

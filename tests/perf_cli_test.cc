@@ -981,6 +981,18 @@ TEST(PerfCli, TheAllToAllsPathAcrossNodesIsSaidAndKept) {
     EXPECT_EQ(l.find(",ep=1,") == std::string::npos, l.find(",dispatch=flat") != std::string::npos)
         << l;
   }
+  EXPECT_EQ(j["expert_dispatch"], "flat");
+  EXPECT_EQ(j["expert_dispatch_from"], "search");
+  // Where no all-to-all can leave a node (8 GPUs), --dispatch is said to change nothing.
+  r = RunMosaic("perf qwen3-30b-a3b --hardware h100 --gpus 8 --batch 64 --search --top 1 "
+                "--dispatch flat --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_TRUE(j["expert_dispatch"].is_null());
+  EXPECT_NE(j["notes"].dump().find("dispatch=flat changes nothing here: the 8 GPUs fit in one "
+                                   "scale-up domain of 8"),
+            std::string::npos)
+      << j["notes"];
   r = RunMosaic(base + "--search --top 1 --dispatch alltoall");
   EXPECT_EQ(r.exit_code, 2) << r.err;
   r = RunMosaic(base + layout + " --dispatch flat");
@@ -1018,12 +1030,24 @@ TEST(PerfCli, AnUnevenSplitIsGivenAsMegatronsLayoutString) {
                 "--pipeline-model-parallel-layout \\\"Et*3|t*3|(t*4|)*21t*4L\\\""),
             std::string::npos)
       << even["notes"];
+  EXPECT_EQ(even["megatron_pp_layout"], "Et*3|t*3|(t*4|)*21t*4L");
   r = RunMosaic(base + "'" + layout + ",pp_layout=Et*3|t*3|(t*4|)*21t*4L'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const nlohmann::json written = nlohmann::json::parse(r.out);
   EXPECT_EQ(written["step_seconds"], even["step_seconds"]);
   EXPECT_EQ(written["peak_memory_bytes"], even["peak_memory_bytes"]);
   EXPECT_EQ(written["notes"].dump().find("does not divide"), std::string::npos);
+  EXPECT_TRUE(written["megatron_pp_layout"].is_null());
+  // With an MTP layer the string places it on the last stage, where the estimate without it
+  // spreads it: the note says so.
+  r = RunMosaic(base + layout + " --set mtp_layers=1");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json mtp = nlohmann::json::parse(r.out);
+  EXPECT_EQ(mtp["megatron_pp_layout"], "Et*3|t*3|(t*4|)*21t*4mL");
+  EXPECT_NE(mtp["notes"].dump().find("it places the MTP layers on the last stage, where this "
+                                     "estimate spreads them over the stages"),
+            std::string::npos)
+      << mtp["notes"];
 }
 
 TEST(PerfCli, ValidateChecksARowWithItsRecomputePolicy) {

@@ -253,7 +253,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
     Returns a DataFrame of the ``top`` fastest layouts, best first: ``rank``, ``layout``,
     ``tokens_per_s_per_gpu``, ``mfu``, ``step_seconds``, ``peak_memory_bytes``,
     ``dropped_fraction``, ``micro_batches``. ``DataFrame.attrs`` holds the counts of layouts
-    evaluated, feasible and rejected by reason. ``offload`` (``"none"``, ``"modules"``,
+    evaluated, feasible and rejected by reason, and the all-to-all's path across scale-up domains
+    (``expert_dispatch``, ``expert_dispatch_from``; None where none can leave one). ``offload`` (``"none"``, ``"modules"``,
     ``"layers"``) is ``--offload``: what is tried for a layout no recompute policy fits.
     ``dispatch`` (``"flat"``, ``"hierarchical"``; None: the profile's default) is ``--dispatch``:
     how the EP all-to-all crosses nodes in every layout tried.
@@ -276,7 +277,8 @@ def search(model: str, *, hardware: str, gpus: int, batch: int, seq: int = 4096,
                "peak_memory_bytes", "dropped_fraction", "micro_batches"]
     frame = pd.DataFrame([{c: row[c] for c in columns} for row in result["ranked"]],
                          columns=columns)
-    frame.attrs.update({k: result[k] for k in ("evaluated", "feasible", "rejected")})
+    frame.attrs.update({k: result[k] for k in ("evaluated", "feasible", "rejected",
+                                               "expert_dispatch", "expert_dispatch_from")})
     return frame
 
 

@@ -513,6 +513,7 @@ def test_search_dispatch_is_the_cli_flag():
                    "--search", "--top", "3", "--dispatch", "flat")
     assert frame["layout"].tolist() == [row["layout"] for row in cli["ranked"]]
     assert all(",dispatch=flat" in l for l in frame["layout"] if ",ep=1," not in l)
+    assert (frame.attrs["expert_dispatch"], frame.attrs["expert_dispatch_from"]) == ("flat", "search")
     for bad in ("alltoall", ""):
         with pytest.raises(mosaic.InputError, match=f"dispatch = '{bad}'"):
             mosaic.search("mixtral-8x7b", **{**args, "dispatch": bad})

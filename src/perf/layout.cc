@@ -282,8 +282,7 @@ void SetSlowest(PipelineSplit& s, int64_t pp, RankLayers middle, int64_t moe_pas
 
 std::string EvenSplitPipelineLayout(const Layout& l, int64_t layer_passes, int64_t mtp_layers) {
   const int64_t chunks = l.pp * l.vpp;
-  if (l.pp < 2 || l.explicit_split() || mtp_layers > 0 || layer_passes % chunks == 0 ||
-      layer_passes < chunks) {
+  if (l.pp < 2 || l.explicit_split() || layer_passes % chunks == 0 || layer_passes < chunks) {
     return "";
   }
   // As SplitPipelineCounts deals them: the first `short_chunks` virtual stages one layer short.
@@ -297,8 +296,12 @@ std::string EvenSplitPipelineLayout(const Layout& l, int64_t layer_passes, int64
     return n == 0 ? std::string() : n == 1 ? g + "|" : fmt::format("({}|)*{}", g, n);
   };
   // The first stage (short) and the last (full) carry E and L; the rest repeat.
+  const std::string mtp = mtp_layers == 0   ? ""
+                          : mtp_layers == 1 ? "m"
+                                            : fmt::format("m*{}", mtp_layers);
   std::string text = "E" + group(per_chunk - 1) + "|" + run(group(per_chunk - 1), short_chunks - 1) +
-                     run(group(per_chunk), chunks - short_chunks - 1) + group(per_chunk) + "L";
+                     run(group(per_chunk), chunks - short_chunks - 1) + group(per_chunk) + mtp +
+                     "L";
   return text.size() <= kMaxPpLayoutChars ? text : "";
 }
 

@@ -410,11 +410,15 @@ TEST(Layout, AnUnevenEvenSplitIsWrittenAsMegatronsLayoutString) {
       }
     }
   }
-  // Nothing to write: an even split, one stage, an explicit split, MTP layers to place.
+  // MTP layers go before the loss, as Megatron-Core places them (the string is then the runnable
+  // split, which the estimate without it spreads differently).
+  EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 1), "Et*3|t*3|(t*4|)*21t*4mL");
+  EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 2), "Et*3|t*3|(t*4|)*21t*4m*2L");
+  EXPECT_EQ(PipelineLayoutStages("Et*3|t*3|(t*4|)*21t*4m*2L").back().mtp, 2);
+  // Nothing to write: an even split, one stage, an explicit split.
   EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("pp=8,vpp=4,dp=8"), 96, 0), "");
   EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("dp=8"), 94, 0), "");
   EXPECT_EQ(EvenSplitPipelineLayout(ParseLayout("pp=8,vpp=3,pp_embed=1,pp_loss=1"), 94, 0), "");
-  EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 1), "");
 }
 
 // dispatch: the EP all-to-all's path across scale-up domains, written only when set, on a model

@@ -192,6 +192,10 @@ CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l, const PerfProfi
   return links;
 }
 
+bool AllToAllCanCrossDomains(const PerfSetup& s) {
+  return s.spec.config.is_moe() && s.cluster.gpus > s.hardware.domain_gpus();
+}
+
 std::string RoutingText(const PerfSetup& setup) {
   const PerfJob& job = setup.job;
   if (!setup.spec.config.is_moe()) return "dense";
@@ -321,12 +325,16 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
   const ModelConfig& c = setup.spec.config;
   const std::string split = EvenSplitPipelineLayout(layout, c.layers * c.loops, c.mtp_layers);
   if (!split.empty()) {
+    const int64_t stages = layout.pp * layout.vpp;
     notes.push_back(fmt::format(
-        "pp·vpp = {} does not divide the {} layer passes: the first {} virtual stages hold one "
-        "layer less; Megatron-Core runs that split only as a layout string, "
-        "--pipeline-model-parallel-layout \"{}\" (pp_layout={})",
-        layout.pp * layout.vpp, c.layers * c.loops,
-        layout.pp * layout.vpp - (c.layers * c.loops) % (layout.pp * layout.vpp), split, split));
+        "pp·vpp = {} does not divide the {} layer passes: the first {} {}stages hold one layer "
+        "less; Megatron-Core runs that split only as a layout string, "
+        "--pipeline-model-parallel-layout \"{}\" (pp_layout={}){}",
+        stages, c.layers * c.loops, stages - (c.layers * c.loops) % stages,
+        layout.vpp > 1 ? "virtual " : "", split, split,
+        c.mtp_layers > 0 ? "; it places the MTP layers on the last stage, where this estimate "
+                           "spreads them over the stages: evaluate the string for the run's time"
+                         : ""));
   }
   if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
     notes.push_back(fmt::format(
@@ -339,6 +347,15 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
 
 std::vector<std::string> SearchCautions(const PerfSetup& setup, const SearchResult& result) {
   std::vector<std::string> notes;
+  if (result.dispatch != Dispatch::kProfile && !AllToAllCanCrossDomains(setup)) {
+    notes.push_back(fmt::format(
+        "dispatch={} changes nothing here: {}", ToString(result.dispatch),
+        setup.spec.config.is_moe()
+            ? fmt::format("the {} GPUs fit in one scale-up domain of {}, so no all-to-all leaves "
+                          "it",
+                          setup.cluster.gpus, setup.hardware.domain_gpus())
+            : fmt::format("{} has no routed experts, so no all-to-all", setup.spec.config.name)));
+  }
   if (result.best.empty()) return notes;
   const SearchCandidate& best = result.best.front();
   AddEpOverlapCaution(setup, best.layout, notes);
@@ -493,6 +510,14 @@ nlohmann::ordered_json LinksJson(const Cluster& cluster, const Layout& l,
           {"fsdp", link(t.fsdp_seconds, links.fsdp)}};
 }
 
+// The layout string Megatron-Core needs for `l`'s even split where pp·vpp does not divide the
+// layers (EvenSplitPipelineLayout); null where none is needed.
+nlohmann::ordered_json MegatronPpLayoutJson(const PerfSetup& s, const Layout& l) {
+  const ModelConfig& c = s.spec.config;
+  const std::string text = EvenSplitPipelineLayout(l, c.layers * c.loops, c.mtp_layers);
+  return text.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(text);
+}
+
 }  // namespace
 
 nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evaluated) {
@@ -500,6 +525,7 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
   const nlohmann::ordered_json estimate = EstimateJson(evaluated.layout, evaluated.estimate);
   for (auto it = estimate.begin(); it != estimate.end(); ++it) j[it.key()] = it.value();
   j["links"] = LinksJson(s.cluster, evaluated.layout, s.profile, evaluated.estimate.time);
+  j["megatron_pp_layout"] = MegatronPpLayoutJson(s, evaluated.layout);
   for (const std::string& note : LayoutCautions(s, evaluated.layout)) j["notes"].push_back(note);
   for (const std::string& note : EstimateCautions(evaluated.estimate, s.job.format)) {
     j["notes"].push_back(note);
@@ -509,6 +535,16 @@ nlohmann::ordered_json PerfJson(const PerfSetup& s, const LayoutEstimate& evalua
 
 nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r) {
   nlohmann::ordered_json j = RequestJson(setup);
+  // How the layouts' all-to-all crosses scale-up domains: null where it cannot leave one.
+  const bool crosses = AllToAllCanCrossDomains(setup);
+  j["expert_dispatch"] =
+      crosses ? nlohmann::ordered_json(IsHierarchical(r.dispatch, setup.profile.hierarchical_dispatch)
+                                           ? "hierarchical"
+                                           : "flat")
+              : nlohmann::ordered_json(nullptr);
+  j["expert_dispatch_from"] =
+      crosses ? nlohmann::ordered_json(r.dispatch == Dispatch::kProfile ? "profile" : "search")
+              : nlohmann::ordered_json(nullptr);
   j["evaluated"] = r.evaluated;
   j["feasible"] = r.feasible();
   for (const std::string& note : SearchCautions(setup, r)) j["notes"].push_back(note);
@@ -521,6 +557,7 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   for (const SearchCandidate& c : r.best) {
     nlohmann::ordered_json cj = EstimateJson(c.layout, c.estimate);
     cj["links"] = LinksJson(setup.cluster, c.layout, setup.profile, c.estimate.time);
+    cj["megatron_pp_layout"] = MegatronPpLayoutJson(setup, c.layout);
     cj["rank"] = rank++;
     ranked.push_back(cj);
   }

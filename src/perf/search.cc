@@ -109,6 +109,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
         cluster.device.host_memory_gb, cluster.device.origin));
   }
   SearchResult result;
+  result.dispatch = options.dispatch;
   if (auto reason = UnsearchableReason(c, shape, domain, options)) {
     result.unsearchable = std::move(*reason);
     return result;

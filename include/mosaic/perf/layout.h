@@ -349,11 +349,13 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text);
 
 // Megatron-Core's layout string (pp_layout's grammar) of the split SplitPipeline makes without an
 // explicit one where pp·vpp does not divide the `layer_passes`: one layer short virtual stages
-// first, then full ones; the embedding in the first, the loss in the last. Megatron-Core runs
-// such a split only through --pipeline-model-parallel-layout. E.g. 94 layers on pp 8 × vpp 3:
-// "Et*3|t*3|(t*4|)*21t*4L". Empty where pp = 1, where pp·vpp divides the passes, where the
-// split is explicit (Layout::explicit_split), with MTP layers (`mtp_layers` > 0: their stage is
-// the user's to place), or where the string would be longer than kMaxPpLayoutChars.
+// first, then full ones; the embedding in the first, the loss in the last, and `mtp_layers` MTP
+// layers before the loss (as DeepSeek-V3's recipes place them; SplitPipeline without a string
+// spreads them over the stages instead, so with MTP layers the string is the runnable split, not
+// the same one). Megatron-Core runs such a split only through --pipeline-model-parallel-layout.
+// E.g. 94 layers on pp 8 × vpp 3: "Et*3|t*3|(t*4|)*21t*4L". Empty where pp = 1, where pp·vpp
+// divides the passes, where the split is explicit (Layout::explicit_split), or where the string
+// would be longer than kMaxPpLayoutChars.
 std::string EvenSplitPipelineLayout(const Layout& layout, int64_t layer_passes,
                                     int64_t mtp_layers);
 

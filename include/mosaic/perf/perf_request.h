@@ -109,11 +109,15 @@ SearchResult SearchBestLayouts(const PerfSetup& setup, const SearchOptions& opti
 // Cautions about one layout under the setup's profile, in PerfCautions's form: ep > 1 for a MoE
 // model under a profile calibrated on MoE rows none of which ran EP (PerfProfile::ep_calibrated:
 // its EP overlap is set by hand); offload_modules that move nothing under the layout's recompute;
-// a2a_overlap=1 under a profile whose stack does not run the paired all-to-all overlap
-// (paired_a2a_overlap = false), which the estimate nonetheless assumes. Empty when there is none.
+// a pp·vpp that does not divide the layers, with the layout string Megatron-Core needs for that
+// split (EvenSplitPipelineLayout); a2a_overlap=1 under a profile whose stack does not run the
+// paired all-to-all overlap (paired_a2a_overlap = false), which the estimate nonetheless assumes.
+// Empty when there is none.
 std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& layout);
 
-// Cautions about a search's result, in PerfCautions's form: the EP-overlap caution of
+// Cautions about a search's result, in PerfCautions's form: a dispatch set for the search that
+// changes nothing (no all-to-all can leave a domain: AllToAllCanCrossDomains); the EP-overlap
+// caution of
 // LayoutCautions for the best layout; when the best layout is pipelined, that
 // the search keeps stages even (search.h) and an uneven split, evaluated with --layout, may balance
 // the embedding and output layer better; when the best layout's micro-batch above 1 runs more than
@@ -136,6 +140,11 @@ struct CollectiveLinks {
 };
 CollectiveLinks LinksOf(const Cluster& cluster, const Layout& layout, const PerfProfile& profile);
 
+// Whether some layout of the job can send the EP all-to-all across scale-up domains: a model with
+// routed experts on more GPUs than one domain holds (HardwareSpec::domain_gpus). Where it cannot,
+// the dispatch path (Layout::dispatch, SearchOptions::dispatch) changes nothing.
+bool AllToAllCanCrossDomains(const PerfSetup& setup);
+
 // The peak HBM bytes as every output writes them: the sum of the memory parts each rounded to a
 // whole byte, so that the parts printed add up to it exactly.
 int64_t PeakMemoryWholeBytes(const MemoryBreakdown& memory);
@@ -148,15 +157,19 @@ nlohmann::ordered_json EstimateJson(const Layout& layout, const StepEstimate& es
 // was calibrated on, batch, seq, format, routing, capacity factor, "notes": PerfCautions,
 // LayoutCautions, then EstimateCautions; "routing" null for a dense model), EstimateJson's fields,
 // and "links": the scale-up or scale-out links the expert all-to-all and the FSDP collectives
-// cross (Cluster::DomainForSpan), each null where that collective moves nothing (as the text report
-// names them only where they take time).
+// cross (Cluster::DomainForSpan) and the all-to-all's path across domains (LinksOf), each null
+// where that collective moves nothing (as the text report names them only where they take time);
+// "megatron_pp_layout": the layout string Megatron-Core needs for an even split pp·vpp does not
+// divide (EvenSplitPipelineLayout), else null.
 nlohmann::ordered_json PerfJson(const PerfSetup& setup, const LayoutEstimate& evaluated);
 
 // `mosaic perf --search --json`: the request as PerfJson gives it (model, hardware, gpus,
 // profile and the device it was calibrated on, batch, seq, format, routing, capacity factor),
-// "notes" (PerfCautions, then SearchCautions), layouts evaluated, feasible, rejected by reason,
-// the ranked candidates (EstimateJson with "links", as PerfJson gives them, and "rank") and
-// examples of rejections with their rules.
+// "notes" (PerfCautions, then SearchCautions), "expert_dispatch" and "expert_dispatch_from" (the
+// all-to-all's path across domains in every layout, "flat" or "hierarchical", from "profile" or
+// "search"; null where none can leave a domain), layouts evaluated, feasible, rejected by reason,
+// the ranked candidates (EstimateJson with "links" and "megatron_pp_layout", as PerfJson gives
+// them, and "rank") and examples of rejections with their rules.
 nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& result);
 
 }  // namespace mosaic

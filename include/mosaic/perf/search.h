@@ -83,6 +83,8 @@ struct SearchResult {
 
   // Set when no layout of the space can run the job (UnsearchableReason); nothing was enumerated.
   std::string unsearchable;
+  // The EP all-to-all's path the search wrote into its layouts (SearchOptions::dispatch).
+  Dispatch dispatch = Dispatch::kProfile;
 
   int64_t feasible() const { return static_cast<int64_t>(feasible_tokens_per_s.size()); }
   // 1-based rank a layout with `tokens_per_s` would take among the feasible ones.
