@@ -438,8 +438,15 @@ int64_t MoePassesBefore(const ModelConfig& c, int64_t passes) {
 PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts costs) {
   const int64_t passes = c.layers * c.loops;
   PipelineSplit s = SplitPipelineCounts(l, passes);
+  // Without a layout string Megatron-Core builds every MTP layer on the last pipeline stage
+  // (megatron/core/transformer/multi_token_prediction.py, mtp_on_this_rank and
+  // get_mtp_num_layers_to_build).
+  if (!s.mtp_placed && c.mtp_layers > 0 && l.pp > 1) {
+    s.mtp_placed = true;
+    s.last_mtp = c.mtp_layers;
+  }
   s.total_moe = MoePassesBefore(c, passes) + c.mtp_moe_layers();
-  // Each rank's MTP layers with routed experts: as placed, or spread with the layers.
+  // Each rank's MTP layers with routed experts: as placed, or spread with the layers (pp = 1).
   const auto add_mtp_moe = [&] {
     const double per_mtp = c.mtp_layers > 0 ? static_cast<double>(c.mtp_moe_layers()) /
                                                   static_cast<double>(c.mtp_layers)
@@ -477,9 +484,11 @@ PipelineSplit SplitPipeline(const Layout& l, const ModelConfig& c, LayerCosts co
     layers[r] += count;
     moe[r] += MoePassesBefore(c, first_pass + count) - MoePassesBefore(c, first_pass);
   });
-  if (s.mtp_placed) {
+  if (s.mtp_placed && l.pp_layout[0] != '\0') {
     const std::vector<PipelineLayoutStage> stages = PipelineLayoutStages(l.pp_layout_text());
     for (size_t i = 0; i < stages.size(); ++i) mtp[i % layers.size()] += stages[i].mtp;
+  } else if (s.mtp_placed) {
+    mtp.back() = c.mtp_layers;
   }
   s.first_moe = moe.front();
   s.last_moe = moe.back();

@@ -410,8 +410,7 @@ TEST(Layout, AnUnevenEvenSplitIsWrittenAsMegatronsLayoutString) {
       }
     }
   }
-  // MTP layers go before the loss, as Megatron-Core places them (the string is then the runnable
-  // split, which the estimate without it spreads differently).
+  // MTP layers go before the loss, on the last stage, where Megatron-Core builds them.
   EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 1), "Et*3|t*3|(t*4|)*21t*4mL");
   EXPECT_EQ(EvenSplitPipelineLayout(l, 94, 2), "Et*3|t*3|(t*4|)*21t*4m*2L");
   EXPECT_EQ(PipelineLayoutStages("Et*3|t*3|(t*4|)*21t*4m*2L").back().mtp, 2);

@@ -329,12 +329,9 @@ std::vector<std::string> LayoutCautions(const PerfSetup& setup, const Layout& la
     notes.push_back(fmt::format(
         "pp·vpp = {} does not divide the {} layer passes: the first {} {}stages hold one layer "
         "less; Megatron-Core runs that split only as a layout string, "
-        "--pipeline-model-parallel-layout \"{}\" (pp_layout={}){}",
+        "--pipeline-model-parallel-layout \"{}\" (pp_layout={})",
         stages, c.layers * c.loops, stages - (c.layers * c.loops) % stages,
-        layout.vpp > 1 ? "virtual " : "", split, split,
-        c.mtp_layers > 0 ? "; it places the MTP layers on the last stage, where this estimate "
-                           "spreads them over the stages: evaluate the string for the run's time"
-                         : ""));
+        layout.vpp > 1 ? "virtual " : "", split, split));
   }
   if (layout.a2a_overlap > 0 && !setup.profile.paired_a2a_overlap) {
     notes.push_back(fmt::format(

@@ -179,7 +179,8 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_DOUBLE_EQ(with.expert_params - without.expert_params, 256.0 * 3 * 7168 * 2048);
   EXPECT_DOUBLE_EQ(with.mtp_expert_flops_per_token, 2.0 * 3 * 7168 * 2048 * 8);
   EXPECT_DOUBLE_EQ(without.mtp_expert_flops_per_token, 0.0);
-  // The module is charged as one more layer, spread over the stages: every per-layer cost grows.
+  // The module is charged as one more layer on the last stage, where Megatron-Core builds it
+  // without a layout string: that rank's step grows by each per-layer cost.
   const Layout layout = ParseLayout("pp=16,ep=64,dp=128,recompute=modules");
   const PerfJob job{15360, 4096, NumberFormat::kFp8, RoutingPolicy::kBalanced, 1.0, 0};
   const ProfileSet profiles = LoadProfiles();
@@ -191,7 +192,12 @@ TEST(StepModel, MultiTokenPredictionExpertsAreExpertParameters) {
   EXPECT_GT(b.time.ep_seconds, a.time.ep_seconds);
   EXPECT_GT(b.time.expert_gemm_seconds, a.time.expert_gemm_seconds);
   EXPECT_GT(b.time.elementwise_seconds, a.time.elementwise_seconds);
-  EXPECT_GT(b.memory.activation_bytes, a.memory.activation_bytes);
+  EXPECT_EQ(b.slowest_stage_mtp_layers, 1.0);
+  // Its activations sit on the last rank, which holds the fewest micro-batches in flight: the
+  // memory peak, on an earlier rank, does not move.
+  EXPECT_LT(b.memory.peak_stage_rank, 15);
+  EXPECT_EQ(b.memory.peak_stage_rank, a.memory.peak_stage_rank);
+  EXPECT_EQ(b.memory.activation_bytes, a.memory.activation_bytes);
 }
 
 TEST(StepModel, AStageIsChargedTheLayerKindsItHolds) {
@@ -488,10 +494,16 @@ TEST(StepModel, PipelineLayoutPlacesTheMtpLayerOnItsRank) {
     EXPECT_GE(step(c, (std::string(last_six) + "mL").c_str()),
               step(plain, (std::string(last_six) + "L").c_str()));
   }
-  const LayoutDerivation spread =
+  // Without a layout string the MTP layer is built on the last rank (Megatron-Core's
+  // mtp_on_this_rank): 61 layers on 32 chunks leave that rank 8 layers and the MTP layer, the
+  // slowest.
+  const LayoutDerivation unplaced =
       DeriveLayout(shape, ParseLayout("tp=2,pp=8,vpp=4,ep=64,dp=64"), job);
-  EXPECT_EQ(spread.layers_stage, 8);
-  EXPECT_DOUBLE_EQ(spread.mtp_layers_stage, 8.0 / 61.0);
+  EXPECT_TRUE(unplaced.split.mtp_placed);
+  EXPECT_EQ(unplaced.split.last_mtp, 1);
+  EXPECT_EQ(unplaced.layers_stage, 8);
+  EXPECT_EQ(unplaced.mtp_layers_stage, 1.0);
+  EXPECT_TRUE(unplaced.split.slowest_is_last());
   // A 2-stage pipeline of 2 chunks, the MTP layer on the rank that also holds more layers: the
   // step is that rank's 31 layers and the MTP layer (rank 0: 15 + 15).
   const LayoutDerivation last = DeriveLayout(

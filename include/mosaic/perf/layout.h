@@ -262,7 +262,8 @@ struct PipelineSplit {
   int64_t last = 0;         // rank pp−1 (holds the output layer); equals `first` when pp = 1
   int64_t total = 0;        // all layer passes
   // MTP layers on rank 0, rank `middle_rank` and rank pp−1 when pp_layout places them (its 'm');
-  // without pp_layout they are spread over the stages with the layers (mtp_placed false).
+  // without pp_layout, Megatron-Core builds them all on rank pp−1 (SplitPipeline with the model;
+  // the layer-count overload leaves them unplaced, mtp_placed false, as with pp = 1).
   bool mtp_placed = false;
   int64_t first_mtp = 0, middle_mtp = 0, last_mtp = 0;
   // The MoE layer passes among rank 0's, rank `middle_rank`'s and rank pp−1's decoder layer
@@ -299,8 +300,9 @@ struct PipelineSplit {
   struct RankLoad {
     int64_t rank = 0, layers = 0, moe = 0, mtp = 0;
     double load_ratio = 1;
-    // Its MoE layer passes with the MTP layers' routed experts (placed by pp_layout, else spread
-    // with the layers, as the step model charges them; 0 from the layer-count overload).
+    // Its MoE layer passes with the MTP layers' routed experts (where they are placed: by
+    // pp_layout, else on rank pp−1; spread with the layers when pp = 1, the same thing; 0 from
+    // the layer-count overload).
     double moe_passes = 0;
     bool slowest_layers = false;  // it holds as many layers of each kind as the slowest rank
     bool is_last = false;         // rank pp−1 (pp > 1)
@@ -350,9 +352,9 @@ std::vector<PipelineLayoutStage> PipelineLayoutStages(std::string_view text);
 // Megatron-Core's layout string (pp_layout's grammar) of the split SplitPipeline makes without an
 // explicit one where pp·vpp does not divide the `layer_passes`: one layer short virtual stages
 // first, then full ones; the embedding in the first, the loss in the last, and `mtp_layers` MTP
-// layers before the loss (as DeepSeek-V3's recipes place them; SplitPipeline without a string
-// spreads them over the stages instead, so with MTP layers the string is the runnable split, not
-// the same one). Megatron-Core runs such a split only through --pipeline-model-parallel-layout.
+// layers before the loss (on the last stage, where Megatron-Core builds them without a string and
+// SplitPipeline places them). Megatron-Core runs such a split only through
+// --pipeline-model-parallel-layout.
 // E.g. 94 layers on pp 8 × vpp 3: "Et*3|t*3|(t*4|)*21t*4L". Empty where pp = 1, where pp·vpp
 // divides the passes, where the split is explicit (Layout::explicit_split), or where the string
 // would be longer than kMaxPpLayoutChars.

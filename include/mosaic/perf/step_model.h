@@ -343,7 +343,7 @@ struct StepEstimate {
   // The slowest pipeline rank's decoder layer passes, and of those the MoE ones.
   int64_t slowest_stage_layers = 0;
   int64_t slowest_stage_moe_layers = 0;
-  // Its MTP layers: those a pp_layout places on it, else its share of them (layers spread).
+  // Its MTP layers: those placed on it (by pp_layout, else all on rank pp−1); with pp = 1, all.
   double slowest_stage_mtp_layers = 0;
   // Whether it is the last rank, charged the output layer (lm_head) besides its layers.
   bool slowest_stage_holds_output_layer = false;
@@ -591,8 +591,8 @@ struct StageCompositions {
 };
 
 // The composition of a stage holding `layers` decoder layer passes (`moe_layers` of them MoE)
-// and, when pp_layout places them (`mtp_placed`), `mtp_layers` MTP layers (else the stage's
-// share of the model's, spread with the layers), under the job's segmented backprop. Counts are
+// and, when they are placed (`mtp_placed`: by pp_layout, else on rank pp−1), `mtp_layers` MTP
+// layers (else, with pp = 1, the stage's share of the model's: all of them), under the job's segmented backprop. Counts are
 // layer passes, parameters are counts of weights, bytes are per token or per routed assignment
 // of one layer at the stage's MoE share (ModelShape::LayerField over LayerActivations: after
 // Korthikanti et al., arXiv 2205.05198, with flash attention). `rank` is left 0. The model must
