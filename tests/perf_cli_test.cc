@@ -1009,7 +1009,8 @@ TEST(PerfCli, TheAllToAllsPathAcrossNodesIsSaidAndKept) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   j = nlohmann::json::parse(r.out);
   const std::string best = j["rows"][0]["best_layout"].get<std::string>();
-  EXPECT_EQ(best.find(",ep=1,") == std::string::npos, best.find(",dispatch=flat") != std::string::npos)
+  EXPECT_EQ(best.find(",ep=1,") == std::string::npos,
+            best.find(",dispatch=flat") != std::string::npos)
       << best;
   std::filesystem::remove_all(std::filesystem::temp_directory_path() / "mosaic_dispatch_search");
 }

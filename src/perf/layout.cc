@@ -299,9 +299,10 @@ std::string EvenSplitPipelineLayout(const Layout& l, int64_t layer_passes, int64
   const std::string mtp = mtp_layers == 0   ? ""
                           : mtp_layers == 1 ? "m"
                                             : fmt::format("m*{}", mtp_layers);
-  std::string text = "E" + group(per_chunk - 1) + "|" + run(group(per_chunk - 1), short_chunks - 1) +
-                     run(group(per_chunk), chunks - short_chunks - 1) + group(per_chunk) + mtp +
-                     "L";
+  const std::string text = "E" + group(per_chunk - 1) + "|" +
+                           run(group(per_chunk - 1), short_chunks - 1) +
+                           run(group(per_chunk), chunks - short_chunks - 1) + group(per_chunk) +
+                           mtp + "L";
   return text.size() <= kMaxPpLayoutChars ? text : "";
 }
 

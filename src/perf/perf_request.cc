@@ -534,11 +534,9 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   nlohmann::ordered_json j = RequestJson(setup);
   // How the layouts' all-to-all crosses scale-up domains: null where it cannot leave one.
   const bool crosses = AllToAllCanCrossDomains(setup);
-  j["expert_dispatch"] =
-      crosses ? nlohmann::ordered_json(IsHierarchical(r.dispatch, setup.profile.hierarchical_dispatch)
-                                           ? "hierarchical"
-                                           : "flat")
-              : nlohmann::ordered_json(nullptr);
+  const bool hierarchical = IsHierarchical(r.dispatch, setup.profile.hierarchical_dispatch);
+  j["expert_dispatch"] = crosses ? nlohmann::ordered_json(hierarchical ? "hierarchical" : "flat")
+                                 : nlohmann::ordered_json(nullptr);
   j["expert_dispatch_from"] =
       crosses ? nlohmann::ordered_json(r.dispatch == Dispatch::kProfile ? "profile" : "search")
               : nlohmann::ordered_json(nullptr);
