@@ -283,6 +283,22 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   // And the stages LayoutMemory compares for each, composed once (their layer mixes).
   std::vector<StageCompositions> stage_compositions(splits.size());
   const int64_t layer_passes = c.layers * c.loops;
+  // Whether (pp, vpp)'s split with the embedding and the loss counted equals the default one,
+  // decided once per pair (-1: not yet).
+  std::vector<int8_t> same_splits(divisors.size() * vpps.size(), -1);
+  auto same_split = [&](size_t pp_index, size_t vpp_index, int64_t pp, int64_t vpp) {
+    int8_t& same = same_splits[pp_index * vpps.size() + vpp_index];
+    if (same < 0) {
+      const Layout plain{.pp = pp, .vpp = vpp};
+      Layout counted = plain;
+      counted.pp_embed = counted.pp_loss = 1;
+      same = SplitPipeline(plain, c, model.layer_costs()) ==
+                     SplitPipeline(counted, c, model.layer_costs())
+                 ? 1
+                 : 0;
+    }
+    return same == 1;
+  };
   for (int64_t tp : divisors) {
     for (size_t pp_index = 0; pp_index < divisors.size(); ++pp_index) {
       const int64_t pp = divisors[pp_index];
@@ -315,6 +331,10 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                                             ? 2
                                             : 1;
                 for (int split_kind = 0; split_kind < split_kinds; ++split_kind) {
+                  // Counting the embedding and the loss may leave every rank what the default
+                  // split gives it (pp 2: each rank one slot lighter either way): the same
+                  // layout twice, not evaluated again.
+                  if (split_kind == 1 && same_split(pp_index, vpp_index, pp, vpp)) break;
                   for (int64_t chunk : chunks) {
                     Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
                              .ep = ep, .etp = etp, .moe_chunk = chunk};

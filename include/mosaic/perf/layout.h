@@ -276,6 +276,7 @@ struct PipelineSplit {
   // past kMaxPeakCandidates the first ones are kept.
   struct PeakCandidate {
     int64_t rank = 0, layers = 0, moe = 0, mtp = 0;
+    bool operator==(const PeakCandidate&) const = default;
   };
   static constexpr int kMaxPeakCandidates = 2;
   std::array<PeakCandidate, kMaxPeakCandidates> peak_candidates{};
@@ -306,6 +307,7 @@ struct PipelineSplit {
     double moe_passes = 0;
     bool slowest_layers = false;  // it holds as many layers of each kind as the slowest rank
     bool is_last = false;         // rank pp−1 (pp > 1)
+    bool operator==(const RankLoad&) const = default;
   };
   static constexpr int kMaxRankLoads = 3;
   std::array<RankLoad, kMaxRankLoads> rank_loads{};
@@ -319,6 +321,9 @@ struct PipelineSplit {
   bool slowest_is_last() const {
     return rank_load_count > 0 && last_rank_load().is_last && last_rank_load().rank == slowest_rank;
   }
+  // Every field equal: the step model, which reads a layout's stages only through its split,
+  // times two layouts with equal splits alike.
+  bool operator==(const PipelineSplit&) const = default;
 };
 
 // (This overload counts no MoE layers and ranks the stages by layer count.)
