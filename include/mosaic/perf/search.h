@@ -9,7 +9,8 @@
 // peak memory. Pipeline stages are split evenly (or, where pp·vpp does not divide the layers,
 // by SplitPipeline's default) and, where pp·vpp divides the layers with two slots more and not
 // without, also with the embedding and the loss counted as a layer each (pp_embed=1,pp_loss=1,
-// as Megatron-Bridge's recipes for Qwen3-235B and Llama 3.1 405B do); pp_first, pp_last and
+// as Megatron-Bridge's recipes for Qwen3-235B and Llama 3.1 405B do) unless that split equals the
+// default one (PipelineSplit's ==, as at pp 2); pp_first, pp_last and
 // pp_layout are not enumerated. Activation offload is tried only when asked
 // (SearchOptions::offload), for layouts that fit under none of the recompute policies they may
 // use (the overlap allows neither full nor MoE recompute). Rejected combinations are counted by reason (does not divide, exceeds a domain, out of memory, not
