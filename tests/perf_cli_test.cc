@@ -486,7 +486,8 @@ TEST(PerfCli, ModelAndDeviceFilesTheRowsNameAreInputs) {
   // The device file, named beside the table, is read as tpu-v5p: its row gets MaxText's profile.
   CommandResult r = RunMosaic("perf validate " + csv + " --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& row : nlohmann::json::parse(r.out)["rows"]) {
+  const nlohmann::json parsed_rows = nlohmann::json::parse(r.out);
+  for (const auto& row : parsed_rows["rows"]) {
     EXPECT_EQ(row["profile"], "maxtext-tpu-v5p") << row["id"];
   }
   // A Marin source picks Marin's profile on its GB200 rack only, not on another device.
@@ -584,10 +585,12 @@ TEST(PerfCli, AValuePastItsFitRangeIsMarkedSo) {
   r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json --profiles " +
                 (dir / "past.toml").string());
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& p : nlohmann::json::parse(r.out)["profiles"]) {
+  const nlohmann::json parsed_profiles = nlohmann::json::parse(r.out);
+  for (const auto& p : parsed_profiles["profiles"]) {
     if (p["name"] != "megatron-h100") continue;
     EXPECT_EQ(p["outside_fit_range"], nlohmann::json::parse(R"(["gemm_efficiency"])"));
-    EXPECT_EQ(p["at_bound"], nlohmann::json::parse(R"(["overlap_ep"])"));
+    // The shipped megatron-h100 keeps both at their bounds (docs/guide.md).
+    EXPECT_EQ(p["at_bound"], nlohmann::json::parse(R"(["expert_group_seconds","overlap_ep"])"));
   }
   std::filesystem::remove_all(dir);
 }
@@ -1048,6 +1051,27 @@ TEST(PerfCli, AnUnevenSplitIsGivenAsMegatronsLayoutString) {
   r = RunMosaic(base + "'" + layout + ",pp_layout=Et*3|t*3|(t*4|)*21t*4mL' --set mtp_layers=1");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(nlohmann::json::parse(r.out)["step_seconds"], mtp["step_seconds"]);
+}
+
+// Counting the embedding and the loss as layers (pp_embed=1,pp_loss=1) is a second split only
+// where it changes what a rank holds: at pp 2 it gives each rank what the default split does, and
+// the search lists that layout once.
+TEST(PerfCli, TheSearchListsEachSplitOnce) {
+  const CommandResult r = RunMosaic(
+      "perf qwen3-235b-a22b --hardware h100 --gpus 256 --batch 8192 --format fp8 --routing "
+      "balanced --search --top 40 --dispatch flat --json");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  std::set<std::string> plain;
+  bool pp2 = false;
+  for (const auto& c : j["ranked"]) {
+    std::string l = c["layout"].get<std::string>();
+    pp2 = pp2 || l.find(",pp=2,") != std::string::npos;
+    const size_t at = l.find(",pp_embed=1,pp_loss=1");
+    if (at != std::string::npos) l.erase(at, std::string(",pp_embed=1,pp_loss=1").size());
+    EXPECT_TRUE(plain.insert(l).second) << "listed twice: " << l;
+  }
+  EXPECT_TRUE(pp2);  // the case in question is among the ranked
 }
 
 TEST(PerfCli, ValidateChecksARowWithItsRecomputePolicy) {
@@ -2398,7 +2422,8 @@ TEST(PerfCli, RowsWhoseTflopsDisagreeWithTheirTokensAreNamed) {
       << r.out;
   r = RunMosaic("perf validate tests/fixtures/throughput/published.csv --json");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  for (const auto& row : nlohmann::json::parse(r.out)["rows"]) {
+  const nlohmann::json parsed_rows = nlohmann::json::parse(r.out);
+  for (const auto& row : parsed_rows["rows"]) {
     if (row["id"] == "M3") EXPECT_NEAR(row["tflops_over_tokens"].get<double>(), 1, kAgreementTol);
     if (row["id"] == "M13") EXPECT_FALSE(row.contains("tflops_over_tokens"));  // TFLOP/s only
   }
