@@ -377,7 +377,9 @@ TEST(Event, SimpleScalarDecoderAgreesWithTheGeneralDecoder) {
                                 (~uint64_t{0} >> (64 - bits)) ^ (uint64_t{0x5555555555555555} >> (64 - bits))}) {
       SCOPED_TRACE(step);
       SimpleScalarEvent fast;
-      ASSERT_TRUE(DecodeSimpleScalarEvent(canonical(2.0, step, "loss", 1.0f), &fast));
+      // The decoded tag is a view into the bytes: they outlive it.
+      const std::string bytes = canonical(2.0, step, "loss", 1.0f);
+      ASSERT_TRUE(DecodeSimpleScalarEvent(bytes, &fast));
       EXPECT_EQ(fast.step, static_cast<int64_t>(step));
       EXPECT_EQ(fast.tag, "loss");
       EXPECT_EQ(fast.value, 1.0);
@@ -385,7 +387,8 @@ TEST(Event, SimpleScalarDecoderAgreesWithTheGeneralDecoder) {
     }
   }
   SimpleScalarEvent decoded;
-  ASSERT_TRUE(DecodeSimpleScalarEvent(canonical(1.7e9, 300000, "train/loss", 2.5f), &decoded));
+  const std::string bytes = canonical(1.7e9, 300000, "train/loss", 2.5f);
+  ASSERT_TRUE(DecodeSimpleScalarEvent(bytes, &decoded));
   EXPECT_EQ(decoded.wall_time_seconds, 1.7e9);
   EXPECT_EQ(decoded.step, 300000);
   EXPECT_EQ(decoded.tag, "train/loss");

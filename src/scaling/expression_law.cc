@@ -277,14 +277,14 @@ class ExpressionFitter {
         evaluate_(law) {
     const size_t n = data.size();
     x_.resize(n * law.inputs.size());
-    for (size_t i = 0; i < n; ++i) data.Point(i, &x_[i * law.inputs.size()]);
+    for (size_t i = 0; i < n; ++i) data.Point(i, x_.data() + i * law.inputs.size());
   }
 
   double Total(const double* values, int* bad_point, double* bad_value) {
     const bool log_space = options_.objective.space == ResidualSpace::kLog;
     double sum = 0;
     for (size_t i = 0; i < data_.size(); ++i) {
-      const double f = evaluate_(&x_[i * law_.inputs.size()], values);
+      const double f = evaluate_(x_.data() + i * law_.inputs.size(), values);
       if (!std::isfinite(f) || (log_space && !(f > 0))) {
         if (bad_point) *bad_point = static_cast<int>(i);
         if (bad_value) *bad_value = f;
@@ -316,7 +316,7 @@ class ExpressionFitter {
       const double w = data_.weight.empty() ? 1.0 : data_.weight[i];
       if (w == 0) continue;
       auto* cost = new ceres::DynamicNumericDiffCostFunction<PointResidual, ceres::CENTRAL>(
-          new PointResidual{&evaluate_, &x_[i * law_.inputs.size()],
+          new PointResidual{&evaluate_, x_.data() + i * law_.inputs.size(),
                             log_space ? std::log(data_.loss[i]) : data_.loss[i], log_space,
                             &free_, scratch.data()});
       cost->AddParameterBlock(static_cast<int>(free_.size()));
