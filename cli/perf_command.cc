@@ -237,12 +237,11 @@ std::string RenderSearch(const SearchResult& r, const PerfOptions& o, const Perf
   if (AllToAllCanCrossDomains(setup)) {
     // The all-to-all's path across scale-up domains, which the layouts below write only when
     // --dispatch sets it.
-    out += r.dispatch == Dispatch::kProfile
-               ? fmt::format("; EP all-to-all across domains {} (the profile's default; "
-                             "--dispatch sets it)",
-                             profile.hierarchical_dispatch ? "hierarchical" : "flat")
-               : fmt::format("; EP all-to-all across domains {} (--dispatch)",
-                             ToString(r.dispatch));
+    out += fmt::format("; EP all-to-all across domains {} ({})",
+                       ToString(ResolveDispatch(r.dispatch, profile.hierarchical_dispatch)),
+                       r.dispatch == Dispatch::kProfile
+                           ? "the profile's default; --dispatch sets it"
+                           : "--dispatch");
   }
   out += "\n";
   for (const std::string& note : PerfCautions(setup)) out += "note: " + note + "\n";

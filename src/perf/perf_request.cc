@@ -185,8 +185,7 @@ CollectiveLinks LinksOf(const Cluster& cluster, const Layout& l, const PerfProfi
   CollectiveLinks links{.expert_all_to_all = cluster.DomainForSpan(l.ep * l.etp),
                         .fsdp = cluster.DomainForSpan(l.tp * l.cp * l.fsdp)};
   if (l.ep > 1 && l.ep * l.etp > cluster.device.domain_gpus()) {
-    links.expert_dispatch =
-        IsHierarchical(l.dispatch, profile.hierarchical_dispatch) ? "hierarchical" : "flat";
+    links.expert_dispatch = ToString(ResolveDispatch(l.dispatch, profile.hierarchical_dispatch));
     links.expert_dispatch_from = l.dispatch == Dispatch::kProfile ? "profile" : "layout";
   }
   return links;
@@ -534,9 +533,10 @@ nlohmann::ordered_json SearchJson(const PerfSetup& setup, const SearchResult& r)
   nlohmann::ordered_json j = RequestJson(setup);
   // How the layouts' all-to-all crosses scale-up domains: null where it cannot leave one.
   const bool crosses = AllToAllCanCrossDomains(setup);
-  const bool hierarchical = IsHierarchical(r.dispatch, setup.profile.hierarchical_dispatch);
-  j["expert_dispatch"] = crosses ? nlohmann::ordered_json(hierarchical ? "hierarchical" : "flat")
-                                 : nlohmann::ordered_json(nullptr);
+  j["expert_dispatch"] =
+      crosses ? nlohmann::ordered_json(
+                    ToString(ResolveDispatch(r.dispatch, setup.profile.hierarchical_dispatch)))
+              : nlohmann::ordered_json(nullptr);
   j["expert_dispatch_from"] =
       crosses ? nlohmann::ordered_json(r.dispatch == Dispatch::kProfile ? "profile" : "search")
               : nlohmann::ordered_json(nullptr);

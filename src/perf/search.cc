@@ -283,21 +283,23 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
   // And the stages LayoutMemory compares for each, composed once (their layer mixes).
   std::vector<StageCompositions> stage_compositions(splits.size());
   const int64_t layer_passes = c.layers * c.loops;
-  // Whether (pp, vpp)'s split with the embedding and the loss counted equals the default one,
-  // decided once per pair (-1: not yet).
-  std::vector<int8_t> same_splits(divisors.size() * vpps.size(), -1);
-  auto same_split = [&](size_t pp_index, size_t vpp_index, int64_t pp, int64_t vpp) {
-    int8_t& same = same_splits[pp_index * vpps.size() + vpp_index];
-    if (same < 0) {
-      const Layout plain{.pp = pp, .vpp = vpp};
-      Layout counted = plain;
-      counted.pp_embed = counted.pp_loss = 1;
-      same = SplitPipeline(plain, c, model.layer_costs()) ==
-                     SplitPipeline(counted, c, model.layer_costs())
-                 ? 1
-                 : 0;
+  // The split of (pp, vpp, split kind) and its stage compositions, made on first use (a split
+  // depends on the pipeline keys alone); its index in `splits`.
+  auto split_index_of = [&](size_t pp_index, size_t vpp_index, int split_kind) {
+    const size_t index = (pp_index * vpps.size() + vpp_index) * 2 + split_kind;
+    std::optional<PipelineSplit>& split = splits[index];
+    if (!split) {
+      Layout pipeline{.pp = divisors[pp_index], .vpp = vpps[vpp_index]};
+      pipeline.pp_embed = pipeline.pp_loss = split_kind;
+      split = SplitPipeline(pipeline, c, model.layer_costs());
+      stage_compositions[index] = ComposeStages(model, job, *split, pipeline.pp);
     }
-    return same == 1;
+    return index;
+  };
+  // Whether (pp, vpp)'s split with the embedding and the loss counted equals the default one.
+  auto same_split = [&](size_t pp_index, size_t vpp_index) {
+    return splits[split_index_of(pp_index, vpp_index, 0)] ==
+           splits[split_index_of(pp_index, vpp_index, 1)];
   };
   for (int64_t tp : divisors) {
     for (size_t pp_index = 0; pp_index < divisors.size(); ++pp_index) {
@@ -334,7 +336,7 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                   // Counting the embedding and the loss may leave every rank what the default
                   // split gives it (pp 2: each rank one slot lighter either way): the same
                   // layout twice, not evaluated again.
-                  if (split_kind == 1 && same_split(pp_index, vpp_index, pp, vpp)) break;
+                  if (split_kind == 1 && same_split(pp_index, vpp_index)) break;
                   for (int64_t chunk : chunks) {
                     Layout l{.tp = tp, .pp = pp, .vpp = vpp, .cp = cp, .dp = dp, .fsdp = fsdp,
                              .ep = ep, .etp = etp, .moe_chunk = chunk};
@@ -365,14 +367,8 @@ SearchResult SearchLayouts(const ModelShape& model, const Cluster& cluster, cons
                         }
                         break;
                       }
-                      const size_t split_index =
-                          (pp_index * vpps.size() + vpp_index) * 2 + split_kind;
-                      std::optional<PipelineSplit>& split = splits[split_index];
-                      if (!split) {
-                        split = SplitPipeline(l, c, model.layer_costs());
-                        stage_compositions[split_index] = ComposeStages(model, job, *split, pp);
-                      }
-                      LayoutDerivation derived = DeriveLayout(model, l, job, *split);
+                      const size_t split_index = split_index_of(pp_index, vpp_index, split_kind);
+                      LayoutDerivation derived = DeriveLayout(model, l, job, *splits[split_index]);
                       derived.compositions = &stage_compositions[split_index];
                       l.a2a_overlap = 0;
                       const LayoutMemory memory(model, l, job, profile, derived);

@@ -1088,7 +1088,8 @@ LayoutStep::LayoutStep(const ModelShape& m, const Cluster& cluster, const Layout
   if (c.is_moe() && l.ep > 1) {
     const ExpertDispatchTraffic traffic =
         ExpertDispatchBytes(c.experts, c.top_k, l.ep, l.etp, hw.domain_gpus(),
-                            IsHierarchical(l.dispatch, profile.hierarchical_dispatch));
+                            ResolveDispatch(l.dispatch, profile.hierarchical_dispatch) ==
+                                Dispatch::kHierarchical);
     const double token_bytes = x.tokens_mb_rank * x.pad * m.routed_width * kActBytes;
     const double up_seconds =
         token_bytes * traffic.scale_up_copies_per_token / scale_up_bytes_per_s;

@@ -122,10 +122,11 @@ std::string_view ToString(Dispatch dispatch);
 // "flat" or "hierarchical"; nullopt for anything else ("profile" is not written by users: a left
 // out key means it).
 std::optional<Dispatch> DispatchFromString(std::string_view text);
-// Whether `dispatch` crosses scale-up domains hierarchically, `profile_default` standing for
-// kProfile (PerfProfile::hierarchical_dispatch).
-inline bool IsHierarchical(Dispatch dispatch, bool profile_default) {
-  return dispatch == Dispatch::kProfile ? profile_default : dispatch == Dispatch::kHierarchical;
+// The path `dispatch` takes (kFlat or kHierarchical): itself, or for kProfile the profile's
+// default, kHierarchical when `profile_hierarchical` (PerfProfile::hierarchical_dispatch).
+inline Dispatch ResolveDispatch(Dispatch dispatch, bool profile_hierarchical) {
+  if (dispatch != Dispatch::kProfile) return dispatch;
+  return profile_hierarchical ? Dispatch::kHierarchical : Dispatch::kFlat;
 }
 
 // The policies from the least extra compute to the most, the order in which "the least recompute
